@@ -1,0 +1,29 @@
+// mtrain: one native binary to launch, configure and benchmark distributed training.
+#include <cstdio>
+
+#include "commands.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/version.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
+  root.set_version_flag("--version", std::string("mtrain ") + mtrain::kVersion);
+  root.require_subcommand(1);
+  root.footer("Run `mtrain <command> --help` for a command's options.");
+  mtrain::app::Exit exit;
+  mtrain::app::add_checkpoint(root, exit);
+  mtrain::app::add_unbuilt(root, exit);
+  try {
+    root.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int rc = root.exit(e);
+    return rc == 0 ? 0 : mtrain::kExitUsage;
+  } catch (const mtrain::Error& e) {
+    std::fprintf(stderr, "%s\n", e.paragraph().c_str());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return mtrain::kExitFailure;
+  }
+  return exit.code;
+}

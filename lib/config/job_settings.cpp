@@ -1,0 +1,171 @@
+// Every job setting the bundled trainer understands. The worker's TrainJob struct mirrors this
+// table (tests/unit/trainer checks that the defaults agree).
+#include "mtrain/config/registry.hpp"
+
+namespace mtrain::config {
+
+namespace {
+
+Setting choice(std::string key, std::string def, std::vector<std::string> choices, std::string help,
+               std::string flag = {}) {
+  Setting s;
+  s.key = std::move(key);
+  s.type = Type::Choice;
+  s.default_value = std::move(def);
+  s.choices = std::move(choices);
+  s.help = std::move(help);
+  s.flag = std::move(flag);
+  return s;
+}
+
+Setting integer(std::string key, long long def, std::optional<double> min, std::optional<double> max,
+                std::string help, std::string flag = {}) {
+  Setting s;
+  s.key = std::move(key);
+  s.type = Type::Int;
+  s.default_value = def;
+  s.min = min;
+  s.max = max;
+  s.help = std::move(help);
+  s.flag = std::move(flag);
+  return s;
+}
+
+Setting number(std::string key, double def, std::optional<double> min, std::optional<double> max,
+               std::string help, std::string flag = {}) {
+  Setting s = integer(std::move(key), 0, min, max, std::move(help), std::move(flag));
+  s.type = Type::Float;
+  s.default_value = def;
+  return s;
+}
+
+Setting text(std::string key, std::string def, std::string help, std::string flag = {}) {
+  Setting s;
+  s.key = std::move(key);
+  s.type = Type::String;
+  s.default_value = std::move(def);
+  s.help = std::move(help);
+  s.flag = std::move(flag);
+  return s;
+}
+
+Setting boolean(std::string key, bool def, std::string help, std::string flag = {}) {
+  Setting s;
+  s.key = std::move(key);
+  s.type = Type::Bool;
+  s.default_value = def;
+  s.help = std::move(help);
+  s.flag = std::move(flag);
+  return s;
+}
+
+Registry build() {
+  Registry r;
+  // Strategy.
+  r.add(choice("strategy", "ddp", {"ddp", "zero1", "zero2", "zero3", "fsdp"},
+               "How model state is spread over ranks: replicated (ddp), optimiser state sharded "
+               "(zero1), + gradients (zero2), + parameters (zero3, fsdp).",
+               "strategy"));
+  r.add(number("ddp.bucket_cap_mb", 25, 0.001, 4096,
+               "Gradient bucket size in MiB; buckets are all-reduced while backward still runs."));
+  r.add(number("ddp.first_bucket_mb", 1, 0.001, 4096,
+               "Size of the first (last-layer) bucket, small so communication starts early."));
+  r.add(boolean("ddp.find_unused_parameters", false,
+                "Allow parameters that get no gradient in a step (their buckets are still reduced)."));
+
+  // Model.
+  r.add(choice("model.name", "gpt", {"mlp", "gpt", "resnet18", "resnet50"}, "Model architecture.",
+               "model"));
+  r.add(integer("model.n_layer", 4, 1, 1024, "gpt: transformer blocks."));
+  r.add(integer("model.n_head", 4, 1, 1024, "gpt: attention heads per block."));
+  r.add(integer("model.n_embd", 128, 1, 65536, "gpt: model width (divisible by n_head)."));
+  r.add(integer("model.block_size", 64, 1, 1 << 20, "gpt: context length in tokens."));
+  r.add(integer("model.vocab_size", 256, 2, 1 << 22, "gpt: vocabulary (256 for byte-level text)."));
+  r.add(number("model.dropout", 0.0, 0, 1, "gpt: dropout probability."));
+  r.add(integer("model.hidden", 256, 1, 1 << 20, "mlp: hidden width."));
+  r.add(integer("model.depth", 3, 1, 1024, "mlp: number of linear layers."));
+  r.add(integer("model.input_dim", 32, 1, 1 << 20, "mlp: input features."));
+  r.add(integer("model.num_classes", 10, 2, 1 << 20, "mlp and resnet: output classes."));
+
+  // Data.
+  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10"},
+               "Dataset: auto picks text for gpt (the embedded corpus unless data.path is set) "
+               "and synthetic otherwise.",
+               "data"));
+  r.add(text("data.path", "", "text: any file (byte-level tokens); cifar10: the folder of "
+                              "data_batch_*.bin / test_batch.bin.",
+             "data-path"));
+  r.add(integer("data.num_samples", 4096, 1, 1LL << 40, "synthetic: samples per epoch."));
+  r.add(number("data.val_fraction", 0.1, 0, 0.9, "text/synthetic: share held out for validation."));
+  r.add(boolean("data.shuffle", true, "Shuffle by seed and epoch."));
+  r.add(boolean("data.drop_last", true,
+                "Drop the tail that does not divide evenly over ranks (else pad by repeating)."));
+
+  // Training loop.
+  r.add(integer("train.max_steps", 200, 0, 1LL << 40,
+                "Optimiser steps to train (used when train.max_epochs is 0).", "max-steps"));
+  r.add(integer("train.max_epochs", 0, 0, 1 << 20, "Epochs to train; 0 trains by steps.",
+                "max-epochs"));
+  r.add(integer("train.batch_size", 16, 1, 1 << 20, "Micro-batch size per rank.", "batch-size"));
+  r.add(integer("train.grad_accum", 1, 1, 1 << 16,
+                "Micro-batches accumulated per optimiser step (no communication until the last).",
+                "grad-accum"));
+  r.add(choice("train.precision", "fp32", {"fp32", "bf16", "fp16"}, "Compute precision.",
+               "precision"));
+  r.add(integer("train.seed", 0, 0, 1LL << 40, "Seed for weights, data order and dropout.", "seed"));
+  r.add(text("train.work_dir", "work_dirs/default",
+             "Folder for metrics.jsonl, summary.json, checkpoints and model.pt.", "work-dir"));
+  r.add(integer("train.log_interval", 10, 1, 1 << 30, "Steps between console/metrics lines."));
+  r.add(integer("train.val_interval", 0, 0, 1 << 30,
+                "Steps (or epochs when training by epochs) between validations; 0: at the end only."));
+  r.add(integer("train.val_steps", 10, 0, 1 << 30, "Batches per validation (0: the whole split)."));
+  r.add(integer("train.threads", 0, 0, 4096,
+                "Intra-op threads per rank; 0 follows OMP_NUM_THREADS."));
+
+  // Optimiser.
+  r.add(choice("optim.name", "adamw", {"adamw", "sgd"}, "Optimiser.", "optim"));
+  r.add(number("optim.lr", 1e-3, 0, 1e3, "Peak learning rate.", "lr"));
+  r.add(number("optim.weight_decay", 0.0, 0, 1e3, "Decoupled (AdamW) or L2 (SGD) weight decay."));
+  r.add(number("optim.beta1", 0.9, 0, 1, "AdamW beta1."));
+  r.add(number("optim.beta2", 0.999, 0, 1, "AdamW beta2."));
+  r.add(number("optim.eps", 1e-8, 0, 1, "AdamW epsilon."));
+  r.add(number("optim.momentum", 0.0, 0, 1, "SGD momentum."));
+  r.add(boolean("optim.nesterov", false, "SGD Nesterov momentum."));
+  r.add(number("optim.grad_clip", 0.0, 0, 1e9, "Clip gradients to this global norm; 0: off.",
+               "grad-clip"));
+
+  // Learning-rate schedule.
+  r.add(choice("sched.name", "cosine", {"constant", "cosine", "step", "linear"},
+               "Schedule after warmup: constant, cosine to sched.min_lr, step (x gamma every "
+               "step_size), or LinearLR (start_factor → end_factor over total_iters).",
+               "sched"));
+  r.add(integer("sched.warmup_steps", 0, 0, 1LL << 40, "Linear warmup steps from 0 to optim.lr."));
+  r.add(number("sched.min_lr", 0.0, 0, 1e3, "cosine: final learning rate."));
+  r.add(integer("sched.step_size", 100, 1, 1LL << 40, "step: steps between decays."));
+  r.add(number("sched.gamma", 0.1, 0, 1, "step: decay factor."));
+  r.add(number("sched.start_factor", 1.0 / 3, 0, 1, "linear: first factor of optim.lr."));
+  r.add(number("sched.end_factor", 1.0, 0, 1, "linear: last factor of optim.lr."));
+  r.add(integer("sched.total_iters", 0, 0, 1LL << 40,
+                "linear: steps over which the factor moves; 0: the whole run."));
+
+  // Checkpoints.
+  r.add(integer("checkpoint.interval", 0, 0, 1LL << 40, "Steps between checkpoints; 0: only at the end.",
+                "checkpoint-interval"));
+  r.add(integer("checkpoint.keep", 2, 1, 1 << 20, "Checkpoints kept (older ones are removed)."));
+  r.add(text("checkpoint.resume", "", "Resume from 'auto' (the newest complete checkpoint in "
+                                      "work_dir) or a checkpoint folder.",
+             "resume"));
+
+  // Communication.
+  r.add(number("comm.timeout_s", 300, 1, 86400, "Timeout of every collective, in seconds."));
+  return r;
+}
+
+}  // namespace
+
+const Registry& job_registry() {
+  static const Registry reg = build();
+  return reg;
+}
+
+}  // namespace mtrain::config

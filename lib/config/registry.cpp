@@ -1,0 +1,212 @@
+#include "mtrain/config/registry.hpp"
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::config {
+
+std::string to_string(Source s) {
+  switch (s) {
+    case Source::Default: return "default";
+    case Source::UserFile: return "user config";
+    case Source::JobFile: return "job file";
+    case Source::Env: return "environment";
+    case Source::Cli: return "command line";
+  }
+  return "?";
+}
+
+static std::string type_name(const Setting& s) {
+  switch (s.type) {
+    case Type::Bool: return "true or false";
+    case Type::Int: return "an integer";
+    case Type::Float: return "a number";
+    case Type::String: return "text";
+    case Type::Choice: return "one of " + str::join(s.choices, ", ");
+  }
+  return "?";
+}
+
+void Registry::add(Setting s) {
+  if (s.env.empty() && !s.flag.empty()) {
+    std::string e = "MTRAIN_" + str::to_upper(s.flag);
+    for (auto& c : e) if (c == '-') c = '_';
+    s.env = e;
+  }
+  by_key_[s.key] = settings_.size();
+  if (!s.flag.empty()) by_flag_[s.flag] = settings_.size();
+  settings_.push_back(std::move(s));
+}
+
+const Setting* Registry::find(const std::string& key) const {
+  auto it = by_key_.find(key);
+  return it == by_key_.end() ? nullptr : &settings_[it->second];
+}
+
+const Setting* Registry::find_flag(const std::string& flag) const {
+  auto it = by_flag_.find(flag);
+  return it == by_flag_.end() ? nullptr : &settings_[it->second];
+}
+
+std::vector<std::string> Registry::keys() const {
+  std::vector<std::string> out;
+  for (const auto& s : settings_) out.push_back(s.key);
+  return out;
+}
+
+const Setting& Registry::require(const std::string& key) const {
+  if (const Setting* s = find(key)) return *s;
+  auto near = str::closest(key, keys());
+  throw Error(fmt::format("unknown setting '{}'", key),
+              near ? fmt::format("Did you mean '{}'? `mtrain config show` lists every setting.", *near)
+                   : "`mtrain config show` lists every setting.");
+}
+
+static Error bad_value(const Setting& s, const std::string& shown, const std::string& why = {}) {
+  return Error(fmt::format("setting '{}' got {}{}", s.key, shown, why.empty() ? "" : " (" + why + ")"),
+               fmt::format("It takes {}.", type_name(s)));
+}
+
+static void check_range(const Setting& s, double v, const std::string& shown) {
+  if (s.min && v < *s.min) throw bad_value(s, shown, fmt::format("below the minimum {}", *s.min));
+  if (s.max && v > *s.max) throw bad_value(s, shown, fmt::format("above the maximum {}", *s.max));
+}
+
+json Registry::parse_text(const Setting& s, const std::string& text) const {
+  const std::string shown = "'" + text + "'";
+  switch (s.type) {
+    case Type::Bool: {
+      if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
+      if (text == "false" || text == "0" || text == "no" || text == "off") return false;
+      throw bad_value(s, shown);
+    }
+    case Type::Int: {
+      try {
+        size_t used = 0;
+        long long v = std::stoll(text, &used);
+        if (used != text.size()) throw bad_value(s, shown);
+        check_range(s, static_cast<double>(v), shown);
+        return v;
+      } catch (const std::logic_error&) {
+        throw bad_value(s, shown);
+      }
+    }
+    case Type::Float: {
+      try {
+        size_t used = 0;
+        double v = std::stod(text, &used);
+        if (used != text.size() || !std::isfinite(v)) throw bad_value(s, shown);
+        check_range(s, v, shown);
+        return v;
+      } catch (const std::logic_error&) {
+        throw bad_value(s, shown);
+      }
+    }
+    case Type::String: return text;
+    case Type::Choice: {
+      for (const auto& c : s.choices)
+        if (c == text) return text;
+      auto near = str::closest(text, s.choices);
+      throw bad_value(s, shown, near ? "did you mean '" + *near + "'?" : "");
+    }
+  }
+  return text;
+}
+
+json Registry::check_value(const Setting& s, const json& v) const {
+  const std::string shown = v.dump();
+  switch (s.type) {
+    case Type::Bool:
+      if (!v.is_boolean()) throw bad_value(s, shown);
+      return v;
+    case Type::Int:
+      if (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>()) {
+        check_range(s, v.get<double>(), shown);
+        return static_cast<long long>(v.get<double>());
+      }
+      if (!v.is_number_integer()) throw bad_value(s, shown);
+      check_range(s, v.get<double>(), shown);
+      return v;
+    case Type::Float:
+      if (!v.is_number()) throw bad_value(s, shown);
+      check_range(s, v.get<double>(), shown);
+      return v.get<double>();
+    case Type::String:
+      if (v.is_string()) return v;
+      if (v.is_number() || v.is_boolean()) return v.dump();
+      throw bad_value(s, shown);
+    case Type::Choice:
+      if (!v.is_string()) throw bad_value(s, shown);
+      return parse_text(s, v.get<std::string>());
+  }
+  return v;
+}
+
+const json& get(const json& nested, const std::string& key) {
+  const json* cur = &nested;
+  for (const auto& part : str::split(key, '.')) {
+    if (!cur->is_object() || !cur->contains(part))
+      throw Error(fmt::format("job spec has no setting '{}'", key), "", kExitFailure);
+    cur = &(*cur)[part];
+  }
+  return *cur;
+}
+
+void set(json& nested, const std::string& key, json value) {
+  json* cur = &nested;
+  auto parts = str::split(key, '.');
+  for (size_t i = 0; i + 1 < parts.size(); ++i) {
+    if (!(*cur)[parts[i]].is_object()) (*cur)[parts[i]] = json::object();
+    cur = &(*cur)[parts[i]];
+  }
+  (*cur)[parts.back()] = std::move(value);
+}
+
+json Registry::defaults() const {
+  json out = json::object();
+  for (const auto& s : settings_) set(out, s.key, s.default_value);
+  return out;
+}
+
+Resolved resolve(const Registry& reg, const std::vector<Layer>& layers) {
+  Resolved r;
+  r.job = reg.defaults();
+  for (const auto& s : reg.all()) r.provenance[s.key] = {Source::Default, ""};
+  for (const auto& layer : layers) {
+    for (const auto& [key, value] : layer.values) {
+      const Setting& s = reg.require(key);
+      set(r.job, key, reg.check_value(s, value));
+      r.provenance[key] = {layer.source, layer.origin};
+    }
+  }
+  return r;
+}
+
+static void flatten(const Registry& reg, const json& node, const std::string& prefix,
+                    const std::string& origin, json& out) {
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    std::string key = prefix.empty() ? it.key() : prefix + "." + it.key();
+    if (it->is_object() && !reg.find(key)) {
+      flatten(reg, *it, key, origin, out);
+      continue;
+    }
+    try {
+      set(out, key, reg.check_value(reg.require(key), *it));
+    } catch (Error& e) {
+      throw e.at(origin);
+    }
+  }
+}
+
+json load_job(const Registry& reg, const json& nested, const std::string& origin) {
+  if (!nested.is_object()) throw Error(fmt::format("{}: a job spec must be a JSON object", origin));
+  json out = reg.defaults();
+  flatten(reg, nested, "", origin, out);
+  return out;
+}
+
+}  // namespace mtrain::config

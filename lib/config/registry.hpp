@@ -1,0 +1,89 @@
+#pragma once
+// The settings registry: every job setting once, with its type, default, allowed values, help,
+// YAML key, CLI flag and environment variable. CLI flags, YAML validation, `config show` and the
+// worker's job spec are all derived from it, so they cannot drift apart.
+//
+// A resolved job is a nested JSON object keyed by the dotted YAML path ("train.max_steps" →
+// {"train": {"max_steps": …}}) with every setting present. The launcher resolves it (defaults <
+// job file < MTRAIN_* environment < flags < --set) and hands it to each worker as JSON.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace mtrain::config {
+
+using json = nlohmann::json;
+
+enum class Type { Bool, Int, Float, String, Choice };
+
+struct Setting {
+  std::string key;              // dotted YAML path, e.g. "train.max_steps"
+  Type type = Type::String;
+  json default_value;
+  std::string help;
+  std::vector<std::string> choices;  // Type::Choice
+  std::optional<double> min, max;    // Int / Float, inclusive
+  std::string flag;             // long CLI flag without dashes ("max-steps"); empty: --set only
+  std::string env;              // environment variable; empty: derived from the flag
+};
+
+// Where a value came from, in increasing priority.
+enum class Source { Default, UserFile, JobFile, Env, Cli };
+std::string to_string(Source s);
+
+class Registry {
+ public:
+  void add(Setting s);
+  const Setting* find(const std::string& key) const;
+  const Setting* find_flag(const std::string& flag) const;
+  const std::vector<Setting>& all() const { return settings_; }
+  std::vector<std::string> keys() const;
+
+  // "unknown setting 'optim.lrr'; did you mean 'optim.lr'?" — throws mtrain::Error.
+  const Setting& require(const std::string& key) const;
+
+  // Parse text from a flag, environment variable or --set into the setting's type; throws an
+  // Error naming the key, the value and what is allowed.
+  json parse_text(const Setting& s, const std::string& text) const;
+  // Check a value that is already typed (from YAML or JSON); same errors.
+  json check_value(const Setting& s, const json& value) const;
+
+  // Every setting at its default, as a nested object.
+  json defaults() const;
+
+ private:
+  std::vector<Setting> settings_;
+  std::map<std::string, size_t> by_key_;
+  std::map<std::string, size_t> by_flag_;
+};
+
+// Values set at one layer, by dotted key (already checked against the registry).
+struct Layer {
+  Source source = Source::Default;
+  std::string origin;                 // file path, "environment", "command line"
+  std::map<std::string, json> values;
+};
+
+struct Resolved {
+  json job;                                       // nested, every key present
+  std::map<std::string, std::pair<Source, std::string>> provenance;  // key → (source, origin)
+};
+
+// Apply layers in order (later wins) over the defaults, then run cross-field checks.
+Resolved resolve(const Registry& reg, const std::vector<Layer>& layers);
+
+// Read a nested job spec back, checking every key against the registry (unknown keys and bad
+// values are errors; missing keys take their defaults). Used by the worker on its --job file.
+json load_job(const Registry& reg, const json& nested, const std::string& origin);
+
+// Nested access by dotted key.
+const json& get(const json& nested, const std::string& key);
+void set(json& nested, const std::string& key, json value);
+
+// The registry of every job setting (strategy, model, data, optimiser, schedule, loop, checkpoint).
+const Registry& job_registry();
+
+}  // namespace mtrain::config

@@ -1,0 +1,9 @@
+// Precompiled header of the trainer core: the LibTorch headers every part uses.
+#pragma once
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/serialize.h>
+#include <torch/csrc/autograd/variable.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>

@@ -1,0 +1,34 @@
+#include <catch2/catch.hpp>
+
+#include "mtrain/core/strings.hpp"
+
+using namespace mtrain;
+
+TEST_CASE("split keeps empty fields", "[core]") {
+  CHECK(str::split("a,,b", ',') == std::vector<std::string>{"a", "", "b"});
+  CHECK(str::split("", ',') == std::vector<std::string>{""});
+}
+
+TEST_CASE("parse_uint is strict", "[core]") {
+  CHECK(str::parse_uint("0") == 0);
+  CHECK(str::parse_uint("42") == 42);
+  CHECK_FALSE(str::parse_uint("-1"));
+  CHECK_FALSE(str::parse_uint("1x"));
+  CHECK_FALSE(str::parse_uint(""));
+  CHECK_FALSE(str::parse_uint("9999999999999999999999"));
+}
+
+TEST_CASE("closest suggests plausible typos only", "[core]") {
+  std::vector<std::string> c{"strategy", "model", "max-steps"};
+  CHECK(str::closest("stratgy", c) == std::string("strategy"));
+  CHECK(str::closest("max_steps", c) == std::string("max-steps"));
+  CHECK_FALSE(str::closest("zzzzzzzzzz", c));
+}
+
+TEST_CASE("shell_quote round-trips through sh", "[core]") {
+  CHECK(str::shell_quote("plain") == "plain");
+  CHECK(str::shell_quote("") == "''");
+  CHECK(str::shell_quote("a b") == "'a b'");
+  CHECK(str::shell_quote("it's") == "'it'\\''s'");
+  CHECK(str::shell_quote("$(rm -rf /); x") == "'$(rm -rf /); x'");
+}
