@@ -102,6 +102,12 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--master-port", o.master_port, "Port of rank 0's store; 0 or auto picks a free one")
                 ->default_str("29500"),
             "master-port"), kRdzv);
+  group(env(sub->add_option("--nnodes", o.plan.nnodes, "Nodes in the job (static: start mtrain on each node)")
+                ->check(CLI::Range(1, 65536)),
+            "nnodes"), kRdzv);
+  group(env(sub->add_option("--node-rank", o.plan.node_rank, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0)")
+                ->check(CLI::Range(0, 65535)),
+            "node-rank"), kRdzv);
   group(env(sub->add_option("--rdzv-id", o.plan.rdzv_id, "Run id (TORCHELASTIC_RUN_ID); default: the job id"),
             "rdzv-id"), kRdzv);
   group(env(sub->add_option("--job-id", o.plan.job_id, "Job id (MTRAIN_JOB_ID); default: generated"), "job-id"),

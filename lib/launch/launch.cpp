@@ -83,7 +83,7 @@ int run_launch(LaunchOptions opt) {
   // Input checks that touch the system, before anything starts.
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
-  check_port_free(lp.master_addr, lp.master_port);
+  if (lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
 
   std::error_code ec;
   fs::create_directories(run_dir, ec);

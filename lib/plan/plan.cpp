@@ -108,10 +108,19 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
   if (o.program.empty() && o.worker_argv.empty())
     throw Error("no program to launch", "Give one after `--`, e.g. `mtrain launch -- python3 train.py`.");
 
+  if (o.nnodes < 1) throw Error(fmt::format("--nnodes {} must be at least 1", o.nnodes));
+  if (o.node_rank < 0 || o.node_rank >= o.nnodes)
+    throw Error(fmt::format("--node-rank {} is outside 0..{} (--nnodes {})", o.node_rank, o.nnodes - 1, o.nnodes),
+                "Number the nodes 0 to nnodes-1; node 0 hosts rank 0.");
+  if (o.nnodes > 1 && o.master_addr.empty())
+    throw Error(fmt::format("--nnodes {} needs --master-addr: the address of node 0, where rank 0 runs", o.nnodes),
+                "Give node 0's address on every node.");
+
   LaunchPlan p;
   p.job_id = o.job_id;
-  p.world_size = nproc;
-  p.nnodes = 1;
+  // Static multi-node: every node has the same number of ranks, numbered contiguously per node.
+  p.world_size = nproc * o.nnodes;
+  p.nnodes = o.nnodes;
   p.master_addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
   p.master_port = o.master_port;
   p.rdzv_endpoint = fmt::format("{}:{}", p.master_addr, p.master_port);
@@ -119,7 +128,7 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
 
   Node node;
   node.host = f.hostname;
-  node.node_rank = 0;
+  node.node_rank = o.node_rank;
   node.gpus = gpus;
   const std::string visible = format_gpu_list(gpus);
   const std::string omp = std::to_string(std::max(1, f.cpu_count / nproc));
@@ -136,7 +145,7 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
     e["LOCAL_WORLD_SIZE"] = std::to_string(nproc);
     e["GROUP_RANK"] = std::to_string(node.node_rank);
     e["GROUP_WORLD_SIZE"] = std::to_string(p.nnodes);
-    e["ROLE_RANK"] = std::to_string(w.rank);
+    e["ROLE_RANK"] = std::to_string(w.rank);  // one role: role ranks are global ranks
     e["ROLE_NAME"] = o.role.empty() ? "default" : o.role;
     e["ROLE_WORLD_SIZE"] = std::to_string(p.world_size);
     e["MASTER_ADDR"] = p.master_addr;

@@ -19,7 +19,9 @@ struct PlanOptions {
   std::string nproc_per_node;     // N | auto | cpu | gpu | "" (GPUs selected, else 1)
   std::string gpus;               // --gpus 0,3
   std::string include, exclude;   // DeepSpeed grammar over the inventory
-  std::string master_addr;        // default 127.0.0.1 on a single node
+  std::string master_addr;        // default 127.0.0.1 on a single node; required with nnodes > 1
+  int nnodes = 1;                 // static multi-node: every node runs its own launcher with
+  int node_rank = 0;              // the same nnodes/master and its own node_rank
   int master_port = 29500;        // already resolved (auto → a free port) by the caller
   std::string job_id;
   std::string rdzv_id;            // TORCHELASTIC_RUN_ID; default job_id

@@ -177,3 +177,33 @@ TEST_CASE("plan JSON has the contract's shape", "[plan]") {
   CHECK(j["nodes"][0]["workers"][1]["gpu"].is_null());
   CHECK(j["nodes"][0]["workers"][1]["env"]["RANK"] == "1");
 }
+
+TEST_CASE("static multi-node: ranks contiguous per node, node 0 hosts rank 0", "[plan]") {
+  for (int nnodes = 1; nnodes <= 4; ++nnodes) {
+    for (int nr = 0; nr < nnodes; ++nr) {
+      auto o = base();
+      o.nproc_per_node = "3";
+      o.nnodes = nnodes;
+      o.node_rank = nr;
+      o.master_addr = "10.0.0.1";
+      auto p = build_plan(o, host(4, {}));
+      CHECK(p.world_size == 3 * nnodes);
+      const auto& n = p.nodes.at(0);
+      CHECK(n.node_rank == nr);
+      for (int lr = 0; lr < 3; ++lr) {
+        CHECK(n.workers[lr].rank == nr * 3 + lr);
+        CHECK(n.workers[lr].env.at("GROUP_RANK") == std::to_string(nr));
+        CHECK(n.workers[lr].env.at("GROUP_WORLD_SIZE") == std::to_string(nnodes));
+        CHECK(n.workers[lr].env.at("LOCAL_WORLD_SIZE") == "3");
+        CHECK(n.workers[lr].env.at("MASTER_ADDR") == "10.0.0.1");
+      }
+    }
+  }
+  auto o = base();
+  o.master_addr.clear();
+  o.nnodes = 2;
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("needs --master-addr"));
+  o.master_addr = "h";
+  o.node_rank = 2;
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("outside 0..1"));
+}
