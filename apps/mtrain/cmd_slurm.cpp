@@ -41,12 +41,8 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
   sub->set_help_flag();
   sub->footer("Run `mtrain slurm " + name + " --help` for the options.");
   sub->callback([sub, name, submit, &exit] {
-    std::vector<std::string> before, program;
-    bool dashdash = false;
-    for (const auto& a : sub->remaining()) {
-      if (!dashdash && a == "--") dashdash = true;
-      else (dashdash ? program : before).push_back(a);
-    }
+    // main splits off the words after the first `--` (the program); the rest are options.
+    std::vector<std::string> before = sub->remaining(), program = exit.after_dashdash;
     CLI::App in{submit ? "Write an sbatch script, submit it, print the job id. Options that are not "
                          "listed here are passed to `mtrain launch`; after -- comes the program "
                          "(default: the bundled trainer)."
@@ -86,13 +82,9 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
     if (!config.empty()) sl::apply_job_file(job, config);
     for (const auto& [key, o] : opts) {
       if (o->count() == 0) continue;
-      try {
-        if (lists.count(key)) for (const auto& v : lists[key]) sl::apply_setting(job, key, v);
-        else if (flags.count(key)) sl::apply_setting(job, key, flags[key] ? "true" : "false");
-        else sl::apply_setting(job, key, values[key]);
-      } catch (Error& e) {
-        throw e.at("--" + key);
-      }
+      if (lists.count(key)) for (const auto& v : lists[key]) sl::apply_setting(job, key, v);
+      else if (flags.count(key)) sl::apply_setting(job, key, flags[key] ? "true" : "false");
+      else sl::apply_setting(job, key, values[key]);
     }
     job.launch_args = in.remaining();
     job.program = program;
@@ -185,8 +177,8 @@ void add_slurm(CLI::App& root, Exit& exit) {
     auto opt = std::make_shared<sl::TaskEnvOptions>();
     sub->add_option("--role", opt->role_name, "ROLE_NAME of the ranks");
     sub->add_option("--max-restarts", opt->max_restarts, "TORCHELASTIC_MAX_RESTARTS to report");
-    sub->callback([sub, opt] {
-      auto program = sub->remaining();
+    sub->callback([sub, opt, &exit] {
+      auto program = exit.program(sub->remaining());
       if (!program.empty() && program.front() == "--") program.erase(program.begin());
       sl::exec_as_rank(program, *opt);
     });

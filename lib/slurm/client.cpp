@@ -127,13 +127,17 @@ JobStatus SlurmClient::status(const std::string& job_id) {
 
 void SlurmClient::cancel(const std::string& job_id, const std::string& signal) {
   check_job_id(job_id);
-  std::vector<std::string> argv{"scancel"};
+  // scancel exits 0 without a word for an unknown job: ask first, and run it verbose so that
+  // a refusal shows up on stderr.
+  JobStatus st = status(job_id);
+  if (st.terminal())
+    throw Error(fmt::format("job {} has already ended: {}", job_id, st.readable()), "Nothing to cancel.", kExitUsage);
+  std::vector<std::string> argv{"scancel", "-v"};
   if (!signal.empty()) argv.push_back("--signal=" + signal);
   argv.push_back(job_id);
   CommandResult r = call(argv);
-  // scancel exits 0 for some refusals but says so on stderr ("Invalid job id specified").
-  if (r.exit_code != 0 || r.err.find("error") != std::string::npos)
-    throw Error(fmt::format("scancel refused: {}", stderr_text(r)),
+  if (r.exit_code != 0 || r.err.find("error:") != std::string::npos)
+    throw Error(fmt::format("scancel refused: {}", str::trim(r.err.substr(r.err.find("error:") == std::string::npos ? 0 : r.err.find("error:")))),
                 "Check the job id with `mtrain slurm status ID`; only its owner (or root) can cancel a job.",
                 kExitUsage);
 }

@@ -101,7 +101,7 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
     char c = i < list.size() ? list[i] : ',';
     if (c == '[') ++depth;
     if (c == ']') --depth;
-    if (c == ',' && depth <= 0) {
+    if (c == ',' && (depth <= 0 || i == list.size())) {
       if (i == start) throw bad(list, i < list.size() ? i : (i ? i - 1 : 0), "empty host name");
       expand_one(list, start, i, out);
       start = i + 1;

@@ -225,7 +225,7 @@ void apply_job_file(JobOptions& job, const std::string& path) {
         throw Error(fmt::format("'{}' must be a value or a list of values", key));
       }
     } catch (Error& e) {
-      throw e.at(where(v.IsNull() ? kv.first : v) + ": slurm." + key);
+      throw e.at(where(v.IsNull() ? kv.first : v));
     }
   }
 }

@@ -44,7 +44,7 @@ std::string JobStatus::readable() const {
   std::string s = state.empty() ? "UNKNOWN" : state;
   if (terminal()) {
     if (signal > 0) s += fmt::format(", killed by signal {}", signal);
-    else if (exit_code >= 0) s += fmt::format(", exit code {}", exit_code);
+    else if (exit_code >= 0 && !(state == "CANCELLED" && exit_code == 0)) s += fmt::format(", exit code {}", exit_code);
   } else if (state == "PENDING") {
     if (!reason.empty() && reason != "None") s += " (" + reason + ")";
   } else {
