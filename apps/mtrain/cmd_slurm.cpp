@@ -1,0 +1,188 @@
+// `mtrain slurm`: write, submit and follow Slurm jobs; `slurm task` runs one rank under srun.
+// Flags map onto mtrain::slurm::JobOptions through the same settings table as the job file's
+// `slurm:` section; everything else is in lib/slurm.
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/slurm/job_ops.hpp"
+#include "mtrain/slurm/task_exec.hpp"
+#include "mtrain/version.hpp"
+
+namespace mtrain::app {
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace sl = mtrain::slurm;
+
+std::string self_path() {
+  std::error_code ec;
+  auto p = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+void check_format(const std::string& f) {
+  if (f != "text" && f != "json") throw Error("--format must be text or json, not '" + f + "'");
+}
+
+// script / submit: options before `--` are Slurm settings (known) or launch options (the rest,
+// passed to `mtrain launch` in order); after `--` comes the program.
+void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exit) {
+  auto* sub = slurm->add_subcommand(
+      name, submit ? "Write the sbatch script, submit it with sbatch and print the job id"
+                   : "Print the sbatch script for a job (nothing is submitted)");
+  sub->prefix_command();
+  sub->allow_extras();
+  sub->set_help_flag();
+  sub->footer("Run `mtrain slurm " + name + " --help` for the options.");
+  sub->callback([sub, name, submit, &exit] {
+    // main splits off the words after the first `--` (the program); the rest are options.
+    std::vector<std::string> before = sub->remaining(), program = exit.after_dashdash;
+    CLI::App in{submit ? "Write an sbatch script, submit it, print the job id. Options that are not "
+                         "listed here are passed to `mtrain launch`; after -- comes the program "
+                         "(default: the bundled trainer)."
+                       : "Print the sbatch script of a job. Options that are not listed here are "
+                         "passed to `mtrain launch`; after -- comes the program.",
+                "mtrain slurm " + name};
+    in.allow_extras();
+    std::string config, script_file, format = "text";
+    in.add_option("--config", config, "Job file (YAML); its `slurm:` section sets the options below");
+    if (submit) {
+      in.add_option("--script-file", script_file, "Where to write the script (default: mtrain-slurm/<job-name>.sbatch)");
+      in.add_option("--format", format, "text (the job id) or json");
+    }
+    std::map<std::string, std::vector<std::string>> lists;
+    std::map<std::string, std::string> values;
+    std::map<std::string, bool> flags;
+    std::vector<std::pair<std::string, CLI::Option*>> opts;
+    for (const auto& s : sl::job_settings()) {
+      CLI::Option* o;
+      if (s.list) o = in.add_option("--" + s.key, lists[s.key], s.help);
+      else if (s.flag) o = in.add_flag("--" + s.key, flags[s.key], s.help);
+      else o = in.add_option("--" + s.key, values[s.key], s.help);
+      opts.emplace_back(s.key, o);
+    }
+    std::reverse(before.begin(), before.end());
+    try {
+      in.parse(before);
+    } catch (const CLI::CallForHelp&) {
+      std::cout << in.help();
+      exit.code = 0;
+      return;
+    } catch (const CLI::ParseError& e) {
+      throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
+    }
+    check_format(format);
+    sl::JobOptions job;
+    if (!config.empty()) sl::apply_job_file(job, config);
+    for (const auto& [key, o] : opts) {
+      if (o->count() == 0) continue;
+      if (lists.count(key)) for (const auto& v : lists[key]) sl::apply_setting(job, key, v);
+      else if (flags.count(key)) sl::apply_setting(job, key, flags[key] ? "true" : "false");
+      else sl::apply_setting(job, key, values[key]);
+    }
+    job.launch_args = in.remaining();
+    job.program = program;
+    if (job.mtrain.empty()) job.mtrain = self_path();
+    const std::string cwd = fs::current_path().string();
+    sl::finalize(job, cwd);
+    sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
+    if (!submit) {
+      std::cout << sl::render_script(job, ctx);
+      exit.code = 0;
+      return;
+    }
+    if (script_file.empty())
+      script_file = (fs::path(job.chdir.empty() ? cwd : job.chdir) / "mtrain-slurm" / (job.job_name + ".sbatch")).string();
+    sl::SystemRunner runner;
+    sl::SlurmClient client(runner);
+    auto s = sl::submit_job(job, ctx, script_file, client, sl::default_state_dir());
+    if (format == "json") {
+      std::cout << nlohmann::json{{"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path},
+                                  {"output", s.output_pattern}}.dump() << "\n";
+    } else {
+      std::cout << s.job_id << "\n";
+      std::fprintf(stderr, "mtrain: submitted %s as job %s; output: %s\n", s.script_path.c_str(),
+                   s.job_id.c_str(), s.output_pattern.c_str());
+    }
+    exit.code = 0;
+  });
+}
+
+}  // namespace
+
+void add_slurm(CLI::App& root, Exit& exit) {
+  auto* slurm = root.add_subcommand("slurm", "Write, submit and follow Slurm jobs (script, submit, status, logs, cancel)");
+  slurm->require_subcommand(1);
+  add_writer(slurm, "script", false, exit);
+  add_writer(slurm, "submit", true, exit);
+
+  {
+    auto* sub = slurm->add_subcommand("status", "Show a job's state and exit code");
+    auto id = std::make_shared<std::string>();
+    auto format = std::make_shared<std::string>("text");
+    sub->add_option("job_id", *id, "Job id")->required();
+    sub->add_option("--format", *format, "text or json");
+    sub->callback([id, format, &exit] {
+      check_format(*format);
+      sl::SystemRunner runner;
+      sl::SlurmClient client(runner);
+      auto st = client.status(*id);
+      if (*format == "json") std::cout << st.to_json().dump() << "\n";
+      else std::cout << "job " << st.job_id << " (" << st.name << "): " << st.readable() << "\n";
+      exit.code = 0;
+    });
+  }
+  {
+    auto* sub = slurm->add_subcommand("logs", "Print a job's output (-f: follow it until the job ends)");
+    auto id = std::make_shared<std::string>();
+    auto opt = std::make_shared<sl::LogOptions>();
+    sub->add_option("job_id", *id, "Job id")->required();
+    sub->add_flag("-f,--follow", opt->follow, "Keep printing new output until the job ends");
+    sub->add_flag("--error", opt->errors, "The job's --error file instead of its output");
+    sub->add_option("--rank", opt->rank, "Only the lines of this rank (task pattern: srun --label)");
+    sub->add_option("--timeout", opt->timeout_s, "Stop following after this many seconds (0: never)");
+    sub->callback([id, opt, &exit] {
+      sl::SystemRunner runner;
+      sl::SlurmClient client(runner);
+      sl::show_logs(client, *id, *opt, sl::default_state_dir(), [](const std::string& line) {
+        std::cout << line << '\n' << std::flush;
+      });
+      exit.code = 0;
+    });
+  }
+  {
+    auto* sub = slurm->add_subcommand("cancel", "Cancel a job (or send it a signal)");
+    auto id = std::make_shared<std::string>();
+    auto sig = std::make_shared<std::string>();
+    sub->add_option("job_id", *id, "Job id")->required();
+    sub->add_option("--signal", *sig, "Send this signal instead of cancelling, e.g. USR1");
+    sub->callback([id, sig, &exit] {
+      sl::SystemRunner runner;
+      sl::SlurmClient client(runner);
+      client.cancel(*id, *sig);
+      std::fprintf(stderr, "mtrain: %s job %s\n", sig->empty() ? "cancelled" : ("sent " + *sig + " to").c_str(), id->c_str());
+      exit.code = 0;
+    });
+  }
+  {
+    auto* sub = slurm->add_subcommand(
+        "task", "Run PROGRAM as one rank of an srun step: Slurm's task environment → torchrun variables");
+    sub->prefix_command();
+    auto opt = std::make_shared<sl::TaskEnvOptions>();
+    sub->add_option("--role", opt->role_name, "ROLE_NAME of the ranks");
+    sub->add_option("--max-restarts", opt->max_restarts, "TORCHELASTIC_MAX_RESTARTS to report");
+    sub->callback([sub, opt, &exit] {
+      auto program = exit.program(sub->remaining());
+      if (!program.empty() && program.front() == "--") program.erase(program.begin());
+      sl::exec_as_rank(program, *opt);
+    });
+  }
+}
+
+}  // namespace mtrain::app

@@ -1,0 +1,66 @@
+#pragma once
+// What a Slurm job asks for: the sbatch options, the setup lines, and what runs inside. Filled
+// from the `slurm:` section of the YAML job file, then from command-line flags (later wins), by
+// one table of settings shared by both so they cannot drift apart.
+#include <string>
+#include <vector>
+
+namespace mtrain::slurm {
+
+// How ranks start inside the allocation.
+enum class Pattern {
+  AgentPerNode,  // srun --ntasks-per-node=1 mtrain launch …: one node agent spawns the node's ranks
+  TaskPerGpu,    // srun --ntasks-per-node=G: Slurm starts every rank, mtrain translates the env
+};
+
+struct JobOptions {
+  std::string job_name = "mtrain";
+  std::string partition, account, qos, constraint;
+  int nodes = 1;
+  int ntasks_per_node = 0;   // ranks per node; 0: gpus_per_node, else 1
+  int gpus_per_node = 0;     // → --gres=gpu:N
+  std::string gres;          // verbatim --gres (instead of gpus_per_node)
+  int cpus_per_task = 0;     // per rank; 0: Slurm's default
+  std::string mem;           // --mem, e.g. 64G
+  std::string time;          // --time, e.g. 1-00:00:00
+  bool exclusive = false;
+  std::string output;        // --output; default <cwd>/mtrain-slurm/%x-%j.out
+  std::string error;         // --error; default: with the output
+  std::vector<std::string> exports;  // ALL, NONE, NAME, NAME=value
+  std::vector<std::string> sbatch_lines;  // extra "#SBATCH …" lines, verbatim
+  std::vector<std::string> setup;   // shell lines run before the launch (module load, activate)
+  std::string signal = "USR1@90";   // SIG@SECONDS before the time limit, forwarded to ranks; "none"
+  bool requeue = false;             // requeue on that signal; restarts add --resume auto
+  Pattern pattern = Pattern::AgentPerNode;
+  std::string template_file;        // a custom template instead of the bundled one
+  std::string mtrain;               // mtrain as the compute nodes see it; default: this binary
+  std::string chdir;                // working directory of the job; default: where it is submitted
+  std::string config;               // the job file (passed on to mtrain launch --config)
+  std::vector<std::string> launch_args;  // other options for mtrain launch, verbatim
+  std::vector<std::string> program;      // -- PROGRAM ARGS; empty: the bundled trainer
+};
+
+// The settings both the YAML `slurm:` section and the flags accept ("ntasks_per_node" and
+// "ntasks-per-node" are the same key), with a line of help each.
+struct SettingInfo {
+  std::string key;   // canonical, with '-'
+  std::string help;
+  bool list = false;  // repeatable: each value appends
+  bool flag = false;  // boolean
+};
+const std::vector<SettingInfo>& job_settings();
+
+// Set one setting from text (a flag value or a YAML scalar). Throws mtrain::Error naming the key
+// and the value; unknown keys get a "did you mean".
+void apply_setting(JobOptions& job, const std::string& key, const std::string& value);
+
+// Read the `slurm:` section of a YAML job file (other sections are ignored here). Errors name
+// file:line:column. Also records the file (absolute) in job.config.
+void apply_job_file(JobOptions& job, const std::string& path);
+
+// Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
+void finalize(JobOptions& job, const std::string& cwd);
+
+const char* to_string(Pattern p);
+
+}  // namespace mtrain::slurm

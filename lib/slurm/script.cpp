@@ -1,0 +1,190 @@
+#include "mtrain/slurm/script.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/slurm/embedded_templates.hpp"
+
+namespace mtrain::slurm {
+
+namespace {
+
+bool plain(const std::string& v) {
+  if (v.empty()) return false;
+  for (char c : v)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./_-").find(c) != std::string_view::npos))
+      return false;
+  return true;
+}
+
+bool is_identifier(const std::string& s) {
+  if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(fmt::format("cannot read the template '{}'", path), "Check the path given to --template.");
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string sbatch_quote(const std::string& value) {
+  if (value.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
+    throw Error(fmt::format("'{}' contains a line break, which an #SBATCH line cannot hold", value));
+  if (plain(value)) return value;
+  std::string out = "\"";
+  for (char c : value) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+const std::string& bundled_template(Pattern p) {
+  static const std::string agent = embedded::kAgentPerNode;
+  static const std::string task = embedded::kTaskPerGpu;
+  return p == Pattern::AgentPerNode ? agent : task;
+}
+
+std::string fill_template(const std::string& text, const std::map<std::string, std::string>& values,
+                          const std::string& origin) {
+  std::string out;
+  size_t i = 0;
+  while (true) {
+    size_t open = text.find("{{", i);
+    if (open == std::string::npos) break;
+    out.append(text, i, open - i);
+    size_t line = 1 + std::count(text.begin(), text.begin() + static_cast<long>(open), '\n');
+    size_t close = text.find("}}", open + 2);
+    size_t nl = text.find('\n', open);
+    if (close == std::string::npos || close > nl)
+      throw Error(fmt::format("{}:{}: '{{{{' is never closed on its line", origin, line),
+                  "Placeholders look like {{NAME}}.");
+    std::string name = text.substr(open + 2, close - open - 2);
+    auto it = values.find(name);
+    if (it == values.end()) {
+      std::vector<std::string> names;
+      for (const auto& kv : values) names.push_back(kv.first);
+      throw Error(fmt::format("{}:{}: unknown placeholder {{{{{}}}}}", origin, line, name),
+                  "Known placeholders: " + str::join(names, ", "));
+    }
+    out += it->second;
+    i = close + 2;
+  }
+  out.append(text, i, std::string::npos);
+  return out;
+}
+
+std::vector<std::string> agent_launch_args(const JobOptions& job) {
+  std::vector<std::string> args;
+  if (!job.config.empty()) args.insert(args.end(), {"--config", job.config});
+  bool has_nproc = false;
+  for (const auto& a : job.launch_args)
+    has_nproc = has_nproc || str::starts_with(a, "--nproc-per-node") || str::starts_with(a, "--nproc_per_node");
+  if (!has_nproc) args.push_back(fmt::format("--nproc-per-node={}", job.ntasks_per_node));
+  args.insert(args.end(), job.launch_args.begin(), job.launch_args.end());
+  return args;
+}
+
+std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
+  const bool agent = job.pattern == Pattern::AgentPerNode;
+  std::vector<std::string> sb;
+  auto opt = [&](const std::string& name, const std::string& value) {
+    if (!value.empty()) sb.push_back(fmt::format("#SBATCH --{}={}", name, sbatch_quote(value)));
+  };
+  sb.push_back("# ---- resources ----");
+  opt("job-name", job.job_name);
+  opt("partition", job.partition);
+  opt("account", job.account);
+  opt("qos", job.qos);
+  opt("nodes", std::to_string(job.nodes));
+  if (agent) {
+    sb.push_back(fmt::format("# one agent task per node; it starts the node's {} rank(s) itself", job.ntasks_per_node));
+    opt("ntasks-per-node", "1");
+    if (job.cpus_per_task > 0) opt("cpus-per-task", std::to_string(job.cpus_per_task * job.ntasks_per_node));
+  } else {
+    sb.push_back("# one task per rank");
+    opt("ntasks-per-node", std::to_string(job.ntasks_per_node));
+    if (job.cpus_per_task > 0) opt("cpus-per-task", std::to_string(job.cpus_per_task));
+  }
+  if (job.gpus_per_node > 0) opt("gres", fmt::format("gpu:{}", job.gpus_per_node));
+  opt("gres", job.gres);
+  opt("mem", job.mem);
+  opt("time", job.time);
+  opt("constraint", job.constraint);
+  if (job.exclusive) sb.push_back("#SBATCH --exclusive");
+  sb.push_back("# ---- files ----");
+  opt("chdir", job.chdir);
+  opt("output", job.output);
+  opt("error", job.error);
+  if (!job.signal.empty()) {
+    sb.push_back("# ---- preemption: signal the batch shell before the time limit (forwarded below) ----");
+    opt("signal", "B:" + job.signal);
+  }
+  if (job.requeue) {
+    sb.push_back("#SBATCH --requeue");
+    sb.push_back("# keep the output of every run of a requeued job");
+    opt("open-mode", "append");
+  }
+  std::vector<std::string> export_names, export_lines;
+  bool none = false;
+  for (const auto& e : job.exports) {
+    auto eq = e.find('=');
+    std::string name = e.substr(0, eq);
+    if (!is_identifier(name))
+      throw Error(fmt::format("export: '{}' is not a variable name", name), "Use ALL, NONE, NAME or NAME=value.");
+    if (eq == std::string::npos) {
+      export_names.push_back(name);
+      none = none || name == "NONE";
+    } else {
+      export_lines.push_back(fmt::format("export {}={}", name, str::shell_quote(e.substr(eq + 1))));
+    }
+  }
+  if (!export_names.empty()) {
+    if (none) sb.push_back("# NOTE: --export=NONE gives srun inside the job a bare environment");
+    opt("export", str::join(export_names, ","));
+  }
+  if (!job.sbatch_lines.empty()) {
+    sb.push_back("# ---- extra lines from the job file / --sbatch ----");
+    for (const auto& l : job.sbatch_lines) {
+      if (l.find_first_of("\r\n") != std::string::npos)
+        throw Error(fmt::format("sbatch line '{}' contains a line break", l));
+      sb.push_back("#SBATCH " + str::trim(l));
+    }
+  }
+
+  std::vector<std::string> srun;
+  if (job.cpus_per_task > 0)
+    srun.push_back(fmt::format("--cpus-per-task={}", agent ? job.cpus_per_task * job.ntasks_per_node : job.cpus_per_task));
+
+  std::map<std::string, std::string> v;
+  v["GENERATED"] = fmt::format("Written by mtrain {} ({}); pattern: {}.", ctx.version, ctx.command,
+                               agent ? "one agent per node" : "one task per GPU");
+  v["SBATCH"] = str::join(sb, "\n");
+  v["EXPORTS"] = export_lines.empty() ? "# (none)" : str::join(export_lines, "\n");
+  v["SETUP"] = job.setup.empty() ? "# (none)" : str::join(job.setup, "\n");
+  v["MTRAIN"] = str::shell_quote(job.mtrain);
+  v["LAUNCH_ARGS"] = str::shell_join(agent ? agent_launch_args(job) : job.launch_args);
+  v["PROGRAM"] = str::shell_join(job.program);
+  v["TASKS_PER_NODE"] = std::to_string(job.ntasks_per_node);
+  v["SIGNAL"] = str::shell_quote(job.signal.substr(0, job.signal.find('@')));
+  v["REQUEUE"] = job.requeue ? "1" : "0";
+  v["SRUN_ARGS"] = str::shell_join(srun);
+  if (!job.template_file.empty()) return fill_template(read_file(job.template_file), v, job.template_file);
+  return fill_template(bundled_template(job.pattern), v,
+                       agent ? "templates/slurm/agent-per-node.sbatch" : "templates/slurm/task-per-gpu.sbatch");
+}
+
+}  // namespace mtrain::slurm

@@ -1,0 +1,217 @@
+// mtrain slurm against a real one-node Slurm cluster started by tests/e2e/slurm/cluster.sh.
+// Each test case starts its own cluster (about 0.3 s) and tears it down at exit; every wait is
+// bounded. Where Slurm cannot run (not root, packages missing) the test exits 77: CTest skips it.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <chrono>
+#include <functional>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/core/strings.hpp"
+#include "mtrain/slurm/command.hpp"
+
+namespace fs = std::filesystem;
+using mtrain::slurm::CommandResult;
+using mtrain::slurm::SystemRunner;
+
+namespace {
+
+const std::string kCluster = std::string(MTRAIN_SOURCE_DIR) + "/tests/e2e/slurm/cluster.sh";
+const std::string kMtrain = std::string(MTRAIN_BIN_DIR) + "/mtrain";
+
+CommandResult sh(const std::vector<std::string>& argv, double timeout = 60) {
+  SystemRunner r;
+  return r.run(argv, timeout);
+}
+
+// One cluster per test process, stopped by the destructor (also when a REQUIRE fails).
+struct Cluster {
+  fs::path dir;
+  Cluster() {
+    dir = fs::temp_directory_path() / ("mtrain-e2e-slurm-" + std::to_string(::getpid()));
+    auto r = sh({kCluster, "start", dir.string()}, 90);
+    if (r.exit_code == 77 || r.not_found) {
+      std::fprintf(stderr, "SKIPPED: %s\n", r.not_found ? r.errno_text.c_str() : mtrain::str::trim(r.err).c_str());
+      std::fflush(stderr);
+      std::_Exit(77);
+    }
+    if (r.exit_code != 0) {
+      stop();
+      FAIL("cluster.sh start failed: " << r.err);
+    }
+    ::setenv("SLURM_CONF", mtrain::str::trim(r.out).c_str(), 1);
+    ::setenv("MTRAIN_SLURM_STATE", (dir / "state-mtrain").c_str(), 1);
+  }
+  ~Cluster() { stop(); }
+  void stop() { sh({kCluster, "stop", dir.string()}, 60); }
+};
+
+Cluster& cluster() {
+  static Cluster c;
+  return c;
+}
+
+CommandResult run_mtrain(const std::vector<std::string>& args, double timeout = 60) {
+  // Run in the cluster folder: the jobs write their scripts and output there.
+  std::vector<std::string> v{"bash", "-c", "cd \"$0\" && exec \"$@\"", cluster().dir.string(), kMtrain};
+  v.insert(v.end(), args.begin(), args.end());
+  return sh(v, timeout);
+}
+
+std::string submit(const std::vector<std::string>& args) {
+  std::vector<std::string> a{"slurm", "submit"};
+  a.insert(a.end(), args.begin(), args.end());
+  auto r = run_mtrain(a);
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return mtrain::str::trim(r.out);
+}
+
+nlohmann::json status(const std::string& id) {
+  auto r = run_mtrain({"slurm", "status", id, "--format", "json"});
+  INFO(r.out << r.err);
+  REQUIRE(r.exit_code == 0);
+  return nlohmann::json::parse(r.out);
+}
+
+// Poll until the job's state satisfies `pred`, at most `timeout_s`.
+nlohmann::json wait_for(const std::string& id, const std::function<bool(const nlohmann::json&)>& pred, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  nlohmann::json st;
+  while (std::chrono::steady_clock::now() < end) {
+    st = status(id);
+    if (pred(st)) return st;
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  }
+  FAIL("job " << id << " still " << st.dump() << " after " << timeout_s << " s");
+  return st;
+}
+
+nlohmann::json wait_done(const std::string& id, double timeout_s = 120) {
+  return wait_for(id, [](const nlohmann::json& s) { return s["terminal"].get<bool>(); }, timeout_s);
+}
+
+std::string logs(const std::string& id) {
+  auto r = run_mtrain({"slurm", "logs", id});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return r.out;
+}
+
+void write_allreduce(const fs::path& p) {
+  std::ofstream(p) << "import os, torch, torch.distributed as dist\n"
+                      "dist.init_process_group('gloo', init_method='env://')\n"
+                      "r, w = dist.get_rank(), dist.get_world_size()\n"
+                      "t = torch.tensor([float(r + 1)])\n"
+                      "dist.all_reduce(t)\n"
+                      "print(f\"allreduce rank={r} world={w} sum={t.item():g} port={os.environ['MASTER_PORT']}\", flush=True)\n"
+                      "dist.destroy_process_group()\n";
+}
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t i = text.find(what); i != std::string::npos; i = text.find(what, i + 1)) ++n;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("e2e slurm: 2-task gloo all_reduce, one task per rank through srun", "[e2e][slurm]") {
+  cluster();
+  write_allreduce(cluster().dir / "allreduce.py");
+  std::string id = submit({"--pattern", "task", "--nodes", "1", "--ntasks-per-node", "2", "--job-name", "ar-task",
+                           "--", "/usr/bin/python3", "allreduce.py"});
+  auto st = wait_done(id);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(st["exit_code"] == 0);
+  CHECK(count(out, "world=2 sum=3") == 2);
+  CHECK(count(out, "rank=0 ") == 1);
+  CHECK(count(out, "rank=1 ") == 1);
+  // The rendezvous port comes from the job id (29500 + id mod 2500).
+  CHECK(count(out, "port=" + std::to_string(29500 + std::stoll(id) % 2500)) == 2);
+  // --rank filters srun's labelled lines.
+  auto r = run_mtrain({"slurm", "logs", id, "--rank", "1"});
+  CHECK(count(r.out, "allreduce rank=1") == 1);
+  CHECK(count(r.out, "allreduce rank=0") == 0);
+}
+
+TEST_CASE("e2e slurm: 2-rank gloo all_reduce through mtrain launch (one agent per node)", "[e2e][slurm]") {
+  cluster();
+  write_allreduce(cluster().dir / "allreduce.py");
+  std::string id = submit({"--nodes", "1", "--ntasks-per-node", "2", "--job-name", "ar-agent", "--master-port", "auto",
+                           "--", "/usr/bin/python3", "allreduce.py"});
+  auto st = wait_done(id);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(count(out, "world=2 sum=3") == 2);
+}
+
+TEST_CASE("e2e slurm: status and cancel of a running job", "[e2e][slurm]") {
+  cluster();
+  std::string id = submit({"--job-name", "sleeper", "--", "sleep", "300"});
+  auto st = wait_for(id, [](const nlohmann::json& s) { return s["state"] == "RUNNING"; }, 60);
+  CHECK(st["terminal"] == false);
+  auto text = run_mtrain({"slurm", "status", id});
+  CHECK_THAT(text.out, Catch::Contains("RUNNING"));
+  auto c = run_mtrain({"slurm", "cancel", id});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  st = wait_done(id, 60);
+  CHECK(st["state"] == "CANCELLED");
+  auto again = run_mtrain({"slurm", "cancel", id});
+  CHECK(again.exit_code == 2);
+  CHECK_THAT(again.err, Catch::Contains("already ended"));
+}
+
+TEST_CASE("e2e slurm: a failing job is FAILED with its exit code", "[e2e][slurm]") {
+  cluster();
+  std::string id = submit({"--pattern", "task", "--job-name", "failer", "--", "bash", "-c", "echo about to fail; exit 3"});
+  auto st = wait_done(id);
+  CHECK(st["state"] == "FAILED");
+  CHECK(st["exit_code"] == 3);
+  auto text = run_mtrain({"slurm", "status", id});
+  CHECK_THAT(text.out, Catch::Contains("FAILED, exit code 3"));
+  CHECK_THAT(logs(id), Catch::Contains("about to fail"));
+  // logs -f on an ended job prints everything and returns.
+  auto f = run_mtrain({"slurm", "logs", "-f", id, "--timeout", "30"});
+  CHECK_THAT(f.out, Catch::Contains("about to fail"));
+}
+
+TEST_CASE("e2e slurm: hostile job name and arguments arrive intact", "[e2e][slurm]") {
+  cluster();
+  const std::string name = "it's \"x\" $(touch PWNED) #1";
+  std::string id = submit({"--pattern", "task", "--job-name", name, "--output", (cluster().dir / "hostile.out").string(),
+                           "--", "printf", "<%s>\\n", "a b", "$(touch PWNED2)", "; touch PWNED3"});
+  auto st = wait_done(id);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(st["name"] == name);
+  std::ifstream in(cluster().dir / "hostile.out");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  CHECK_THAT(ss.str(), Catch::Contains("0: <a b>") && Catch::Contains("0: <$(touch PWNED2)>") &&
+                           Catch::Contains("0: <; touch PWNED3>"));
+  for (auto& e : fs::recursive_directory_iterator(cluster().dir))
+    CHECK(e.path().filename().string().rfind("PWNED", 0) == std::string::npos);
+}
+
+TEST_CASE("e2e slurm: bad input is refused with sbatch's reason", "[e2e][slurm]") {
+  cluster();
+  auto r = run_mtrain({"slurm", "submit", "--partition", "nosuchpart", "--", "true"});
+  CHECK(r.exit_code == 2);
+  CHECK_THAT(r.err, Catch::Contains("invalid partition") && Catch::Contains("Partitions here: debug"));
+  auto t = run_mtrain({"slurm", "status", "999999"});
+  CHECK(t.exit_code == 2);
+  CHECK_THAT(t.err, Catch::Contains("knows no job 999999"));
+}

@@ -1,0 +1,109 @@
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/slurm/job_options.hpp"
+
+using namespace mtrain::slurm;
+namespace fs = std::filesystem;
+
+namespace {
+std::string write_yaml(const std::string& name, const std::string& text) {
+  fs::path p = fs::temp_directory_path() / ("mtrain-slurm-test-" + std::to_string(::getpid()) + "-" + name);
+  std::ofstream(p) << text;
+  return p.string();
+}
+}  // namespace
+
+TEST_CASE("job file: the slurm section sets every option, flags override", "[slurm][options]") {
+  auto path = write_yaml("ok.yaml",
+                         "strategy: zero2\n"
+                         "slurm:\n"
+                         "  job_name: big run\n"
+                         "  partition: gpu\n"
+                         "  nodes: 2\n"
+                         "  gpus-per-node: 8\n"
+                         "  cpus_per_task: 6\n"
+                         "  mem: 400G\n"
+                         "  time: 2-00:00:00\n"
+                         "  exclusive: true\n"
+                         "  setup:\n"
+                         "    - module load cuda/12.1\n"
+                         "    - source ~/venv/bin/activate\n"
+                         "  export: [NCCL_DEBUG=INFO, HOME]\n"
+                         "  sbatch: --mail-type=END\n"
+                         "  requeue: yes\n");
+  JobOptions j;
+  apply_job_file(j, path);
+  apply_setting(j, "nodes", "4");  // a flag after the file wins
+  j.mtrain = "/usr/bin/mtrain";
+  finalize(j, "/work");
+  CHECK(j.job_name == "big run");
+  CHECK(j.nodes == 4);
+  CHECK(j.gpus_per_node == 8);
+  CHECK(j.ntasks_per_node == 8);
+  CHECK(j.exclusive);
+  CHECK(j.requeue);
+  CHECK(j.setup == std::vector<std::string>{"module load cuda/12.1", "source ~/venv/bin/activate"});
+  CHECK(j.exports == std::vector<std::string>{"NCCL_DEBUG=INFO", "HOME"});
+  CHECK(j.sbatch_lines == std::vector<std::string>{"--mail-type=END"});
+  CHECK(j.config == fs::absolute(path).string());
+  CHECK(j.output == "/work/mtrain-slurm/%x-%j.out");
+  fs::remove(path);
+}
+
+TEST_CASE("job file: unknown keys and bad values name file:line:column", "[slurm][options]") {
+  auto path = write_yaml("bad.yaml", "slurm:\n  partition: gpu\n  partitoin: x\n");
+  JobOptions j;
+  CHECK_THROWS_WITH(apply_job_file(j, path), Catch::Contains(path + ":3:14") && Catch::Contains("Did you mean 'partition'"));
+  auto path2 = write_yaml("bad2.yaml", "slurm:\n  nodes: many\n");
+  CHECK_THROWS_WITH(apply_job_file(j, path2), Catch::Contains(path2 + ":2:10") && Catch::Contains("nodes"));
+  auto path3 = write_yaml("bad3.yaml", "slurm: [1, 2\n");
+  CHECK_THROWS_WITH(apply_job_file(j, path3), Catch::Contains(path3 + ":"));
+  CHECK_THROWS_WITH(apply_job_file(j, "/nonexistent/job.yaml"), Catch::Contains("cannot read"));
+  for (auto& p : {path, path2, path3}) fs::remove(p);
+}
+
+TEST_CASE("options: values are checked", "[slurm][options]") {
+  JobOptions j;
+  CHECK_THROWS_WITH(apply_setting(j, "time", "1 hour"), Catch::Contains("time limit"));
+  CHECK_NOTHROW(apply_setting(j, "time", "1-12:00:00"));
+  CHECK_NOTHROW(apply_setting(j, "time", "90"));
+  CHECK_THROWS_WITH(apply_setting(j, "mem", "lots"), Catch::Contains("memory size"));
+  CHECK_THROWS_WITH(apply_setting(j, "signal", "USR1@soon"), Catch::Contains("SIGNAL[@SECONDS]"));
+  apply_setting(j, "signal", "B:SIGUSR2@120");
+  CHECK(j.signal == "USR2@120");
+  apply_setting(j, "signal", "none");
+  CHECK(j.signal.empty());
+  CHECK_THROWS_WITH(apply_setting(j, "pattern", "mpi"), Catch::Contains("agent or task"));
+  CHECK_THROWS_WITH(apply_setting(j, "job-name", "a\nb"), Catch::Contains("line break"));
+  CHECK_THROWS_WITH(apply_setting(j, "gpus_per_nod", "8"), Catch::Contains("Did you mean 'gpus-per-node'"));
+}
+
+TEST_CASE("options: cross-field checks", "[slurm][options]") {
+  JobOptions j;
+  j.mtrain = "/usr/bin/mtrain";
+  j.gpus_per_node = 4;
+  j.ntasks_per_node = 8;
+  CHECK_THROWS_WITH(finalize(j, "/w"), Catch::Contains("More tasks than the allocation has"));
+  JobOptions k;
+  k.mtrain = "/usr/bin/mtrain";
+  apply_setting(k, "time", "1:00");  // 60 s
+  CHECK_THROWS_WITH(finalize(k, "/w"), Catch::Contains("fires 90 s before a time limit of only 60 s"));
+  JobOptions t;
+  t.mtrain = "/usr/bin/mtrain";
+  t.pattern = Pattern::TaskPerGpu;
+  CHECK_THROWS_WITH(finalize(t, "/w"), Catch::Contains("needs a PROGRAM"));
+  t.program = {"python3", "x.py"};
+  t.launch_args = {"--nproc-per-node=2"};
+  CHECK_THROWS_WITH(finalize(t, "/w"), Catch::Contains("--pattern agent"));
+  JobOptions g;
+  g.mtrain = "/usr/bin/mtrain";
+  g.gpus_per_node = 2;
+  g.gres = "gpu:a100:2";
+  CHECK_THROWS_WITH(finalize(g, "/w"), Catch::Contains("Use one"));
+}
