@@ -212,6 +212,7 @@ void Server::start() {
                 "Choose another with --rdzv-endpoint HOST:PORT.");
   port_ = im.acceptor.local_endpoint().port();
   im.last_progress = im.store.status().progress;
+  if (im.opt.on_progress) im.opt.on_progress(im.last_progress);  // the first line, before anyone joins
   im.accept();
   im.tick();
   im.thread = std::thread([&im] {

@@ -32,7 +32,7 @@ struct ServerOptions {
   Duration write_timeout{5000};   // a peer that does not read its reply is dropped
   int max_connections = 256;
   Duration tick_interval{100};    // how often time-driven transitions are applied
-  // Called on the I/O thread whenever the progress line changes ("2/3 nodes joined; …").
+  // Called with the first progress line by start(), then on the I/O thread whenever it changes ("2/3 nodes joined; …").
   std::function<void(const std::string&)> on_progress;
 };
 
