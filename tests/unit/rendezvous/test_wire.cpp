@@ -78,7 +78,7 @@ TEST_CASE("endpoints: host:port, IPv6 in brackets, default port, errors with col
   CHECK_THROWS_WITH(parse_endpoint(""), Contains("empty"));
 }
 
-TEST_CASE("--nnodes: N or MIN:MAX", "[rendezvous][endpoint]") {
+TEST_CASE("nnodes flag: N or MIN:MAX", "[rendezvous][endpoint]") {
   auto n = parse_nnodes("2");
   CHECK((n.min == 2 && n.max == 2 && !n.elastic()));
   n = parse_nnodes("2:4");
