@@ -1,0 +1,73 @@
+#pragma once
+// A node agent's side of the rendezvous: join, wait for the agreement while reporting
+// progress, then heartbeat until the job ends. Every network operation has a deadline; the
+// connection is kept open between requests and re-opened (within the deadline) if it drops.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/rendezvous/assignment.hpp"
+#include "mtrain/rendezvous/clock.hpp"
+#include "mtrain/rendezvous/endpoint.hpp"
+#include "mtrain/rendezvous/frame.hpp"
+#include "mtrain/rendezvous/store.hpp"
+
+namespace mtrain::rendezvous {
+
+struct ClientOptions {
+  Endpoint server;
+  std::string token;
+  std::string node_id;  // empty: a random id (one per agent process)
+  std::string host;     // this node's name as the job knows it (hostfile name)
+  std::string addr;     // how other nodes reach this one; empty: host
+  int slots = 1;        // local ranks this node runs
+  Duration join_timeout{600000};  // connect + join + wait for the agreement
+  Duration op_timeout{10000};     // one request and its reply
+  Duration poll_interval{200};    // heartbeat cadence while waiting for the agreement
+  size_t max_frame_bytes = kDefaultMaxFrameBytes;
+  // Called when the store's progress line changes while waiting ("2/3 nodes joined; …").
+  std::function<void(const std::string&)> on_progress;
+};
+
+struct JoinResult {
+  int node_rank = 0;
+  Assignment assignment;
+  const AssignedNode& self() const { return assignment.nodes.at(static_cast<size_t>(node_rank)); }
+};
+
+struct JobState {
+  Phase phase = Phase::running;
+  std::string reason;  // when failed: why, naming the node(s)
+};
+
+class Client {
+ public:
+  explicit Client(ClientOptions options);
+  ~Client();
+
+  // Join and block until the job forms. mtrain::Error (exit 1) when the rendezvous fails or
+  // times out (naming the missing nodes), when the store refuses this node, or when it cannot
+  // be reached before join_timeout.
+  JoinResult join();
+  // One keep-alive; returns the job's phase ("failed" carries the reason naming the node).
+  JobState heartbeat();
+  // Tell the store this node's ranks failed; every node sees "failed" on its next heartbeat.
+  JobState report_failure(const std::string& reason);
+  // This node is done (its ranks exited 0).
+  JobState leave();
+
+  // One raw request (token and node id are added) with the op deadline; for the above and tests.
+  nlohmann::json request(nlohmann::json message);
+
+  const std::string& node_id() const;
+
+ private:
+  class Conn;
+  JobState job_state(const nlohmann::json& reply) const;
+  ClientOptions opt_;
+  std::unique_ptr<Conn> conn_;
+};
+
+}  // namespace mtrain::rendezvous

@@ -1,0 +1,33 @@
+#pragma once
+// Keep-alive for a node agent once the job has formed: a thread sends a heartbeat every
+// `interval` and calls `on_end` once, with the job state, when the job stops being "running"
+// (another node failed or went silent, or the launcher aborted: the agent then tears its ranks
+// down and prints the reason, which names the node) or when the store has not answered for
+// `give_up_after` (the launcher holding it is gone).
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "mtrain/rendezvous/client.hpp"
+
+namespace mtrain::rendezvous {
+
+class HeartbeatLoop {
+ public:
+  HeartbeatLoop(Client& client, Duration interval, Duration give_up_after, std::function<void(const JobState&)> on_end);
+  ~HeartbeatLoop();  // stops the thread (waits at most one op_timeout)
+  void stop();
+
+ private:
+  void run();
+  Client& client_;
+  Duration interval_, give_up_;
+  std::function<void(const JobState&)> on_end_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mtrain::rendezvous

@@ -1,0 +1,105 @@
+#pragma once
+// The rendezvous store's protocol: a state machine over decoded request messages and time.
+// It does no I/O and reads time only from its Clock, so tests drive it message by message
+// with a ManualClock; the Server wraps it in Boost.Asio and a mutex.
+//
+// Requests (JSON objects; every one carries "token" and "node", the node's random id):
+//   {"op":"join", "host":H, "slots":N, "addr":A?}  enter the rendezvous (idempotent per node id)
+//   {"op":"heartbeat"}                             I am alive; what is the state?
+//   {"op":"fail", "reason":R}                      my ranks failed: tear the job down
+//   {"op":"leave"}                                 I finished (or gave up before the start)
+// Every reply is {"ok":true, "phase":…, "progress":…, …} or {"ok":false, "error":…}; once the
+// job has formed, replies carry "node_rank" and the "assignment"; when it has failed, "reason"
+// and "failed_nodes". A message without the job's token, or malformed, is answered with an
+// error and the connection is closed.
+//
+// Phases: joining → running (the agreement) → finished, or → failed from joining (join timeout)
+// or running (a node missed heartbeats, reported a failure, or the launcher aborted).
+// Agreement: as soon as MAX nodes (or every expected host) joined, or when the last-call window
+// that opens when MIN nodes have joined has passed. Node ranks follow the expected host order
+// when the server was given one, else join order.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/rendezvous/assignment.hpp"
+#include "mtrain/rendezvous/clock.hpp"
+
+namespace mtrain::rendezvous {
+
+enum class Phase { joining, running, finished, failed };
+const char* phase_name(Phase p);
+
+struct StoreOptions {
+  int min_nodes = 1;
+  int max_nodes = 1;
+  Duration join_timeout{600000};     // from the store's start until the job must have formed
+  Duration last_call{30000};         // extra wait for more nodes once MIN have joined
+  Duration heartbeat_timeout{30000}; // silence after which a node counts as gone
+  std::vector<std::string> expected_hosts;  // when known: node-rank order and names in progress
+  std::string token;
+  int master_port = 29500;
+  std::string run_id;
+};
+
+struct StoreStatus {
+  Phase phase = Phase::joining;
+  std::vector<std::string> joined;        // hosts, in join order
+  std::vector<std::string> waiting_for;   // expected hosts that have not joined
+  std::string progress;                   // one line for people ("2/3 nodes joined; waiting for: worker-2")
+  std::string reason;                     // why it failed, naming the node(s)
+  std::vector<std::string> failed_nodes;  // the hosts blamed
+  std::optional<Assignment> assignment;
+};
+
+struct Reply {
+  nlohmann::json body;
+  bool close = false;  // the server closes the connection after sending it
+};
+
+class Store {
+ public:
+  // Invalid options (MIN > MAX, no token, fewer expected hosts than MIN) are an mtrain::Error.
+  Store(StoreOptions options, const Clock& clock);
+
+  Reply handle(const nlohmann::json& request);
+  // Apply what time alone changes: dropping silent joiners, the last call, the join timeout,
+  // missed heartbeats. The server calls it periodically and before each request.
+  void tick();
+  // The launcher's own decision to stop the job (its local ranks failed, a signal).
+  void abort(const std::string& reason);
+  StoreStatus status() const;
+
+ private:
+  struct Participant {
+    std::string id, host, addr;
+    int slots = 0;
+    TimePoint last_seen;
+    int node_rank = -1;
+    bool left = false;
+  };
+
+  Participant* find(const std::string& id);
+  Reply join(const nlohmann::json& req, const std::string& id);
+  nlohmann::json state_for(const Participant& p) const;
+  void update_last_call(TimePoint now);
+  void maybe_agree(TimePoint now);
+  void fail(std::string reason, std::vector<std::string> nodes);
+  std::vector<std::string> waiting_for() const;
+  std::string progress() const;
+  std::string node_label(const Participant& p) const;
+
+  StoreOptions opt_;
+  const Clock& clock_;
+  TimePoint start_;
+  Phase phase_ = Phase::joining;
+  std::vector<Participant> nodes_;  // join order
+  std::optional<TimePoint> last_call_deadline_;
+  std::optional<Assignment> assignment_;
+  std::string reason_;
+  std::vector<std::string> failed_nodes_;
+};
+
+}  // namespace mtrain::rendezvous

@@ -1,0 +1,343 @@
+// The real store over loopback TCP: Asio server, clients in threads, raw sockets for abuse.
+// Every wait is bounded; nothing asserts on elapsed time.
+#include <catch2/catch.hpp>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <future>
+#include <set>
+#include <thread>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/rendezvous/client.hpp"
+#include "mtrain/rendezvous/heartbeat.hpp"
+#include "mtrain/rendezvous/server.hpp"
+
+using namespace mtrain::rendezvous;
+using Catch::Contains;
+using std::chrono::milliseconds;
+
+namespace {
+const std::string kToken = "test-token-0123456789abcdef";
+
+ServerOptions server_options(int min, int max, std::vector<std::string> hosts = {}) {
+  ServerOptions o;
+  o.listen = {"127.0.0.1", 0};
+  o.store.min_nodes = min;
+  o.store.max_nodes = max;
+  o.store.expected_hosts = std::move(hosts);
+  o.store.token = kToken;
+  o.store.join_timeout = milliseconds(20000);
+  o.store.last_call = milliseconds(300);
+  o.store.heartbeat_timeout = milliseconds(3000);
+  o.store.run_id = "loopback";
+  o.frame_timeout = milliseconds(500);
+  o.tick_interval = milliseconds(20);
+  return o;
+}
+
+ClientOptions client_options(const Server& s, const std::string& host, int slots) {
+  ClientOptions o;
+  o.server = {"127.0.0.1", s.port()};
+  o.token = kToken;
+  o.host = host;
+  o.slots = slots;
+  o.join_timeout = milliseconds(15000);
+  o.op_timeout = milliseconds(3000);
+  o.poll_interval = milliseconds(20);
+  return o;
+}
+
+// The result of a future within a bound, failing the test instead of hanging.
+template <class T>
+T get_within(std::future<T>& f, milliseconds bound = milliseconds(20000)) {
+  REQUIRE(f.wait_for(bound) == std::future_status::ready);
+  return f.get();
+}
+
+// A plain socket for sending what no client would.
+struct Raw {
+  int fd = -1;
+  explicit Raw(uint16_t port, const char* ip = "127.0.0.1") {
+    fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(port);
+    ::inet_pton(AF_INET, ip, &a.sin_addr);
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+      ::close(fd);
+      fd = -1;
+    }
+  }
+  ~Raw() {
+    if (fd >= 0) ::close(fd);
+  }
+  void send(const std::string& bytes) { (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
+  // Everything the server sends until it closes the connection; `closed` is false if the
+  // bound passed first.
+  std::string read_until_closed(bool& closed, milliseconds bound = milliseconds(10000)) {
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + bound;
+    closed = false;
+    for (;;) {
+      auto left = std::chrono::duration_cast<milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+      if (left <= 0) return out;
+      pollfd p{fd, POLLIN, 0};
+      if (::poll(&p, 1, static_cast<int>(left)) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) {
+        closed = true;
+        return out;
+      }
+      out.append(buf, static_cast<size_t>(n));
+    }
+  }
+};
+
+std::string error_in(const std::string& reply_frame) {
+  if (reply_frame.size() <= kFrameHeaderBytes) return "";
+  return decode_payload(reply_frame.substr(kFrameHeaderBytes)).value("error", std::string());
+}
+}  // namespace
+
+TEST_CASE("loopback: three nodes join and agree", "[rendezvous][server]") {
+  std::mutex mu;
+  std::vector<std::string> lines;
+  auto o = server_options(3, 3, {"worker-0", "worker-1", "worker-2"});
+  o.on_progress = [&](const std::string& l) {
+    std::lock_guard<std::mutex> lock(mu);
+    lines.push_back(l);
+  };
+  Server server(o);
+  server.start();
+  REQUIRE(server.port() != 0);
+
+  std::vector<std::future<JoinResult>> joins;
+  const std::vector<std::pair<std::string, int>> nodes{{"worker-2", 1}, {"worker-0", 4}, {"worker-1", 2}};
+  for (const auto& [host, slots] : nodes)
+    joins.push_back(std::async(std::launch::async, [&, host = host, slots = slots] {
+      Client c(client_options(server, host, slots));
+      return c.join();
+    }));
+  std::set<int> ranks;
+  for (auto& j : joins) {
+    JoinResult r = get_within(j);
+    ranks.insert(r.node_rank);
+    CHECK(r.assignment.world_size == 7);
+    CHECK(r.assignment.master_addr == "worker-0");
+    CHECK(r.assignment.nodes[1].first_rank == 4);
+    CHECK(r.assignment.nodes[2].first_rank == 6);
+    CHECK(r.self().host == nodes[&j - &joins[0]].first);
+  }
+  CHECK(ranks == std::set<int>{0, 1, 2});
+  CHECK(server.status().phase == Phase::running);
+  std::lock_guard<std::mutex> lock(mu);
+  REQUIRE(!lines.empty());
+  CHECK(lines.front() == "0/3 nodes joined; waiting for: worker-0, worker-1, worker-2");
+  CHECK(lines.back() == "job formed: 3 nodes, 7 ranks, master worker-0:29500");
+}
+
+TEST_CASE("loopback: MIN:MAX forms after the last call; a late node is refused", "[rendezvous][server]") {
+  Server server(server_options(2, 4));
+  server.start();
+  auto a = std::async(std::launch::async, [&] { return Client(client_options(server, "n0", 1)).join(); });
+  auto b = std::async(std::launch::async, [&] { return Client(client_options(server, "n1", 3)).join(); });
+  JoinResult ra = get_within(a), rb = get_within(b);
+  CHECK(ra.assignment.nodes.size() == 2);
+  CHECK(ra.assignment.world_size == 4);
+  CHECK(ra.node_rank != rb.node_rank);
+  Client late(client_options(server, "n2", 1));
+  CHECK_THROWS_WITH(late.join(), Contains("already formed with 2 nodes"));
+}
+
+TEST_CASE("loopback: a node that never joins fails the rendezvous, named", "[rendezvous][server]") {
+  auto o = server_options(3, 3, {"worker-0", "worker-1", "worker-2"});
+  o.store.join_timeout = milliseconds(800);
+  Server server(o);
+  server.start();
+  auto a = std::async(std::launch::async, [&] { return Client(client_options(server, "worker-0", 1)).join(); });
+  auto b = std::async(std::launch::async, [&] { return Client(client_options(server, "worker-1", 1)).join(); });
+  for (auto* f : {&a, &b}) {
+    REQUIRE(f->wait_for(milliseconds(20000)) == std::future_status::ready);
+    CHECK_THROWS_WITH(f->get(), Contains("never joined: worker-2") && Contains("2/3 nodes joined"));
+  }
+  auto s = server.wait_until([](const StoreStatus& st) { return st.phase == Phase::failed; }, milliseconds(5000));
+  CHECK(s.failed_nodes == std::vector<std::string>{"worker-2"});
+}
+
+TEST_CASE("loopback: a peer without the job token is refused and disconnected", "[rendezvous][server]") {
+  Server server(server_options(1, 1));
+  server.start();
+  auto co = client_options(server, "n0", 1);
+  co.token = "not-the-token-0123456789";
+  Client wrong(co);
+  CHECK_THROWS_WITH(wrong.join(), Contains("refused") && Contains("token"));
+
+  Raw raw(server.port());
+  REQUIRE(raw.fd >= 0);
+  raw.send(encode_frame({{"op", "join"}, {"node", "x"}, {"host", "h"}, {"slots", 1}}));
+  bool closed = false;
+  std::string reply = raw.read_until_closed(closed);
+  CHECK(closed);
+  CHECK_THAT(error_in(reply), Contains("token"));
+  CHECK(server.status().joined.empty());
+  CHECK(server.counters().refused >= 2);
+  // The right token still gets in.
+  CHECK(Client(client_options(server, "n0", 1)).join().assignment.world_size == 1);
+}
+
+TEST_CASE("loopback: garbage, oversized and malformed frames are refused; the server goes on", "[rendezvous][server]") {
+  Server server(server_options(1, 1));
+  server.start();
+  const std::vector<std::pair<std::string, std::string>> attacks{
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "bad magic"},
+      {std::string("MTR1\x7f\xff\xff\xff", 8), "over the limit"},
+      {std::string("MTR1\0\0\0\x05", 8) + "hello", "not valid JSON"},
+      {std::string("MTR1\0\0\0\0", 8), "empty frame"},
+  };
+  for (const auto& [bytes, why] : attacks) {
+    Raw raw(server.port());
+    REQUIRE(raw.fd >= 0);
+    raw.send(bytes);
+    bool closed = false;
+    std::string reply = raw.read_until_closed(closed);
+    INFO(why);
+    CHECK(closed);
+    CHECK_THAT(error_in(reply), Contains(why));
+  }
+  {
+    std::string junk(2048, '\0');
+    for (size_t i = 0; i < junk.size(); ++i) junk[i] = static_cast<char>((i * 7919u) & 0xff);
+    Raw raw(server.port());
+    raw.send(junk);
+    bool closed = false;
+    raw.read_until_closed(closed);
+    CHECK(closed);
+  }
+  CHECK(server.counters().bad_frames >= 5);
+  CHECK(Client(client_options(server, "n0", 2)).join().assignment.world_size == 2);
+}
+
+TEST_CASE("loopback: slow and silent peers are cut off and do not block others", "[rendezvous][server]") {
+  Server server(server_options(1, 1));
+  server.start();
+  Raw silent(server.port());
+  Raw slow(server.port());
+  REQUIRE(silent.fd >= 0);
+  REQUIRE(slow.fd >= 0);
+  slow.send("MTR1");  // half a header, then nothing
+  // A real client is served while both hang on.
+  CHECK(Client(client_options(server, "n0", 1)).join().assignment.world_size == 1);
+  bool closed1 = false, closed2 = false;
+  silent.read_until_closed(closed1);
+  slow.read_until_closed(closed2);
+  CHECK(closed1);
+  CHECK(closed2);
+  CHECK(server.counters().timed_out >= 2);
+}
+
+TEST_CASE("loopback: the store listens only on the address it was given", "[rendezvous][server]") {
+  auto o = server_options(1, 1);
+  o.listen = {"127.0.0.2", 0};
+  Server server(o);
+  server.start();
+  Raw elsewhere(server.port(), "127.0.0.1");
+  CHECK(elsewhere.fd < 0);
+  Raw there(server.port(), "127.0.0.2");
+  CHECK(there.fd >= 0);
+
+  auto taken = server_options(1, 1);
+  taken.listen = {"127.0.0.2", server.port()};
+  Server second(taken);
+  CHECK_THROWS_WITH(second.start(), Contains("cannot listen on 127.0.0.2:"));
+}
+
+TEST_CASE("loopback: a node that stops heart-beating is reported to the others", "[rendezvous][server]") {
+  auto o = server_options(2, 2, {"worker-0", "worker-1"});
+  o.store.heartbeat_timeout = milliseconds(1000);
+  Server server(o);
+  server.start();
+  Client c0(client_options(server, "worker-0", 1));
+  Client c1(client_options(server, "worker-1", 1));
+  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
+  c0.join();
+  get_within(j1);
+
+  std::promise<JobState> ended;
+  auto ended_f = ended.get_future();
+  HeartbeatLoop beat0(c0, milliseconds(50), milliseconds(5000), [&](const JobState& s) { ended.set_value(s); });
+  {
+    HeartbeatLoop beat1(c1, milliseconds(50), milliseconds(5000), [](const JobState&) {});
+    std::this_thread::sleep_for(milliseconds(200));  // both alive for a while
+  }  // worker-1's agent dies: its heartbeats stop
+  JobState s = get_within(ended_f);
+  CHECK(s.phase == Phase::failed);
+  CHECK_THAT(s.reason, Contains("node 'worker-1' (node rank 1) stopped sending heartbeats"));
+  CHECK(server.status().failed_nodes == std::vector<std::string>{"worker-1"});
+}
+
+TEST_CASE("loopback: a node reporting failure stops everyone; leaving finishes", "[rendezvous][server]") {
+  Server server(server_options(2, 2));
+  server.start();
+  Client c0(client_options(server, "n0", 1));
+  Client c1(client_options(server, "n1", 1));
+  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
+  c0.join();
+  get_within(j1);
+  SECTION("failure") {
+    c1.report_failure("local rank 0 exited with code 7");
+    JobState s = c0.heartbeat();
+    CHECK(s.phase == Phase::failed);
+    CHECK_THAT(s.reason, Contains("'n1'") && Contains("exited with code 7"));
+  }
+  SECTION("both leave") {
+    CHECK(c0.leave().phase == Phase::running);
+    CHECK(c1.leave().phase == Phase::finished);
+  }
+}
+
+TEST_CASE("loopback: an agent started before the store keeps trying until it is up", "[rendezvous][server]") {
+  uint16_t port = 0;
+  {
+    // Ask the OS for a port that is free right now.
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    ::inet_pton(AF_INET, "127.0.0.1", &a.sin_addr);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    socklen_t len = sizeof a;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    port = ntohs(a.sin_port);
+    ::close(fd);
+  }
+  auto o = server_options(1, 1);
+  o.listen.port = port;
+  Server server(o);
+  ClientOptions co;
+  co.server = {"127.0.0.1", port};
+  co.token = kToken;
+  co.host = "n0";
+  co.join_timeout = milliseconds(15000);
+  co.op_timeout = milliseconds(1000);
+  co.poll_interval = milliseconds(20);
+  auto j = std::async(std::launch::async, [&] { return Client(co).join(); });
+  std::this_thread::sleep_for(milliseconds(200));
+  server.start();
+  CHECK(get_within(j).assignment.world_size == 1);
+}
+
+TEST_CASE("loopback: an unreachable store is a bounded error naming the endpoint", "[rendezvous][server]") {
+  ClientOptions co;
+  co.server = {"127.0.0.1", 1};  // nothing listens on port 1
+  co.token = kToken;
+  co.host = "n0";
+  co.join_timeout = milliseconds(300);
+  co.op_timeout = milliseconds(100);
+  co.poll_interval = milliseconds(20);
+  CHECK_THROWS_WITH(Client(co).join(), Contains("could not complete the rendezvous at 127.0.0.1:1"));
+}

@@ -1,0 +1,284 @@
+// The store protocol, message by message, with a clock that only moves when the test says so.
+#include <catch2/catch.hpp>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/rendezvous/store.hpp"
+
+using namespace mtrain::rendezvous;
+using nlohmann::json;
+using Catch::Contains;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+namespace {
+const std::string kToken = "0123456789abcdef0123456789abcdef";
+
+struct Fixture {
+  ManualClock clock;
+  std::unique_ptr<Store> store;
+
+  explicit Fixture(StoreOptions o) {
+    o.token = kToken;
+    o.run_id = "job-1";
+    store = std::make_unique<Store>(std::move(o), clock);
+  }
+  Reply send(const std::string& node, json msg) {
+    msg["token"] = kToken;
+    msg["node"] = node;
+    return store->handle(msg);
+  }
+  json join(const std::string& node, const std::string& host, int slots) {
+    Reply r = send(node, {{"op", "join"}, {"host", host}, {"slots", slots}});
+    INFO(r.body.dump());
+    REQUIRE(r.body["ok"] == true);
+    REQUIRE_FALSE(r.close);
+    return r.body;
+  }
+  json beat(const std::string& node) { return send(node, {{"op", "heartbeat"}}).body; }
+};
+
+StoreOptions nodes(int min, int max) {
+  StoreOptions o;
+  o.min_nodes = min;
+  o.max_nodes = max;
+  o.join_timeout = seconds(60);
+  o.last_call = seconds(5);
+  o.heartbeat_timeout = seconds(10);
+  return o;
+}
+}  // namespace
+
+TEST_CASE("store: three uneven nodes join and agree on contiguous ranks", "[rendezvous][store]") {
+  Fixture f(nodes(3, 3));
+  CHECK(f.join("a", "worker-0", 4)["phase"] == "joining");
+  auto r = f.join("b", "worker-1", 2);
+  CHECK(r["phase"] == "joining");
+  CHECK(r["progress"] == "2/3 nodes joined (worker-0, worker-1)");
+  r = f.join("c", "worker-2", 3);
+  REQUIRE(r["phase"] == "running");  // MAX reached: no last call
+  CHECK(r["node_rank"] == 2);
+  Assignment a = assignment_from_json(r["assignment"]);
+  REQUIRE(a.nodes.size() == 3);
+  CHECK(a.world_size == 9);
+  CHECK(a.master_addr == "worker-0");
+  CHECK(a.master_port == 29500);
+  CHECK(a.run_id == "job-1");
+  CHECK(a.nodes[1].host == "worker-1");
+  CHECK(a.nodes[1].first_rank == 4);
+  CHECK(a.nodes[2].first_rank == 6);
+  CHECK(a.nodes[2].local_world_size == 3);
+  // The others learn their node ranks on their next heartbeat.
+  CHECK(f.beat("a")["node_rank"] == 0);
+  CHECK(f.beat("b")["node_rank"] == 1);
+  CHECK(f.store->status().progress == "job formed: 3 nodes, 9 ranks, master worker-0:29500");
+}
+
+TEST_CASE("store: MIN:MAX waits for the last call after MIN nodes", "[rendezvous][store]") {
+  Fixture f(nodes(2, 4));
+  f.join("a", "n0", 1);
+  f.clock.advance(seconds(3));
+  auto r = f.join("b", "n1", 1);  // MIN reached: the 5 s last call opens now
+  CHECK(r["phase"] == "joining");
+  CHECK_THAT(r["progress"].get<std::string>(), Contains("last call: starting with 2 nodes unless more join within 5.0 s"));
+  f.clock.advance(seconds(4));
+  f.store->tick();
+  CHECK(f.store->status().phase == Phase::joining);
+  f.join("c", "n2", 2);  // joins inside the window: included, window not extended
+  f.clock.advance(milliseconds(999));
+  f.store->tick();
+  CHECK(f.store->status().phase == Phase::joining);
+  f.beat("a");
+  f.beat("b");
+  f.clock.advance(milliseconds(1));
+  f.store->tick();
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::running);
+  REQUIRE(s.assignment);
+  CHECK(s.assignment->nodes.size() == 3);
+  CHECK(s.assignment->world_size == 4);
+  CHECK(s.assignment->nodes[2].first_rank == 2);
+  // A fourth node after the agreement is not part of the job.
+  Reply late = f.send("d", {{"op", "join"}, {"host", "n3"}, {"slots", 1}});
+  CHECK(late.body["ok"] == false);
+  CHECK_THAT(late.body["error"].get<std::string>(), Contains("already formed with 3 nodes"));
+}
+
+TEST_CASE("store: MAX nodes end the last call early", "[rendezvous][store]") {
+  Fixture f(nodes(1, 2));
+  CHECK(f.join("a", "n0", 1)["phase"] == "joining");
+  CHECK(f.join("b", "n1", 1)["phase"] == "running");
+}
+
+TEST_CASE("store: expected hosts set node order and name who is missing", "[rendezvous][store]") {
+  auto o = nodes(3, 3);
+  o.expected_hosts = {"worker-0", "worker-1", "worker-2"};
+  Fixture f(o);
+  CHECK(f.store->status().progress == "0/3 nodes joined; waiting for: worker-0, worker-1, worker-2");
+  f.join("x", "worker-2", 1);
+  auto r = f.join("y", "worker-0", 2);
+  CHECK(r["progress"] == "2/3 nodes joined; waiting for: worker-1");
+  Reply stranger = f.send("z", {{"op", "join"}, {"host", "intruder"}, {"slots", 1}});
+  CHECK(stranger.body["ok"] == false);
+  CHECK_THAT(stranger.body["error"].get<std::string>(), Contains("not in this job's host list"));
+  Reply twice = f.send("w", {{"op", "join"}, {"host", "worker-0"}, {"slots", 1}});
+  CHECK_THAT(twice.body["error"].get<std::string>(), Contains("already joined"));
+  r = f.join("v", "worker-1", 1);
+  REQUIRE(r["phase"] == "running");
+  Assignment a = assignment_from_json(r["assignment"]);
+  CHECK(a.nodes[0].host == "worker-0");  // host-list order, not join order
+  CHECK(a.nodes[2].host == "worker-2");
+  CHECK(a.nodes[2].first_rank == 3);
+  CHECK(r["node_rank"] == 1);
+}
+
+TEST_CASE("store: a node that never joins times the rendezvous out, named", "[rendezvous][store]") {
+  auto o = nodes(3, 3);
+  o.expected_hosts = {"worker-0", "worker-1", "worker-2"};
+  Fixture f(o);
+  f.join("a", "worker-0", 1);
+  f.join("b", "worker-1", 1);
+  for (int i = 0; i < 5; ++i) {  // keep the joined ones alive until the deadline
+    f.clock.advance(seconds(9));
+    f.beat("a");
+    f.beat("b");
+  }
+  CHECK(f.store->status().phase == Phase::joining);
+  f.clock.advance(seconds(9));
+  f.beat("a");
+  f.beat("b");
+  f.clock.advance(seconds(6));
+  f.store->tick();
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::failed);
+  CHECK_THAT(s.reason, Contains("timed out after 60.0 s") && Contains("2/3 nodes joined") &&
+                           Contains("never joined: worker-2"));
+  CHECK(s.failed_nodes == std::vector<std::string>{"worker-2"});
+  auto r = f.beat("a");
+  CHECK(r["phase"] == "failed");
+  CHECK_THAT(r["reason"].get<std::string>(), Contains("worker-2"));
+}
+
+TEST_CASE("store: without a host list the timeout says how many were needed", "[rendezvous][store]") {
+  Fixture f(nodes(2, 2));
+  f.join("a", "n0", 1);
+  f.clock.advance(seconds(9));
+  f.beat("a");
+  f.clock.advance(seconds(9));
+  f.beat("a");
+  for (int i = 0; i < 5; ++i) {
+    f.clock.advance(seconds(9));
+    f.beat("a");
+  }
+  f.store->tick();
+  CHECK_THAT(f.store->status().reason, Contains("1 of the at least 2 nodes joined"));
+}
+
+TEST_CASE("store: a joined node that goes silent before the start is dropped", "[rendezvous][store]") {
+  Fixture f(nodes(2, 3));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);  // last call opens
+  f.clock.advance(seconds(4));
+  f.beat("a");
+  f.clock.advance(seconds(7));  // b silent for 11 s > 10 s
+  f.store->tick();
+  auto s = f.store->status();
+  CHECK(s.phase == Phase::joining);  // below MIN again: the last call closed
+  CHECK(s.joined == std::vector<std::string>{"n0"});
+  CHECK(f.beat("b")["ok"] == false);  // must join again
+  f.beat("a");
+  f.join("b", "n1", 1);
+  f.clock.advance(seconds(5));
+  f.beat("a");
+  f.beat("b");
+  f.store->tick();
+  CHECK(f.store->status().phase == Phase::running);
+}
+
+TEST_CASE("store: a node that stops heart-beating after the start fails the job, named", "[rendezvous][store]") {
+  Fixture f(nodes(3, 3));
+  f.join("a", "n0", 2);
+  f.join("b", "n1", 2);
+  f.join("c", "n2", 2);
+  for (int i = 0; i < 3; ++i) {
+    f.clock.advance(seconds(6));
+    f.beat("a");
+    f.beat("c");  // b has stopped
+  }
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::failed);
+  CHECK(s.failed_nodes == std::vector<std::string>{"n1"});
+  CHECK_THAT(s.reason, Contains("node 'n1' (node rank 1) stopped sending heartbeats"));
+  auto r = f.beat("c");
+  CHECK(r["phase"] == "failed");
+  CHECK_THAT(r["reason"].get<std::string>(), Contains("'n1'"));
+}
+
+TEST_CASE("store: fail, leave and abort", "[rendezvous][store]") {
+  Fixture f(nodes(2, 2));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  SECTION("a node reports its ranks failed") {
+    auto r = f.send("b", {{"op", "fail"}, {"reason", "rank 1 exited with code 3"}}).body;
+    CHECK(r["phase"] == "failed");
+    CHECK_THAT(f.beat("a")["reason"].get<std::string>(),
+               Contains("node 'n1' (node rank 1) reported a failure: rank 1 exited with code 3"));
+    CHECK(f.store->status().failed_nodes == std::vector<std::string>{"n1"});
+  }
+  SECTION("all nodes leave: finished; a left node is not missed") {
+    f.send("a", {{"op", "leave"}});
+    f.clock.advance(seconds(30));
+    f.beat("b");
+    f.store->tick();
+    CHECK(f.store->status().phase == Phase::running);
+    CHECK(f.send("b", {{"op", "leave"}}).body["phase"] == "finished");
+  }
+  SECTION("the launcher aborts") {
+    f.store->abort("interrupted (SIGINT)");
+    CHECK(f.beat("a")["reason"] == "interrupted (SIGINT)");
+  }
+}
+
+TEST_CASE("store: wrong token and malformed requests are refused with close", "[rendezvous][store]") {
+  Fixture f(nodes(1, 2));
+  Reply r = f.store->handle({{"op", "join"}, {"node", "a"}, {"host", "h"}, {"slots", 1}});
+  CHECK(r.close);
+  CHECK_THAT(r.body["error"].get<std::string>(), Contains("token"));
+  r = f.store->handle({{"token", kToken + "x"}, {"op", "join"}, {"node", "a"}, {"host", "h"}, {"slots", 1}});
+  CHECK(r.close);
+  r = f.store->handle({{"token", 12}, {"op", "heartbeat"}, {"node", "a"}});
+  CHECK(r.close);
+  CHECK(f.store->status().joined.empty());
+
+  CHECK(f.send("a", {{"op", "dance"}}).close);
+  CHECK(f.send("a", {{"op", 3}}).close);
+  CHECK(f.send("", {{"op", "heartbeat"}}).close);
+  CHECK(f.send("a", {{"op", "join"}, {"host", "h"}, {"slots", 0}}).close);
+  CHECK(f.send("a", {{"op", "join"}, {"host", "h"}, {"slots", "2"}}).close);
+  CHECK(f.send("a", {{"op", "join"}, {"host", "bad host"}, {"slots", 1}}).close);
+  CHECK(f.send("a", {{"op", "join"}, {"host", std::string(300, 'h')}, {"slots", 1}}).close);
+  CHECK(f.send("a", {{"op", "join"}, {"slots", 1}}).close);
+  CHECK(f.store->status().joined.empty());
+  // A heartbeat from a node that never joined is declined, not fatal.
+  Reply unknown = f.send("ghost", {{"op", "heartbeat"}});
+  CHECK_FALSE(unknown.close);
+  CHECK(unknown.body["ok"] == false);
+}
+
+TEST_CASE("store: a join retried with the same node id is idempotent", "[rendezvous][store]") {
+  Fixture f(nodes(2, 2));
+  f.join("a", "n0", 1);
+  f.join("a", "n0", 1);
+  CHECK(f.store->status().joined.size() == 1);
+}
+
+TEST_CASE("store: invalid options are errors", "[rendezvous][store]") {
+  ManualClock c;
+  StoreOptions o = nodes(3, 2);
+  o.token = kToken;
+  CHECK_THROWS_AS(Store(o, c), mtrain::Error);
+  o = nodes(3, 3);
+  CHECK_THROWS_WITH(Store(o, c), Contains("token"));
+  o.token = kToken;
+  o.expected_hosts = {"a", "b"};
+  CHECK_THROWS_WITH(Store(o, c), Contains("at least 3 nodes but only 2 hosts"));
+}
