@@ -12,6 +12,7 @@ int main(int argc, char** argv) {
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
   mtrain::app::add_checkpoint(root, exit);
+  mtrain::app::add_config(root, exit);
   mtrain::app::add_unbuilt(root, exit);
   try {
     root.parse(argc, argv);
