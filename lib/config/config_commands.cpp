@@ -65,7 +65,7 @@ int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostrea
 int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& out, std::ostream& err) {
   ImportResult r = import_file(reg, opt.file);
   const std::string text = import_yaml(reg, r);
-  const std::string name = opt.output.empty() ? "(imported job)" : opt.output;
+  const std::string name = opt.output.empty() ? "imported job" : opt.output;
   ValidateReport rep = validate_text(reg, text, name);
   for (const auto& w : r.warnings) err << "warning: " << r.origin << ": " << w << "\n";
   if (!rep.ok())

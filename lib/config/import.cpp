@@ -97,7 +97,7 @@ std::string dir_of(const std::string& path) {
 ImportResult import_text_in(const Registry& reg, const std::string& text, const std::string& origin,
                             const std::string& base_dir) {
   const std::string t = str::trim(text);
-  if (!t.empty() && t[0] == '{') {
+  if (!t.empty() && (t[0] == '{' || str::starts_with(t, "//") || str::starts_with(t, "/*"))) {
     json ds = parse_json_with_comments(text, origin);
     return import_deepspeed(reg, ds, origin);
   }

@@ -31,6 +31,8 @@ class Importer {
   void warn(const std::string& foreign_path, const std::string& why);
   // The key has no mtrain meaning: listed, not imported.
   void unmapped(const std::string& foreign_path, const json& value);
+  // The setting takes 'auto' itself (DeepSpeed-style bucket sizes), so "auto" imports as is.
+  bool accepts_auto(const std::string& key) const { return reg_.require(key).allow_auto; }
   bool has(const std::string& key) const { return out_.values.count(key) > 0; }
   const json& value(const std::string& key) const { return out_.values.at(key); }
 

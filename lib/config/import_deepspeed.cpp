@@ -23,7 +23,7 @@ void auto_kept(Importer& im, const std::string& path, const std::string& key, co
 
 void map_or_auto(Importer& im, const json& v, const std::string& path, const std::string& key,
                  const std::string& instead) {
-  if (is_auto(v))
+  if (is_auto(v) && !im.accepts_auto(key))
     auto_kept(im, path, key, instead);
   else
     im.set(path, key, v);
@@ -115,6 +115,9 @@ void import_scheduler(Importer& im, const json& sch) {
       im.warn("scheduler.params." + it.key(), "belongs to that schedule; not imported");
     return;
   }
+  if (!params.contains("warmup_type"))
+    im.warn("scheduler.params.warmup_type", "not given, so DeepSpeed warms up along a log curve; mtrain's "
+                                            "warmup is linear");
   im.set("scheduler.type", "sched.name", type == "WarmupLR" ? "constant" : type == "WarmupDecayLR" ? "linear" : "cosine");
   const long long warmup =
       params.contains("warmup_num_steps") && params["warmup_num_steps"].is_number_integer() ? params["warmup_num_steps"].get<long long>() : 0;

@@ -44,9 +44,9 @@ struct Walker {
     out.issues.push_back({true, at(file, m), std::move(key), std::move(message), std::move(hint)});
   }
 
-  void leaf(const Setting& s, const YAML::Node& v) {
-    if (v.IsNull()) {
-      issue(v.Mark(), s.key, fmt::format("setting '{}' has no value", s.key),
+  void leaf(const Setting& s, const YAML::Node& k, const YAML::Node& v) {
+    if (v.IsNull()) {  // a missing value has no position of its own: point at its key
+      issue(k.Mark(), s.key, fmt::format("setting '{}' has no value", s.key),
             fmt::format("It takes {}; delete the line to keep the default {}.", describe_type(s),
                         s.default_value.dump()));
       return;
@@ -86,7 +86,7 @@ struct Walker {
       }
       seen.emplace(full, k.Mark());
       if (const Setting* s = reg.find(full)) {
-        leaf(*s, v);
+        leaf(*s, k, v);
       } else if (prefixes.count(full)) {
         if (v.IsMap()) {
           walk(v, full);
