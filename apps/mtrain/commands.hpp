@@ -1,13 +1,30 @@
 #pragma once
 // Each subcommand registers itself on the root app. A subcommand is thin: flags → an options
 // struct → one library call; it returns the process exit code through `Exit`.
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 namespace mtrain::app {
 
-// The exit code chosen by whichever subcommand ran.
+// What main hands every subcommand: the exit code it chose, and the words after the first
+// `--` on the command line (CLI11 gives those back to the root app, so main splits them off).
 struct Exit {
   int code = 0;
+  bool has_dashdash = false;
+  std::vector<std::string> after_dashdash;
+
+  // A subcommand's trailing program: what CLI11 left over (prefix_command) followed by
+  // `-- …`, or just the words after `--`.
+  std::vector<std::string> program(std::vector<std::string> remaining) const {
+    if (remaining.empty()) return after_dashdash;
+    if (has_dashdash) {
+      remaining.push_back("--");
+      remaining.insert(remaining.end(), after_dashdash.begin(), after_dashdash.end());
+    }
+    return remaining;
+  }
 };
 
 void add_launch(CLI::App& root, Exit& exit);

@@ -11,11 +11,22 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
+  mtrain::app::add_launch(root, exit);
   mtrain::app::add_checkpoint(root, exit);
   mtrain::app::add_config(root, exit);
   mtrain::app::add_unbuilt(root, exit);
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--") {
+      exit.has_dashdash = true;
+      exit.after_dashdash.assign(argv + i + 1, argv + argc);
+      args.erase(args.begin(), args.begin() + (argc - i));
+      break;
+    }
+  }
   try {
-    root.parse(argc, argv);
+    root.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = root.exit(e);
     return rc == 0 ? 0 : mtrain::kExitUsage;

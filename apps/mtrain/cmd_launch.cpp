@@ -1,0 +1,184 @@
+// `mtrain launch`: flags → LaunchOptions → launch::run_launch.
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/launch.hpp"
+#include "mtrain/topology/gpu_list.hpp"
+
+namespace mtrain::app {
+
+namespace {
+
+struct LaunchFlags {
+  launch::LaunchOptions opt;
+  std::string ranks_filter;
+  bool no_prefix = false;
+  bool no_local_rank = false;
+  std::map<std::string, std::string> job_flags;  // setting key → text
+  std::vector<std::string> sets;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+// Until the layered resolver lands: defaults < MTRAIN_* environment < flags < --set.
+config::json resolve_job_spec(const LaunchFlags& f) {
+  const auto& reg = config::job_registry();
+  config::Layer env{config::Source::Env, "environment", {}};
+  for (const auto& s : reg.all()) {
+    if (s.env.empty()) continue;
+    if (const char* v = std::getenv(s.env.c_str())) {
+      try {
+        env.values[s.key] = reg.parse_text(s, v);
+      } catch (Error& e) {
+        throw e.at(s.env);
+      }
+    }
+  }
+  config::Layer cli{config::Source::Cli, "command line", {}};
+  for (const auto& [key, text] : f.job_flags) {
+    const auto& s = reg.require(key);
+    try {
+      cli.values[key] = reg.parse_text(s, text);
+    } catch (Error& e) {
+      throw e.at("--" + s.flag);
+    }
+  }
+  for (const auto& kv : f.sets) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw Error("--set '" + kv + "' is not key=value", "Write e.g. --set optim.lr=3e-4.");
+    const auto& s = reg.require(kv.substr(0, eq));
+    try {
+      cli.values[s.key] = reg.parse_text(s, kv.substr(eq + 1));
+    } catch (Error& e) {
+      throw e.at("--set");
+    }
+  }
+  return config::resolve(reg, {env, cli}).job;
+}
+
+}  // namespace
+
+void add_launch(CLI::App& root, Exit& exit) {
+  auto f = std::make_shared<LaunchFlags>();
+  auto& o = f->opt;
+  o.plan.nproc_per_node = "";
+  auto* sub = root.add_subcommand("launch", "Start one process per rank with the torchrun environment and supervise them");
+  sub->allow_extras();
+  sub->prefix_command();  // everything from the program name on belongs to the program
+  sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.");
+  auto env = [](CLI::Option* opt, const std::string& flag) {
+    std::string e = "MTRAIN_" + str::to_upper(flag);
+    for (auto& c : e)
+      if (c == '-') c = '_';
+    opt->envname(e);
+    return opt;
+  };
+  auto group = [&](CLI::Option* opt, const char* g) { opt->group(g); return opt; };
+
+  const char* kRanks = "Ranks and GPUs";
+  group(env(sub->add_option("--nproc-per-node", o.plan.nproc_per_node,
+                            "Ranks on this node: N, auto (GPUs, else cores), cpu (cores), gpu (GPUs); "
+                            "default: the selected GPUs, else 1"),
+            "nproc-per-node"), kRanks);
+  group(env(sub->add_option("--gpus", o.plan.gpus, "GPU ids to use, e.g. 0,3 (from CUDA_VISIBLE_DEVICES if set)"),
+            "gpus"), kRanks);
+  group(env(sub->add_option("--include", o.plan.include, "DeepSpeed-style selection, e.g. localhost:0,2"), "include"),
+        kRanks);
+  group(env(sub->add_option("--exclude", o.plan.exclude, "DeepSpeed-style exclusion, e.g. localhost:1"), "exclude"),
+        kRanks);
+
+  const char* kRdzv = "Rendezvous";
+  group(env(sub->add_option("--master-addr", o.plan.master_addr, "Address of rank 0's store (default 127.0.0.1)"),
+            "master-addr"), kRdzv);
+  group(env(sub->add_option("--master-port", o.master_port, "Port of rank 0's store; 0 or auto picks a free one")
+                ->default_str("29500"),
+            "master-port"), kRdzv);
+  group(env(sub->add_option("--nnodes", o.plan.nnodes, "Nodes in the job (static: start mtrain on each node)")
+                ->check(CLI::Range(1, 65536)),
+            "nnodes"), kRdzv);
+  group(env(sub->add_option("--node-rank", o.plan.node_rank, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0)")
+                ->check(CLI::Range(0, 65535)),
+            "node-rank"), kRdzv);
+  group(env(sub->add_option("--rdzv-id", o.plan.rdzv_id, "Run id (TORCHELASTIC_RUN_ID); default: the job id"),
+            "rdzv-id"), kRdzv);
+  group(env(sub->add_option("--job-id", o.plan.job_id, "Job id (MTRAIN_JOB_ID); default: generated"), "job-id"),
+        kRdzv);
+  group(env(sub->add_option("--role", o.plan.role, "Role name (ROLE_NAME)")->default_str("default"), "role"), kRdzv);
+
+  const char* kSup = "Supervision";
+  group(env(sub->add_option("--max-restarts", o.plan.max_restarts, "Restart the whole group up to K times on failure")
+                ->check(CLI::Range(0, 1000000)),
+            "max-restarts"), kSup);
+  group(env(sub->add_option("--grace-period", o.grace_period_s, "Seconds between SIGTERM and SIGKILL at teardown")
+                ->check(CLI::Range(0.0, 86400.0))
+                ->default_str("5"),
+            "grace-period"), kSup);
+
+  const char* kOut = "Output";
+  group(env(sub->add_option("--log-dir", o.output.log_dir,
+                            "Write each rank's stdout/stderr to <dir>/<job>/attempt_<k>/<rank>/ instead of the console"),
+            "log-dir"), kOut);
+  group(env(sub->add_flag("--tee", o.output.tee, "With --log-dir, also show rank output on the console"), "tee"), kOut);
+  group(env(sub->add_option("--prefix", o.output.prefix_format,
+                            "Console line prefix; {host} {rank} {local_rank} {role}")
+                ->default_str("[{host}:{rank}] "),
+            "prefix"), kOut);
+  group(env(sub->add_flag("--no-prefix", f->no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
+  group(env(sub->add_option("--ranks-filter", f->ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
+            "ranks-filter"), kOut);
+
+  const char* kProg = "Program";
+  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: python3 -m PROGRAM"),
+            "module"), kProg);
+  group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
+                          "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
+            "local-rank-arg"), kProg);
+  group(env(sub->add_flag("--no-local-rank", f->no_local_rank, "Do not append --local_rank (the default)"),
+            "no-local-rank"), kProg);
+  group(env(sub->add_flag("--dry-run", o.dry_run, "Print the launch plan; start nothing"), "dry-run"), kProg);
+  group(env(sub->add_option("--format", o.format, "Plan format for --dry-run")->check(CLI::IsMember({"text", "json"})),
+            "format"), kProg);
+
+  // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
+  const char* kJob = "Bundled trainer (when no PROGRAM is given)";
+  for (const auto& s : config::job_registry().all()) {
+    if (s.flag.empty()) continue;
+    std::string help = s.help;
+    if (!s.choices.empty()) help += " {" + str::join(s.choices, ",") + "}";
+    std::string key = s.key;
+    sub->add_option_function<std::string>(
+           "--" + s.flag, [f, key](const std::string& v) { f->job_flags[key] = v; }, help)
+        ->group(kJob)
+        ->default_str(s.default_value.is_string() ? s.default_value.get<std::string>() : s.default_value.dump());
+  }
+  sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)")->group(kJob);
+
+  sub->callback([f, sub, &exit] {
+    auto& o = f->opt;
+    o.plan.program = exit.program(sub->remaining());
+    if (f->no_local_rank) o.plan.local_rank_arg = false;
+    o.output.prefix = !f->no_prefix;
+    if (!f->ranks_filter.empty())
+      for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
+    if (o.plan.program.empty()) {
+      o.worker_path = launch::find_worker(self_exe());
+      o.job_spec_json = resolve_job_spec(*f).dump(2);
+    } else if (!f->job_flags.empty() || !f->sets.empty()) {
+      throw Error("trainer settings (--strategy, --model, --set, …) apply to the bundled trainer, but a program was given: " +
+                      o.plan.program.front(),
+                  "Drop them, or drop the program to run the bundled trainer.");
+    }
+    exit.code = launch::run_launch(o);
+  });
+}
+
+}  // namespace mtrain::app

@@ -1,0 +1,107 @@
+#include "mtrain/launch/launch.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/host_probe.hpp"
+#include "mtrain/launch/preflight.hpp"
+#include "mtrain/launch/supervisor.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mtrain::launch {
+
+std::string new_job_id() {
+  std::random_device rd;
+  std::mt19937_64 gen((static_cast<uint64_t>(rd()) << 32) ^ rd() ^ static_cast<uint64_t>(getpid()));
+  return fmt::format("mtrain-{:08x}", static_cast<uint32_t>(gen()));
+}
+
+std::string find_worker(const std::string& self_exe) {
+  fs::path self = fs::path(self_exe).parent_path();
+  for (const auto& cand : {self / "mtrain-worker", self / ".." / "libexec" / "mtrain" / "mtrain-worker"}) {
+    std::error_code ec;
+    if (fs::exists(cand, ec)) return fs::weakly_canonical(cand, ec).string();
+  }
+  return "";
+}
+
+static int resolve_port(const std::string& text, const std::string& addr) {
+  if (text == "0" || text == "auto") return pick_free_port(addr);
+  auto v = str::parse_uint(text);
+  if (!v || *v < 1 || *v > 65535)
+    throw Error(fmt::format("--master-port '{}' is not a TCP port", text), "Give 1-65535, or 0/auto for a free port.");
+  return static_cast<int>(*v);
+}
+
+int run_launch(LaunchOptions opt) {
+  EnvMap env = current_environment();
+  plan::HostFacts facts = probe_host(env);
+  auto& p = opt.plan;
+  if (p.job_id.empty()) p.job_id = new_job_id();
+  if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
+  p.master_port = resolve_port(opt.master_port, p.master_addr);
+
+  // Where per-attempt files live: the log dir if given, else a private temp dir for this job.
+  std::string run_dir;
+  bool temp_run_dir = false;
+  if (!opt.output.log_dir.empty()) {
+    run_dir = (fs::path(opt.output.log_dir) / p.job_id).string();
+    opt.output.log_dir = run_dir;
+  } else {
+    const char* tmp = std::getenv("TMPDIR");
+    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / p.job_id).string();
+    temp_run_dir = true;
+  }
+  p.error_file_dir = run_dir;
+
+  if (p.program.empty()) {
+    if (opt.worker_path.empty())
+      throw Error("no program after `--` and the bundled trainer (mtrain-worker) is not installed next to mtrain",
+                  "Give a program, e.g. `mtrain launch --nproc-per-node 2 -- python3 train.py`, or build "
+                  "mtrain with LibTorch.");
+    p.worker_argv = {opt.worker_path, "--job", (fs::path(run_dir) / "job.json").string()};
+  }
+
+  plan::LaunchPlan lp = plan::build_plan(p, facts);
+
+  if (opt.dry_run) {
+    std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
+
+  // Input checks that touch the system, before anything starts.
+  SuperviseOptions so;
+  so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
+  if (lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
+
+  std::error_code ec;
+  fs::create_directories(run_dir, ec);
+  if (ec) throw Error(fmt::format("cannot create {}: {}", run_dir, ec.message()), "Check --log-dir.");
+  chmod(run_dir.c_str(), 0750);
+  if (p.program.empty()) {
+    std::ofstream(fs::path(run_dir) / "job.json") << opt.job_spec_json;
+  }
+
+  so.grace_period = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
+  so.error_file_dir = run_dir;
+  so.output = opt.output;
+  so.base_env = env;
+  if (isatty(STDOUT_FILENO)) so.base_env["MTRAIN_CONSOLE_TTY"] = "1";  // ranks' stdout is a pipe
+  PosixProcessRunner runner;
+  int rc = supervise(lp, runner, so);
+  if (temp_run_dir) fs::remove_all(run_dir, ec);
+  return rc;
+}
+
+}  // namespace mtrain::launch

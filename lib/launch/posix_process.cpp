@@ -1,0 +1,83 @@
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <boost/process.hpp>
+#include <boost/process/extend.hpp>
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/launch/process.hpp"
+
+namespace bp = boost::process;
+
+namespace mtrain::launch {
+
+namespace {
+
+// Runs in the child between fork and exec: async-signal-safe calls only.
+struct RankSetup {
+  pid_t launcher;
+  template <class Executor>
+  void operator()(Executor&) const {
+    // Its own process group: a terminal's Ctrl-C reaches only the launcher, which forwards it,
+    // and teardown can signal everything a rank started.
+    setpgid(0, 0);
+    // Die with the launcher, even if it is SIGKILLed. If it already died between fork and
+    // prctl, the signal would never come: exit now instead.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != launcher) _exit(127);
+    // Undo the launcher's signal handling: children start with default dispositions.
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+  }
+};
+
+}  // namespace
+
+Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
+  bp::environment env;
+  for (const auto& [k, v] : req.env) env[k] = v;
+  bp::pipe out, err;
+  RankSetup setup{getpid()};
+  std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
+  try {
+    bp::child child(bp::exe = req.argv.at(0), bp::args = args, env, bp::std_out > out, bp::std_err > err,
+                    bp::std_in < bp::null, bp::extend::on_exec_setup = setup);
+    Spawned s;
+    s.pid = child.id();
+    child.detach();  // the supervisor reaps through SIGCHLD + waitpid
+    s.stdout_fd = dup(out.native_source());
+    s.stderr_fd = dup(err.native_source());
+    fcntl(s.stdout_fd, F_SETFD, FD_CLOEXEC);
+    fcntl(s.stderr_fd, F_SETFD, FD_CLOEXEC);
+    return s;
+  } catch (const bp::process_error& e) {
+    throw Error(fmt::format("could not start '{}': {}", req.argv.at(0), e.code().message()),
+                "Check that the program exists and is executable.", kExitUsage);
+  }
+}
+
+void PosixProcessRunner::signal(pid_t pid, int sig) {
+  if (pid <= 0) return;
+  // The group may be gone already (ESRCH) or the child may not have called setpgid yet.
+  if (killpg(pid, sig) != 0) kill(pid, sig);
+}
+
+std::vector<Reaped> PosixProcessRunner::reap(const std::vector<pid_t>& pids) {
+  std::vector<Reaped> out;
+  for (pid_t pid : pids) {
+    int status = 0;
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid) out.push_back({pid, status});
+  }
+  return out;
+}
+
+}  // namespace mtrain::launch

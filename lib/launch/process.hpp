@@ -1,0 +1,48 @@
+#pragma once
+// ProcessRunner: the narrow interface between the supervisor and the operating system, so the
+// supervision logic can be driven by a fake in tests.
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace mtrain::launch {
+
+struct SpawnRequest {
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the complete environment of the child
+};
+
+struct Spawned {
+  pid_t pid = -1;
+  int stdout_fd = -1;  // read ends, owned by the caller
+  int stderr_fd = -1;
+};
+
+struct Reaped {
+  pid_t pid = -1;
+  int status = 0;  // as from waitpid
+};
+
+class ProcessRunner {
+ public:
+  virtual ~ProcessRunner() = default;
+  // Start a child in its own process group that dies with the launcher (parent-death signal).
+  // Throws mtrain::Error if the program cannot be executed.
+  virtual Spawned spawn(const SpawnRequest& req) = 0;
+  // Signal the child's whole process group (the rank and anything it started).
+  virtual void signal(pid_t pid, int sig) = 0;
+  // Collect children that have exited, without blocking.
+  virtual std::vector<Reaped> reap(const std::vector<pid_t>& pids) = 0;
+};
+
+// The real runner: Boost.Process for the spawn, setpgid + PR_SET_PDEATHSIG in the child.
+class PosixProcessRunner : public ProcessRunner {
+ public:
+  Spawned spawn(const SpawnRequest& req) override;
+  void signal(pid_t pid, int sig) override;
+  std::vector<Reaped> reap(const std::vector<pid_t>& pids) override;
+};
+
+}  // namespace mtrain::launch

@@ -1,0 +1,60 @@
+#include "mtrain/launch/report.hpp"
+
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace mtrain::launch {
+
+static std::string error_file_message(const std::string& path) {
+  // torch.distributed.elastic's @record writes {"message": {"message": "...", "extraInfo": {...}}}.
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
+  if (j.is_discarded()) return "";
+  const auto* m = &j;
+  if (m->contains("message")) m = &(*m)["message"];
+  if (m->is_object() && m->contains("message")) m = &(*m)["message"];
+  return m->is_string() ? m->get<std::string>() : m->dump();
+}
+
+std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts) {
+  const auto& r = f.root;
+  std::string out = fmt::format(
+      "mtrain: job {} failed on attempt {} (max restarts {})\n"
+      "root cause (first rank to fail):\n"
+      "  host:       {}\n"
+      "  rank:       {} (local rank {})\n"
+      "  pid:        {}\n"
+      "  exit:       {}\n"
+      "  elapsed:    {:.2f} s\n",
+      plan.job_id, attempt, max_restarts, r.host, r.rank, r.local_rank, r.pid, r.status.describe(), r.elapsed_s);
+  if (!r.error_file.empty()) {
+    std::string msg = error_file_message(r.error_file);
+    if (!msg.empty()) out += fmt::format("  error file: {}\n    {}\n", r.error_file, msg);
+  }
+  if (r.stderr_tail.empty()) {
+    out += "  stderr:     (empty)\n";
+  } else {
+    out += fmt::format("  last {} lines of stderr:\n", r.stderr_tail.size());
+    for (const auto& line : r.stderr_tail) out += "    " + line + "\n";
+  }
+  if (!f.others.empty()) {
+    out += "other failed ranks:\n";
+    for (const auto& o : f.others)
+      out += fmt::format("  rank {} (local rank {}, host {}, pid {}): {}{}\n", o.rank, o.local_rank, o.host, o.pid,
+                         o.status.describe(), o.stopped_by_launcher ? " (stopped by mtrain during teardown)" : "");
+  }
+  return out;
+}
+
+void print_report(std::FILE* out, const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts) {
+  std::string text = format_report(plan, f, attempt, max_restarts);
+  std::fwrite(text.data(), 1, text.size(), out);
+  std::fflush(out);
+}
+
+}  // namespace mtrain::launch

@@ -1,0 +1,32 @@
+#pragma once
+// The failure report: the root-cause rank first (the first to fail on its own), then a line per
+// other failed rank.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "mtrain/launch/exit_status.hpp"
+#include "mtrain/plan/plan.hpp"
+
+namespace mtrain::launch {
+
+struct RankFailure {
+  std::string host;
+  int rank = 0, local_rank = 0;
+  int pid = 0;
+  ExitStatus status;
+  double elapsed_s = 0;
+  bool stopped_by_launcher = false;
+  std::vector<std::string> stderr_tail;
+  std::string error_file;  // TORCHELASTIC_ERROR_FILE written by the rank, if any
+};
+
+struct Failure {
+  RankFailure root;
+  std::vector<RankFailure> others;
+};
+
+std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts);
+void print_report(std::FILE* out, const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts);
+
+}  // namespace mtrain::launch

@@ -1,0 +1,296 @@
+#include "mtrain/launch/supervisor.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
+
+#include "mtrain/launch/exit_status.hpp"
+#include "mtrain/launch/report.hpp"
+
+namespace asio = boost::asio;
+
+namespace mtrain::launch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RankRun {
+  const plan::Worker* worker = nullptr;
+  std::string host;
+  pid_t pid = -1;
+  Clock::time_point started;
+  std::optional<ExitStatus> exit;
+  std::optional<Clock::time_point> ended;
+  bool stopped_by_us = false;  // signalled during teardown
+  std::unique_ptr<RankOutput> output;
+  std::array<std::unique_ptr<asio::posix::stream_descriptor>, 2> pipes;
+  std::array<char, 8192> buf[2];
+  int open_pipes = 0;
+};
+
+class Attempt {
+ public:
+  Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
+          asio::io_context& io, asio::signal_set& signals)
+      : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
+        drain_(io) {}
+
+  // Outstanding reads and timers hold references into this attempt: cancel them and let their
+  // handlers run while everything they touch is still alive.
+  ~Attempt() {
+    for (auto& r : ranks_)
+      for (auto& p : r->pipes)
+        if (p && p->is_open()) p->close();
+    grace_.cancel();
+    drain_.cancel();
+    signals_.cancel();
+    io_.restart();
+    io_.poll();
+  }
+
+  // Runs the attempt to the end; returns the failure (empty on success).
+  std::optional<Failure> run(int& stop_signal) {
+    oom_before_ = oom_kill_count();
+    spawn_all();
+    wait_signal();
+    reap();  // a rank may have exited before the first SIGCHLD was waited for
+    io_.restart();
+    while (!done() && io_.run_one()) {
+    }
+    stop_signal = stop_signal_;
+    return failure();
+  }
+
+ private:
+  void spawn_all() {
+    for (const auto& node : plan_.nodes) {
+      for (const auto& w : node.workers) {
+        auto r = std::make_unique<RankRun>();
+        r->worker = &w;
+        r->host = node.host;
+        r->output = std::make_unique<RankOutput>(opt_.output, node.host, w.rank, w.local_rank,
+                                                 w.env.count("ROLE_NAME") ? w.env.at("ROLE_NAME") : "default",
+                                                 attempt_);
+        SpawnRequest req;
+        req.argv = w.argv;
+        if (!opt_.program_path.empty()) req.argv[0] = opt_.program_path;
+        req.env = opt_.base_env;
+        for (const auto& [k, v] : plan::attempt_env(w, attempt_, opt_.error_file_dir)) req.env[k] = v;
+        if (req.env.count("TORCHELASTIC_ERROR_FILE")) prepare_error_file(req.env.at("TORCHELASTIC_ERROR_FILE"));
+        Spawned s;
+        try {
+          s = runner_.spawn(req);
+        } catch (...) {
+          kill_all(SIGKILL);
+          throw;
+        }
+        r->pid = s.pid;
+        r->started = Clock::now();
+        int fds[2] = {s.stdout_fd, s.stderr_fd};
+        for (int i = 0; i < 2; ++i) {
+          if (fds[i] < 0) continue;
+          r->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]);
+          ++r->open_pipes;
+        }
+        ranks_.push_back(std::move(r));
+      }
+    }
+    for (auto& r : ranks_)
+      for (int i = 0; i < 2; ++i)
+        if (r->pipes[i]) read_pipe(*r, i);
+  }
+
+  static void prepare_error_file(const std::string& path) {
+    auto slash = path.rfind('/');
+    if (slash != std::string::npos) {
+      std::error_code ec;
+      std::filesystem::create_directories(path.substr(0, slash), ec);
+    }
+    ::unlink(path.c_str());
+  }
+
+  void read_pipe(RankRun& r, int i) {
+    r.pipes[i]->async_read_some(asio::buffer(r.buf[i]), [this, &r, i](boost::system::error_code ec, size_t n) {
+      if (n > 0) r.output->feed(i == 0 ? Stream::Out : Stream::Err, r.buf[i].data(), n);
+      if (!ec) return read_pipe(r, i);
+      r.pipes[i]->close();
+      if (--r.open_pipes == 0) r.output->finish();
+    });
+  }
+
+  void wait_signal() {
+    signals_.async_wait([this](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGCHLD) {
+        reap();
+      } else if (sig == SIGUSR1 || sig == SIGUSR2) {
+        for (auto& r : ranks_)
+          if (!r->exit) runner_.signal(r->pid, sig);
+      } else {
+        // SIGINT/SIGTERM/SIGHUP: pass it on, stop for good, and escalate after the grace period.
+        if (!stop_signal_) stop_signal_ = sig;
+        begin_teardown(sig);
+      }
+      if (!done()) wait_signal();
+    });
+  }
+
+  void reap() {
+    std::vector<pid_t> live;
+    for (auto& r : ranks_)
+      if (!r->exit) live.push_back(r->pid);
+    for (const auto& rp : runner_.reap(live)) {
+      for (auto& r : ranks_) {
+        if (r->pid != rp.pid) continue;
+        r->exit = from_wait_status(rp.status);
+        r->ended = Clock::now();
+        if (r->exit->signaled && r->exit->code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_)
+          r->exit->oom = true;
+        if (!r->exit->ok() && !root_ && !stop_signal_ && !r->stopped_by_us) {
+          root_ = r.get();
+          begin_teardown(SIGTERM);
+        }
+      }
+    }
+    if (all_exited()) {
+      grace_.cancel();
+      // Give the pipes a moment to deliver the last lines (a grandchild may hold them open).
+      drain_.expires_after(std::chrono::milliseconds(1500));
+      drain_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) drained_ = true;
+      });
+    }
+  }
+
+  void begin_teardown(int sig) {
+    for (auto& r : ranks_) {
+      if (r->exit) continue;
+      r->stopped_by_us = true;
+      runner_.signal(r->pid, sig);
+    }
+    if (tearing_down_) return;
+    tearing_down_ = true;
+    grace_.expires_after(opt_.grace_period);
+    grace_.async_wait([this](boost::system::error_code ec) {
+      if (!ec) kill_all(SIGKILL);
+    });
+  }
+
+  void kill_all(int sig) {
+    for (auto& r : ranks_)
+      if (!r->exit && r->pid > 0) {
+        r->stopped_by_us = true;
+        runner_.signal(r->pid, sig);
+      }
+  }
+
+  bool all_exited() const {
+    for (const auto& r : ranks_)
+      if (!r->exit) return false;
+    return true;
+  }
+
+  bool done() const {
+    if (!all_exited()) return false;
+    if (drained_) return true;
+    for (const auto& r : ranks_)
+      if (r->open_pipes > 0) return false;
+    return true;
+  }
+
+  std::optional<Failure> failure() {
+    for (auto& r : ranks_) r->output->finish();
+    // A rank that failed on its own after the launcher was told to stop is still the root cause.
+    if (!root_) {
+      for (auto& r : ranks_)
+        if (r->exit && !r->exit->ok() && !r->stopped_by_us && (!root_ || *r->ended < *root_->ended)) root_ = r.get();
+    }
+    if (!root_) return std::nullopt;
+    Failure f;
+    f.root = describe(*root_);
+    for (auto& r : ranks_)
+      if (r.get() != root_ && r->exit && !r->exit->ok()) f.others.push_back(describe(*r));
+    return f;
+  }
+
+  RankFailure describe(RankRun& r) {
+    RankFailure d;
+    d.host = r.host;
+    d.rank = r.worker->rank;
+    d.local_rank = r.worker->local_rank;
+    d.pid = r.pid;
+    d.status = *r.exit;
+    d.elapsed_s = std::chrono::duration<double>(*r.ended - r.started).count();
+    d.stopped_by_launcher = r.stopped_by_us;
+    d.stderr_tail.assign(r.output->stderr_tail().begin(), r.output->stderr_tail().end());
+    auto ef = r.worker->env.find("TORCHELASTIC_ERROR_FILE");
+    if (ef != r.worker->env.end()) {
+      std::string path = plan::attempt_env(*r.worker, attempt_, opt_.error_file_dir)["TORCHELASTIC_ERROR_FILE"];
+      std::ifstream in(path);
+      if (in) d.error_file = path;
+    }
+    return d;
+  }
+
+  const plan::LaunchPlan& plan_;
+  ProcessRunner& runner_;
+  const SuperviseOptions& opt_;
+  int attempt_;
+  asio::io_context& io_;
+  asio::signal_set& signals_;
+  asio::steady_timer grace_, drain_;
+  std::vector<std::unique_ptr<RankRun>> ranks_;
+  RankRun* root_ = nullptr;
+  int stop_signal_ = 0;
+  bool tearing_down_ = false;
+  bool drained_ = false;
+  long oom_before_ = -1;
+};
+
+}  // namespace
+
+int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
+  asio::io_context io;
+  // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
+  asio::signal_set signals(io, SIGCHLD, SIGINT, SIGTERM);
+  signals.add(SIGHUP);
+  signals.add(SIGUSR1);
+  signals.add(SIGUSR2);
+  for (int attempt = 0;; ++attempt) {
+    int stop_signal = 0;
+    std::optional<Failure> failure;
+    {
+      Attempt a(plan, runner, opt, attempt, io, signals);
+      failure = a.run(stop_signal);
+    }
+    if (stop_signal) {
+      std::fprintf(stderr, "mtrain: stopped by %s; every rank has exited\n", signal_name(stop_signal).c_str());
+      if (failure) print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      return 128 + stop_signal;
+    }
+    if (!failure) return 0;
+    if (attempt < plan.max_restarts) {
+      std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting all ranks (restart %d of %d)\n",
+                   attempt, failure->root.rank, failure->root.host.c_str(), failure->root.status.describe().c_str(),
+                   attempt + 1, plan.max_restarts);
+      continue;
+    }
+    print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+    int code = failure->root.status.launcher_code();
+    return code == 0 ? 1 : code;
+  }
+}
+
+}  // namespace mtrain::launch

@@ -1,0 +1,29 @@
+#pragma once
+// The supervisor: starts every rank of a plan, relays their output, forwards signals, tears the
+// group down when one fails (SIGTERM, then SIGKILL after the grace period), restarts the whole
+// group up to max_restarts times, and reports the root cause.
+//
+// It runs one Boost.Asio event loop: SIGCHLD wakes it to reap (no polling), rank pipes are read
+// asynchronously, and the grace period is a timer.
+#include <chrono>
+#include <string>
+
+#include "mtrain/launch/output.hpp"
+#include "mtrain/launch/process.hpp"
+#include "mtrain/plan/plan.hpp"
+
+namespace mtrain::launch {
+
+struct SuperviseOptions {
+  std::chrono::milliseconds grace_period{5000};
+  std::string error_file_dir;               // TORCHELASTIC_ERROR_FILE root
+  OutputOptions output;
+  std::map<std::string, std::string> base_env;  // inherited environment; plan env overrides it
+  std::string program_path;                 // resolved argv[0] for every worker
+};
+
+// Returns the launcher's exit code: 0 when every rank succeeded, else the root-cause rank's
+// code (128+signal for signals), or 128+signal when the launcher itself was told to stop.
+int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt);
+
+}  // namespace mtrain::launch

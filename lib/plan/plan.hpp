@@ -1,0 +1,82 @@
+#pragma once
+// The launch plan: who runs where, with which argv and environment (ARCHITECTURE.md §3–4).
+// build_plan is a pure function of the options and the facts about the host, so every rank and
+// environment assignment is unit-tested without starting anything.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/topology/inventory.hpp"
+
+namespace mtrain::plan {
+
+using Env = std::map<std::string, std::string>;
+
+struct PlanOptions {
+  std::string nproc_per_node;     // N | auto | cpu | gpu | "" (GPUs selected, else 1)
+  std::string gpus;               // --gpus 0,3
+  std::string include, exclude;   // DeepSpeed grammar over the inventory
+  std::string master_addr;        // default 127.0.0.1 on a single node; required with nnodes > 1
+  int nnodes = 1;                 // static multi-node: every node runs its own launcher with
+  int node_rank = 0;              // the same nnodes/master and its own node_rank
+  int master_port = 29500;        // already resolved (auto → a free port) by the caller
+  std::string job_id;
+  std::string rdzv_id;            // TORCHELASTIC_RUN_ID; default job_id
+  std::string role = "default";
+  int max_restarts = 0;
+  std::vector<std::string> program;  // argv; empty → the bundled trainer (worker_argv)
+  bool module = false;               // -m: python3 -m program[0] program[1:]
+  bool local_rank_arg = false;       // append --local_rank=N (DeepSpeed launcher style)
+  std::vector<std::string> worker_argv;  // mtrain-worker --job FILE, when program is empty
+  std::string error_file_dir;        // TORCHELASTIC_ERROR_FILE = <dir>/attempt_<k>/<rank>/error.json
+};
+
+// What the launcher found out about this host (impure probing happens in lib/launch).
+struct HostFacts {
+  std::string hostname = "localhost";
+  int cpu_count = 1;
+  std::vector<int> gpu_pool;           // selectable GPU ids (CUDA_VISIBLE_DEVICES or detected)
+  std::string gpu_pool_source;         // "CUDA_VISIBLE_DEVICES" or "detected" — for messages
+  bool omp_num_threads_set = false;    // OMP_NUM_THREADS already in the environment
+};
+
+struct Worker {
+  int rank = 0;
+  int local_rank = 0;
+  std::optional<int> gpu;
+  std::vector<std::string> argv;
+  Env env;
+};
+
+struct Node {
+  std::string host;
+  int node_rank = 0;
+  std::vector<int> gpus;
+  std::vector<Worker> workers;
+};
+
+struct LaunchPlan {
+  int version = 1;
+  std::string job_id;
+  int world_size = 0;
+  int nnodes = 1;
+  std::string master_addr;
+  int master_port = 0;
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;
+  int max_restarts = 0;
+  std::vector<Node> nodes;
+};
+
+LaunchPlan build_plan(const PlanOptions& opt, const HostFacts& facts);
+
+// The environment of one worker for restart attempt `attempt` (the plan holds attempt 0).
+Env attempt_env(const Worker& w, int attempt, const std::string& error_file_dir);
+
+nlohmann::json to_json(const LaunchPlan& plan);
+std::string to_text(const LaunchPlan& plan);
+
+}  // namespace mtrain::plan

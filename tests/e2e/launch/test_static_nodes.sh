@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Static multi-node on one machine: two launchers (--nnodes 2 --node-rank 0/1) form one world of 4.
+. "$(dirname "$0")/../lib.sh"
+need_torch
+here=$(dirname "$0")
+port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+common=(launch --nnodes 2 --nproc-per-node 2 --master-addr 127.0.0.1 --master-port "$port")
+timeout -k 5 120 "$MTRAIN" "${common[@]}" --node-rank 1 -- "$PY" "$here/allreduce.py" >"$WORK/n1" 2>&1 &
+n1=$!
+run_mtrain "$WORK/n0" "${common[@]}" --node-rank 0 -- "$PY" "$here/allreduce.py"
+expect_rc 0 "node 0"
+wait $n1; rc=$?
+expect_rc 0 "node 1"
+expect_in "$WORK/n0" "rank 1/4 node 0 local 1: all_reduce ok"
+expect_in "$WORK/n1" "rank 3/4 node 1 local 1: all_reduce ok"
+finish

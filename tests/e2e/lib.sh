@@ -1,0 +1,39 @@
+# Shared helpers for the end-to-end tests (sourced). Every wait is bounded.
+set -u
+MTRAIN=${MTRAIN_BIN_DIR:?}/mtrain
+PY=/usr/bin/python3
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-e2e.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+fails=0
+
+ok() { echo "ok - $*"; }
+fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
+skip() { echo "SKIP: $*"; exit 77; }
+
+# run_mtrain OUTFILE ARGS... : runs mtrain with a 120 s bound, stdout+stderr to OUTFILE, sets rc.
+run_mtrain() {
+  local out=$1; shift
+  timeout -k 5 120 "$MTRAIN" "$@" >"$out" 2>&1
+  rc=$?
+}
+
+expect_rc() { [ "$rc" -eq "$1" ] && ok "$2 (exit $rc)" || fail "$2: expected exit $1, got $rc"; }
+expect_in() { grep -qF -- "$2" "$1" && ok "output has '$2'" || { fail "output lacks '$2'"; sed 's/^/    | /' "$1"; }; }
+expect_not_in() { grep -qF -- "$2" "$1" && { fail "output has '$2'"; sed 's/^/    | /' "$1"; } || ok "output lacks '$2'"; }
+
+# no_survivors MARKER: no process has MARKER in its command line (waits up to 3 s for exits).
+no_survivors() {
+  for _ in $(seq 30); do
+    pgrep -f -- "$1" >/dev/null || { ok "no process of '$1' survives"; return; }
+    sleep 0.1
+  done
+  fail "processes of '$1' survive: $(pgrep -af -- "$1" | tr '\n' ';')"
+  pkill -9 -f -- "$1"
+}
+
+need_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"; }
+
+finish() {
+  if [ "$fails" -gt 0 ]; then echo "$fails check(s) failed"; exit 1; fi
+  echo "all checks passed"
+}

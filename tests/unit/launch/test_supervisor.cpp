@@ -1,0 +1,107 @@
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+#include "fakes/fake_process_runner.hpp"
+#include "mtrain/launch/supervisor.hpp"
+
+using namespace mtrain;
+using testing::FakeProcessRunner;
+using testing::FakeScript;
+
+namespace {
+plan::LaunchPlan make_plan(int n, int max_restarts) {
+  plan::PlanOptions o;
+  o.program = {"/bin/train"};
+  o.job_id = "job";
+  o.nproc_per_node = std::to_string(n);
+  o.max_restarts = max_restarts;
+  plan::HostFacts f;
+  f.hostname = "h";
+  f.cpu_count = 4;
+  return plan::build_plan(o, f);
+}
+launch::SuperviseOptions quiet() {
+  launch::SuperviseOptions s;
+  s.grace_period = std::chrono::milliseconds(50);
+  s.output.ranks_filter = {9999};  // keep the test's console clean
+  return s;
+}
+int rank_of(const launch::SpawnRequest& r) { return std::stoi(r.env.at("RANK")); }
+int attempt_of(const launch::SpawnRequest& r) { return std::stoi(r.env.at("TORCHELASTIC_RESTART_COUNT")); }
+}  // namespace
+
+TEST_CASE("all ranks succeed → 0, nobody is signalled", "[launch][supervisor]") {
+  for (int n = 1; n <= 4; ++n) {
+    FakeProcessRunner r;
+    r.script = [](const launch::SpawnRequest&) { return FakeScript{"hello\n", "", true, 0}; };
+    CHECK(launch::supervise(make_plan(n, 0), r, quiet()) == 0);
+    CHECK(r.spawned.size() == size_t(n));
+    CHECK(r.signals.empty());
+  }
+}
+
+TEST_CASE("a failing rank tears the rest down and its code is the exit code", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest& req) {
+    if (rank_of(req) == 2) return FakeScript{"", "boom\n", true, 3};
+    return FakeScript{"", "", false, 0};
+  };
+  CHECK(launch::supervise(make_plan(4, 0), r, quiet()) == 3);
+  CHECK(r.signals_sent(SIGTERM) == 3);  // every other rank
+  CHECK(r.signals_sent(SIGKILL) == 0);
+}
+
+TEST_CASE("a rank that ignores SIGTERM is SIGKILLed after the grace period", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest& req) {
+    if (rank_of(req) == 0) return FakeScript{"", "", true, 1};
+    FakeScript s;
+    s.exits_now = false;
+    s.ignores_term = true;
+    return s;
+  };
+  CHECK(launch::supervise(make_plan(2, 0), r, quiet()) == 1);
+  CHECK(r.signals_sent(SIGTERM) == 1);
+  CHECK(r.signals_sent(SIGKILL) == 1);
+}
+
+TEST_CASE("restarts rerun the whole group with the attempt number", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest& req) {
+    if (rank_of(req) == 1 && attempt_of(req) < 2) return FakeScript{"", "", true, 7};
+    return FakeScript{"", "", true, 0};
+  };
+  CHECK(launch::supervise(make_plan(2, 2), r, quiet()) == 0);
+  REQUIRE(r.spawned.size() == 6);
+  CHECK(attempt_of(r.spawned[4]) == 2);
+
+  FakeProcessRunner again;
+  again.script = [](const launch::SpawnRequest& req) {
+    return FakeScript{"", "", true, rank_of(req) == 0 ? 9 : 0};
+  };
+  CHECK(launch::supervise(make_plan(2, 1), again, quiet()) == 9);
+  CHECK(again.spawned.size() == 4);
+}
+
+TEST_CASE("a rank killed by a signal gives 128+signal", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  int spawned = 0;
+  r.script = [&](const launch::SpawnRequest&) {
+    ++spawned;
+    FakeScript s;
+    s.exits_now = false;
+    return s;
+  };
+  // Kill rank 0 "from outside" once both run: the supervisor sees SIGKILL as its status.
+  launch::SuperviseOptions opt = quiet();
+  struct Killer : FakeProcessRunner {
+    launch::Spawned spawn(const launch::SpawnRequest& req) override {
+      auto s = FakeProcessRunner::spawn(req);
+      if (spawned.size() == 2) FakeProcessRunner::signal(s.pid - 1, SIGKILL);
+      return s;
+    }
+  } k;
+  k.script = r.script;
+  CHECK(launch::supervise(make_plan(2, 0), k, opt) == 128 + SIGKILL);
+}

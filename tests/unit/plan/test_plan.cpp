@@ -1,0 +1,209 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/plan/plan.hpp"
+
+using namespace mtrain::plan;
+
+namespace {
+PlanOptions base() {
+  PlanOptions o;
+  o.program = {"python3", "train.py"};
+  o.job_id = "job-1";
+  o.master_addr = "127.0.0.1";
+  o.master_port = 29500;
+  o.error_file_dir = "/tmp/run";
+  return o;
+}
+HostFacts host(int cpus, std::vector<int> pool) {
+  HostFacts f;
+  f.hostname = "node-a";
+  f.cpu_count = cpus;
+  f.gpu_pool = std::move(pool);
+  f.gpu_pool_source = "CUDA_VISIBLE_DEVICES";
+  return f;
+}
+}  // namespace
+
+TEST_CASE("every rank gets the torchrun environment, for 1..8 ranks", "[plan]") {
+  const std::vector<std::string> keys = {
+      "RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "GROUP_RANK", "GROUP_WORLD_SIZE", "ROLE_RANK",
+      "ROLE_NAME", "ROLE_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "TORCHELASTIC_RESTART_COUNT",
+      "TORCHELASTIC_MAX_RESTARTS", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_USE_AGENT_STORE", "TORCHELASTIC_ERROR_FILE",
+      "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "MTRAIN_JOB_ID", "MTRAIN_HOST", "MTRAIN_GPU"};
+  for (int n = 1; n <= 8; ++n) {
+    auto o = base();
+    o.nproc_per_node = std::to_string(n);
+    auto p = build_plan(o, host(8, {}));
+    REQUIRE(p.world_size == n);
+    REQUIRE(p.nodes.size() == 1);
+    REQUIRE(p.nodes[0].workers.size() == size_t(n));
+    std::set<std::string> files;
+    for (int r = 0; r < n; ++r) {
+      const auto& w = p.nodes[0].workers[r];
+      for (const auto& k : keys) CHECK(w.env.count(k) == 1);
+      CHECK(w.rank == r);
+      CHECK(w.env.at("RANK") == std::to_string(r));
+      CHECK(w.env.at("LOCAL_RANK") == std::to_string(r));
+      CHECK(w.env.at("WORLD_SIZE") == std::to_string(n));
+      CHECK(w.env.at("ROLE_RANK") == std::to_string(r));
+      CHECK(w.env.at("TORCHELASTIC_USE_AGENT_STORE") == "False");
+      CHECK(w.env.at("OMP_NUM_THREADS") == std::to_string(std::max(1, 8 / n)));
+      CHECK(w.env.at("CUDA_VISIBLE_DEVICES").empty());
+      CHECK(w.env.at("MTRAIN_GPU").empty());
+      CHECK_FALSE(w.gpu);
+      CHECK(w.argv == std::vector<std::string>{"python3", "train.py"});
+      files.insert(w.env.at("TORCHELASTIC_ERROR_FILE"));
+    }
+    CHECK(files.size() == size_t(n));  // one error file per rank
+  }
+}
+
+TEST_CASE("OMP_NUM_THREADS is left alone when the user set it", "[plan]") {
+  auto f = host(8, {});
+  f.omp_num_threads_set = true;
+  auto o = base();
+  o.nproc_per_node = "2";
+  CHECK(build_plan(o, f).nodes[0].workers[0].env.count("OMP_NUM_THREADS") == 0);
+}
+
+TEST_CASE("rank counts: default, auto, cpu, gpu", "[plan]") {
+  auto o = base();
+  CHECK(build_plan(o, host(4, {})).world_size == 1);
+  CHECK(build_plan(o, host(4, {0, 1, 2})).world_size == 3);
+  o.nproc_per_node = "auto";
+  CHECK(build_plan(o, host(4, {})).world_size == 4);
+  CHECK(build_plan(o, host(4, {5, 6})).world_size == 2);
+  o.nproc_per_node = "cpu";
+  auto p = build_plan(o, host(3, {0, 1}));
+  CHECK(p.world_size == 3);
+  CHECK(p.nodes[0].gpus.empty());
+  o.nproc_per_node = "gpu";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("no GPUs"));
+  o.nproc_per_node = "two";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("'two'"));
+  o.nproc_per_node = "0";
+  CHECK_THROWS(build_plan(o, host(4, {})));
+}
+
+TEST_CASE("GPU selection: pool, --gpus, --include, --exclude", "[plan]") {
+  auto o = base();
+  auto p = build_plan(o, host(8, {2, 3, 5}));
+  CHECK(p.nodes[0].gpus == std::vector<int>{2, 3, 5});
+  for (int i = 0; i < 3; ++i) {
+    const auto& w = p.nodes[0].workers[i];
+    CHECK(w.env.at("CUDA_VISIBLE_DEVICES") == "2,3,5");  // LOCAL_RANK indexes into it
+    CHECK(*w.gpu == p.nodes[0].gpus[i]);
+    CHECK(w.env.at("MTRAIN_GPU") == std::to_string(*w.gpu));
+  }
+  o.gpus = "5,2";
+  p = build_plan(o, host(8, {2, 3, 5}));
+  CHECK(p.nodes[0].gpus == std::vector<int>{5, 2});
+  CHECK(p.world_size == 2);
+  o.gpus.clear();
+  o.include = "localhost:0,2";
+  p = build_plan(o, host(8, {0, 1, 2, 3}));
+  CHECK(p.nodes[0].gpus == std::vector<int>{0, 2});
+  CHECK(p.nodes[0].workers[1].env.at("CUDA_VISIBLE_DEVICES") == "0,2");
+  o.include.clear();
+  o.exclude = "localhost:1";
+  p = build_plan(o, host(8, {0, 1, 2, 3}));
+  CHECK(p.nodes[0].gpus == std::vector<int>{0, 2, 3});
+  o.nproc_per_node = "2";
+  o.exclude.clear();
+  p = build_plan(o, host(8, {0, 1, 2, 3}));  // implicit pool: the first N GPUs
+  CHECK(p.nodes[0].gpus == std::vector<int>{0, 1});
+}
+
+TEST_CASE("bad GPU selections are errors that name the value", "[plan]") {
+  auto o = base();
+  o.gpus = "7";
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("GPU 7 is not available") && Catch::Contains("0,1"));
+  CHECK_THROWS_WITH(build_plan(o, host(8, {})), Catch::Contains("no GPUs"));
+  o.gpus.clear();
+  o.exclude = "localhost:0,1";
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("leaves no slots"));
+  o.exclude.clear();
+  o.include = "localhost:0,x";
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("column 13"));
+  o.gpus = "0";
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("cannot be combined"));
+  o.include.clear();
+  o.gpus = "0,1";
+  o.nproc_per_node = "3";
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("does not match"));
+  o.gpus.clear();
+  CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("more ranks than GPUs"));
+}
+
+TEST_CASE("program forms: plain, -m, --local_rank, bundled trainer", "[plan]") {
+  auto o = base();
+  o.nproc_per_node = "2";
+  o.local_rank_arg = true;
+  auto p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[1].argv.back() == "--local_rank=1");
+  o.local_rank_arg = false;
+  o.module = true;
+  o.program = {"pkg.train", "--x"};
+  p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[0].argv == std::vector<std::string>{"python3", "-m", "pkg.train", "--x"});
+  o.module = false;
+  o.program.clear();
+  o.worker_argv = {"/opt/mtrain-worker", "--job", "/tmp/j.json"};
+  p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[0].argv == o.worker_argv);
+}
+
+TEST_CASE("restart attempts renumber the environment", "[plan]") {
+  auto o = base();
+  auto p = build_plan(o, host(2, {}));
+  auto e = attempt_env(p.nodes[0].workers[0], 2, "/tmp/run");
+  CHECK(e.at("TORCHELASTIC_RESTART_COUNT") == "2");
+  CHECK(e.at("TORCHELASTIC_ERROR_FILE") == "/tmp/run/attempt_2/0/error.json");
+}
+
+TEST_CASE("plan JSON has the contract's shape", "[plan]") {
+  auto o = base();
+  o.nproc_per_node = "2";
+  auto j = to_json(build_plan(o, host(2, {})));
+  CHECK(j["version"] == 1);
+  CHECK(j["world_size"] == 2);
+  CHECK(j["nnodes"] == 1);
+  CHECK(j["rdzv"]["backend"] == "static");
+  CHECK(j["rdzv"]["endpoint"] == "127.0.0.1:29500");
+  CHECK(j["nodes"][0]["gpus"].empty());
+  CHECK(j["nodes"][0]["workers"][1]["gpu"].is_null());
+  CHECK(j["nodes"][0]["workers"][1]["env"]["RANK"] == "1");
+}
+
+TEST_CASE("static multi-node: ranks contiguous per node, node 0 hosts rank 0", "[plan]") {
+  for (int nnodes = 1; nnodes <= 4; ++nnodes) {
+    for (int nr = 0; nr < nnodes; ++nr) {
+      auto o = base();
+      o.nproc_per_node = "3";
+      o.nnodes = nnodes;
+      o.node_rank = nr;
+      o.master_addr = "10.0.0.1";
+      auto p = build_plan(o, host(4, {}));
+      CHECK(p.world_size == 3 * nnodes);
+      const auto& n = p.nodes.at(0);
+      CHECK(n.node_rank == nr);
+      for (int lr = 0; lr < 3; ++lr) {
+        CHECK(n.workers[lr].rank == nr * 3 + lr);
+        CHECK(n.workers[lr].env.at("GROUP_RANK") == std::to_string(nr));
+        CHECK(n.workers[lr].env.at("GROUP_WORLD_SIZE") == std::to_string(nnodes));
+        CHECK(n.workers[lr].env.at("LOCAL_WORLD_SIZE") == "3");
+        CHECK(n.workers[lr].env.at("MASTER_ADDR") == "10.0.0.1");
+      }
+    }
+  }
+  auto o = base();
+  o.master_addr.clear();
+  o.nnodes = 2;
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("needs --master-addr"));
+  o.master_addr = "h";
+  o.node_rank = 2;
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("outside 0..1"));
+}
