@@ -16,10 +16,10 @@ std::string flag_help(const Setting& s) {
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
                        const std::vector<Scope>& scopes) {
   for (const auto& s : reg.all()) {
-    if (s.flag.empty() || std::find(scopes.begin(), scopes.end(), s.scope) == scopes.end()) continue;
+    if (cli_flag(s).empty() || std::find(scopes.begin(), scopes.end(), s.scope) == scopes.end()) continue;
     const std::string key = s.key;
     auto* opt = app.add_option_function<std::string>(
-        "--" + s.flag, [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
+        "--" + cli_flag(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
     opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
     opt->group(fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
   }

@@ -63,7 +63,7 @@ std::string settings_markdown(const Registry& reg) {
       out += "|---|---|---|---|---|---|---|\n";
     }
     out += fmt::format("| `{}` | {} | `{}` | {} | `{}` | {} | {} |\n", s.key, cell(describe_type(s)),
-                       cell(yaml_scalar(s.default_value)), s.flag.empty() ? "" : "`--" + s.flag + "`", s.env,
+                       cell(yaml_scalar(s.default_value)), cli_flag(s).empty() ? "" : "`--" + cli_flag(s) + "`", s.env,
                        to_string(s.scope), cell(s.help));
   }
   return out;

@@ -29,6 +29,8 @@ std::string to_string(Scope s) {
   return "?";
 }
 
+std::string cli_flag(const Setting& s) { return s.flag.empty() ? s.launcher_flag : s.flag; }
+
 std::string section_of(const std::string& key) { return key.substr(0, key.find('.')); }
 
 static std::string number_text(double v) {
@@ -63,12 +65,13 @@ static std::string env_name(const std::string& base) {
 }
 
 void Registry::add(Setting s) {
-  if (s.env.empty()) s.env = env_name(s.flag.empty() ? s.key : s.flag);
   const std::string sec = section_of(s.key);
   if (sec == "launch") s.scope = Scope::Launch;
   if (sec == "slurm") s.scope = Scope::Slurm;
+  if (s.scope != Scope::Job && !s.flag.empty()) s.launcher_flag = std::move(s.flag), s.flag.clear();
+  if (s.env.empty()) s.env = env_name(cli_flag(s).empty() ? s.key : cli_flag(s));
   by_key_[s.key] = settings_.size();
-  if (!s.flag.empty()) by_flag_[s.flag] = settings_.size();
+  if (!cli_flag(s).empty()) by_flag_[cli_flag(s)] = settings_.size();
   settings_.push_back(std::move(s));
 }
 

@@ -35,12 +35,19 @@ struct Setting {
   std::string flag;             // long CLI flag without dashes ("max-steps"); empty: --set only
   std::string env;              // environment variable; empty: derived from the flag, else the key
   Scope scope = Scope::Job;     // set by Registry::add from the key ("launch.*", "slurm.*")
+  // Launch/Slurm settings: the flag is one `mtrain launch` defines itself (--nproc-per-node …).
+  // Registry::add moves it here from `flag`, so loops that add a flag per trainer setting (those
+  // with a non-empty `flag`) never add it twice; cli_flag() gives whichever is set.
+  std::string launcher_flag;
   bool allow_auto = false;      // Int/Float: the text "auto" is also accepted (DeepSpeed style)
   // String: what the text may look like ("N, auto, cpu or gpu") and a check returning the
   // problem ("" when fine). Both empty: any text.
   std::string format;
   std::function<std::string(const std::string&)> check_text;
 };
+
+// The command-line flag of a setting, without dashes: `flag`, else `launcher_flag`, else "".
+std::string cli_flag(const Setting& s);
 
 // The section a setting belongs to: its key up to the first dot ("train.max_steps" → "train",
 // "strategy" → "strategy").

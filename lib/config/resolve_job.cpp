@@ -45,7 +45,7 @@ std::vector<Layer> flag_layers(const Registry& reg, const std::map<std::string, 
   std::vector<Layer> out;
   for (const auto& [key, text] : flags) {
     const Setting& s = reg.require(key);
-    const std::string where = s.flag.empty() ? "--set " + key : "--" + s.flag;
+    const std::string where = cli_flag(s).empty() ? "--set " + key : "--" + cli_flag(s);
     try {
       out.push_back({Source::Cli, where, {{key, reg.parse_text(s, text)}}});
     } catch (Error& e) {

@@ -110,3 +110,15 @@ TEST_CASE("issue 6 keys exist with their allowed values", "[config]") {
   CHECK(reg.parse_text(reg.require("launch.gpus"), "0-3,5") == "0-3,5");
   CHECK_THROWS_WITH(reg.parse_text(reg.require("launch.gpus"), "3-1"), Catch::Contains("backwards"));
 }
+
+TEST_CASE("launcher settings keep their flag out of the trainer-flag loop", "[config]") {
+  const auto& reg = job_registry();
+  const Setting& nproc = reg.require("launch.nproc_per_node");
+  CHECK(nproc.flag.empty());  // `mtrain launch` defines --nproc-per-node itself
+  CHECK(nproc.launcher_flag == "nproc-per-node");
+  CHECK(cli_flag(nproc) == "nproc-per-node");
+  CHECK(nproc.env == "MTRAIN_NPROC_PER_NODE");
+  CHECK(reg.find_flag("nproc-per-node") == &nproc);
+  for (const auto& s : reg.all())
+    if (s.scope != Scope::Job) CHECK(s.flag.empty());
+}
