@@ -30,6 +30,7 @@ struct Exit {
 void add_launch(CLI::App& root, Exit& exit);
 void add_checkpoint(CLI::App& root, Exit& exit);
 void add_slurm(CLI::App& root, Exit& exit);
+void add_config(CLI::App& root, Exit& exit);
 void add_unbuilt(CLI::App& root, Exit& exit);
 
 }  // namespace mtrain::app

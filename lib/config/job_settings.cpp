@@ -1,63 +1,13 @@
 // Every job setting the bundled trainer understands. The worker's TrainJob struct mirrors this
 // table (tests/unit/trainer checks that the defaults agree).
 #include "mtrain/config/registry.hpp"
+#include "mtrain/config/setting_builders.hpp"
 
 namespace mtrain::config {
 
 namespace {
 
-Setting choice(std::string key, std::string def, std::vector<std::string> choices, std::string help,
-               std::string flag = {}) {
-  Setting s;
-  s.key = std::move(key);
-  s.type = Type::Choice;
-  s.default_value = std::move(def);
-  s.choices = std::move(choices);
-  s.help = std::move(help);
-  s.flag = std::move(flag);
-  return s;
-}
-
-Setting integer(std::string key, long long def, std::optional<double> min, std::optional<double> max,
-                std::string help, std::string flag = {}) {
-  Setting s;
-  s.key = std::move(key);
-  s.type = Type::Int;
-  s.default_value = def;
-  s.min = min;
-  s.max = max;
-  s.help = std::move(help);
-  s.flag = std::move(flag);
-  return s;
-}
-
-Setting number(std::string key, double def, std::optional<double> min, std::optional<double> max,
-               std::string help, std::string flag = {}) {
-  Setting s = integer(std::move(key), 0, min, max, std::move(help), std::move(flag));
-  s.type = Type::Float;
-  s.default_value = def;
-  return s;
-}
-
-Setting text(std::string key, std::string def, std::string help, std::string flag = {}) {
-  Setting s;
-  s.key = std::move(key);
-  s.type = Type::String;
-  s.default_value = std::move(def);
-  s.help = std::move(help);
-  s.flag = std::move(flag);
-  return s;
-}
-
-Setting boolean(std::string key, bool def, std::string help, std::string flag = {}) {
-  Setting s;
-  s.key = std::move(key);
-  s.type = Type::Bool;
-  s.default_value = def;
-  s.help = std::move(help);
-  s.flag = std::move(flag);
-  return s;
-}
+using namespace detail;
 
 Registry build() {
   Registry r;
@@ -72,6 +22,7 @@ Registry build() {
                "Size of the first (last-layer) bucket, small so communication starts early."));
   r.add(boolean("ddp.find_unused_parameters", false,
                 "Allow parameters that get no gradient in a step (their buckets are still reduced)."));
+  add_strategy_settings(r);
 
   // Model.
   r.add(choice("model.name", "gpt", {"mlp", "gpt", "resnet18", "resnet50"}, "Model architecture.",
@@ -110,7 +61,13 @@ Registry build() {
   r.add(integer("train.grad_accum", 1, 1, 1 << 16,
                 "Micro-batches accumulated per optimiser step (no communication until the last).",
                 "grad-accum"));
-  r.add(choice("train.precision", "fp32", {"fp32", "bf16", "fp16"}, "Compute precision.",
+  r.add(integer("train.global_batch_size", 0, 0, 1LL << 40,
+                "Samples per optimiser step over all ranks; 0: batch_size x grad_accum x world "
+                "size. When set, it must equal that product (checked before launch).",
+                "global-batch-size"));
+  r.add(choice("train.precision", "fp32", {"fp32", "bf16", "fp16"},
+               "Compute precision: fp32, or mixed precision with fp32 master weights (bf16; fp16 "
+               "with loss scaling, see precision.*).",
                "precision"));
   r.add(integer("train.seed", 0, 0, 1LL << 40, "Seed for weights, data order and dropout.", "seed"));
   r.add(text("train.work_dir", "work_dirs/default",
@@ -158,6 +115,10 @@ Registry build() {
 
   // Communication.
   r.add(number("comm.timeout_s", 300, 1, 86400, "Timeout of every collective, in seconds."));
+
+  add_precision_settings(r);
+  add_launch_settings(r);
+  add_slurm_settings(r);
   return r;
 }
 

@@ -20,25 +20,58 @@ std::string to_string(Source s) {
   return "?";
 }
 
-static std::string type_name(const Setting& s) {
+std::string to_string(Scope s) {
+  switch (s) {
+    case Scope::Job: return "job";
+    case Scope::Launch: return "launch";
+    case Scope::Slurm: return "slurm";
+  }
+  return "?";
+}
+
+std::string cli_flag(const Setting& s) { return s.flag.empty() ? s.launcher_flag : s.flag; }
+
+std::string section_of(const std::string& key) { return key.substr(0, key.find('.')); }
+
+static std::string number_text(double v) {
+  if (std::floor(v) == v && std::fabs(v) < 1e15) return fmt::format("{}", static_cast<long long>(v));
+  return fmt::format("{}", v);
+}
+
+std::string describe_type(const Setting& s) {
+  std::string range;
+  if (s.min && s.max)
+    range = fmt::format(" from {} to {}", number_text(*s.min), number_text(*s.max));
+  else if (s.min)
+    range = fmt::format(" of at least {}", number_text(*s.min));
+  else if (s.max)
+    range = fmt::format(" of at most {}", number_text(*s.max));
+  std::string autos = s.allow_auto ? " or 'auto'" : "";
   switch (s.type) {
     case Type::Bool: return "true or false";
-    case Type::Int: return "an integer";
-    case Type::Float: return "a number";
-    case Type::String: return "text";
+    case Type::Int: return "an integer" + range + autos;
+    case Type::Float: return "a number" + range + autos;
+    case Type::String: return s.format.empty() ? "text" : s.format;
     case Type::Choice: return "one of " + str::join(s.choices, ", ");
   }
   return "?";
 }
 
+static std::string env_name(const std::string& base) {
+  std::string e = "MTRAIN_" + str::to_upper(base);
+  for (auto& c : e)
+    if (c == '-' || c == '.') c = '_';
+  return e;
+}
+
 void Registry::add(Setting s) {
-  if (s.env.empty() && !s.flag.empty()) {
-    std::string e = "MTRAIN_" + str::to_upper(s.flag);
-    for (auto& c : e) if (c == '-') c = '_';
-    s.env = e;
-  }
+  const std::string sec = section_of(s.key);
+  if (sec == "launch") s.scope = Scope::Launch;
+  if (sec == "slurm") s.scope = Scope::Slurm;
+  if (s.scope != Scope::Job && !s.flag.empty()) s.launcher_flag = std::move(s.flag), s.flag.clear();
+  if (s.env.empty()) s.env = env_name(cli_flag(s).empty() ? s.key : cli_flag(s));
   by_key_[s.key] = settings_.size();
-  if (!s.flag.empty()) by_flag_[s.flag] = settings_.size();
+  if (!cli_flag(s).empty()) by_flag_[cli_flag(s)] = settings_.size();
   settings_.push_back(std::move(s));
 }
 
@@ -68,7 +101,7 @@ const Setting& Registry::require(const std::string& key) const {
 
 static Error bad_value(const Setting& s, const std::string& shown, const std::string& why = {}) {
   return Error(fmt::format("setting '{}' got {}{}", s.key, shown, why.empty() ? "" : " (" + why + ")"),
-               fmt::format("It takes {}.", type_name(s)));
+               fmt::format("It takes {}.", describe_type(s)));
 }
 
 static void check_range(const Setting& s, double v, const std::string& shown) {
@@ -78,6 +111,7 @@ static void check_range(const Setting& s, double v, const std::string& shown) {
 
 json Registry::parse_text(const Setting& s, const std::string& text) const {
   const std::string shown = "'" + text + "'";
+  if (s.allow_auto && text == "auto") return text;
   switch (s.type) {
     case Type::Bool: {
       if (text == "true" || text == "1" || text == "yes" || text == "on") return true;
@@ -106,7 +140,12 @@ json Registry::parse_text(const Setting& s, const std::string& text) const {
         throw bad_value(s, shown);
       }
     }
-    case Type::String: return text;
+    case Type::String:
+      if (s.check_text) {
+        std::string why = s.check_text(text);
+        if (!why.empty()) throw bad_value(s, shown, why);
+      }
+      return text;
     case Type::Choice: {
       for (const auto& c : s.choices)
         if (c == text) return text;
@@ -119,6 +158,7 @@ json Registry::parse_text(const Setting& s, const std::string& text) const {
 
 json Registry::check_value(const Setting& s, const json& v) const {
   const std::string shown = v.dump();
+  if (s.allow_auto && v.is_string() && v.get<std::string>() == "auto") return v;
   switch (s.type) {
     case Type::Bool:
       if (!v.is_boolean()) throw bad_value(s, shown);
@@ -136,8 +176,8 @@ json Registry::check_value(const Setting& s, const json& v) const {
       check_range(s, v.get<double>(), shown);
       return v.get<double>();
     case Type::String:
-      if (v.is_string()) return v;
-      if (v.is_number() || v.is_boolean()) return v.dump();
+      if (v.is_string()) return parse_text(s, v.get<std::string>());
+      if (v.is_number() || v.is_boolean()) return parse_text(s, v.dump());
       throw bad_value(s, shown);
     case Type::Choice:
       if (!v.is_string()) throw bad_value(s, shown);
@@ -178,8 +218,12 @@ Resolved resolve(const Registry& reg, const std::vector<Layer>& layers) {
   for (const auto& s : reg.all()) r.provenance[s.key] = {Source::Default, ""};
   for (const auto& layer : layers) {
     for (const auto& [key, value] : layer.values) {
-      const Setting& s = reg.require(key);
-      set(r.job, key, reg.check_value(s, value));
+      try {
+        const Setting& s = reg.require(key);
+        set(r.job, key, reg.check_value(s, value));
+      } catch (Error& e) {
+        throw e.at(layer.origin);
+      }
       r.provenance[key] = {layer.source, layer.origin};
     }
   }
@@ -206,6 +250,13 @@ json load_job(const Registry& reg, const json& nested, const std::string& origin
   if (!nested.is_object()) throw Error(fmt::format("{}: a job spec must be a JSON object", origin));
   json out = reg.defaults();
   flatten(reg, nested, "", origin, out);
+  return out;
+}
+
+json job_spec(const Registry& reg, const json& resolved) {
+  json out = json::object();
+  for (const auto& s : reg.all())
+    if (s.scope == Scope::Job) set(out, s.key, get(resolved, s.key));
   return out;
 }
 

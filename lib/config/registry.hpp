@@ -6,6 +6,7 @@
 // A resolved job is a nested JSON object keyed by the dotted YAML path ("train.max_steps" →
 // {"train": {"max_steps": …}}) with every setting present. The launcher resolves it (defaults <
 // job file < MTRAIN_* environment < flags < --set) and hands it to each worker as JSON.
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -19,6 +20,11 @@ using json = nlohmann::json;
 
 enum class Type { Bool, Int, Float, String, Choice };
 
+// Who consumes a setting: the worker (Job, handed over in the job spec), or the launcher itself
+// (Launch: ranks, hosts, rendezvous; Slurm: the allocation). Derived from the key's first part.
+enum class Scope { Job, Launch, Slurm };
+std::string to_string(Scope s);
+
 struct Setting {
   std::string key;              // dotted YAML path, e.g. "train.max_steps"
   Type type = Type::String;
@@ -27,8 +33,27 @@ struct Setting {
   std::vector<std::string> choices;  // Type::Choice
   std::optional<double> min, max;    // Int / Float, inclusive
   std::string flag;             // long CLI flag without dashes ("max-steps"); empty: --set only
-  std::string env;              // environment variable; empty: derived from the flag
+  std::string env;              // environment variable; empty: derived from the flag, else the key
+  Scope scope = Scope::Job;     // set by Registry::add from the key ("launch.*", "slurm.*")
+  // Launch/Slurm settings: the flag is one `mtrain launch` defines itself (--nproc-per-node …).
+  // Registry::add moves it here from `flag`, so loops that add a flag per trainer setting (those
+  // with a non-empty `flag`) never add it twice; cli_flag() gives whichever is set.
+  std::string launcher_flag;
+  bool allow_auto = false;      // Int/Float: the text "auto" is also accepted (DeepSpeed style)
+  // String: what the text may look like ("N, auto, cpu or gpu") and a check returning the
+  // problem ("" when fine). Both empty: any text.
+  std::string format;
+  std::function<std::string(const std::string&)> check_text;
 };
+
+// The command-line flag of a setting, without dashes: `flag`, else `launcher_flag`, else "".
+std::string cli_flag(const Setting& s);
+
+// The section a setting belongs to: its key up to the first dot ("train.max_steps" → "train",
+// "strategy" → "strategy").
+std::string section_of(const std::string& key);
+// What a setting takes, in words ("an integer from 1 to 65535", "one of ddp, zero1, …").
+std::string describe_type(const Setting& s);
 
 // Where a value came from, in increasing priority.
 enum class Source { Default, UserFile, JobFile, Env, Cli };
@@ -70,6 +95,7 @@ struct Layer {
 struct Resolved {
   json job;                                       // nested, every key present
   std::map<std::string, std::pair<Source, std::string>> provenance;  // key → (source, origin)
+  std::vector<std::string> warnings;              // cross-field warnings (resolve_job fills them)
 };
 
 // Apply layers in order (later wins) over the defaults, then run cross-field checks.
@@ -82,6 +108,9 @@ json load_job(const Registry& reg, const json& nested, const std::string& origin
 // Nested access by dotted key.
 const json& get(const json& nested, const std::string& key);
 void set(json& nested, const std::string& key, json value);
+
+// Only the settings the worker consumes (Scope::Job), nested; the launcher hands this to ranks.
+json job_spec(const Registry& reg, const json& resolved);
 
 // The registry of every job setting (strategy, model, data, optimiser, schedule, loop, checkpoint).
 const Registry& job_registry();

@@ -1,3 +1,5 @@
+#include <set>
+
 #include <catch2/catch.hpp>
 
 #include "mtrain/config/registry.hpp"
@@ -49,4 +51,74 @@ TEST_CASE("flags derive their environment variable", "[config]") {
   const auto& reg = job_registry();
   CHECK(reg.find_flag("max-steps")->env == "MTRAIN_MAX_STEPS");
   CHECK(reg.find_flag("strategy")->key == "strategy");
+}
+
+TEST_CASE("every setting has a unique environment variable and flag", "[config]") {
+  const auto& reg = job_registry();
+  std::set<std::string> envs, flags;
+  for (const auto& s : reg.all()) {
+    INFO(s.key);
+    CHECK(!s.env.empty());
+    CHECK(envs.insert(s.env).second);
+    if (!s.flag.empty()) CHECK(flags.insert(s.flag).second);
+    CHECK(!s.help.empty());
+    CHECK_NOTHROW(reg.check_value(s, s.default_value));
+  }
+  // Names the launcher sets in every rank's environment must never read as settings.
+  for (const char* reserved : {"MTRAIN_JOB_ID", "MTRAIN_HOST", "MTRAIN_GPU"}) CHECK(envs.count(reserved) == 0);
+  CHECK(reg.require("train.log_interval").env == "MTRAIN_TRAIN_LOG_INTERVAL");
+}
+
+TEST_CASE("scope follows the key and job_spec keeps only worker settings", "[config]") {
+  const auto& reg = job_registry();
+  CHECK(reg.require("launch.nproc_per_node").scope == Scope::Launch);
+  CHECK(reg.require("slurm.partition").scope == Scope::Slurm);
+  CHECK(reg.require("zero.stage").scope == Scope::Job);
+  json spec = job_spec(reg, reg.defaults());
+  CHECK(spec.contains("train"));
+  CHECK(spec.contains("zero"));
+  CHECK_FALSE(spec.contains("launch"));
+  CHECK_FALSE(spec.contains("slurm"));
+  CHECK(load_job(reg, spec, "spec.json") == reg.defaults());
+}
+
+TEST_CASE("issue 6 keys exist with their allowed values", "[config]") {
+  const auto& reg = job_registry();
+  for (const char* k : {"launch.nproc_per_node", "launch.nnodes", "launch.gpus", "launch.include", "launch.exclude",
+                        "launch.hostfile", "launch.master_addr", "launch.master_port", "launch.max_restarts",
+                        "launch.log_dir", "slurm.partition", "slurm.nodes", "slurm.gpus_per_node", "slurm.time",
+                        "slurm.account", "zero.stage", "zero.allgather_bucket_size", "zero.reduce_bucket_size",
+                        "zero.overlap_comm", "zero.contiguous_gradients", "zero.stage3_prefetch_bucket_size",
+                        "zero.stage3_param_persistence_threshold", "zero.stage3_max_live_parameters",
+                        "zero.stage3_max_reuse_distance", "zero.offload_optimizer_device", "zero.offload_param_device",
+                        "zero.stage3_gather_16bit_weights_on_model_save", "fsdp.sharding_strategy",
+                        "fsdp.min_num_params", "fsdp.wrap_policy", "fsdp.forward_prefetch", "fsdp.backward_prefetch",
+                        "fsdp.limit_all_gathers", "fsdp.cpu_offload", "fsdp.activation_checkpointing",
+                        "precision.loss_scale", "precision.initial_scale_power", "precision.loss_scale_window",
+                        "precision.hysteresis", "precision.min_loss_scale", "train.global_batch_size"})
+    CHECK(reg.find(k) != nullptr);
+  const auto& nproc = reg.require("launch.nproc_per_node");
+  for (const char* ok : {"4", "auto", "cpu", "gpu"}) CHECK(reg.parse_text(nproc, ok) == ok);
+  CHECK_THROWS_WITH(reg.parse_text(nproc, "0"), Catch::Contains("at least one"));
+  CHECK_THROWS_WITH(reg.parse_text(nproc, "many"), Catch::Contains("a count, auto, cpu or gpu"));
+  CHECK(reg.parse_text(reg.require("zero.reduce_bucket_size"), "auto") == "auto");
+  CHECK_THROWS(reg.parse_text(reg.require("zero.allgather_bucket_size"), "auto"));
+  CHECK_THROWS_WITH(reg.parse_text(reg.require("fsdp.sharding_strategy"), "FULL_SHARDD"),
+                    Catch::Contains("did you mean 'FULL_SHARD'"));
+  CHECK(reg.parse_text(reg.require("slurm.time"), "1-02:30:00") == "1-02:30:00");
+  CHECK_THROWS(reg.parse_text(reg.require("slurm.time"), "two hours"));
+  CHECK(reg.parse_text(reg.require("launch.gpus"), "0-3,5") == "0-3,5");
+  CHECK_THROWS_WITH(reg.parse_text(reg.require("launch.gpus"), "3-1"), Catch::Contains("backwards"));
+}
+
+TEST_CASE("launcher settings keep their flag out of the trainer-flag loop", "[config]") {
+  const auto& reg = job_registry();
+  const Setting& nproc = reg.require("launch.nproc_per_node");
+  CHECK(nproc.flag.empty());  // `mtrain launch` defines --nproc-per-node itself
+  CHECK(nproc.launcher_flag == "nproc-per-node");
+  CHECK(cli_flag(nproc) == "nproc-per-node");
+  CHECK(nproc.env == "MTRAIN_NPROC_PER_NODE");
+  CHECK(reg.find_flag("nproc-per-node") == &nproc);
+  for (const auto& s : reg.all())
+    if (s.scope != Scope::Job) CHECK(s.flag.empty());
 }

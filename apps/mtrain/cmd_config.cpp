@@ -1,0 +1,57 @@
+// `mtrain config`: init (wizard), validate, show, import, docs. Flags → options → one library call.
+#include <iostream>
+#include <memory>
+
+#include "commands.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/config_commands.hpp"
+#include "mtrain/config/resolve_job.hpp"
+
+namespace mtrain::app {
+
+void add_config(CLI::App& root, Exit& exit) {
+  namespace cfg = mtrain::config;
+  const auto& reg = cfg::job_registry();
+  auto* config = root.add_subcommand("config", "Create (init wizard), validate, show and import job configurations");
+  config->require_subcommand(1);
+
+  auto* init = config->add_subcommand("init", "Ask a few questions and write a job file for `mtrain launch --config`");
+  auto init_opt = std::make_shared<cfg::InitOptions>();
+  init->add_option("-o,--output", init_opt->output, "File to write")->capture_default_str();
+  init->add_flag("--force", init_opt->force, "Overwrite an existing file");
+  init->add_flag("--defaults", init_opt->wizard.use_defaults, "Ask nothing: take every default (for scripts and CI)");
+  init->add_option("--set", init_opt->wizard.sets, "key=value answered up front (repeatable)");
+  init->callback([&exit, init_opt] { exit.code = cfg::config_init(cfg::job_registry(), *init_opt, std::cin, std::cout); });
+
+  auto* validate = config->add_subcommand("validate", "Check a job file: every error with file:line:column (exit 0 valid, 2 invalid)");
+  auto val_opt = std::make_shared<cfg::ValidateOptions>();
+  validate->add_option("file", val_opt->file, "Job file (YAML)")->required();
+  validate->add_option("--format", val_opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  validate->callback([&exit, val_opt] { exit.code = cfg::config_validate(cfg::job_registry(), *val_opt, std::cout, std::cerr); });
+
+  auto* show = config->add_subcommand("show", "Print the effective job (defaults < user file < job file < MTRAIN_* < flags < --set)");
+  auto show_opt = std::make_shared<cfg::ShowOptions>();
+  show->add_option("--config", show_opt->job_file, "Job file (YAML)");
+  show->add_flag("--sources", show_opt->sources, "Say where each value came from");
+  show->add_option("--format", show_opt->format, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  show->add_option("--set", show_opt->sets, "key=value, highest priority (repeatable)");
+  cfg::add_setting_flags(*show, reg, show_opt->flags);
+  show->callback([&exit, show_opt] {
+    show_opt->env = cfg::process_environment();
+    exit.code = cfg::config_show(cfg::job_registry(), *show_opt, std::cout, std::cerr);
+  });
+
+  auto* import = config->add_subcommand("import", "Turn a DeepSpeed ds_config.json or accelerate config.yaml into an mtrain job");
+  auto imp_opt = std::make_shared<cfg::ImportOptions>();
+  import->add_option("file", imp_opt->file, "ds_config.json or accelerate config.yaml (detected from the content)")->required();
+  import->add_option("-o,--output", imp_opt->output, "Job file to write (default: print it)");
+  import->add_flag("--force", imp_opt->force, "Overwrite an existing output file");
+  import->callback([&exit, imp_opt] { exit.code = cfg::config_import(cfg::job_registry(), *imp_opt, std::cout, std::cerr); });
+
+  auto* docs = config->add_subcommand("docs", "Print the settings reference (docs/settings.md) generated from the registry");
+  auto docs_opt = std::make_shared<cfg::DocsOptions>();
+  docs->add_option("-o,--output", docs_opt->output, "File to write (default: print it)");
+  docs->callback([&exit, docs_opt] { exit.code = cfg::config_docs(cfg::job_registry(), *docs_opt, std::cout); });
+}
+
+}  // namespace mtrain::app

@@ -1,0 +1,98 @@
+#include "mtrain/config/config_commands.hpp"
+
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <ostream>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/docs.hpp"
+#include "mtrain/config/import.hpp"
+#include "mtrain/config/render.hpp"
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/config/validate.hpp"
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::config {
+
+void write_file(const std::string& path, const std::string& text, bool force) {
+  struct stat st {};
+  if (!force && ::stat(path.c_str(), &st) == 0)
+    throw Error(fmt::format("{} already exists; nothing was changed", path),
+                "Pass --force to overwrite it, or -o to write another file.");
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << text;
+    f.close();
+    if (!f) throw Error(fmt::format("cannot write {}", path), "Check that the folder exists and is writable.");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(fmt::format("cannot write {}", path), "Check that the folder exists and is writable.");
+}
+
+int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.format != "yaml" && opt.format != "json")
+    throw Error(fmt::format("--format '{}' is not yaml or json", opt.format));
+  JobInputs in{opt.job_file, opt.flags, opt.sets, opt.env, opt.user_file};
+  Resolved r = resolve_job(reg, in);
+  if (opt.format == "json") {
+    out << show_json(reg, r, opt.sources).dump(2) << "\n";
+    for (const auto& w : r.warnings) err << "warning: " << w << "\n";
+  } else {
+    out << show_yaml(reg, r, opt.sources);
+  }
+  return kExitOk;
+}
+
+int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostream& out, std::ostream& err) {
+  ValidateReport rep = validate_file(reg, opt.file);
+  if (opt.format == "json") {
+    json issues = json::array();
+    for (const auto& i : rep.issues)
+      issues.push_back({{"severity", i.error ? "error" : "warning"}, {"file", i.where.file},
+                        {"line", i.where.line}, {"column", i.where.column}, {"key", i.key},
+                        {"message", i.message}, {"hint", i.hint}});
+    out << json{{"file", rep.file}, {"valid", rep.ok()}, {"issues", issues}}.dump(2) << "\n";
+  } else {
+    (rep.ok() ? out : err) << format_report(rep);
+  }
+  return rep.ok() ? kExitOk : kExitUsage;
+}
+
+int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& out, std::ostream& err) {
+  ImportResult r = import_file(reg, opt.file);
+  const std::string text = import_yaml(reg, r);
+  const std::string name = opt.output.empty() ? "imported job" : opt.output;
+  ValidateReport rep = validate_text(reg, text, name);
+  for (const auto& w : r.warnings) err << "warning: " << r.origin << ": " << w << "\n";
+  if (!rep.ok())
+    throw Error(fmt::format("{} imports to a job that is not valid:\n{}", opt.file, format_report(rep)),
+                "Fix those values in the source file and import it again.");
+  for (const auto& i : rep.issues) err << i.text() << "\n";
+  if (opt.output.empty()) {
+    out << text;
+  } else {
+    write_file(opt.output, text, opt.force);
+    err << fmt::format("Wrote {} from {} ({} settings, {} not imported). Check it with: mtrain config "
+                       "show --config {} --sources\n",
+                       opt.output, to_string(r.format), r.values.size(), r.warnings.size(), opt.output);
+  }
+  return kExitOk;
+}
+
+int config_init(const Registry& reg, const InitOptions& opt, std::istream& in, std::ostream& out) {
+  init_job_file(reg, opt, in, out);
+  return kExitOk;
+}
+
+int config_docs(const Registry& reg, const DocsOptions& opt, std::ostream& out) {
+  const std::string md = settings_markdown(reg);
+  if (opt.output.empty()) out << md;
+  else write_file(opt.output, md, true);
+  return kExitOk;
+}
+
+}  // namespace mtrain::config

@@ -1,0 +1,49 @@
+#pragma once
+// The `mtrain config …` subcommands as library calls: options in, exit code out, text to the
+// given streams (so tests run them without a process). apps/mtrain/cmd_config.cpp only maps
+// flags onto these structs.
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/config/wizard.hpp"
+
+namespace mtrain::config {
+
+struct ShowOptions {
+  std::string job_file;
+  bool sources = false;
+  std::string format = "yaml";                   // yaml | json
+  std::map<std::string, std::string> flags;      // from the generated setting flags
+  std::vector<std::string> sets;
+  std::map<std::string, std::string> env;
+  std::string user_file;
+};
+int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, std::ostream& err);
+
+struct ValidateOptions {
+  std::string file;
+  std::string format = "text";  // text | json
+};
+int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostream& out, std::ostream& err);
+
+struct ImportOptions {
+  std::string file;
+  std::string output;  // empty: stdout
+  bool force = false;
+};
+int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& out, std::ostream& err);
+
+int config_init(const Registry& reg, const InitOptions& opt, std::istream& in, std::ostream& out);
+
+struct DocsOptions {
+  std::string output;  // empty: stdout
+};
+int config_docs(const Registry& reg, const DocsOptions& opt, std::ostream& out);
+
+// Writes text to path via a temporary file; refuses an existing file unless force.
+void write_file(const std::string& path, const std::string& text, bool force);
+
+}  // namespace mtrain::config

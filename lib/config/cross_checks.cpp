@@ -1,0 +1,146 @@
+#include "mtrain/config/cross_checks.hpp"
+
+#include <fmt/format.h>
+
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::config {
+
+namespace {
+
+bool given(const Resolved& r, const std::string& key) {
+  auto it = r.provenance.find(key);
+  return it != r.provenance.end() && it->second.first != Source::Default;
+}
+
+long long as_int(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
+std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
+
+int effective_zero_stage(const json& job) {
+  const std::string strategy = as_text(job, "strategy");
+  if (strategy.rfind("zero", 0) == 0) return strategy.back() - '0';
+  return static_cast<int>(as_int(job, "zero.stage"));
+}
+
+}  // namespace
+
+long long known_world_size(const json& job) {
+  auto nproc = str::parse_uint(as_text(job, "launch.nproc_per_node"));
+  if (!nproc) return 0;
+  return *nproc * as_int(job, "launch.nnodes");
+}
+
+std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
+  (void)reg;
+  const json& job = r.job;
+  std::vector<Problem> out;
+  const std::string strategy = as_text(job, "strategy");
+
+  // Batch arithmetic: global = micro batch x accumulation x world size.
+  const long long global = as_int(job, "train.global_batch_size");
+  const long long micro = as_int(job, "train.batch_size"), accum = as_int(job, "train.grad_accum");
+  if (global > 0) {
+    const long long world = known_world_size(job);
+    if (world > 0 && global != micro * accum * world) {
+      out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum", "launch.nproc_per_node"},
+                     fmt::format("train.global_batch_size is {} but batch_size {} x grad_accum {} x "
+                                 "world size {} ({} nodes x {} per node) is {}",
+                                 global, micro, accum, world, as_int(job, "launch.nnodes"),
+                                 world / as_int(job, "launch.nnodes"), micro * accum * world),
+                     "Change one of them, or set train.global_batch_size to 0 to derive it."});
+    } else if (world == 0 && global % (micro * accum) != 0) {
+      out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum"},
+                     fmt::format("train.global_batch_size {} is not a multiple of batch_size {} x "
+                                 "grad_accum {}",
+                                 global, micro, accum),
+                     "No world size could make these agree."});
+    }
+  }
+
+  // ZeRO stage against strategy, and offloading against the stage.
+  const long long stage = as_int(job, "zero.stage");
+  if (stage != 0 && strategy != fmt::format("zero{}", stage)) {
+    out.push_back({true, {"zero.stage", "strategy"},
+                   fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
+                   fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
+  }
+  const int zstage = effective_zero_stage(job);
+  if (as_text(job, "zero.offload_param_device") != "none" && zstage != 3) {
+    out.push_back({true, {"zero.offload_param_device", "strategy"},
+                   fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
+                               "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
+                               as_text(job, "zero.offload_param_device"), strategy),
+                   "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
+  }
+  if (as_text(job, "zero.offload_optimizer_device") != "none" && zstage == 0) {
+    out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
+                   fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
+                               "ZeRO stage",
+                               as_text(job, "zero.offload_optimizer_device"), strategy),
+                   "Use strategy zero1, zero2 or zero3."});
+  }
+
+  // Knobs of a strategy that is not in use: accepted, but they do nothing.
+  for (const auto& [prefix, owner] : {std::pair<std::string, std::string>{"fsdp.", "fsdp"}, {"ddp.", "ddp"}}) {
+    for (const auto& s : reg.all()) {
+      if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy != owner) {
+        out.push_back({false, {s.key, "strategy"},
+                       fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
+                       fmt::format("Set strategy to {} or drop the setting.", owner)});
+      }
+    }
+  }
+
+  // Loss scaling is an fp16 feature.
+  if (as_text(job, "train.precision") != "fp16") {
+    for (const auto& s : reg.all()) {
+      if (s.key.rfind("precision.", 0) == 0 && given(r, s.key)) {
+        out.push_back({false, {s.key, "train.precision"},
+                       fmt::format("{} is set but train.precision is '{}'; loss scaling only "
+                                   "applies to fp16",
+                                   s.key, as_text(job, "train.precision")),
+                       "Set train.precision to fp16 or drop the setting."});
+      }
+    }
+  }
+
+  // Model shapes.
+  if (as_text(job, "model.name") == "gpt" && as_int(job, "model.n_embd") % as_int(job, "model.n_head") != 0) {
+    out.push_back({true, {"model.n_embd", "model.n_head"},
+                   fmt::format("model.n_embd {} is not divisible by model.n_head {}",
+                               as_int(job, "model.n_embd"), as_int(job, "model.n_head")),
+                   "Each attention head gets n_embd / n_head dimensions; pick values that divide."});
+  }
+
+  // Schedule.
+  if (as_text(job, "sched.name") == "cosine" && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
+    out.push_back({true, {"sched.min_lr", "optim.lr"},
+                   fmt::format("sched.min_lr {} is above the peak optim.lr {}",
+                               get(job, "sched.min_lr").get<double>(), get(job, "optim.lr").get<double>()),
+                   "The cosine schedule decays from optim.lr down to sched.min_lr."});
+  }
+
+  // Launch topology.
+  const std::string launcher = as_text(job, "launch.launcher");
+  if (launcher == "local" && as_int(job, "launch.nnodes") > 1) {
+    out.push_back({true, {"launch.nnodes", "launch.launcher"},
+                   fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
+                               as_int(job, "launch.nnodes")),
+                   "Use launcher ssh with a hostfile, or slurm."});
+  }
+  if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
+    out.push_back({true, {"launch.launcher", "launch.hostfile"},
+                   "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
+                   "Set launch.hostfile to a file with lines like 'worker-0 slots=8'."});
+  }
+  if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
+      as_int(job, "launch.nnodes") != as_int(job, "slurm.nodes")) {
+    out.push_back({true, {"launch.nnodes", "slurm.nodes"},
+                   fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
+                               as_int(job, "launch.nnodes"), as_int(job, "slurm.nodes")),
+                   "Set only slurm.nodes; the launcher takes the node count from the allocation."});
+  }
+  return out;
+}
+
+}  // namespace mtrain::config

@@ -1,0 +1,24 @@
+#pragma once
+// Checks that involve more than one setting (each value alone was already checked by the
+// registry): batch arithmetic, strategy against its knobs, model shapes. They run on a resolved
+// job so every value is known; provenance tells which values the user actually gave.
+#include <string>
+#include <vector>
+
+#include "mtrain/config/registry.hpp"
+
+namespace mtrain::config {
+
+struct Problem {
+  bool error = true;              // false: a warning (the job runs, but probably not as meant)
+  std::vector<std::string> keys;  // settings involved, the one to point at first
+  std::string message;
+  std::string hint;
+};
+
+std::vector<Problem> cross_check(const Registry& reg, const Resolved& job);
+
+// Ranks in the whole job when the settings fix it (numeric nproc_per_node), else 0.
+long long known_world_size(const json& job);
+
+}  // namespace mtrain::config

@@ -1,0 +1,66 @@
+#include "mtrain/config/validate.hpp"
+
+#include <fmt/format.h>
+
+#include "mtrain/config/cross_checks.hpp"
+
+namespace mtrain::config {
+
+bool ValidateReport::ok() const {
+  for (const auto& i : issues)
+    if (i.error) return false;
+  return true;
+}
+
+namespace {
+
+ValidateReport finish(const Registry& reg, YamlLayer y, const std::string& origin) {
+  ValidateReport rep;
+  rep.file = origin;
+  rep.settings = y.layer.values.size();
+  rep.issues = std::move(y.issues);
+  // Cross-field checks see the valid values; a key the file gave is pointed at, else the file.
+  Resolved r = resolve(reg, {y.layer});
+  for (const auto& p : cross_check(reg, r)) {
+    Position where{origin, 0, 0};
+    std::string key = p.keys.empty() ? "" : p.keys[0];
+    for (const auto& k : p.keys) {
+      auto it = y.positions.find(k);
+      if (it != y.positions.end()) {
+        where = it->second;
+        key = k;
+        break;
+      }
+    }
+    rep.issues.push_back({p.error, where, key, p.message, p.hint});
+  }
+  return rep;
+}
+
+}  // namespace
+
+ValidateReport validate_text(const Registry& reg, const std::string& text, const std::string& origin) {
+  return finish(reg, parse_yaml_layer(reg, text, origin, Source::JobFile), origin);
+}
+
+ValidateReport validate_file(const Registry& reg, const std::string& path) {
+  return finish(reg, read_yaml_layer(reg, path, Source::JobFile), path);
+}
+
+std::string format_report(const ValidateReport& r) {
+  std::string out;
+  size_t errors = 0, warnings = 0;
+  for (const auto& i : r.issues) {
+    out += i.text() + "\n";
+    (i.error ? errors : warnings) += 1;
+  }
+  if (errors == 0)
+    out += fmt::format("{}: valid ({} settings set{})\n", r.file, r.settings,
+                       warnings ? fmt::format(", {} warning{}", warnings, warnings == 1 ? "" : "s") : "");
+  else
+    out += fmt::format("{}: invalid, {} error{}{}\n", r.file, errors, errors == 1 ? "" : "s",
+                       warnings ? fmt::format(", {} warning{}", warnings, warnings == 1 ? "" : "s") : "");
+  return out;
+}
+
+}  // namespace mtrain::config

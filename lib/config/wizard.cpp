@@ -1,0 +1,201 @@
+#include "mtrain/config/wizard.hpp"
+
+#include <sys/stat.h>
+
+#include <functional>
+#include <istream>
+#include <ostream>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/config_commands.hpp"
+#include "mtrain/config/cross_checks.hpp"
+#include "mtrain/config/render.hpp"
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/config/validate.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::config {
+
+namespace {
+
+using When = std::function<bool(const json& job)>;
+
+struct Question {
+  std::string key;
+  std::string intro;  // shown before the registry help: why this question is asked now
+  When when;
+};
+
+std::string text_of(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
+
+const std::vector<Question>& script() {
+  static const std::vector<Question> q = [] {
+    auto always = [](const json&) { return true; };
+    auto launcher_is = [](std::string l) { return [l](const json& j) { return text_of(j, "launch.launcher") == l; }; };
+    auto zero = [](const json& j) { return text_of(j, "strategy").rfind("zero", 0) == 0; };
+    return std::vector<Question>{
+        {"launch.launcher", "Where will the job run?", always},
+        {"launch.nproc_per_node", "How many ranks on each node?", always},
+        {"launch.hostfile", "Several machines over ssh: which hosts?", launcher_is("ssh")},
+        {"launch.nnodes", "How many of those hosts take part?", launcher_is("ssh")},
+        {"slurm.nodes", "Slurm: how many nodes to allocate?", launcher_is("slurm")},
+        {"slurm.gpus_per_node", "Slurm: GPUs per node?", launcher_is("slurm")},
+        {"slurm.partition", "Slurm: which partition?", launcher_is("slurm")},
+        {"slurm.time", "Slurm: time limit?", launcher_is("slurm")},
+        {"slurm.account", "Slurm: account to charge?", launcher_is("slurm")},
+        {"model.name", "Which model does mtrain-worker train?", always},
+        {"model.n_layer", "GPT size: blocks.", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
+        {"model.n_head", "GPT size: attention heads.", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
+        {"model.n_embd", "GPT size: width (a multiple of the head count).", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
+        {"model.hidden", "MLP size: hidden width.", [](const json& j) { return text_of(j, "model.name") == "mlp"; }},
+        {"model.depth", "MLP size: layers.", [](const json& j) { return text_of(j, "model.name") == "mlp"; }},
+        {"strategy", "How should model state be spread over the ranks?", always},
+        {"zero.offload_optimizer_device", "ZeRO: keep optimiser state off the GPU?", zero},
+        {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?",
+         [](const json& j) { return text_of(j, "strategy") == "zero3"; }},
+        {"fsdp.sharding_strategy", "FSDP: what to shard?", [](const json& j) { return text_of(j, "strategy") == "fsdp"; }},
+        {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?",
+         [](const json& j) { return text_of(j, "strategy") == "fsdp"; }},
+        {"train.precision", "Numeric precision?", always},
+        {"precision.loss_scale", "fp16 needs loss scaling so small gradients survive: fixed or dynamic?",
+         [](const json& j) { return text_of(j, "train.precision") == "fp16"; }},
+        {"precision.initial_scale_power", "fp16 dynamic scaling: starting power of two.",
+         [](const json& j) { return text_of(j, "train.precision") == "fp16" && get(j, "precision.loss_scale").get<double>() == 0; }},
+        {"train.batch_size", "Samples per rank per micro-batch?", always},
+        {"train.grad_accum", "Micro-batches per optimiser step?", always},
+        {"train.max_steps", "How long to train (optimiser steps)?", always},
+        {"optim.name", "Optimiser?", always},
+        {"optim.lr", "Peak learning rate?", always},
+        {"train.work_dir", "Where should metrics, checkpoints and model.pt go?", always},
+    };
+  }();
+  return q;
+}
+
+// An answer for one question: empty → the current value; a number picks a listed choice; y/n
+// for switches; anything else goes through the registry's parser (which explains refusals).
+json interpret(const Registry& reg, const Setting& s, const std::string& raw, const json& current) {
+  const std::string a = str::trim(raw);
+  if (a.empty()) return current;
+  if (s.type == Type::Choice) {
+    if (auto n = str::parse_uint(a); n && *n >= 1 && *n <= static_cast<long long>(s.choices.size()))
+      return s.choices[*n - 1];
+    if (auto n = str::parse_uint(a))
+      throw Error(fmt::format("{} is not one of the numbers 1-{}", *n, s.choices.size()),
+                  "Type a number from the list or the name itself.");
+  }
+  if (s.type == Type::Bool && (a == "y" || a == "Y")) return true;
+  if (s.type == Type::Bool && (a == "n" || a == "N")) return false;
+  return reg.parse_text(s, a);
+}
+
+std::string shown(const json& v) { return v.is_string() ? (v.get<std::string>().empty() ? "(empty)" : v.get<std::string>()) : v.dump(); }
+
+}  // namespace
+
+std::vector<std::string> wizard_keys() {
+  std::vector<std::string> out;
+  for (const auto& q : script()) out.push_back(q.key);
+  return out;
+}
+
+std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, std::ostream& out,
+                                       const WizardOptions& opt) {
+  std::map<std::string, json> answers;
+  std::set<std::string> preset;
+  for (const auto& layer : set_layers(reg, opt.sets))
+    for (const auto& [k, v] : layer.values) answers[k] = v, preset.insert(k);
+
+  auto current_job = [&] {
+    Layer l{Source::Cli, "wizard", answers};
+    return resolve(reg, {l});
+  };
+  if (!opt.use_defaults)
+    out << "mtrain config init: answer each question, or press Enter to keep the value in [brackets].\n";
+  int number = 0;
+  for (const auto& q : script()) {
+    Resolved r = current_job();
+    if (!q.when(r.job)) continue;
+    const Setting& s = reg.require(q.key);
+    const json current = get(r.job, q.key);
+    ++number;
+    if (preset.count(q.key)) {
+      out << fmt::format("[{}] {}: {} (from --set)\n", number, q.key, shown(current));
+      continue;
+    }
+    if (opt.use_defaults) {
+      answers[q.key] = current;
+      continue;
+    }
+    out << fmt::format("\n[{}] {}\n    {}\n", number, q.intro, s.help);
+    if (s.type == Type::Choice) {
+      std::string list;
+      for (size_t i = 0; i < s.choices.size(); ++i) list += fmt::format("  {}) {}", i + 1, s.choices[i]);
+      out << "   " << list << "\n";
+    } else {
+      out << "    (" << describe_type(s) << ")\n";
+    }
+    for (;;) {
+      out << fmt::format("  {} [{}]: ", q.key, shown(current)) << std::flush;
+      std::string line;
+      if (!std::getline(in, line))
+        throw Error("the input ended before the last question; no file was written",
+                    "Run `mtrain config init` on a terminal, or pass --defaults and --set key=value.");
+      try {
+        json v = interpret(reg, s, line, current);
+        // Check the answer against what is known so far (e.g. n_embd against n_head).
+        std::map<std::string, json> trial = answers;
+        trial[q.key] = v;
+        Resolved t = resolve(reg, {Layer{Source::Cli, "wizard", trial}});
+        for (const auto& p : cross_check(reg, t)) {
+          bool involves = false, all_known = true;
+          for (const auto& k : p.keys) {
+            involves = involves || k == q.key;
+            all_known = all_known && trial.count(k);
+          }
+          if (p.error && involves && all_known) throw Error(p.message, p.hint);
+        }
+        answers[q.key] = v;
+        break;
+      } catch (const Error& e) {
+        out << "  not accepted: " << e.message() << (e.hint().empty() ? "" : ". " + e.hint()) << "\n";
+      }
+    }
+  }
+  return answers;
+}
+
+std::string wizard_yaml(const Registry& reg, const std::map<std::string, json>& values,
+                        const std::string& file_name) {
+  YamlOptions opt;
+  opt.help_comments = true;
+  opt.header = {"mtrain job file, written by `mtrain config init`.",
+                "Run it:      mtrain launch --config " + file_name,
+                "Check it:    mtrain config validate " + file_name,
+                "All values:  mtrain config show --config " + file_name + " --sources",
+                "Every setting not listed here keeps its default (`mtrain config docs`)."};
+  return to_yaml(reg, values, opt);
+}
+
+std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istream& in, std::ostream& out) {
+  struct stat st {};
+  if (!opt.force && ::stat(opt.output.c_str(), &st) == 0)
+    throw Error(fmt::format("{} already exists; nothing was changed", opt.output),
+                "Pass --force to overwrite it, or -o to write another file.");
+  auto answers = run_wizard(reg, in, out, opt.wizard);
+  const std::string text = wizard_yaml(reg, answers, opt.output);
+  // The file must read back as a valid job: anything else is a bug in the wizard, not the user.
+  ValidateReport rep = validate_text(reg, text, opt.output);
+  if (!rep.ok())
+    throw Error("the answers do not make a valid job:\n" + format_report(rep),
+                "Change the answers above (or the --set values) and run it again.");
+  write_file(opt.output, text, opt.force);
+  out << fmt::format("\nWrote {} ({} settings). Run it with: mtrain launch --config {}\n", opt.output,
+                     answers.size(), opt.output);
+  return text;
+}
+
+}  // namespace mtrain::config

@@ -1,0 +1,42 @@
+#pragma once
+// `mtrain config init`: a short series of questions that adapt to earlier answers (where it
+// runs → hostfile or Slurm; strategy → ZeRO offload or FSDP sharding; fp16 → loss scaling),
+// each validated on the spot through the registry and the cross-field checks. Answers are read
+// from an std::istream so tests drive it with a string and the CLI with the terminal.
+#include <iosfwd>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mtrain/config/registry.hpp"
+
+namespace mtrain::config {
+
+struct WizardOptions {
+  bool use_defaults = false;       // ask nothing: every question takes its default
+  std::vector<std::string> sets;   // "key=value": answers given up front (those questions are skipped)
+};
+
+// The keys the wizard may ask about, in order (for docs and tests).
+std::vector<std::string> wizard_keys();
+
+// Runs the questions; returns the answers (and every --set) by key. Throws mtrain::Error when the
+// input ends before the last question.
+std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, std::ostream& out,
+                                       const WizardOptions& opt);
+
+// The job file text for a set of answers: help comments, values, how to run it.
+std::string wizard_yaml(const Registry& reg, const std::map<std::string, json>& values,
+                        const std::string& file_name);
+
+struct InitOptions {
+  std::string output = "job.yaml";
+  bool force = false;
+  WizardOptions wizard;
+};
+
+// Refuses to overwrite without force (before asking anything), runs the wizard, writes the file
+// and checks it reads back valid. Returns the text written.
+std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istream& in, std::ostream& out);
+
+}  // namespace mtrain::config

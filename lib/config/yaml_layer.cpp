@@ -1,0 +1,188 @@
+#include "mtrain/config/yaml_layer.hpp"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::config {
+
+std::string Position::str() const {
+  if (line <= 0) return file;
+  return fmt::format("{}:{}:{}", file, line, column);
+}
+
+std::string Issue::text() const {
+  std::string out = fmt::format("{}: {}: {}", where.str(), error ? "error" : "warning", message);
+  if (!hint.empty()) {
+    if (out.back() != '.' && out.back() != '?') out += '.';
+    out += ' ' + hint;
+  }
+  return out;
+}
+
+namespace {
+
+Position at(const std::string& file, const YAML::Mark& m) {
+  if (m.line < 0) return {file, 0, 0};
+  return {file, m.line + 1, m.column + 1};
+}
+
+struct Walker {
+  const Registry& reg;
+  std::string file;
+  YamlLayer& out;
+  std::set<std::string> prefixes;  // every dotted prefix of a key that is not itself a key
+
+  void issue(const YAML::Mark& m, std::string key, std::string message, std::string hint) {
+    out.issues.push_back({true, at(file, m), std::move(key), std::move(message), std::move(hint)});
+  }
+
+  void leaf(const Setting& s, const YAML::Node& k, const YAML::Node& v) {
+    if (v.IsNull()) {  // a missing value has no position of its own: point at its key
+      issue(k.Mark(), s.key, fmt::format("setting '{}' has no value", s.key),
+            fmt::format("It takes {}; delete the line to keep the default {}.", describe_type(s),
+                        s.default_value.dump()));
+      return;
+    }
+    if (!v.IsScalar()) {
+      issue(v.Mark(), s.key,
+            fmt::format("setting '{}' got a {}", s.key, v.IsSequence() ? "list" : "mapping"),
+            fmt::format("It takes a single value: {}.", describe_type(s)));
+      return;
+    }
+    std::string text = v.Scalar();
+    // YAML writes booleans in several spellings (True, YES); the registry speaks lowercase.
+    if (s.type == Type::Bool) text = [&] { std::string t = text; for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c))); return t; }();
+    try {
+      out.layer.values[s.key] = reg.parse_text(s, text);
+      out.positions[s.key] = at(file, v.Mark());
+    } catch (const Error& e) {
+      issue(v.Mark(), s.key, e.message(), e.hint());
+    }
+  }
+
+  void walk(const YAML::Node& node, const std::string& prefix) {
+    std::map<std::string, YAML::Mark> seen;
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const YAML::Node& k = it->first;
+      const YAML::Node& v = it->second;
+      if (!k.IsScalar()) {
+        issue(k.Mark(), "", "a key must be a plain name", "Write settings as name: value.");
+        continue;
+      }
+      const std::string full = prefix.empty() ? k.Scalar() : prefix + "." + k.Scalar();
+      auto dup = seen.find(full);
+      if (dup != seen.end()) {
+        issue(k.Mark(), full, fmt::format("'{}' is given twice (first at line {})", full, dup->second.line + 1),
+              "Keep one; YAML readers disagree on which one wins.");
+        continue;
+      }
+      seen.emplace(full, k.Mark());
+      if (const Setting* s = reg.find(full)) {
+        leaf(*s, k, v);
+      } else if (prefixes.count(full)) {
+        if (v.IsMap()) {
+          walk(v, full);
+        } else {
+          issue(v.Mark(), full, fmt::format("'{}' is a group of settings, not a value", full),
+                fmt::format("Write it as a mapping, e.g. {}: {{{}: …}}", k.Scalar(), first_child(full)));
+        }
+      } else {
+        std::vector<std::string> candidates;
+        if (v.IsMap())
+          candidates.assign(prefixes.begin(), prefixes.end());
+        else
+          candidates = reg.keys();
+        auto near = str::closest(full, candidates);
+        issue(k.Mark(), full, fmt::format("unknown setting '{}'", full),
+              near ? fmt::format("Did you mean '{}'? `mtrain config docs` lists every setting.", *near)
+                   : "`mtrain config docs` lists every setting.");
+      }
+    }
+  }
+
+  std::string first_child(const std::string& prefix) const {
+    for (const auto& s : reg.all())
+      if (s.key.rfind(prefix + ".", 0) == 0) return s.key.substr(prefix.size() + 1);
+    return "…";
+  }
+};
+
+}  // namespace
+
+YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const std::string& origin,
+                           Source source) {
+  YamlLayer out;
+  out.layer.source = source;
+  out.layer.origin = origin;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::ParserException& e) {
+    out.issues.push_back({true, at(origin, e.mark), "", "not valid YAML: " + e.msg,
+                          "Check the indentation and quoting near that spot."});
+    return out;
+  }
+  if (!root || root.IsNull()) return out;  // an empty file sets nothing
+  if (!root.IsMap()) {
+    out.issues.push_back({true, at(origin, root.Mark()), "", "a job file must be a mapping of settings",
+                          "Write one setting per line, e.g. strategy: zero2"});
+    return out;
+  }
+  Walker w{reg, origin, out, {}};
+  for (const auto& key : reg.keys()) {
+    auto parts = str::split(key, '.');
+    std::string p;
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      p += (i ? "." : "") + parts[i];
+      if (!reg.find(p)) w.prefixes.insert(p);
+    }
+  }
+  w.walk(root, "");
+  return out;
+}
+
+YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source) {
+  std::ifstream in(path);
+  if (!in) {
+    YamlLayer out;
+    out.layer.source = source;
+    out.layer.origin = path;
+    out.issues.push_back({true, {path, 0, 0}, "", "cannot read the file",
+                          "Check the path and its permissions."});
+    return out;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_yaml_layer(reg, ss.str(), path, source);
+}
+
+void throw_if_errors(const std::vector<Issue>& issues, const std::string& what) {
+  std::vector<std::string> lines;
+  for (const auto& i : issues)
+    if (i.error) lines.push_back(i.text());
+  if (lines.empty()) return;
+  if (lines.size() == 1) {
+    const Issue* first = nullptr;
+    for (const auto& i : issues)
+      if (i.error && !first) first = &i;
+    throw Error(first->message, first->hint).at(first->where.str());
+  }
+  throw Error(fmt::format("{} has {} problems:\n  {}", what, lines.size(), str::join(lines, "\n  ")),
+              "Fix them all; `mtrain config validate FILE` prints the same list.");
+}
+
+Layer load_yaml_layer(const Registry& reg, const std::string& path, Source source) {
+  YamlLayer y = read_yaml_layer(reg, path, source);
+  throw_if_errors(y.issues, path);
+  return y.layer;
+}
+
+}  // namespace mtrain::config

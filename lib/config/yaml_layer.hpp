@@ -1,0 +1,43 @@
+#pragma once
+// Reading a job YAML file into a registry Layer, keeping where every value stood so that every
+// problem can be reported as file:line:column. Reading never stops at the first problem: it
+// collects them all (what `config validate` prints); load_yaml_layer throws them together.
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mtrain/config/registry.hpp"
+
+namespace mtrain::config {
+
+struct Position {
+  std::string file;
+  int line = 0, column = 0;  // 1-based; 0: the whole file
+  std::string str() const;   // "job.yaml:3:7", or "job.yaml" when line is 0
+};
+
+struct Issue {
+  bool error = true;  // false: a warning
+  Position where;
+  std::string key;    // the setting's dotted path, when known
+  std::string message;
+  std::string hint;
+  std::string text() const;  // "job.yaml:3:7: error: <message>. <hint>"
+};
+
+struct YamlLayer {
+  Layer layer;                               // the values that were valid
+  std::map<std::string, Position> positions; // key → where its value stands
+  std::vector<Issue> issues;                 // every problem found, in file order
+};
+
+// Parse YAML text (origin names it in positions); never throws on bad content.
+YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const std::string& origin,
+                           Source source);
+// Read a file; a missing or unreadable file is an issue at position 0.
+YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source);
+
+// Throws an Error listing every issue (one per line) when there is any error.
+void throw_if_errors(const std::vector<Issue>& issues, const std::string& what);
+
+}  // namespace mtrain::config

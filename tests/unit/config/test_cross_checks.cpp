@@ -1,0 +1,52 @@
+#include <catch2/catch.hpp>
+
+#include "mtrain/config/cross_checks.hpp"
+
+using namespace mtrain::config;
+
+namespace {
+std::vector<Problem> check(std::map<std::string, json> values) {
+  const auto& reg = job_registry();
+  return cross_check(reg, resolve(reg, {Layer{Source::JobFile, "job.yaml", std::move(values)}}));
+}
+size_t errors(const std::vector<Problem>& ps) {
+  size_t n = 0;
+  for (const auto& p : ps) n += p.error;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("defaults pass the cross-field checks", "[config]") { CHECK(check({}).empty()); }
+
+TEST_CASE("global batch must equal micro batch x accumulation x world size", "[config]") {
+  auto ok = check({{"train.batch_size", 4}, {"train.grad_accum", 2}, {"train.global_batch_size", 64},
+                   {"launch.nproc_per_node", "4"}, {"launch.nnodes", 2}});
+  CHECK(errors(ok) == 0);
+  auto bad = check({{"train.batch_size", 4}, {"train.grad_accum", 2}, {"train.global_batch_size", 64},
+                    {"launch.nproc_per_node", "4"}, {"launch.nnodes", 1}});
+  REQUIRE(errors(bad) == 1);
+  CHECK_THAT(bad[0].message, Catch::Contains("is 32"));
+  // World size unknown (auto): only divisibility can be checked.
+  CHECK(errors(check({{"train.batch_size", 4}, {"train.global_batch_size", 64}})) == 0);
+  CHECK(errors(check({{"train.batch_size", 5}, {"train.global_batch_size", 64}})) == 1);
+}
+
+TEST_CASE("offloading needs the right ZeRO stage", "[config]") {
+  CHECK(errors(check({{"strategy", "zero3"}, {"zero.offload_param_device", "cpu"}})) == 0);
+  auto bad = check({{"strategy", "zero2"}, {"zero.offload_param_device", "cpu"}});
+  REQUIRE(errors(bad) == 1);
+  CHECK(bad[0].keys[0] == "zero.offload_param_device");
+  CHECK(errors(check({{"strategy", "ddp"}, {"zero.offload_optimizer_device", "cpu"}})) == 1);
+  CHECK(errors(check({{"strategy", "zero1"}, {"zero.offload_optimizer_device", "cpu"}})) == 0);
+  CHECK(errors(check({{"strategy", "zero2"}, {"zero.stage", 3}})) == 1);
+}
+
+TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
+  CHECK(errors(check({{"model.n_head", 6}, {"model.n_embd", 128}})) == 1);
+  CHECK(errors(check({{"model.name", "mlp"}, {"model.n_head", 6}})) == 0);
+  auto w = check({{"fsdp.cpu_offload", true}, {"precision.loss_scale", 128.0}});
+  CHECK(errors(w) == 0);
+  CHECK(w.size() == 2);
+  CHECK(errors(check({{"launch.launcher", "ssh"}})) == 1);
+  CHECK(errors(check({{"launch.launcher", "local"}, {"launch.nnodes", 2}})) == 1);
+}

@@ -1,0 +1,176 @@
+// The seeds' DeepSpeed JSON and accelerate YAML (tests/data/config/seeds) import to the expected
+// jobs; nothing is dropped without a warning.
+#include <algorithm>
+
+#include <catch2/catch.hpp>
+
+#include "mtrain/config/import.hpp"
+#include "mtrain/config/validate.hpp"
+#include "mtrain/core/error.hpp"
+
+using namespace mtrain::config;
+
+namespace {
+std::string seed(const std::string& name) { return std::string(MTRAIN_SOURCE_DIR) + "/tests/data/config/seeds/" + name; }
+
+bool warned(const ImportResult& r, const std::string& path) {
+  return std::any_of(r.warnings.begin(), r.warnings.end(), [&](const std::string& w) { return w.rfind(path + ":", 0) == 0; });
+}
+
+void check_valid(const ImportResult& r) {
+  ValidateReport rep = validate_text(job_registry(), import_yaml(job_registry(), r), "imported.yaml");
+  INFO(format_report(rep));
+  CHECK(rep.ok());
+  // The written job reads back to exactly the imported values.
+  CHECK(parse_yaml_layer(job_registry(), import_yaml(job_registry(), r), "imported.yaml", Source::JobFile).layer.values == r.values);
+}
+}  // namespace
+
+TEST_CASE("seed 001 ds_config.json (HF Trainer, auto values) imports", "[config][import]") {
+  ImportResult r = import_file(job_registry(), seed("ds_zero3_hf.json"));
+  CHECK(r.format == ImportFormat::DeepSpeed);
+  const std::map<std::string, json> expected = {
+      {"strategy", "zero3"},
+      {"zero.stage", 3},
+      {"zero.offload_optimizer_device", "none"},
+      {"zero.offload_param_device", "none"},
+      {"zero.overlap_comm", true},
+      {"zero.contiguous_gradients", true},
+      {"zero.reduce_bucket_size", "auto"},
+      {"zero.stage3_prefetch_bucket_size", "auto"},
+      {"zero.stage3_param_persistence_threshold", "auto"},
+      {"zero.stage3_max_live_parameters", 1000000000},
+      {"zero.stage3_max_reuse_distance", 1000000000},
+      {"zero.stage3_gather_16bit_weights_on_model_save", true},
+      {"precision.loss_scale", 0.0},
+      {"precision.loss_scale_window", 1000},
+      {"precision.initial_scale_power", 16},
+      {"precision.hysteresis", 2},
+      {"precision.min_loss_scale", 1.0},
+      {"train.log_interval", 100},
+      {"train.batch_size", 2},
+  };
+  CHECK(r.values == expected);
+  for (const char* w : {"fp16.enabled", "gradient_accumulation_steps", "gradient_clipping", "train_batch_size",
+                        "wall_clock_breakdown", "zero_optimization.sub_group_size",
+                        "zero_optimization.offload_optimizer.pin_memory", "zero_optimization.offload_param.pin_memory"})
+    CHECK(warned(r, w));
+  CHECK(r.warnings.size() == 8);
+  check_valid(r);
+}
+
+TEST_CASE("seed 002 DeepSpeed config with // comments, optimizer and WarmupLR imports", "[config][import]") {
+  ImportResult r = import_file(job_registry(), seed("ds_zero3_resnet.json"));
+  const std::map<std::string, json> expected = {
+      {"strategy", "zero3"},
+      {"zero.stage", 3},
+      {"zero.offload_optimizer_device", "cpu"},
+      {"zero.overlap_comm", true},
+      {"zero.contiguous_gradients", true},
+      {"zero.reduce_bucket_size", "auto"},
+      {"zero.stage3_prefetch_bucket_size", "auto"},
+      {"zero.stage3_param_persistence_threshold", "auto"},
+      {"zero.stage3_max_live_parameters", 1000000000},
+      {"zero.stage3_max_reuse_distance", 1000000000},
+      {"zero.stage3_gather_16bit_weights_on_model_save", true},
+      {"train.precision", "fp16"},
+      {"precision.loss_scale", 0.0},
+      {"precision.loss_scale_window", 1000},
+      {"precision.initial_scale_power", 16},
+      {"precision.hysteresis", 2},
+      {"precision.min_loss_scale", 1.0},
+      {"optim.name", "adamw"},
+      {"optim.lr", 0.0001},
+      {"optim.weight_decay", 0.01},
+      {"sched.name", "constant"},
+      {"sched.warmup_steps", 500},
+  };
+  CHECK(r.values == expected);
+  CHECK(r.warnings.size() == 2);
+  CHECK(warned(r, "scheduler.params.warmup_type"));
+  CHECK(warned(r, "zero_optimization.sub_group_size"));
+  check_valid(r);
+}
+
+TEST_CASE("seed 000 MMEngine DeepSpeedStrategy arguments import", "[config][import]") {
+  ImportResult r = import_file(job_registry(), seed("ds_mmengine_strategy.json"));
+  CHECK(r.values.at("strategy") == "zero3");
+  CHECK(r.values.at("train.precision") == "fp16");
+  CHECK(r.values.at("precision.initial_scale_power") == 15);
+  CHECK(r.values.at("precision.loss_scale_window") == 500);
+  CHECK(r.values.at("zero.allgather_bucket_size") == 50000000);
+  CHECK(r.values.at("zero.reduce_bucket_size") == 50000000);
+  CHECK(r.values.at("zero.offload_optimizer_device") == "none");  // cpu_offload: false
+  for (const char* w : {"fp16.fp16_master_weights_and_grads", "inputs_to_half", "zero_optimization.allgather_partitions",
+                        "zero_optimization.reduce_scatter"})
+    CHECK(warned(r, w));
+  CHECK(r.warnings.size() == 4);
+  check_valid(r);
+}
+
+TEST_CASE("seed 001 accelerate config.yaml (DEEPSPEED, 8 processes) imports", "[config][import]") {
+  ImportResult r = import_file(job_registry(), seed("accelerate_deepspeed.yaml"));
+  CHECK(r.format == ImportFormat::Accelerate);
+  const std::map<std::string, json> expected = {
+      {"strategy", "zero3"},
+      {"zero.stage", 3},
+      {"zero.offload_optimizer_device", "cpu"},
+      {"zero.offload_param_device", "cpu"},
+      {"zero.stage3_gather_16bit_weights_on_model_save", true},
+      {"train.grad_accum", 1},
+      {"optim.grad_clip", 1.0},
+      {"train.precision", "fp32"},
+      {"launch.nnodes", 1},
+      {"launch.nproc_per_node", "8"},
+      {"launch.rdzv_backend", "static"},
+  };
+  CHECK(r.values == expected);
+  for (const char* w : {"debug", "deepspeed_config.zero3_init_flag", "downcast_bf16", "enable_cpu_affinity", "machine_rank",
+                        "main_training_function", "same_network", "tpu_env", "tpu_use_cluster", "tpu_use_sudo"})
+    CHECK(warned(r, w));
+  CHECK(r.warnings.size() == 10);
+  check_valid(r);
+}
+
+TEST_CASE("accelerate FSDP and multi-machine configs", "[config][import]") {
+  const std::string yaml =
+      "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 2\n  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
+      "  fsdp_min_num_params: 10000000\n  fsdp_offload_params: true\n  fsdp_backward_prefetch: NO_PREFETCH\n"
+      "  fsdp_state_dict_type: SHARDED_STATE_DICT\nmixed_precision: bf16\nnum_machines: 2\nnum_processes: 16\n"
+      "main_process_ip: 10.0.0.1\nmain_process_port: 29555\ngpu_ids: all\n";
+  ImportResult r = import_text(job_registry(), yaml, "acc.yaml");
+  CHECK(r.values.at("strategy") == "fsdp");
+  CHECK(r.values.at("fsdp.sharding_strategy") == "SHARD_GRAD_OP");
+  CHECK(r.values.at("fsdp.wrap_policy") == "size");
+  CHECK(r.values.at("fsdp.min_num_params") == 10000000);
+  CHECK(r.values.at("fsdp.cpu_offload") == true);
+  CHECK(r.values.at("fsdp.backward_prefetch") == "NONE");
+  CHECK(r.values.at("train.precision") == "bf16");
+  CHECK(r.values.at("launch.nnodes") == 2);
+  CHECK(r.values.at("launch.nproc_per_node") == "8");
+  CHECK(r.values.at("launch.master_addr") == "10.0.0.1");
+  CHECK(r.values.at("launch.master_port") == 29555);
+  CHECK(r.values.at("launch.gpus") == "all");
+  CHECK(warned(r, "fsdp_config.fsdp_state_dict_type"));
+  check_valid(r);
+}
+
+TEST_CASE("import refuses contradictions and unknown formats", "[config][import]") {
+  const auto& reg = job_registry();
+  CHECK_THROWS_WITH(import_text(reg, R"({"fp16": {"enabled": true}, "bf16": {"enabled": true}})", "ds.json"),
+                    Catch::Contains("both true"));
+  CHECK_THROWS_WITH(import_text(reg, R"({"zero_optimization": {"stage": 4}})", "ds.json"),
+                    Catch::Contains("zero_optimization.stage") && Catch::Contains("above the maximum 3"));
+  CHECK_THROWS_WITH(import_text(reg, "{\n  \"train_batch_size\": 8,\n}\n", "ds.json"), Catch::Contains("ds.json:3:"));
+  CHECK_THROWS_WITH(import_text(reg, "strategy: zero2\n", "job.yaml"), Catch::Contains("already is an mtrain job"));
+  CHECK_THROWS_WITH(import_text(reg, "hello: world\n", "x.yaml"), Catch::Contains("neither a DeepSpeed config"));
+  ImportResult sched = import_text(
+      reg, R"({"optimizer": {"type": "AdamW", "params": {"lr": 0.001, "betas": [0.8, 0.99]}},
+               "scheduler": {"type": "WarmupDecayLR", "params": {"total_num_steps": 1000, "warmup_num_steps": 100}}})",
+      "ds.json");
+  CHECK(sched.values.at("sched.name") == "linear");
+  CHECK(sched.values.at("sched.total_iters") == 900);
+  CHECK(sched.values.at("sched.end_factor") == 0.0);
+  CHECK(sched.values.at("optim.beta1") == Approx(0.8));
+  CHECK(sched.values.at("optim.beta2") == Approx(0.99));
+}

@@ -1,0 +1,124 @@
+// `config init` driven through its input stream: adaptive questions, on-the-spot validation,
+// --defaults / --set, and the overwrite guard.
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "mtrain/config/validate.hpp"
+#include "mtrain/config/wizard.hpp"
+#include "mtrain/core/error.hpp"
+
+using namespace mtrain::config;
+
+namespace {
+std::map<std::string, json> drive(const std::string& answers, std::string* transcript = nullptr, WizardOptions opt = {}) {
+  std::istringstream in(answers);
+  std::ostringstream out;
+  auto r = run_wizard(job_registry(), in, out, opt);
+  if (transcript) *transcript = out.str();
+  return r;
+}
+std::string temp_path(const std::string& name) {
+  return "/tmp/mtrain_wizard_test_" + std::to_string(::getpid()) + "_" + name;
+}
+}  // namespace
+
+TEST_CASE("all defaults: Enter on every question", "[config][wizard]") {
+  std::string t;
+  auto a = drive(std::string(40, '\n'), &t);
+  CHECK(a.at("strategy") == "ddp");
+  CHECK(a.at("launch.launcher") == "auto");
+  CHECK(a.count("zero.offload_optimizer_device") == 0);  // not asked for ddp
+  CHECK(a.count("fsdp.sharding_strategy") == 0);
+  CHECK(a.count("slurm.partition") == 0);
+  CHECK_THAT(t, Catch::Contains("1) ddp  2) zero1"));
+  CHECK_THAT(t, Catch::Contains("strategy [ddp]:"));
+}
+
+TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm asks the allocation", "[config][wizard]") {
+  // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
+  // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; strategy 4 = zero3; offload opt cpu; param cpu;
+  // precision 3 = fp16; loss_scale Enter (0 dynamic); power 12; batch 8; accum 2; steps 100; optim Enter; lr 3e-4; work dir
+  std::string t;
+  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n4\ncpu\ncpu\n3\n\n12\n8\n2\n100\n\n3e-4\nruns/a\n", &t);
+  CHECK(a.at("launch.launcher") == "slurm");
+  CHECK(a.at("slurm.nodes") == 2);
+  CHECK(a.at("slurm.gpus_per_node") == 4);
+  CHECK(a.at("slurm.partition") == "gpu");
+  CHECK(a.at("slurm.time") == "2:00:00");
+  CHECK(a.at("strategy") == "zero3");
+  CHECK(a.at("zero.offload_optimizer_device") == "cpu");
+  CHECK(a.at("zero.offload_param_device") == "cpu");
+  CHECK(a.at("train.precision") == "fp16");
+  CHECK(a.at("precision.loss_scale") == 0.0);
+  CHECK(a.at("precision.initial_scale_power") == 12);
+  CHECK(a.at("optim.lr") == Approx(3e-4));
+  CHECK(a.at("train.work_dir") == "runs/a");
+  CHECK(a.count("launch.hostfile") == 0);
+  CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
+}
+
+TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked with the reason", "[config][wizard]") {
+  std::string t;
+  // launcher ssh; nproc 'lots' (bad) then 2; hostfile Enter (refused: ssh needs one) then hosts.txt;
+  // nnodes 0 (bad) then 2; model Enter; n_layer; n_head 6; n_embd 128 (not divisible) then 96;
+  // strategy 'fsdpp' (bad) then fsdp; sharding 9 (bad number) then HYBRID_SHARD; cpu_offload y; rest Enter.
+  auto a = drive("ssh\nlots\n2\n\nhosts.txt\n0\n2\n\n\n6\n128\n96\nfsdpp\nfsdp\n9\nHYBRID_SHARD\ny\n" + std::string(10, '\n'), &t);
+  CHECK(a.at("launch.launcher") == "ssh");
+  CHECK(a.at("launch.nproc_per_node") == "2");
+  CHECK(a.at("launch.hostfile") == "hosts.txt");
+  CHECK(a.at("launch.nnodes") == 2);
+  CHECK(a.at("model.n_embd") == 96);
+  CHECK(a.at("strategy") == "fsdp");
+  CHECK(a.at("fsdp.sharding_strategy") == "HYBRID_SHARD");
+  CHECK(a.at("fsdp.cpu_offload") == true);
+  CHECK(a.count("zero.offload_optimizer_device") == 0);
+  CHECK_THAT(t, Catch::Contains("not accepted: setting 'launch.nproc_per_node' got 'lots'"));
+  CHECK_THAT(t, Catch::Contains("not accepted: launch.launcher is 'ssh' but no launch.hostfile"));
+  CHECK_THAT(t, Catch::Contains("below the minimum 1"));
+  CHECK_THAT(t, Catch::Contains("model.n_embd 128 is not divisible by model.n_head 6"));
+  CHECK_THAT(t, Catch::Contains("did you mean 'fsdp'"));
+  CHECK_THAT(t, Catch::Contains("9 is not one of the numbers 1-4"));
+}
+
+TEST_CASE("input ending early writes nothing", "[config][wizard]") {
+  CHECK_THROWS_WITH(drive("\n\n"), Catch::Contains("input ended"));
+}
+
+TEST_CASE("wizard with --defaults and --set answers without reading", "[config][wizard]") {
+  WizardOptions opt;
+  opt.use_defaults = true;
+  opt.sets = {"strategy=zero2", "optim.lr=0.01", "checkpoint.keep=5"};
+  std::string t;
+  auto a = drive("", &t, opt);
+  CHECK(a.at("strategy") == "zero2");
+  CHECK(a.at("zero.offload_optimizer_device") == "none");  // asked because of zero2, took its default
+  CHECK(a.at("optim.lr") == Approx(0.01));
+  CHECK(a.at("checkpoint.keep") == 5);  // not a question, still written
+  CHECK_THAT(t, Catch::Contains("strategy: zero2 (from --set)"));
+  opt.sets = {"strategy=zero9"};
+  CHECK_THROWS_WITH(drive("", nullptr, opt), Catch::Contains("--set strategy=zero9"));
+}
+
+TEST_CASE("init refuses to overwrite without --force and writes a valid file", "[config][wizard]") {
+  InitOptions opt;
+  opt.output = temp_path("job.yaml");
+  opt.wizard.use_defaults = true;
+  std::remove(opt.output.c_str());
+  std::istringstream in;
+  std::ostringstream out;
+  init_job_file(job_registry(), opt, in, out);
+  CHECK(validate_file(job_registry(), opt.output).ok());
+  CHECK_THROWS_WITH(init_job_file(job_registry(), opt, in, out), Catch::Contains("already exists") && Catch::Contains("--force"));
+  opt.force = true;
+  opt.wizard.sets = {"train.max_steps=7"};
+  init_job_file(job_registry(), opt, in, out);
+  std::ifstream f(opt.output);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  CHECK_THAT(ss.str(), Catch::Contains("max_steps: 7"));
+  std::remove(opt.output.c_str());
+}

@@ -1,0 +1,79 @@
+// Invalid job files → exact positions, key paths, values, allowed values and suggestions.
+#include <catch2/catch.hpp>
+
+#include "mtrain/config/validate.hpp"
+
+using namespace mtrain::config;
+
+namespace {
+std::string fixture(const std::string& name) { return std::string(MTRAIN_SOURCE_DIR) + "/tests/data/config/invalid/" + name; }
+
+struct Case {
+  const char* file;
+  int line, column;
+  const char* key;
+  std::vector<const char*> says;
+};
+}  // namespace
+
+TEST_CASE("invalid files report the exact position of each error", "[config]") {
+  const std::vector<Case> table = {
+      {"unknown_key.yaml", 2, 3, "optim.lrr", {"unknown setting 'optim.lrr'", "Did you mean 'optim.lr'"}},
+      {"unknown_section.yaml", 1, 1, "trian", {"unknown setting 'trian'", "Did you mean 'train'"}},
+      {"bad_int.yaml", 2, 14, "train.max_steps", {"'10x'", "an integer from 0"}},
+      {"bad_choice.yaml", 1, 11, "strategy", {"'zero4'", "one of ddp, zero1, zero2, zero3, fsdp", "did you mean"}},
+      {"below_min.yaml", 2, 15, "train.batch_size", {"'0'", "below the minimum 1"}},
+      {"bad_bool.yaml", 2, 12, "data.shuffle", {"'maybe'", "true or false"}},
+      {"bad_nproc.yaml", 2, 19, "launch.nproc_per_node", {"'many'", "a count, auto, cpu or gpu"}},
+      {"duplicate.yaml", 3, 3, "train.max_steps", {"given twice (first at line 2)"}},
+      {"group_as_value.yaml", 1, 8, "optim", {"group of settings"}},
+      {"no_value.yaml", 2, 3, "train.work_dir", {"has no value"}},
+      {"bad_indent.yaml", 3, 8, "", {"not valid YAML"}},
+      {"embd_not_divisible.yaml", 4, 11, "model.n_embd", {"n_embd 128 is not divisible by model.n_head 6"}},
+      {"offload_param_stage2.yaml", 3, 25, "zero.offload_param_device", {"only offloadable) with ZeRO stage 3", "'zero2'"}},
+      {"global_batch.yaml", 4, 22, "train.global_batch_size", {"is 64 but", "is 32"}},
+  };
+  const auto& reg = job_registry();
+  for (const auto& c : table) {
+    DYNAMIC_SECTION(c.file) {
+      ValidateReport rep = validate_file(reg, fixture(c.file));
+      CHECK_FALSE(rep.ok());
+      REQUIRE(rep.issues.size() >= 1);
+      const Issue& i = rep.issues[0];
+      INFO(i.text());
+      CHECK(i.error);
+      CHECK(i.where.line == c.line);
+      CHECK(i.where.column == c.column);
+      CHECK(i.key == c.key);
+      for (const char* s : c.says) CHECK_THAT(i.text(), Catch::Contains(s));
+      CHECK_THAT(i.text(), Catch::StartsWith(fixture(c.file) + ":" + std::to_string(c.line) + ":"));
+    }
+  }
+}
+
+TEST_CASE("validate reports every error, not just the first", "[config]") {
+  ValidateReport rep = validate_file(job_registry(), fixture("many_errors.yaml"));
+  REQUIRE(rep.issues.size() == 4);
+  CHECK(rep.issues[0].where.line == 2);
+  CHECK(rep.issues[0].key == "strategy");
+  CHECK(rep.issues[1].where.line == 4);
+  CHECK(rep.issues[1].key == "optim.lr");
+  CHECK(rep.issues[2].where.line == 5);
+  CHECK_THAT(rep.issues[2].text(), Catch::Contains("did you mean 'optim.beta1'") || Catch::Contains("Did you mean 'optim.beta1'"));
+  CHECK(rep.issues[3].where.line == 7);
+  CHECK_THAT(format_report(rep), Catch::Contains("invalid, 4 errors"));
+}
+
+TEST_CASE("valid files pass, warnings do not fail", "[config]") {
+  ValidateReport rep = validate_text(job_registry(), "strategy: fsdp\nfsdp:\n  cpu_offload: true\nddp:\n  bucket_cap_mb: 10\n", "j.yaml");
+  CHECK(rep.ok());
+  REQUIRE(rep.issues.size() == 1);
+  CHECK_FALSE(rep.issues[0].error);
+  CHECK(rep.issues[0].where.line == 5);
+  CHECK(validate_text(job_registry(), "", "empty.yaml").ok());
+  CHECK_FALSE(validate_text(job_registry(), "- a\n- b\n", "list.yaml").ok());
+  // Dotted keys at the top level are the same settings.
+  ValidateReport dotted = validate_text(job_registry(), "train.max_steps: 5\n", "d.yaml");
+  CHECK(dotted.ok());
+  CHECK(dotted.settings == 1);
+}
