@@ -5,6 +5,7 @@
 
 #include "commands.hpp"
 #include "mtrain/config/registry.hpp"
+#include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
@@ -21,6 +22,7 @@ struct LaunchFlags {
   bool no_local_rank = false;
   std::map<std::string, std::string> job_flags;  // setting key → text
   std::vector<std::string> sets;
+  std::string config_file;
 };
 
 std::string self_exe() {
@@ -29,40 +31,45 @@ std::string self_exe() {
   return ec ? std::string() : p.string();
 }
 
-// Until the layered resolver lands: defaults < MTRAIN_* environment < flags < --set.
-config::json resolve_job_spec(const LaunchFlags& f) {
-  const auto& reg = config::job_registry();
-  config::Layer env{config::Source::Env, "environment", {}};
-  for (const auto& s : reg.all()) {
-    if (s.env.empty()) continue;
-    if (const char* v = std::getenv(s.env.c_str())) {
-      try {
-        env.values[s.key] = reg.parse_text(s, v);
-      } catch (Error& e) {
-        throw e.at(s.env);
-      }
-    }
+// The job through every layer (defaults < user file < --config < MTRAIN_* < flags < --set).
+config::Resolved resolve(const LaunchFlags& f) {
+  config::JobInputs in;
+  in.job_file = f.config_file;
+  in.flags = f.job_flags;
+  in.sets = f.sets;
+  in.env = config::process_environment();
+  auto r = config::resolve_job(config::job_registry(), in);
+  for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  return r;
+}
+
+std::string text_of(const config::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+// launch.* values from a job or user file fill in what neither a flag nor MTRAIN_* gave.
+void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch::LaunchOptions& o) {
+  auto from_file = [&](const std::string& key, const std::string& flag) {
+    auto it = r.provenance.find(key);
+    if (it == r.provenance.end()) return false;
+    auto src = it->second.first;
+    if (src != config::Source::JobFile && src != config::Source::UserFile) return false;
+    return sub.get_option(flag)->count() == 0;
+  };
+  auto str = [&](const char* key, const char* flag, std::string& dst) {
+    if (from_file(key, flag)) dst = text_of(config::get(r.job, key));
+  };
+  str("launch.nproc_per_node", "--nproc-per-node", o.plan.nproc_per_node);
+  str("launch.gpus", "--gpus", o.plan.gpus);
+  str("launch.include", "--include", o.plan.include);
+  str("launch.exclude", "--exclude", o.plan.exclude);
+  str("launch.master_addr", "--master-addr", o.plan.master_addr);
+  str("launch.master_port", "--master-port", o.master_port);
+  str("launch.log_dir", "--log-dir", o.output.log_dir);
+  if (from_file("launch.max_restarts", "--max-restarts"))
+    o.plan.max_restarts = config::get(r.job, "launch.max_restarts").get<int>();
+  if (from_file("launch.nnodes", "--nnodes")) {
+    auto v = str::parse_uint(text_of(config::get(r.job, "launch.nnodes")));
+    if (v) o.plan.nnodes = static_cast<int>(*v);
   }
-  config::Layer cli{config::Source::Cli, "command line", {}};
-  for (const auto& [key, text] : f.job_flags) {
-    const auto& s = reg.require(key);
-    try {
-      cli.values[key] = reg.parse_text(s, text);
-    } catch (Error& e) {
-      throw e.at("--" + s.flag);
-    }
-  }
-  for (const auto& kv : f.sets) {
-    auto eq = kv.find('=');
-    if (eq == std::string::npos) throw Error("--set '" + kv + "' is not key=value", "Write e.g. --set optim.lr=3e-4.");
-    const auto& s = reg.require(kv.substr(0, eq));
-    try {
-      cli.values[s.key] = reg.parse_text(s, kv.substr(eq + 1));
-    } catch (Error& e) {
-      throw e.at("--set");
-    }
-  }
-  return config::resolve(reg, {env, cli}).job;
 }
 
 }  // namespace
@@ -151,7 +158,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
   const char* kJob = "Bundled trainer (when no PROGRAM is given)";
   for (const auto& s : config::job_registry().all()) {
-    if (s.flag.empty()) continue;
+    if (s.flag.empty() || s.scope != config::Scope::Job) continue;
     std::string help = s.help;
     if (!s.choices.empty()) help += " {" + str::join(s.choices, ",") + "}";
     std::string key = s.key;
@@ -160,6 +167,9 @@ void add_launch(CLI::App& root, Exit& exit) {
         ->group(kJob)
         ->default_str(s.default_value.is_string() ? s.default_value.get<std::string>() : s.default_value.dump());
   }
+  sub->add_option("--config", f->config_file, "Job file (YAML; `mtrain config init` writes one)")
+      ->envname("MTRAIN_CONFIG")
+      ->group(kJob);
   sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)")->group(kJob);
 
   sub->callback([f, sub, &exit] {
@@ -169,10 +179,15 @@ void add_launch(CLI::App& root, Exit& exit) {
     o.output.prefix = !f->no_prefix;
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
-    if (o.plan.program.empty()) {
-      o.worker_path = launch::find_worker(self_exe());
-      o.job_spec_json = resolve_job_spec(*f).dump(2);
-    } else if (!f->job_flags.empty() || !f->sets.empty()) {
+    if (o.plan.program.empty() || !f->config_file.empty()) {
+      auto r = resolve(*f);
+      apply_file_launch_settings(r, *sub, o);
+      if (o.plan.program.empty()) {
+        o.worker_path = launch::find_worker(self_exe());
+        o.job_spec_json = config::job_spec(config::job_registry(), r.job).dump(2);
+      }
+    }
+    if (!o.plan.program.empty() && (!f->job_flags.empty() || !f->sets.empty())) {
       throw Error("trainer settings (--strategy, --model, --set, …) apply to the bundled trainer, but a program was given: " +
                       o.plan.program.front(),
                   "Drop them, or drop the program to run the bundled trainer.");
