@@ -45,6 +45,8 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o) 
     throw Error(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
                 "RANK must be in [0, WORLD_SIZE)");
   }
+  // The join (Gloo's full-mesh connect) waits on the store: bound it by the same timeout.
+  store->setTimeout(o.timeout);
   backend_ = o.backend == BackendKind::Nccl
                  ? compat::make_nccl(store, o.rank, o.world, o.timeout)
                  : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname);
