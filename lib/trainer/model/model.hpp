@@ -61,6 +61,9 @@ ModelSpec model_spec_from_job(const nlohmann::json& job);
 
 class TaskModel : public torch::nn::Module {
  public:
+  // The model's raw output for a batch input: logits [B, classes], or [B, T, vocab] for
+  // language models. Uses the module's current train/eval mode and autograd state.
+  virtual at::Tensor forward(const at::Tensor& input) = 0;
   // Mean loss over the batch (over every token for language models).
   virtual at::Tensor loss(const Batch& b) = 0;
   // Summed loss and hits, without autograd and in eval mode (dropout off, BatchNorm uses its
