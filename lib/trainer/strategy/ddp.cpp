@@ -175,7 +175,8 @@ class Ddp final : public Strategy {
     for (size_t bi = 0; bi < buckets_.size(); ++bi) {
       for (auto& [sname, st] : optims_[bi]->state()) {
         for (const auto& e : buckets_[bi].entries) {
-          load("optim/" + sname + "/" + names_[e.param], st.narrow(0, e.offset, e.numel));
+          load("optim/" + sname + "/" + names_[e.param],
+               st.narrow(0, e.offset, e.numel).view(params_[e.param].sizes()));
         }
       }
     }
