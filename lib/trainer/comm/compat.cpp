@@ -12,6 +12,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef MTRAIN_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -47,6 +48,18 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::mi
   throw Error("this mtrain-worker was built without CUDA, so the NCCL backend is unavailable",
               "rebuild with -DMTRAIN_WITH_CUDA=ON against a CUDA LibTorch, or train on CPU (gloo)");
 #endif
+}
+
+int64_t device_peak_bytes(const at::Device& device) {
+#ifdef MTRAIN_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+        .peak;
+  }
+#endif
+  (void)device;
+  return 0;
 }
 
 bool has_flat_collectives(const BackendPtr& backend) {

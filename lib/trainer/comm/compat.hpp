@@ -46,6 +46,9 @@ bool has_flat_collectives(const BackendPtr& backend);
 // AccumulateGrad node). Returns the node, which the caller must keep alive for the hook to fire.
 std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn);
 
+// Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
+int64_t device_peak_bytes(const at::Device& device);
+
 // Stores.
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,
                         std::chrono::milliseconds timeout);

@@ -13,8 +13,9 @@ namespace mtrain::trainer {
 class MetricsLog {
  public:
   MetricsLog() = default;
-  // Appends (a resumed run continues the file). Throws mtrain::Error when it cannot open it.
-  explicit MetricsLog(const std::string& path);
+  // append: a resumed run continues the file; a fresh run starts it anew. Throws
+  // mtrain::Error when it cannot open it.
+  MetricsLog(const std::string& path, bool append);
   void write(const nlohmann::json& record);
 
  private:

@@ -74,7 +74,9 @@ class Loop {
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
     resume();
     const int64_t start_step = step_;
-    if (comm_.rank() == 0) metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl");
+    if (comm_.rank() == 0) {
+      metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
+    }
     comm_.reset_counters();
 
     double window_loss = 0, window_time = 0, window_data = 0;
@@ -122,7 +124,7 @@ class Loop {
         const double elapsed = seconds_since(run_start);
         const double eta = elapsed / static_cast<double>(step_ - start_step) *
                            static_cast<double>(total_ - step_);
-        const int64_t mem_mb = peak_rss_bytes() / (1024 * 1024);
+        const int64_t mem_mb = peak_memory() / (1024 * 1024);
         std::vector<std::pair<std::string, std::string>> f{
             {"lr", fmt::format("{:.4e}", lr)},
             {"eta", format_eta(eta)},
@@ -179,6 +181,11 @@ class Loop {
       p.total = total_;
     }
     return p;
+  }
+
+  // MMEngine's "memory": the CUDA allocator's peak on GPU, the process's peak RSS on CPU.
+  int64_t peak_memory() const {
+    return parts_.device.is_cpu() ? peak_rss_bytes() : compat::device_peak_bytes(parts_.device);
   }
 
   void validate() {
@@ -294,7 +301,7 @@ class Loop {
     const MemoryLedger m = strategy_->memory();
     at::Tensor mine = at::tensor({static_cast<double>(m.params), static_cast<double>(m.grads),
                                   static_cast<double>(m.optimizer),
-                                  static_cast<double>(peak_rss_bytes())}, at::kDouble);
+                                  static_cast<double>(peak_memory())}, at::kDouble);
     at::Tensor all = at::empty({4 * comm_.world()}, at::kDouble);
     comm_.all_gather(mine, all).wait();
     auto mx = std::get<0>(all.view({comm_.world(), 4}).max(0));
