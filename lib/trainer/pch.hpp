@@ -7,3 +7,6 @@
 #include <torch/csrc/autograd/variable.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>

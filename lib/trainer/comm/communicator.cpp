@@ -1,0 +1,176 @@
+#include "mtrain/trainer/comm/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+double bytes_of(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
+
+void check_flat(const at::Tensor& t, const char* what) {
+  if (!t.is_contiguous()) {
+    throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
+  }
+}
+}  // namespace
+
+void CommHandle::wait() {
+  if (work_) {
+    bool ok = false;
+    try {
+      ok = work_->wait(timeout_);
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("{} failed or timed out after {} s: {}", what_,
+                              timeout_.count() / 1000.0, e.what()),
+                  "check that every rank is alive and runs the same job; raise comm.timeout_s "
+                  "if steps are legitimately slow",
+                  kExitFailure);
+    }
+    if (!ok) {
+      throw Error(fmt::format("{} did not complete", what_), "", kExitFailure);
+    }
+    work_.reset();
+  }
+  if (finish_) {
+    auto f = std::move(finish_);
+    finish_ = nullptr;
+    f();
+  }
+}
+
+Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o) : opt_(o) {
+  if (o.world < 1 || o.rank < 0 || o.rank >= o.world) {
+    throw Error(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
+                "RANK must be in [0, WORLD_SIZE)");
+  }
+  // The join (Gloo's full-mesh connect) waits on the store: bound it by the same timeout.
+  store->setTimeout(o.timeout);
+  backend_ = o.backend == BackendKind::Nccl
+                 ? compat::make_nccl(store, o.rank, o.world, o.timeout)
+                 : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname);
+  flat_collectives_ = compat::has_flat_collectives(backend_);
+}
+
+void Communicator::count(const std::string& name, double payload, double wire_factor) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto& c = counters_[name];
+  c.calls += 1;
+  c.payload_bytes += payload;
+  c.wire_bytes += payload * wire_factor;
+}
+
+CommCounters Communicator::counters() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return counters_;
+}
+
+void Communicator::reset_counters() {
+  std::lock_guard<std::mutex> lock(mu_);
+  counters_.clear();
+}
+
+CommHandle Communicator::handle(compat::WorkPtr w, std::string what, std::function<void()> finish) {
+  CommHandle h;
+  h.work_ = std::move(w);
+  h.finish_ = std::move(finish);
+  h.timeout_ = opt_.timeout;
+  h.what_ = std::move(what);
+  return h;
+}
+
+CommHandle Communicator::all_reduce(at::Tensor t, const std::string& counter) {
+  check_flat(t, "all_reduce");
+  const double n = opt_.world;
+  count(counter, bytes_of(t), 2.0 * (n - 1) / n);
+  if (opt_.world == 1) return {};
+  std::vector<at::Tensor> ts{t};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  opts.timeout = opt_.timeout;
+  return handle(backend_->allreduce(ts, opts), fmt::format("all_reduce of {} bytes", bytes_of(t)));
+}
+
+CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
+  check_flat(input, "reduce_scatter");
+  check_flat(output, "reduce_scatter");
+  const int64_t k = output.numel();
+  if (input.numel() != k * opt_.world) {
+    throw Error(fmt::format("reduce_scatter: input has {} elements, expected world {} x {}",
+                            input.numel(), opt_.world, k));
+  }
+  const double n = opt_.world;
+  count("reduce_scatter", bytes_of(input), (n - 1) / n);
+  if (opt_.world == 1) {
+    output.copy_(input);
+    return {};
+  }
+  const std::string what = fmt::format("reduce_scatter of {} bytes", bytes_of(input));
+  if (flat_collectives_) {
+    c10d::ReduceScatterOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    opts.timeout = opt_.timeout;
+    return handle(backend_->_reduce_scatter_base(output, input, opts), what);
+  }
+  // Gloo (1.13) has no reduce-scatter: an all-to-all sends chunk r to rank r (the same bytes a
+  // ring reduce-scatter puts on the wire), then each rank sums the N chunks it received.
+  auto recv = at::empty_like(input);
+  std::vector<int64_t> splits;  // empty: equal splits
+  c10d::AllToAllOptions opts;
+  opts.timeout = opt_.timeout;
+  auto w = backend_->alltoall_base(recv, input, splits, splits, opts);
+  return handle(std::move(w), what, [recv, output, world = opt_.world, k]() mutable {
+    at::sum_out(output, recv.view({world, k}), 0);
+  });
+}
+
+CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
+  check_flat(input, "all_gather");
+  check_flat(output, "all_gather");
+  const int64_t k = input.numel();
+  if (output.numel() != k * opt_.world) {
+    throw Error(fmt::format("all_gather: output has {} elements, expected world {} x {}",
+                            output.numel(), opt_.world, k));
+  }
+  const double n = opt_.world;
+  count("all_gather", bytes_of(output), (n - 1) / n);
+  if (opt_.world == 1) {
+    output.copy_(input);
+    return {};
+  }
+  const std::string what = fmt::format("all_gather of {} bytes", bytes_of(output));
+  c10d::AllgatherOptions opts;
+  opts.timeout = opt_.timeout;
+  if (flat_collectives_) {
+    return handle(backend_->_allgather_base(output, input, opts), what);
+  }
+  // Gloo copies its result into the output list; views of the flat output make that the
+  // final placement, with no copy of ours.
+  std::vector<std::vector<at::Tensor>> outs(1);
+  for (int r = 0; r < opt_.world; ++r) outs[0].push_back(output.narrow(0, r * k, k).view(input.sizes()));
+  std::vector<at::Tensor> ins{input};
+  return handle(backend_->allgather(outs, ins, opts), what);
+}
+
+CommHandle Communicator::broadcast(at::Tensor t, int root) {
+  check_flat(t, "broadcast");
+  const double n = opt_.world;
+  count("broadcast", bytes_of(t), (n - 1) / n);
+  if (opt_.world == 1) return {};
+  std::vector<at::Tensor> ts{t};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  opts.rootTensor = 0;
+  opts.timeout = opt_.timeout;
+  return handle(backend_->broadcast(ts, opts), fmt::format("broadcast of {} bytes", bytes_of(t)));
+}
+
+void Communicator::barrier() {
+  if (opt_.world == 1) return;
+  c10d::BarrierOptions opts;
+  opts.timeout = opt_.timeout;
+  handle(backend_->barrier(opts), "barrier").wait();
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,85 @@
+#pragma once
+// The communicator: the collectives a strategy needs over one c10d backend (Gloo on CPU, NCCL
+// in CUDA builds), each asynchronous with a timeout, and byte counters per collective.
+//
+// Counting (ARCHITECTURE section 5): payload = bytes of the tensor handed to the collective;
+// wire = what each rank sends with a ring algorithm: payload·2(N−1)/N for all-reduce,
+// payload·(N−1)/N for all-gather / reduce-scatter / all-to-all (payload being the full,
+// world-sized buffer), payload·(N−1)/N for broadcast (pipelined ring, averaged over ranks).
+#include <chrono>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "mtrain/trainer/comm/compat.hpp"
+
+namespace mtrain::trainer {
+
+struct CommStats {
+  int64_t calls = 0;
+  double payload_bytes = 0;
+  double wire_bytes = 0;
+};
+using CommCounters = std::map<std::string, CommStats>;
+
+// One collective in flight. wait() blocks until it is done (at most the communicator's timeout,
+// then throws mtrain::Error naming the collective); a default-constructed handle is done.
+class CommHandle {
+ public:
+  CommHandle() = default;
+  void wait();
+  bool done() const { return !work_ && !finish_; }
+
+ private:
+  friend class Communicator;
+  compat::WorkPtr work_;
+  std::function<void()> finish_;  // local step after the wire part (e.g. the reduce-scatter sum)
+  std::chrono::milliseconds timeout_{0};
+  std::string what_;
+};
+
+enum class BackendKind { Gloo, Nccl };
+
+struct CommOptions {
+  int rank = 0;
+  int world = 1;
+  std::chrono::milliseconds timeout{300000};
+  BackendKind backend = BackendKind::Gloo;
+  std::string hostname;  // Gloo: the address to bind; empty = this host's default
+};
+
+class Communicator {
+ public:
+  // Joins the group through `store` (every rank passes the same store contents).
+  Communicator(const compat::StorePtr& store, const CommOptions& o);
+
+  int rank() const { return opt_.rank; }
+  int world() const { return opt_.world; }
+  std::chrono::milliseconds timeout() const { return opt_.timeout; }
+  BackendKind backend() const { return opt_.backend; }
+
+  // Sum over ranks, in place. `counter` names the entry the bytes are counted under.
+  CommHandle all_reduce(at::Tensor t, const std::string& counter = "all_reduce");
+  // input: world·k elements (contiguous); output: k elements = Σ_ranks input[rank·k, (rank+1)·k).
+  CommHandle reduce_scatter(at::Tensor input, at::Tensor output);
+  // input: k elements; output: world·k elements, rank r's input at [r·k, (r+1)·k).
+  CommHandle all_gather(at::Tensor input, at::Tensor output);
+  CommHandle broadcast(at::Tensor t, int root);
+  void barrier();
+
+  CommCounters counters() const;
+  void reset_counters();
+
+ private:
+  void count(const std::string& name, double payload, double wire_factor);
+  CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
+
+  CommOptions opt_;
+  compat::BackendPtr backend_;
+  bool flat_collectives_ = false;
+  mutable std::mutex mu_;
+  CommCounters counters_;
+};
+
+}  // namespace mtrain::trainer

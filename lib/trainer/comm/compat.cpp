@@ -1,0 +1,104 @@
+// LibTorch 1.13 / 2.x bridging (see compat.hpp). Guarded by TORCH_VERSION_MAJOR and
+// MTRAIN_WITH_CUDA only; keep every #if of that kind in this folder.
+#include "mtrain/trainer/comm/compat.hpp"
+
+#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/functions/accumulate_grad.h>
+#include <torch/csrc/autograd/utils/lambda_post_hook.h>
+#include <torch/csrc/autograd/variable.h>
+#include <torch/csrc/distributed/c10d/FileStore.hpp>
+#include <torch/csrc/distributed/c10d/HashStore.hpp>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef MTRAIN_WITH_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer::compat {
+
+BackendPtr make_gloo(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout,
+                     const std::string& hostname) {
+  auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
+  opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                           : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  // Two Gloo threads: enough to keep one bucket on the wire while the next is queued.
+  opts->threads = 2;
+  return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);
+}
+
+bool nccl_available() {
+#ifdef MTRAIN_WITH_CUDA
+  return true;
+#else
+  return false;
+#endif
+}
+
+BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout) {
+#ifdef MTRAIN_WITH_CUDA
+  auto opts = c10d::ProcessGroupNCCL::Options::create();
+  opts->timeout = timeout;
+  return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
+#else
+  (void)store, (void)rank, (void)world, (void)timeout;
+  throw Error("this mtrain-worker was built without CUDA, so the NCCL backend is unavailable",
+              "rebuild with -DMTRAIN_WITH_CUDA=ON against a CUDA LibTorch, or train on CPU (gloo)");
+#endif
+}
+
+int64_t device_peak_bytes(const at::Device& device) {
+#ifdef MTRAIN_WITH_CUDA
+  if (device.is_cuda()) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
+        .peak;
+  }
+#endif
+  (void)device;
+  return 0;
+}
+
+bool has_flat_collectives(const BackendPtr& backend) {
+  return backend->getBackendName() == "nccl";
+}
+
+std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn) {
+  auto node = torch::autograd::impl::grad_accumulator(param);
+  if (!node) {
+    throw Error("a parameter that requires no gradient was given to a gradient hook");
+  }
+  node->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
+      [fn = std::move(fn)](const torch::autograd::variable_list& outputs,
+                           const torch::autograd::variable_list&) {
+        fn();
+        return outputs;
+      }));
+  return node;
+}
+
+StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,
+                        std::chrono::milliseconds timeout) {
+  c10d::TCPStoreOptions o;
+  o.port = static_cast<std::uint16_t>(port);
+  o.isServer = is_server;
+  o.numWorkers = static_cast<std::size_t>(world);
+  o.waitWorkers = true;
+  o.timeout = timeout;
+  return c10::make_intrusive<c10d::TCPStore>(host, o);
+}
+
+StorePtr make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }
+
+StorePtr make_file_store(const std::string& path, int world) {
+  return c10::make_intrusive<c10d::FileStore>(path, world);
+}
+
+StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store) {
+  return c10::make_intrusive<c10d::PrefixStore>(prefix, store);
+}
+
+}  // namespace mtrain::trainer::compat

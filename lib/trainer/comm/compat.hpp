@@ -1,0 +1,59 @@
+#pragma once
+// Every API difference between LibTorch 1.13 (Debian, CPU) and 2.x (CUDA builds) lives here:
+// the type a backend is created as (1.13: ProcessGroupGloo is a c10d::ProcessGroup; 2.x: it is a
+// c10d::Backend behind a ProcessGroup), how an autograd post hook is attached, and where the
+// NCCL backend comes from. Nothing outside lib/trainer/comm names these c10d types directly.
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <ATen/ATen.h>
+#include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
+
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#else
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
+
+namespace mtrain::trainer::compat {
+
+#if TORCH_VERSION_MAJOR >= 2
+using BackendImpl = c10d::Backend;
+#else
+using BackendImpl = c10d::ProcessGroup;
+#endif
+using BackendPtr = c10::intrusive_ptr<BackendImpl>;
+using WorkPtr = c10::intrusive_ptr<c10d::Work>;
+using StorePtr = c10::intrusive_ptr<c10d::Store>;
+
+// Gloo over TCP on the loopback or the host's address (MASTER_ADDR decides which interface).
+BackendPtr make_gloo(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout,
+                     const std::string& hostname);
+// NCCL on the current CUDA device; throws mtrain::Error in builds without MTRAIN_WITH_CUDA.
+BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout);
+bool nccl_available();
+
+// True when the backend implements a native reduce-scatter / all-gather into one flat tensor
+// (NCCL); Gloo in 1.13 has neither, so the communicator emulates them.
+bool has_flat_collectives(const BackendPtr& backend);
+
+// Runs `fn` after autograd has accumulated the gradient of `param` (a post hook on its
+// AccumulateGrad node). Returns the node, which the caller must keep alive for the hook to fire.
+std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn);
+
+// Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
+int64_t device_peak_bytes(const at::Device& device);
+
+// Stores.
+StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,
+                        std::chrono::milliseconds timeout);
+StorePtr make_hash_store();
+StorePtr make_file_store(const std::string& path, int world);
+StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store);
+
+}  // namespace mtrain::trainer::compat

@@ -1,0 +1,74 @@
+#include "mtrain/trainer/data/dataset.hpp"
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/data/datasets.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace mtrain::trainer {
+
+DataSpec data_spec_from_job(const nlohmann::json& job) {
+  nlohmann::json full = config::job_registry().defaults();
+  full.merge_patch(job);
+  const nlohmann::json& d = full.at("data");
+  DataSpec s;
+  s.name = resolve_data_name(d.at("name").get<std::string>(),
+                             full.at("model").at("name").get<std::string>());
+  s.path = d.at("path").get<std::string>();
+  s.num_samples = d.at("num_samples").get<int64_t>();
+  s.val_fraction = d.at("val_fraction").get<double>();
+  s.shuffle = d.at("shuffle").get<bool>();
+  s.drop_last = d.at("drop_last").get<bool>();
+  return s;
+}
+
+std::string resolve_data_name(const std::string& data_name, const std::string& model_name) {
+  if (data_name != "auto") return data_name;
+  return model_name == "gpt" ? "text" : "synthetic";
+}
+
+std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Split split,
+                                      uint64_t seed) {
+  const std::string name = resolve_data_name(d.name, m.name);
+  if (name == "synthetic") return make_synthetic(d, m, split, seed);
+  if (name == "text") return make_text(d, m, split);
+  if (name == "cifar10") return make_cifar10(d, m, split);
+  throw Error(fmt::format("unknown dataset '{}'", name),
+              "use one of auto, synthetic, text, cifar10")
+      .at("data.name");
+}
+
+void check_index(int64_t index, int64_t size, const char* dataset) {
+  if (index < 0 || index >= size)
+    throw Error(fmt::format("{} sample index {} is outside [0, {})", dataset, index, size), "",
+                kExitFailure);
+}
+
+namespace {
+uint64_t splitmix(uint64_t z) {
+  z += 0x9E3779B97F4A7C15ULL;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+}  // namespace
+
+CounterRng::CounterRng(uint64_t seed, uint64_t a, uint64_t b)
+    : key(splitmix(splitmix(splitmix(seed) ^ a) ^ (b * 0xD6E8FEB86659FD93ULL))) {}
+
+uint64_t CounterRng::bits(uint64_t k) const { return splitmix(key ^ splitmix(k)); }
+
+double CounterRng::uniform(uint64_t k) const {
+  return static_cast<double>(bits(k) >> 11) * (1.0 / 9007199254740992.0);  // 53 bits
+}
+
+double CounterRng::normal(uint64_t k) const {
+  const double u1 = 1.0 - uniform(2 * k);  // (0, 1]
+  const double u2 = uniform(2 * k + 1);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+}
+
+}  // namespace mtrain::trainer

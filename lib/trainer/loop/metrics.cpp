@@ -1,0 +1,53 @@
+#include "mtrain/trainer/loop/metrics.hpp"
+
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+MetricsLog::MetricsLog(const std::string& path, bool append)
+    : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
+  if (!out_) {
+    throw Error(fmt::format("{}: cannot open the metrics file for writing", path),
+                "check that train.work_dir is writable", kExitFailure);
+  }
+}
+
+void MetricsLog::write(const nlohmann::json& record) {
+  if (!out_.is_open()) return;
+  out_ << record.dump() << '\n';
+  out_.flush();
+}
+
+int64_t peak_rss_bytes() {
+  struct rusage ru {};
+  getrusage(RUSAGE_SELF, &ru);
+  return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+void write_file_atomic(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".part";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out) throw Error(fmt::format("{}: cannot write", tmp), "", kExitFailure);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    throw Error(fmt::format("{}: cannot rename into place", path), "", kExitFailure);
+  }
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,369 @@
+#include "mtrain/trainer/loop/trainer.hpp"
+
+#include <ATen/core/grad_mode.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/data/sampler.hpp"
+#include "mtrain/trainer/loop/console.hpp"
+#include "mtrain/trainer/loop/metrics.hpp"
+
+namespace mtrain::trainer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+bool is_metrics_counter(const std::string& name) { return name.find("(metrics)") != std::string::npos; }
+
+Batch to_device(Batch b, const at::Device& d) {
+  if (d.is_cpu()) return b;
+  return {b.input.to(d, /*non_blocking=*/true), b.target.to(d, true)};
+}
+
+class Loop {
+ public:
+  Loop(const TrainJob& job, Communicator& comm, const TrainerParts& parts, std::ostream& out)
+      : job_(job),
+        comm_(comm),
+        parts_(parts),
+        console_(out, comm.rank() == 0, comm.rank() == 0 && isatty(STDOUT_FILENO) == 1) {}
+
+  TrainResult run() {
+    if (job_.precision != "fp32") {
+      throw Error("train.precision " + job_.precision + " is not supported by this trainer yet",
+                  "use train.precision=fp32");
+    }
+    fs::create_directories(job_.work_dir);
+    strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
+    strategy_->setup(parts_.model);
+
+    sampler_.dataset_size = parts_.train->size();
+    sampler_.rank = comm_.rank();
+    sampler_.world = comm_.world();
+    sampler_.seed = job_.seed;
+    sampler_.shuffle = job_.shuffle;
+    sampler_.drop_last = job_.drop_last;
+    const int64_t per_rank = samples_per_rank(sampler_);
+    const int64_t per_step = job_.batch_size * job_.grad_accum;
+    if (per_rank < per_step) {
+      throw Error(fmt::format("the training split has {} samples per rank, fewer than one step "
+                              "needs (batch_size {} x grad_accum {})",
+                              per_rank, job_.batch_size, job_.grad_accum),
+                  "lower train.batch_size or train.grad_accum, or use more data");
+    }
+    steps_per_epoch_ = per_rank / per_step;
+    by_epochs_ = job_.max_epochs > 0;
+    total_ = by_epochs_ ? job_.max_epochs * steps_per_epoch_ : job_.max_steps;
+
+    at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
+    resume();
+    const int64_t start_step = step_;
+    if (comm_.rank() == 0) {
+      metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
+    }
+    comm_.reset_counters();
+
+    double window_loss = 0, window_time = 0, window_data = 0;
+    int64_t window_n = 0;
+    bool validated_last = false;
+    const auto run_start = Clock::now();
+    while (step_ < total_) {
+      const auto t0 = Clock::now();
+      double data_time = 0, loss_sum = 0;
+      const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
+      if (epoch != cached_epoch_) {
+        indices_ = rank_indices(sampler_, epoch);
+        cached_epoch_ = epoch;
+      }
+      for (int64_t a = 0; a < job_.grad_accum; ++a) {
+        const auto td = Clock::now();
+        const int64_t first = (in_epoch * job_.grad_accum + a) * job_.batch_size;
+        std::vector<int64_t> idx(indices_.begin() + first,
+                                 indices_.begin() + first + job_.batch_size);
+        Batch b = to_device(parts_.train->batch(idx), parts_.device);
+        data_time += seconds_since(td);
+        at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
+                                                      a == job_.grad_accum - 1,
+                                                      1.0 / static_cast<double>(job_.grad_accum));
+        loss_sum += loss.item<double>();
+      }
+      const double lr = learning_rate(job_.sched, step_, total_);
+      const double grad_norm = strategy_->step(lr);
+      ++step_;
+      const double dt = seconds_since(t0);
+      step_times_.push_back(dt);
+      window_loss += loss_sum / static_cast<double>(job_.grad_accum);
+      window_time += dt;
+      window_data += data_time;
+      ++window_n;
+      validated_last = false;
+      console_.progress(step_ % job_.log_interval == 0 ? job_.log_interval : step_ % job_.log_interval,
+                        job_.log_interval);
+
+      if (step_ % job_.log_interval == 0 || step_ == total_) {
+        at::Tensor t = at::tensor({window_loss, static_cast<double>(window_n)}, at::kDouble);
+        comm_.all_reduce(t, "all_reduce(metrics)").wait();
+        last_loss_ = t[0].item<double>() / t[1].item<double>();
+        const double avg_time = window_time / window_n;
+        const double elapsed = seconds_since(run_start);
+        const double eta = elapsed / static_cast<double>(step_ - start_step) *
+                           static_cast<double>(total_ - step_);
+        const int64_t mem_mb = peak_memory() / (1024 * 1024);
+        std::vector<std::pair<std::string, std::string>> f{
+            {"lr", fmt::format("{:.4e}", lr)},
+            {"eta", format_eta(eta)},
+            {"time", fmt::format("{:.4f}", avg_time)},
+            {"data_time", fmt::format("{:.4f}", window_data / window_n)},
+            {"memory", std::to_string(mem_mb)},
+            {"loss", fmt::format("{:.4f}", last_loss_)}};
+        if (grad_norm >= 0) f.emplace_back("grad_norm", fmt::format("{:.4f}", grad_norm));
+        console_.line(format_line(position_prefix("train", position()), f));
+        json rec{{"mode", "train"}, {"step", step_},         {"epoch", epoch + 1},
+                 {"iter", position().iter}, {"lr", lr},       {"loss", last_loss_},
+                 {"time", avg_time},  {"data_time", window_data / window_n},
+                 {"memory", mem_mb}};
+        if (grad_norm >= 0) rec["grad_norm"] = grad_norm;
+        if (metrics_) metrics_->write(rec);
+        window_loss = window_time = window_data = 0;
+        window_n = 0;
+      }
+      const bool epoch_end = step_ % steps_per_epoch_ == 0;
+      if (parts_.val && job_.val_interval > 0 &&
+          (by_epochs_ ? epoch_end && (step_ / steps_per_epoch_) % job_.val_interval == 0
+                      : step_ % job_.val_interval == 0)) {
+        validate();
+        validated_last = true;
+      }
+      if (step_ == parts_.interrupt_after) {
+        TrainResult r;
+        r.steps = step_;
+        r.final_loss = last_loss_;
+        return r;
+      }
+      if (job_.checkpoint_interval > 0 && step_ % job_.checkpoint_interval == 0 && step_ < total_) {
+        save();
+      }
+    }
+    if (parts_.val && !validated_last) validate();
+    if (step_ > start_step) save();
+
+    const auto counters = comm_.counters();
+    write_model();
+    return finish(counters, start_step);
+  }
+
+ private:
+  Position position() const {
+    Position p;
+    p.by_epochs = by_epochs_;
+    if (by_epochs_) {
+      p.epoch = (step_ - 1) / steps_per_epoch_ + 1;
+      p.iter = (step_ - 1) % steps_per_epoch_ + 1;
+      p.total = steps_per_epoch_;
+    } else {
+      p.iter = step_;
+      p.total = total_;
+    }
+    return p;
+  }
+
+  // MMEngine's "memory": the CUDA allocator's peak on GPU, the process's peak RSS on CPU.
+  int64_t peak_memory() const {
+    return parts_.device.is_cpu() ? peak_rss_bytes() : compat::device_peak_bytes(parts_.device);
+  }
+
+  void validate() {
+    const auto t0 = Clock::now();
+    SamplerOptions vo = sampler_;
+    vo.dataset_size = parts_.val->size();
+    vo.shuffle = false;
+    vo.drop_last = samples_per_rank(vo) > 0;
+    const auto idx = rank_indices(vo, 0);
+    int64_t batches = (static_cast<int64_t>(idx.size()) + job_.batch_size - 1) / job_.batch_size;
+    if (job_.val_steps > 0) batches = std::min(batches, job_.val_steps);
+    EvalStats s;
+    for (int64_t i = 0; i < batches; ++i) {
+      const int64_t b = i * job_.batch_size;
+      const int64_t e = std::min<int64_t>(b + job_.batch_size, idx.size());
+      std::vector<int64_t> part(idx.begin() + b, idx.begin() + e);
+      const EvalStats one = parts_.model->evaluate(to_device(parts_.val->batch(part), parts_.device));
+      s.loss_sum += one.loss_sum;
+      s.count += one.count;
+      s.correct += one.correct;
+    }
+    at::Tensor t = at::tensor({s.loss_sum, static_cast<double>(s.count),
+                               static_cast<double>(s.correct)}, at::kDouble);
+    comm_.all_reduce(t, "all_reduce(metrics)").wait();
+    const double count = std::max(1.0, t[1].item<double>());
+    const double loss = t[0].item<double>() / count;
+    json rec{{"mode", "val"}, {"step", step_}, {"loss", loss}};
+    std::vector<std::pair<std::string, std::string>> f;
+    if (parts_.model->is_language_model()) {
+      rec["perplexity"] = std::exp(loss);
+      f = {{"loss", fmt::format("{:.4f}", loss)},
+           {"perplexity", fmt::format("{:.4f}", std::exp(loss))}};
+    } else {
+      const double acc = 100.0 * t[2].item<double>() / count;
+      rec["accuracy/top1"] = acc;
+      f = {{"accuracy/top1", fmt::format("{:.4f}", acc)}, {"loss", fmt::format("{:.4f}", loss)}};
+    }
+    f.emplace_back("time", fmt::format("{:.4f}", seconds_since(t0)));
+    last_val_ = rec;
+    Position p = position();
+    console_.line(format_line(position_prefix("val", p), f));
+    if (metrics_) metrics_->write(rec);
+  }
+
+  json trainer_state() const {
+    return {{"step", step_},
+            {"total_steps", total_},
+            {"sampler", {{"epoch", step_ / steps_per_epoch_},
+                         {"step_in_epoch", step_ % steps_per_epoch_},
+                         {"steps_per_epoch", steps_per_epoch_},
+                         {"batch_size", job_.batch_size},
+                         {"grad_accum", job_.grad_accum},
+                         {"seed", job_.seed},
+                         {"shuffle", job_.shuffle},
+                         {"drop_last", job_.drop_last}}},
+            {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
+            {"last_loss", last_loss_}};
+  }
+
+  void save() {
+    SaveRequest r;
+    r.root = job_.work_dir + "/checkpoints";
+    r.step = step_;
+    r.strategy = strategy_->name();
+    r.state = trainer_state();
+    r.pieces = strategy_->state_pieces();
+    r.extra = {{"rng/cpu", at::detail::getDefaultCPUGenerator().get_state()}};
+    r.keep = static_cast<int>(job_.checkpoint_keep);
+    const std::string dir = save_checkpoint(comm_, r);
+    console_.line(fmt::format("Saving checkpoint at {} iterations: {}", step_, dir));
+  }
+
+  void resume() {
+    const auto dir = resolve_resume(job_.resume, job_.work_dir + "/checkpoints");
+    if (!dir) {
+      if (job_.resume == "auto") console_.line("No checkpoint to resume from; training from scratch");
+      return;
+    }
+    CheckpointReader reader(*dir);
+    strategy_->load_state(reader);
+    step_ = reader.manifest().step;
+    last_loss_ = reader.manifest().state.value("last_loss", 0.0);
+    if (auto rng = reader.extra(comm_.rank(), "rng/cpu")) {
+      at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
+      gen.set_state(*rng);
+    }
+    console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", *dir, step_,
+                              reader.manifest().world_size));
+  }
+
+  void write_model() {
+    auto params = strategy_->consolidated_parameters();
+    if (comm_.rank() == 0) write_tensor_dict(job_.work_dir + "/model.pt", params);
+  }
+
+  TrainResult finish(const CommCounters& counters, int64_t start_step) {
+    const double steps_run = std::max<int64_t>(1, step_ - start_step);
+    json comm = json::object();
+    json other = json::object();
+    double wire = 0;
+    for (const auto& [name, c] : counters) {
+      json e{{"calls", c.calls / steps_run},
+             {"payload_bytes", c.payload_bytes / steps_run},
+             {"wire_bytes", c.wire_bytes / steps_run}};
+      if (is_metrics_counter(name)) {
+        other[name] = e;
+      } else {
+        comm[name] = e;
+        wire += c.wire_bytes / steps_run;
+      }
+    }
+    // The fullest rank's ledger and peak memory.
+    const MemoryLedger m = strategy_->memory();
+    at::Tensor mine = at::tensor({static_cast<double>(m.params), static_cast<double>(m.grads),
+                                  static_cast<double>(m.optimizer),
+                                  static_cast<double>(peak_memory())}, at::kDouble);
+    at::Tensor all = at::empty({4 * comm_.world()}, at::kDouble);
+    comm_.all_gather(mine, all).wait();
+    auto mx = std::get<0>(all.view({comm_.world(), 4}).max(0));
+    std::vector<double> times(step_times_.begin() + (step_times_.size() > 2 ? 1 : 0),
+                              step_times_.end());
+    const double med = median(times);
+    const double global_batch =
+        static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world());
+    json thr{{"samples_per_s", med > 0 ? global_batch / med : 0.0}};
+    if (parts_.model->is_language_model()) {
+      thr["tokens_per_s"] = thr["samples_per_s"].get<double>() *
+                            static_cast<double>(parts_.model->tokens_per_sample());
+    }
+    json s{{"strategy", strategy_->name()},
+           {"world_size", comm_.world()},
+           {"model", parts_.model_name},
+           {"num_params", strategy_->num_parameters()},
+           {"steps", step_},
+           {"global_batch", global_batch},
+           {"final_loss", last_loss_},
+           {"model_state_bytes_per_rank",
+            {{"params", static_cast<int64_t>(mx[0].item<double>())},
+             {"grads", static_cast<int64_t>(mx[1].item<double>())},
+             {"optimizer", static_cast<int64_t>(mx[2].item<double>())}}},
+           {"comm_per_step", comm},
+           {"wire_bytes_per_step", wire},
+           {"comm_metrics_per_step", other},
+           {"peak_memory_bytes", static_cast<int64_t>(mx[3].item<double>())},
+           {"step_time_median_s", med},
+           {"throughput", thr}};
+    if (!last_val_.is_null()) s["final_val"] = last_val_;
+    if (comm_.rank() == 0) write_file_atomic(job_.work_dir + "/summary.json", s.dump(2) + "\n");
+    TrainResult r;
+    r.steps = step_;
+    r.final_loss = last_loss_;
+    r.summary = s;
+    return r;
+  }
+
+  const TrainJob& job_;
+  Communicator& comm_;
+  const TrainerParts& parts_;
+  Console console_;
+  std::unique_ptr<Strategy> strategy_;
+  std::unique_ptr<MetricsLog> metrics_;
+  SamplerOptions sampler_;
+  std::vector<int64_t> indices_;
+  int64_t cached_epoch_ = -1;
+  int64_t steps_per_epoch_ = 1;
+  bool by_epochs_ = false;
+  int64_t total_ = 0;
+  int64_t step_ = 0;
+  double last_loss_ = 0;
+  json last_val_;
+  std::vector<double> step_times_;
+};
+
+}  // namespace
+
+TrainResult train(const TrainJob& job, Communicator& comm, const TrainerParts& parts,
+                  std::ostream& console) {
+  return Loop(job, comm, parts, console).run();
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,42 @@
+#pragma once
+// The training loop: steps or epochs, gradient accumulation, validation, MMEngine-style console
+// on rank 0, metrics.jsonl, checkpoints and resume, model.pt and summary.json at the end.
+//
+// Data order is a pure function of the step: with S = samples_per_rank / (batch·accum) steps
+// per epoch, step s reads micro-batch a from the sampler's epoch s/S at positions
+// ((s mod S)·accum + a)·batch …, so a resumed run needs only the step to continue exactly.
+#include <memory>
+#include <ostream>
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/train_job.hpp"
+#include "mtrain/trainer/model/model.hpp"
+
+namespace mtrain::trainer {
+
+class Communicator;
+
+struct TrainerParts {
+  std::shared_ptr<TaskModel> model;     // fp32, on `device`
+  std::shared_ptr<const Dataset> train;
+  std::shared_ptr<const Dataset> val;   // may be null: no validation
+  at::Device device = at::kCPU;
+  std::string model_name;               // for summary.json
+  // Testing: stop right after this step as if the process were killed (no final checkpoint,
+  // no model.pt, no summary); -1 = run to the end.
+  int64_t interrupt_after = -1;
+};
+
+struct TrainResult {
+  int64_t steps = 0;
+  double final_loss = 0;
+  nlohmann::json summary;  // as written to summary.json (rank 0; other ranks get the same keys)
+};
+
+TrainResult train(const TrainJob& job, Communicator& comm, const TrainerParts& parts,
+                  std::ostream& console);
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,143 @@
+#include "mtrain/trainer/loop/worker.hpp"
+
+#include <ATen/Parallel.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/loop/trainer.hpp"
+
+namespace mtrain::trainer {
+
+using nlohmann::json;
+
+namespace {
+
+const char* const kEnvVars[] = {"RANK",        "WORLD_SIZE",      "LOCAL_RANK", "MASTER_ADDR",
+                                "MASTER_PORT", "OMP_NUM_THREADS", "MTRAIN_JOB_ID",
+                                "TORCHELASTIC_RESTART_COUNT"};
+
+std::string env_or(const WorkerOptions& o, const std::string& k, const std::string& def) {
+  auto it = o.env.find(k);
+  return it == o.env.end() || it->second.empty() ? def : it->second;
+}
+
+int env_int(const WorkerOptions& o, const std::string& k, int def) {
+  const std::string v = env_or(o, k, "");
+  if (v.empty()) return def;
+  try {
+    size_t used = 0;
+    const long n = std::stol(v, &used);
+    if (used != v.size() || n < 0) throw std::invalid_argument(v);
+    return static_cast<int>(n);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("environment variable {}='{}' is not a non-negative integer", k, v),
+                "the launcher sets it; when starting mtrain-worker by hand, export a number");
+  }
+}
+
+json read_job(const WorkerOptions& o) {
+  const auto& reg = config::job_registry();
+  json job;
+  if (o.job_path.empty()) {
+    job = reg.defaults();
+  } else {
+    std::ifstream in(o.job_path);
+    if (!in) {
+      throw Error(fmt::format("{}: cannot read the job file", o.job_path),
+                  "pass the resolved job JSON that `mtrain launch` writes, or omit --job to use "
+                  "the defaults");
+    }
+    json raw;
+    try {
+      raw = json::parse(in);
+    } catch (const json::exception& e) {
+      throw Error(fmt::format("{}: not valid JSON ({})", o.job_path, e.what()),
+                  "the job file is the nested JSON of job settings");
+    }
+    job = config::load_job(reg, raw, o.job_path);
+  }
+  for (const auto& kv : o.sets) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos) {
+      throw Error(fmt::format("--set '{}' is not key=value", kv), "e.g. --set train.max_steps=50");
+    }
+    const std::string key = str::trim(kv.substr(0, eq));
+    const auto& s = reg.require(key);
+    config::set(job, key, reg.parse_text(s, kv.substr(eq + 1)));
+  }
+  return job;
+}
+
+}  // namespace
+
+std::map<std::string, std::string> worker_env_from_process() {
+  std::map<std::string, std::string> env;
+  for (const char* k : kEnvVars) {
+    if (const char* v = std::getenv(k)) env[k] = v;
+  }
+  return env;
+}
+
+int run_worker(const WorkerOptions& o, std::ostream& console) {
+  const json job = read_job(o);
+  TrainJob tj = train_job_from_json(job);
+
+  const int rank = env_int(o, "RANK", 0);
+  const int world = env_int(o, "WORLD_SIZE", 1);
+  const int local_rank = env_int(o, "LOCAL_RANK", 0);
+  const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
+  if (threads > 0) at::set_num_threads(threads);
+
+  CommOptions co;
+  co.rank = rank;
+  co.world = world;
+  co.timeout = std::chrono::milliseconds(static_cast<int64_t>(tj.comm_timeout_s * 1000));
+  at::Device device = at::kCPU;
+#ifdef MTRAIN_WITH_CUDA
+  if (compat::nccl_available()) {
+    co.backend = BackendKind::Nccl;
+    device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
+  }
+#else
+  (void)local_rank;
+#endif
+  const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
+  if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
+  compat::StorePtr store;
+  if (world > 1) {
+    const int port = env_int(o, "MASTER_PORT", 29500);
+    store = compat::make_tcp_store(addr, port, rank == 0, world, co.timeout);
+  } else {
+    store = compat::make_hash_store();
+  }
+  Communicator comm(store, co);
+
+  const ModelSpec ms = model_spec_from_job(job);
+  DataSpec ds = data_spec_from_job(job);
+  TrainerParts parts;
+  parts.model = make_model(ms, tj.seed);
+  parts.model->to(device);
+  parts.model_name = ms.name;
+  parts.train = make_dataset(ds, ms, Split::Train, tj.seed);
+  std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
+  if (val->size() > 0) parts.val = val;
+  parts.device = device;
+  if (rank == 0) {
+    console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
+                           "work_dir {}\n",
+                           tj.strategy, world, co.backend == BackendKind::Nccl ? "nccl" : "gloo",
+                           ms.name, ds.name, at::get_num_threads(), tj.work_dir);
+  }
+  train(tj, comm, parts, console);
+  return 0;
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,48 @@
+#include "mtrain/trainer/optim/schedule.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+ScheduleOptions schedule_options_from_job(const nlohmann::json& job) {
+  using config::get;
+  ScheduleOptions s;
+  s.name = get(job, "sched.name").get<std::string>();
+  s.lr = get(job, "optim.lr").get<double>();
+  s.warmup_steps = get(job, "sched.warmup_steps").get<int64_t>();
+  s.min_lr = get(job, "sched.min_lr").get<double>();
+  s.step_size = get(job, "sched.step_size").get<int64_t>();
+  s.gamma = get(job, "sched.gamma").get<double>();
+  s.start_factor = get(job, "sched.start_factor").get<double>();
+  s.end_factor = get(job, "sched.end_factor").get<double>();
+  s.total_iters = get(job, "sched.total_iters").get<int64_t>();
+  return s;
+}
+
+double learning_rate(const ScheduleOptions& s, int64_t step, int64_t total_steps) {
+  if (step < s.warmup_steps) {
+    return s.lr * static_cast<double>(step + 1) / static_cast<double>(s.warmup_steps);
+  }
+  const int64_t t = step - s.warmup_steps;
+  const int64_t span = std::max<int64_t>(1, total_steps - s.warmup_steps);
+  if (s.name == "constant") return s.lr;
+  if (s.name == "cosine") {
+    const double frac = std::min(1.0, static_cast<double>(t) / static_cast<double>(span));
+    return s.min_lr + (s.lr - s.min_lr) * 0.5 * (1.0 + std::cos(M_PI * frac));
+  }
+  if (s.name == "step") {
+    return s.lr * std::pow(s.gamma, static_cast<double>(t / std::max<int64_t>(1, s.step_size)));
+  }
+  if (s.name == "linear") {
+    const int64_t iters = s.total_iters > 0 ? s.total_iters : span;
+    const double frac = std::min(1.0, static_cast<double>(t) / static_cast<double>(iters));
+    return s.lr * (s.start_factor + (s.end_factor - s.start_factor) * frac);
+  }
+  throw Error("unknown schedule '" + s.name + "'", "use constant, cosine, step or linear");
+}
+
+}  // namespace mtrain::trainer

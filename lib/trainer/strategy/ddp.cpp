@@ -1,0 +1,261 @@
+// DDP: replicated parameters, gradients all-reduced in buckets while backward runs.
+//
+// Protocol (the same on every rank, which is what keeps Gloo's collectives matched):
+//  * setup: parameters broadcast from rank 0, bucket by bucket.
+//  * backward with sync: a post hook on each parameter's AccumulateGrad node counts the
+//    bucket down; a bucket whose gradients are all accumulated is marked ready, and buckets are
+//    launched strictly in bucket order (bucket k+1 waits for k), each as one async all-reduce
+//    of its flat gradient buffer pre-divided by N. After backward the loop waits for all.
+//  * find_unused_parameters: buckets still incomplete after backward (parameters the step did
+//    not use) are launched then, with those gradients as they stand (zero or accumulated).
+//    Without it an incomplete bucket is an error naming the parameter.
+//  * micro-steps without sync accumulate into the same buffers and communicate nothing.
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+#include <unordered_set>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/optim/clip.hpp"
+#include "mtrain/trainer/strategy/bucket.hpp"
+#include "mtrain/trainer/strategy/strategy.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+class Ddp final : public Strategy {
+ public:
+  Ddp(const StrategyOptions& o, Communicator& comm) : o_(o), comm_(comm) {}
+
+  std::string name() const override { return "ddp"; }
+
+  void setup(std::shared_ptr<torch::nn::Module> model) override {
+    model_ = std::move(model);
+    std::unordered_set<const void*> seen;
+    for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
+      const auto& p = item.value();
+      all_names_.push_back(item.key());
+      all_params_.push_back(p);
+      if (!p.requires_grad() || !seen.insert(p.unsafeGetTensorImpl()).second) continue;
+      names_.push_back(item.key());
+      params_.push_back(p);
+    }
+    if (params_.empty()) throw Error("the model has no trainable parameters");
+    std::vector<int64_t> numels;
+    for (const auto& p : params_) {
+      if (p.scalar_type() != at::kFloat) {
+        throw Error("DDP trains fp32 parameters; parameter '" + names_[numels.size()] + "' is " +
+                    std::string(c10::toString(p.scalar_type())));
+      }
+      numels.push_back(p.numel());
+      num_params_ += p.numel();
+    }
+    buckets_ = plan_buckets(numels, 4, o_.first_bucket_mb, o_.bucket_cap_mb);
+    bind_buckets(buckets_, params_);
+    bucket_of_.assign(params_.size(), 0);
+    for (size_t b = 0; b < buckets_.size(); ++b)
+      for (const auto& e : buckets_[b].entries) bucket_of_[e.param] = b;
+
+    // Same initial weights everywhere.
+    std::vector<CommHandle> hs;
+    for (auto& b : buckets_) hs.push_back(comm_.broadcast(b.params, 0));
+    for (auto& h : hs) h.wait();
+
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      optims_.push_back(make_optimizer(o_.optim, buckets_[b].numel, buckets_[b].params.options()));
+    }
+    ready_.assign(params_.size(), false);
+    pending_.assign(buckets_.size(), 0);
+    handles_.resize(buckets_.size());
+    reset_pending();
+    for (size_t i = 0; i < params_.size(); ++i) {
+      hooks_.push_back(compat::after_grad_accumulated(params_[i], [this, i] { on_grad(i); }));
+    }
+  }
+
+  at::Tensor forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
+                              double scale) override {
+    sync_ = sync && comm_.world() > 1;
+    reset_pending();
+    at::Tensor loss = loss_fn();
+    if (scale != 1.0) {
+      (loss * scale).backward();
+    } else {
+      loss.backward();
+    }
+    if (sync_) finish_reduction();
+    sync_ = false;
+    return loss.detach();
+  }
+
+  double step(double lr) override {
+    double norm = -1;
+    if (o_.grad_clip > 0) {
+      std::vector<at::Tensor> grads;
+      for (auto& b : buckets_) grads.push_back(b.grads);
+      norm = clip_grad_norm(grads, o_.grad_clip, nullptr);
+    }
+    at::NoGradGuard no_grad;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      optims_[b]->step(buckets_[b].params, buckets_[b].grads, lr);
+      buckets_[b].grads.zero_();
+    }
+    return norm;
+  }
+
+  int64_t optimizer_steps() const override { return optims_.empty() ? 0 : optims_[0]->steps(); }
+
+  MemoryLedger memory() const override {
+    MemoryLedger m;
+    for (size_t b = 0; b < buckets_.size(); ++b) {
+      const auto& bk = buckets_[b];
+      m.params += bk.params.numel() * bk.params.element_size();
+      m.grads += bk.grads.numel() * bk.grads.element_size();
+      m.optimizer += bk.numel * optims_[b]->state_bytes_per_element();
+    }
+    return m;
+  }
+
+  int64_t num_parameters() const override { return num_params_; }
+
+  // DDP state is replicated; rank r saves the r-th slice of every tensor so the write is
+  // spread over ranks and the files have the layout a sharded strategy would read.
+  std::vector<TensorPiece> state_pieces() override {
+    std::vector<TensorPiece> out;
+    const int r = comm_.rank(), n = comm_.world();
+    auto add = [&](const std::string& name, const at::Tensor& full) {
+      auto [b, e] = even_split(full.numel(), n, r);
+      if (e <= b) return;
+      TensorPiece p;
+      p.name = name;
+      p.global_shape = full.sizes().vec();
+      p.dtype = full.scalar_type();
+      p.offset = b;
+      p.data = full.reshape({-1}).narrow(0, b, e - b);
+      out.push_back(std::move(p));
+    };
+    for (size_t i = 0; i < params_.size(); ++i) add("model/" + names_[i], params_[i].detach());
+    for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+      for (auto& [sname, st] : optims_[bi]->state()) {
+        for (const auto& e : buckets_[bi].entries) {
+          add("optim/" + sname + "/" + names_[e.param],
+              st.narrow(0, e.offset, e.numel).view(params_[e.param].sizes()));
+        }
+      }
+    }
+    if (r == 0) {
+      TensorPiece p;
+      p.name = "optim/step";
+      p.global_shape = {1};
+      p.dtype = at::kLong;
+      p.data = at::full({1}, optimizer_steps(), at::kLong);
+      out.push_back(std::move(p));
+    }
+    return out;
+  }
+
+  void load_state(const TensorSource& src) override {
+    at::NoGradGuard no_grad;
+    auto load = [&](const std::string& name, at::Tensor dst) {
+      if (!src.has(name)) {
+        throw Error("the checkpoint has no tensor '" + name + "'",
+                    "it was written for a different model or optimiser; resume with the same "
+                    "model.* and optim.name settings");
+      }
+      if (src.shape(name) != dst.sizes().vec()) {
+        throw Error(fmt::format("checkpoint tensor '{}' has shape {}, the model has {}", name,
+                                fmt::join(src.shape(name), "x"), fmt::join(dst.sizes(), "x")),
+                    "resume with the same model.* settings");
+      }
+      dst.copy_(src.read(name, 0, dst.numel()).view(dst.sizes()));
+    };
+    for (size_t i = 0; i < params_.size(); ++i) load("model/" + names_[i], params_[i]);
+    for (size_t bi = 0; bi < buckets_.size(); ++bi) {
+      for (auto& [sname, st] : optims_[bi]->state()) {
+        for (const auto& e : buckets_[bi].entries) {
+          load("optim/" + sname + "/" + names_[e.param],
+               st.narrow(0, e.offset, e.numel).view(params_[e.param].sizes()));
+        }
+      }
+    }
+    const int64_t steps = src.has("optim/step") ? src.read("optim/step", 0, 1).item<int64_t>() : 0;
+    for (auto& o : optims_) o->set_steps(steps);
+    for (auto& b : buckets_) b.grads.zero_();
+  }
+
+  std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override {
+    std::vector<std::pair<std::string, at::Tensor>> out;
+    for (size_t i = 0; i < all_params_.size(); ++i) {
+      out.emplace_back(all_names_[i], all_params_[i].detach().to(at::kCPU, at::kFloat).clone());
+    }
+    return out;
+  }
+
+ private:
+  void reset_pending() {
+    for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].entries.size();
+    std::fill(ready_.begin(), ready_.end(), false);
+    next_launch_ = 0;
+  }
+
+  void on_grad(size_t i) {
+    if (!sync_ || ready_[i]) return;
+    ready_[i] = true;
+    if (--pending_[bucket_of_[i]] == 0) launch_ready();
+  }
+
+  void launch_ready() {
+    while (next_launch_ < buckets_.size() && pending_[next_launch_] == 0) {
+      auto& g = buckets_[next_launch_].grads;
+      g.div_(static_cast<double>(comm_.world()));
+      handles_[next_launch_] = comm_.all_reduce(g);
+      ++next_launch_;
+    }
+  }
+
+  void finish_reduction() {
+    if (next_launch_ < buckets_.size()) {
+      if (!o_.find_unused_parameters) {
+        for (size_t i = 0; i < params_.size(); ++i) {
+          if (!ready_[i]) {
+            // Drain what is in flight so the error is not masked by a hung collective.
+            for (size_t b = 0; b < next_launch_; ++b) handles_[b].wait();
+            throw Error(fmt::format("parameter '{}' received no gradient in this step", names_[i]),
+                        "set ddp.find_unused_parameters=true if the model skips parameters "
+                        "in some steps",
+                        kExitFailure);
+          }
+        }
+      }
+      for (auto& p : pending_) p = 0;
+      launch_ready();
+    }
+    for (auto& h : handles_) h.wait();
+  }
+
+  StrategyOptions o_;
+  Communicator& comm_;
+  std::shared_ptr<torch::nn::Module> model_;
+  std::vector<std::string> names_, all_names_;
+  std::vector<at::Tensor> params_, all_params_;
+  int64_t num_params_ = 0;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> bucket_of_;
+  std::vector<std::unique_ptr<FlatOptimizer>> optims_;
+  std::vector<std::shared_ptr<void>> hooks_;
+  std::vector<bool> ready_;
+  std::vector<size_t> pending_;
+  std::vector<CommHandle> handles_;
+  size_t next_launch_ = 0;
+  bool sync_ = false;
+};
+
+}  // namespace
+
+std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm) {
+  return std::make_unique<Ddp>(o, comm);
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,99 @@
+#pragma once
+// The interface every training strategy implements (DDP now; ZeRO-1/2/3 and FSDP in part 2).
+//
+// Life of a step, as the loop drives it:
+//   for each micro-batch:  forward_backward(loss_fn, sync = last micro-batch, scale = 1/accum)
+//   step(lr)                — gradients are reduced by now; clip, update, zero gradients
+// Checkpoints see a strategy as a list of tensor pieces: every logical tensor (a parameter,
+// an optimiser state of a parameter) has a global name, shape and dtype, and each rank holds
+// [offset, offset+numel) of it in flattened order. The manifest records those global offsets,
+// so a checkpoint written by one strategy/world size can be read by another (resharding).
+#include <functional>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include "mtrain/trainer/optim/optimizer.hpp"
+
+namespace mtrain::trainer {
+
+class Communicator;
+
+// Model-state bytes resident on this rank between steps (ARCHITECTURE section 5/6).
+struct MemoryLedger {
+  int64_t params = 0;
+  int64_t grads = 0;
+  int64_t optimizer = 0;
+};
+
+// One piece of a logical tensor held by this rank.
+struct TensorPiece {
+  std::string name;                   // "model/<param>", "optim/<state>/<param>", "optim/step"
+  std::vector<int64_t> global_shape;  // of the whole logical tensor
+  at::ScalarType dtype = at::kFloat;
+  int64_t offset = 0;                 // first element, in the flattened logical tensor
+  at::Tensor data;                    // flat, this rank's elements (CPU or device)
+};
+
+// Reads any element range of a logical tensor from a checkpoint, whoever wrote it.
+class TensorSource {
+ public:
+  virtual ~TensorSource() = default;
+  virtual bool has(const std::string& name) const = 0;
+  virtual std::vector<int64_t> shape(const std::string& name) const = 0;
+  // Flat fp32/int64 CPU tensor of `numel` elements starting at `offset`.
+  virtual at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const = 0;
+};
+
+struct StrategyOptions {
+  double bucket_cap_mb = 25;
+  double first_bucket_mb = 1;
+  bool find_unused_parameters = false;
+  double grad_clip = 0;  // global-norm clipping; 0 = off
+  OptimOptions optim;
+};
+
+class Strategy {
+ public:
+  virtual ~Strategy() = default;
+  virtual std::string name() const = 0;
+
+  // Takes the model (already on its device, fp32): broadcasts or shards its parameters and
+  // builds the optimiser state. Collective.
+  virtual void setup(std::shared_ptr<torch::nn::Module> model) = 0;
+
+  // One micro-batch: loss = loss_fn(); backward of loss·scale. With sync, gradients are reduced
+  // across ranks (overlapping backward) and complete on return; without, they only accumulate
+  // locally. Returns the unscaled loss, detached.
+  virtual at::Tensor forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
+                                      double scale) = 0;
+
+  // Clip (optim grad_clip), update at `lr`, zero the gradients. Returns the global gradient norm
+  // before clipping when clipping is on, else a negative number (not computed).
+  virtual double step(double lr) = 0;
+
+  virtual int64_t optimizer_steps() const = 0;
+  virtual MemoryLedger memory() const = 0;
+  virtual int64_t num_parameters() const = 0;  // Ψ, unique trainable elements
+
+  // Checkpoint state: the pieces this rank saves, and loading them back from any layout.
+  virtual std::vector<TensorPiece> state_pieces() = 0;
+  virtual void load_state(const TensorSource& src) = 0;
+
+  // Full parameters in named_parameters() order, as fp32 CPU tensors; collective (sharded
+  // strategies gather), the result is valid on rank 0.
+  virtual std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() = 0;
+};
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
+                                        Communicator& comm);
+std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm);
+
+// Splits n elements over `world` ranks as evenly as possible: [begin, end) of rank r.
+std::pair<int64_t, int64_t> even_split(int64_t n, int world, int rank);
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,42 @@
+#pragma once
+// Ranks as threads in one test process, joined over one c10d::HashStore and Gloo.
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <functional>
+#include <future>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "mtrain/trainer/comm/communicator.hpp"
+
+namespace mtrain::trainer::testing {
+
+// Runs fn(comm) on `world` threads; rethrows the first failure. Every collective has a 60 s
+// timeout and the join itself is bounded, so a broken protocol fails instead of hanging.
+inline void run_ranks(int world, const std::function<void(Communicator&)>& fn) {
+  auto store = compat::make_hash_store();
+  std::vector<std::future<void>> done;
+  for (int r = 0; r < world; ++r) {
+    done.push_back(std::async(std::launch::async, [=, &fn] {
+      CommOptions o;
+      o.rank = r;
+      o.world = world;
+      o.timeout = std::chrono::seconds(60);
+      o.hostname = "127.0.0.1";
+      Communicator comm(store, o);
+      fn(comm);
+    }));
+  }
+  for (auto& d : done) {
+    if (d.wait_for(std::chrono::seconds(120)) != std::future_status::ready) {
+      throw std::runtime_error("a rank thread did not finish within 120 s");
+    }
+  }
+  for (auto& d : done) d.get();
+}
+
+}  // namespace mtrain::trainer::testing

@@ -1,0 +1,188 @@
+// The loop end to end in-process (2 ranks as threads): checkpoints, resume, outputs.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/loop/trainer.hpp"
+#include "ranks.hpp"
+
+using namespace mtrain::trainer;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("mtrain_test_loop_" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+json small_job(const fs::path& work_dir) {
+  json j = mtrain::config::job_registry().defaults();
+  using mtrain::config::set;
+  set(j, "model.name", "mlp");
+  set(j, "model.hidden", 32);
+  set(j, "model.depth", 2);
+  set(j, "model.input_dim", 8);
+  set(j, "data.num_samples", 256);
+  set(j, "train.batch_size", 8);
+  set(j, "train.max_steps", 12);
+  set(j, "train.log_interval", 4);
+  set(j, "train.val_interval", 6);
+  set(j, "sched.warmup_steps", 2);
+  set(j, "checkpoint.interval", 5);
+  set(j, "train.work_dir", work_dir.string());
+  return j;
+}
+
+TrainerParts parts_for(const json& j, int64_t interrupt_after = -1) {
+  const auto ms = model_spec_from_job(j);
+  const auto ds = data_spec_from_job(j);
+  TrainerParts p;
+  p.model = make_model(ms, 5);
+  p.model_name = ms.name;
+  p.train = make_dataset(ds, ms, Split::Train, 5);
+  p.val = make_dataset(ds, ms, Split::Val, 5);
+  p.interrupt_after = interrupt_after;
+  return p;
+}
+
+// Runs the job on `world` thread ranks; returns rank 0's result and console text.
+TrainResult run_job(const json& j, int world, int64_t interrupt_after, std::string* console = nullptr) {
+  TrainResult r0;
+  std::ostringstream out0;
+  testing::run_ranks(world, [&](Communicator& comm) {
+    std::ostringstream sink;
+    auto parts = parts_for(j, interrupt_after);
+    auto r = train(train_job_from_json(j), comm, parts, comm.rank() == 0 ? out0 : sink);
+    if (comm.rank() == 0) r0 = r;
+  });
+  if (console) *console = out0.str();
+  return r0;
+}
+
+std::map<std::string, at::Tensor> load_model(const fs::path& p) {
+  std::map<std::string, at::Tensor> m;
+  for (auto& [k, v] : read_tensor_dict(p.string())) m[k] = v;
+  return m;
+}
+
+}  // namespace
+
+TEST_CASE("an interrupted run resumed from its checkpoint ends bit-identical", "[trainer][loop]") {
+  at::set_num_threads(1);
+  const auto a = fresh_dir("uninterrupted"), b = fresh_dir("interrupted");
+  std::string console;
+  const auto ra = run_job(small_job(a), 2, -1, &console);
+  CHECK(ra.steps == 12);
+
+  // Killed after step 7: the step-5 checkpoint is the newest complete one.
+  auto jb = small_job(b);
+  run_job(jb, 2, 7);
+  CHECK_FALSE(fs::exists(b / "model.pt"));
+  REQUIRE(complete_checkpoints((b / "checkpoints").string()).back().first == 5);
+  // A half-written later checkpoint (no COMPLETE) must be ignored by auto.
+  fs::create_directories(b / "checkpoints" / "step_7");
+  mtrain::config::set(jb, "checkpoint.resume", "auto");
+  std::string resumed_console;
+  const auto rb = run_job(jb, 2, -1, &resumed_console);
+  CHECK_THAT(resumed_console, Catch::Contains("Resumed from") && Catch::Contains("step_5"));
+  CHECK(rb.steps == 12);
+  CHECK(rb.final_loss == ra.final_loss);
+
+  auto ma = load_model(a / "model.pt"), mb = load_model(b / "model.pt");
+  REQUIRE(ma.size() == mb.size());
+  REQUIRE(!ma.empty());
+  for (auto& [k, v] : ma) {
+    INFO(k);
+    CHECK(at::equal(v, mb.at(k)));
+  }
+
+  // Console lines in the MMEngine format, and the outputs.
+  CHECK_THAT(console, Catch::Matches(
+      R"((.|\n)*Iter\(train\) \[ 4/12\]  lr: \d\.\d{4}e[-+]\d\d  eta: \d+:\d\d:\d\d  time: \d+\.\d{4}  data_time: \d+\.\d{4}  memory: \d+  loss: \d+\.\d{4}(.|\n)*)"));
+  CHECK_THAT(console, Catch::Contains("Iter(val) [ 6/12]  accuracy/top1: "));
+  std::ifstream sj(a / "summary.json");
+  const json s = json::parse(sj);
+  for (const char* k : {"strategy", "world_size", "num_params", "steps", "final_loss",
+                        "model_state_bytes_per_rank", "comm_per_step", "wire_bytes_per_step",
+                        "peak_memory_bytes", "step_time_median_s", "throughput"}) {
+    INFO(k);
+    CHECK(s.contains(k));
+  }
+  const double psi = s["num_params"].get<double>();
+  CHECK(s["model_state_bytes_per_rank"]["params"].get<double>() == 4 * psi);
+  CHECK(s["model_state_bytes_per_rank"]["optimizer"].get<double>() == 8 * psi);
+  CHECK(s["wire_bytes_per_step"].get<double>() == Approx(2 * psi * 0.5 * 4));
+  std::ifstream mj(a / "metrics.jsonl");
+  int train_lines = 0, val_lines = 0;
+  for (std::string line; std::getline(mj, line);) {
+    const json r = json::parse(line);
+    (r["mode"] == "train" ? train_lines : val_lines)++;
+  }
+  CHECK(train_lines == 3);
+  CHECK(val_lines == 2);
+  // keep = 2: step_5 and step_10 were pruned down to the two newest (step_10 and the final 12).
+  auto kept = complete_checkpoints((a / "checkpoints").string());
+  REQUIRE(kept.size() == 2);
+  CHECK(kept[0].first == 10);
+  CHECK(kept[1].first == 12);
+  const auto man = read_manifest(kept[1].second);
+  CHECK(man.world_size == 2);
+  CHECK(man.tensors.at("model/layers.0.weight").pieces.size() == 2);
+}
+
+TEST_CASE("a damaged or incomplete checkpoint is a clear error naming the file",
+          "[trainer][loop]") {
+  at::set_num_threads(1);
+  const auto d = fresh_dir("damaged");
+  auto j = small_job(d);
+  mtrain::config::set(j, "train.max_steps", 5);
+  run_job(j, 1, -1);
+  const fs::path ck = d / "checkpoints" / "step_5";
+  REQUIRE(fs::exists(ck / "COMPLETE"));
+  {
+    std::ofstream(ck / "shard_rank0.pt", std::ios::trunc) << "not a zip";
+  }
+  mtrain::config::set(j, "checkpoint.resume", ck.string());
+  try {
+    run_job(j, 1, -1);
+    FAIL("resuming from a damaged shard succeeded");
+  } catch (const mtrain::Error& e) {
+    CHECK_THAT(e.message(), Catch::Contains("shard_rank0.pt") && Catch::Contains("damaged"));
+  }
+  fs::remove(ck / "COMPLETE");
+  CHECK_THROWS_WITH(run_job(j, 1, -1), Catch::Contains("COMPLETE"));
+  fs::remove(ck / "manifest.json");
+  mtrain::config::set(j, "checkpoint.resume", (d / "nope").string());
+  CHECK_THROWS_WITH(run_job(j, 1, -1), Catch::Contains("nope"));
+}
+
+TEST_CASE("TrainJob defaults mirror the job settings table", "[trainer][loop]") {
+  const TrainJob from_table = train_job_from_json(mtrain::config::job_registry().defaults());
+  const TrainJob plain;
+  CHECK(from_table.strategy == plain.strategy);
+  CHECK(from_table.max_steps == plain.max_steps);
+  CHECK(from_table.batch_size == plain.batch_size);
+  CHECK(from_table.grad_accum == plain.grad_accum);
+  CHECK(from_table.work_dir == plain.work_dir);
+  CHECK(from_table.log_interval == plain.log_interval);
+  CHECK(from_table.val_steps == plain.val_steps);
+  CHECK(from_table.checkpoint_keep == plain.checkpoint_keep);
+  CHECK(from_table.strat.bucket_cap_mb == plain.strat.bucket_cap_mb);
+  CHECK(from_table.strat.first_bucket_mb == plain.strat.first_bucket_mb);
+  CHECK(from_table.sched.name == plain.sched.name);
+  CHECK(from_table.sched.lr == plain.sched.lr);
+  CHECK(from_table.strat.optim.name == plain.strat.optim.name);
+  CHECK(from_table.strat.optim.beta2 == plain.strat.optim.beta2);
+  CHECK(from_table.comm_timeout_s == plain.comm_timeout_s);
+}

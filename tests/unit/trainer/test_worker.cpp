@@ -1,0 +1,112 @@
+// mtrain-worker as a program: standalone, as two processes over TCPStore, and model.pt read
+// back by Python's torch.load (/usr/bin/python3 with Debian's torch).
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kWorker = std::string(MTRAIN_BIN_DIR) + "/mtrain-worker";
+
+fs::path fresh_dir(const std::string& name) {
+  fs::path d = fs::temp_directory_path() / ("mtrain_test_worker_" + std::to_string(::getpid())) / name;
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Runs a shell command (bounded by `timeout`), returns exit code and combined output.
+std::pair<int, std::string> sh(const std::string& cmd, int timeout_s = 120) {
+  const std::string full = "timeout " + std::to_string(timeout_s) + " bash -c '" + cmd + "' 2>&1";
+  FILE* p = popen(full.c_str(), "r");
+  REQUIRE(p != nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const char* kSmall =
+    " --set model.name=mlp --set model.hidden=24 --set model.depth=3 --set model.input_dim=6"
+    " --set data.num_samples=512 --set train.batch_size=8 --set train.max_steps=6"
+    " --set train.log_interval=3 --set train.threads=1";
+
+}  // namespace
+
+TEST_CASE("standalone mtrain-worker writes model.pt that torch.load reads with the model's names",
+          "[trainer][worker]") {
+  REQUIRE(fs::exists(kWorker));
+  const auto d = fresh_dir("standalone");
+  auto [rc, out] = sh(kWorker + kSmall + " --set train.work_dir=" + d.string());
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK_THAT(out, Catch::Contains("Iter(train) [3/6]  lr: "));
+  REQUIRE(fs::exists(d / "model.pt"));
+  REQUIRE(fs::exists(d / "summary.json"));
+  const std::string py =
+      "import torch, json; d = torch.load(\"" + (d / "model.pt").string() + "\"); "
+      "print(json.dumps({k: [list(v.shape), str(v.dtype)] for k, v in d.items()}))";
+  auto [prc, pout] = sh("/usr/bin/python3 -c '\"'\"'" + py + "'\"'\"'");
+  INFO(pout);
+  REQUIRE(prc == 0);
+  const json names = json::parse(pout.substr(pout.find('{')));
+  // mlp depth 3: Linear 6→24, 24→24, 24→10.
+  CHECK(names.size() == 6);
+  CHECK(names["layers.0.weight"] == json::array({json::array({24, 6}), "torch.float32"}));
+  CHECK(names["layers.2.weight"] == json::array({json::array({10, 24}), "torch.float32"}));
+  CHECK(names["layers.2.bias"] == json::array({json::array({10}), "torch.float32"}));
+}
+
+TEST_CASE("two mtrain-worker processes join over MASTER_ADDR/MASTER_PORT and train DDP",
+          "[trainer][worker]") {
+  const auto d = fresh_dir("two_ranks");
+  std::mt19937 rng(static_cast<unsigned>(::getpid()));
+  const int port = 20000 + static_cast<int>(rng() % 20000);
+  std::string cmd;
+  for (int r = 0; r < 2; ++r) {
+    cmd += "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + kWorker + kSmall +
+           " --set comm.timeout_s=60 --set train.work_dir=" + d.string() + " > " +
+           (d / ("rank" + std::to_string(r) + ".log")).string() + " 2>&1 & p" + std::to_string(r) + "=$!; ";
+  }
+  cmd += "wait $p0; a=$?; wait $p1; b=$?; cat " + (d / "rank0.log").string() + " " +
+         (d / "rank1.log").string() + "; exit $((a + b))";
+  auto [rc, out] = sh(cmd, 180);
+  INFO(out);
+  REQUIRE(rc == 0);
+  std::ifstream in(d / "summary.json");
+  const json s = json::parse(in);
+  CHECK(s["world_size"] == 2);
+  const double psi = s["num_params"].get<double>();
+  CHECK(s["comm_per_step"]["all_reduce"]["wire_bytes"].get<double>() == Approx(2 * psi * 0.5 * 4));
+  // Only rank 0 prints the training lines.
+  CHECK(out.find("Iter(train) [6/6]") == out.rfind("Iter(train) [6/6]"));
+}
+
+TEST_CASE("an unknown job key is an error naming the closest valid one", "[trainer][worker]") {
+  const auto d = fresh_dir("bad_key");
+  {
+    std::ofstream(d / "job.json") << R"({"optim": {"lrr": 0.1}})";
+  }
+  auto [rc, out] = sh(kWorker + " --job " + (d / "job.json").string());
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("optim.lrr") && Catch::Contains("optim.lr"));
+  auto [rc2, out2] = sh(kWorker + " --set train.max_stepz=3");
+  CHECK(rc2 == 2);
+  CHECK_THAT(out2, Catch::Contains("train.max_steps"));
+}
