@@ -109,6 +109,12 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--master-port", o.master_port, "Port of rank 0's store; 0 or auto picks a free one")
                 ->default_str("29500"),
             "master-port"), kRdzv);
+  group(env(sub->add_option("--launcher", o.launcher,
+                            "auto (Slurm agent step if detected, else local), local, slurm, or slurm-task "
+                            "(srun started every rank: translate its environment and run the program)")
+                ->check(CLI::IsMember({"auto", "local", "slurm", "slurm-task"}))
+                ->default_str("auto"),
+            "launcher"), kRdzv);
   group(env(sub->add_option("--nnodes", o.plan.nnodes, "Nodes in the job (static: start mtrain on each node)")
                 ->check(CLI::Range(1, 65536)),
             "nnodes"), kRdzv);
@@ -175,6 +181,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
+    o.master_port_given = sub->get_option("--master-port")->count() > 0;
     if (f->no_local_rank) o.plan.local_rank_arg = false;
     o.output.prefix = !f->no_prefix;
     if (!f->ranks_filter.empty())

@@ -15,6 +15,8 @@
 #include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/preflight.hpp"
 #include "mtrain/launch/supervisor.hpp"
+#include "mtrain/slurm/allocation.hpp"
+#include "mtrain/slurm/task_exec.hpp"
 
 namespace fs = std::filesystem;
 
@@ -43,8 +45,37 @@ static int resolve_port(const std::string& text, const std::string& addr) {
   return static_cast<int>(*v);
 }
 
+// One agent per node inside a Slurm step: every node's agent derives the same world from Slurm's
+// environment, so no node mistakes itself for the master and the port is the job's own.
+static void apply_slurm(LaunchOptions& opt, const EnvMap& env) {
+  if (opt.launcher == "local") return;
+  auto a = slurm::allocation_from_env(env);
+  bool agent_step = a && a->in_step && a->ntasks_per_node == 1;
+  if (opt.launcher == "slurm" && !agent_step)
+    throw Error("--launcher slurm needs to run inside an srun step with one task per node",
+                "Start it as `srun --ntasks-per-node=1 mtrain launch …` inside an allocation, or use "
+                "`mtrain slurm submit`.");
+  if (!agent_step) return;
+  auto& p = opt.plan;
+  p.nnodes = static_cast<int>(a->nodes.size());
+  p.node_rank = a->node_id;
+  if (p.master_addr.empty()) p.master_addr = a->master_addr;
+  if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
+  if (p.job_id.empty()) p.job_id = "slurm-" + a->job_id;
+}
+
 int run_launch(LaunchOptions opt) {
   EnvMap env = current_environment();
+  if (opt.launcher == "slurm-task") {
+    slurm::TaskEnvOptions t;
+    t.role_name = opt.plan.role;
+    t.max_restarts = opt.plan.max_restarts;
+    t.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
+    if (opt.plan.program.empty())
+      throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
+    slurm::exec_as_rank(opt.plan.program, t);
+  }
+  apply_slurm(opt, env);
   plan::HostFacts facts = probe_host(env);
   auto& p = opt.plan;
   if (p.job_id.empty()) p.job_id = new_job_id();

@@ -18,6 +18,11 @@ struct LaunchOptions {
   OutputOptions output;
   std::string job_spec_json;     // the resolved job for mtrain-worker (when no program is given)
   std::string worker_path;       // mtrain-worker
+  // auto: inside an srun step with one task per node (`srun --ntasks-per-node=1 mtrain launch`),
+  // take nodes, node rank and rendezvous from Slurm; else local. slurm: require that.
+  // slurm-task: srun started every rank; translate Slurm's environment and exec the program.
+  std::string launcher = "auto";
+  bool master_port_given = false;
 };
 
 int run_launch(LaunchOptions opt);
