@@ -6,6 +6,8 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -86,17 +88,10 @@ class Loop {
     while (step_ < total_) {
       const auto t0 = Clock::now();
       double data_time = 0, loss_sum = 0;
-      const int64_t epoch = step_ / steps_per_epoch_, in_epoch = step_ % steps_per_epoch_;
-      if (epoch != cached_epoch_) {
-        indices_ = rank_indices(sampler_, epoch);
-        cached_epoch_ = epoch;
-      }
+      const int64_t epoch = step_ / steps_per_epoch_;
       for (int64_t a = 0; a < job_.grad_accum; ++a) {
         const auto td = Clock::now();
-        const int64_t first = (in_epoch * job_.grad_accum + a) * job_.batch_size;
-        std::vector<int64_t> idx(indices_.begin() + first,
-                                 indices_.begin() + first + job_.batch_size);
-        Batch b = to_device(parts_.train->batch(idx), parts_.device);
+        Batch b = to_device(next_batch(step_, a), parts_.device);
         data_time += seconds_since(td);
         at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
                                                       a == job_.grad_accum - 1,
@@ -181,6 +176,39 @@ class Loop {
       p.total = total_;
     }
     return p;
+  }
+
+  // Dataset indices of micro-batch a of step s (a pure function of the step; see trainer.hpp).
+  std::vector<int64_t> micro_indices(int64_t s, int64_t a) {
+    const int64_t epoch = s / steps_per_epoch_, in_epoch = s % steps_per_epoch_;
+    auto it = epochs_.find(epoch);
+    if (it == epochs_.end()) {
+      if (epochs_.size() > 1) epochs_.erase(epochs_.begin());  // keep this and the next epoch
+      it = epochs_.emplace(epoch, rank_indices(sampler_, epoch)).first;
+    }
+    const int64_t first = (in_epoch * job_.grad_accum + a) * job_.batch_size;
+    return {it->second.begin() + first, it->second.begin() + first + job_.batch_size};
+  }
+
+  // The batch of (s, a), read ahead on a helper thread while the current micro-batch trains
+  // (datasets are immutable, so reading concurrently is safe); data_time is what is left to wait.
+  Batch next_batch(int64_t s, int64_t a) {
+    const int64_t key = s * job_.grad_accum + a;
+    Batch b;
+    if (prefetch_.valid() && prefetch_key_ == key) {
+      b = prefetch_.get();
+    } else {
+      if (prefetch_.valid()) prefetch_.wait();
+      b = parts_.train->batch(micro_indices(s, a));
+    }
+    const int64_t next = key + 1;
+    if (next < total_ * job_.grad_accum && next != parts_.interrupt_after * job_.grad_accum) {
+      prefetch_key_ = next;
+      auto idx = micro_indices(next / job_.grad_accum, next % job_.grad_accum);
+      const Dataset* ds = parts_.train.get();
+      prefetch_ = std::async(std::launch::async, [ds, idx = std::move(idx)] { return ds->batch(idx); });
+    }
+    return b;
   }
 
   // MMEngine's "memory": the CUDA allocator's peak on GPU, the process's peak RSS on CPU.
@@ -348,8 +376,9 @@ class Loop {
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<MetricsLog> metrics_;
   SamplerOptions sampler_;
-  std::vector<int64_t> indices_;
-  int64_t cached_epoch_ = -1;
+  std::map<int64_t, std::vector<int64_t>> epochs_;
+  std::future<Batch> prefetch_;
+  int64_t prefetch_key_ = -1;
   int64_t steps_per_epoch_ = 1;
   bool by_epochs_ = false;
   int64_t total_ = 0;

@@ -18,7 +18,7 @@ class AdamW final : public FlatOptimizer {
   AdamW(const OptimOptions& o, int64_t numel, const at::TensorOptions& opts)
       : o_(o), exp_avg_(at::zeros({numel}, opts)), exp_avg_sq_(at::zeros({numel}, opts)) {}
 
-  void step(at::Tensor param, const at::Tensor& grad, double lr) override {
+  void step(at::Tensor param, const at::Tensor& grad, double lr, bool zero_grad) override {
     ++steps_;
     const double bc1 = 1.0 - std::pow(o_.beta1, static_cast<double>(steps_));
     const double bc2 = 1.0 - std::pow(o_.beta2, static_cast<double>(steps_));
@@ -33,10 +33,11 @@ class AdamW final : public FlatOptimizer {
       exp_avg_sq_.mul_(o_.beta2).addcmul_(grad, grad, 1.0 - o_.beta2);
       auto denom = (exp_avg_sq_.sqrt() / bc2_sqrt).add_(o_.eps);
       param.addcdiv_(exp_avg_, denom, -step_size);
+      if (zero_grad) grad.zero_();
       return;
     }
     float* p = param.data_ptr<float>();
-    const float* g = grad.data_ptr<float>();
+    float* g = grad.data_ptr<float>();
     float* m = exp_avg_.data_ptr<float>();
     float* v = exp_avg_sq_.data_ptr<float>();
     const float decay = static_cast<float>(1.0 - lr * o_.weight_decay);
@@ -48,6 +49,7 @@ class AdamW final : public FlatOptimizer {
     at::parallel_for(0, param.numel(), 1 << 15, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) {
         const float gi = g[i];
+        if (zero_grad) g[i] = 0.f;
         const float mi = m[i] * b1 + a1 * gi;
         const float vi = v[i] * b2 + a2 * (gi * gi);
         m[i] = mi;

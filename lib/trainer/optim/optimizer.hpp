@@ -26,8 +26,9 @@ OptimOptions optim_options_from_job(const nlohmann::json& job);
 class FlatOptimizer {
  public:
   virtual ~FlatOptimizer() = default;
-  // One update of `param` from `grad` (both flat, same numel) at learning rate `lr`; counts a step.
-  virtual void step(at::Tensor param, const at::Tensor& grad, double lr) = 0;
+  // One update of `param` from `grad` (both flat, same numel) at learning rate `lr`; counts a
+  // step. With zero_grad the gradient is left zeroed (fused into the same pass where possible).
+  virtual void step(at::Tensor param, const at::Tensor& grad, double lr, bool zero_grad = false) = 0;
   // The state tensors by name ("exp_avg", "exp_avg_sq" / "momentum_buffer"), each the length of
   // the parameter buffer; a checkpoint saves and restores them in place.
   virtual std::vector<std::pair<std::string, at::Tensor>> state() = 0;

@@ -12,7 +12,7 @@ class Sgd final : public FlatOptimizer {
     if (o.momentum > 0) buf_ = at::zeros({numel}, opts);
   }
 
-  void step(at::Tensor param, const at::Tensor& grad, double lr) override {
+  void step(at::Tensor param, const at::Tensor& grad, double lr, bool zero_grad) override {
     at::Tensor d = grad;
     if (o_.weight_decay != 0) d = grad.add(param, o_.weight_decay);
     if (o_.momentum > 0) {
@@ -24,6 +24,7 @@ class Sgd final : public FlatOptimizer {
       d = o_.nesterov ? d.add(buf_, o_.momentum) : buf_;
     }
     param.add_(d, -lr);
+    if (zero_grad) grad.zero_();
     ++steps_;
   }
 

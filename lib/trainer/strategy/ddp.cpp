@@ -99,8 +99,7 @@ class Ddp final : public Strategy {
     }
     at::NoGradGuard no_grad;
     for (size_t b = 0; b < buckets_.size(); ++b) {
-      optims_[b]->step(buckets_[b].params, buckets_[b].grads, lr);
-      buckets_[b].grads.zero_();
+      optims_[b]->step(buckets_[b].params, buckets_[b].grads, lr, /*zero_grad=*/true);
     }
     return norm;
   }

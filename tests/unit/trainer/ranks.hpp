@@ -6,6 +6,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -14,6 +15,33 @@
 #include "mtrain/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer::testing {
+
+// Catch2 v2 assertions are not thread-safe: rank threads assert through these.
+inline std::mutex& catch_mutex() {
+  static std::mutex m;
+  return m;
+}
+#define RANK_CHECK(...)                                                              \
+  do {                                                                               \
+    std::lock_guard<std::mutex> rank_check_lock(::mtrain::trainer::testing::catch_mutex()); \
+    CHECK(__VA_ARGS__);                                                              \
+  } while (0)
+#define RANK_REQUIRE(...)                                                            \
+  do {                                                                               \
+    std::lock_guard<std::mutex> rank_check_lock(::mtrain::trainer::testing::catch_mutex()); \
+    REQUIRE(__VA_ARGS__);                                                            \
+  } while (0)
+#define RANK_CHECK_THROWS_WITH(expr, matcher)                                        \
+  do {                                                                               \
+    std::string rank_what;                                                           \
+    try {                                                                            \
+      expr;                                                                          \
+    } catch (const std::exception& e) {                                              \
+      rank_what = e.what();                                                          \
+    }                                                                                \
+    std::lock_guard<std::mutex> rank_check_lock(::mtrain::trainer::testing::catch_mutex()); \
+    CHECK_THAT(rank_what, matcher);                                                  \
+  } while (0)
 
 // Runs fn(comm) on `world` threads; rethrows the first failure. Every collective has a 60 s
 // timeout and the join itself is bounded, so a broken protocol fails instead of hanging.

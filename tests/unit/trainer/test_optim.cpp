@@ -72,3 +72,18 @@ TEST_CASE("clipping scales to the global norm", "[trainer][optim]") {
   CHECK(n == Approx(std::sqrt(52.0)));
   CHECK(global_grad_norm(gs, nullptr) == Approx(1.0).epsilon(1e-5));
 }
+
+TEST_CASE("the optimisers leave the gradient zeroed when asked", "[trainer][optim]") {
+  for (const char* name : {"adamw", "sgd"}) {
+    OptimOptions o;
+    o.name = name;
+    o.momentum = 0.9;
+    auto p = at::ones({5000});
+    auto g = at::full({5000}, 0.25f);
+    auto opt = make_optimizer(o, 5000, p.options());
+    opt->step(p, g, 0.1, /*zero_grad=*/true);
+    INFO(name);
+    CHECK(g.abs().max().item<float>() == 0.0f);
+    CHECK(p.max().item<float>() < 1.0f);
+  }
+}

@@ -2,13 +2,15 @@
 // back by Python's torch.load (/usr/bin/python3 with Debian's torch).
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -38,6 +40,21 @@ std::pair<int, std::string> sh(const std::string& cmd, int timeout_s = 120) {
   while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A port the kernel just handed out (closed again, so rank 0's TCPStore can bind it).
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  a.sin_port = 0;
+  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  close(fd);
+  return ntohs(a.sin_port);
 }
 
 const char* kSmall =
@@ -74,8 +91,7 @@ TEST_CASE("standalone mtrain-worker writes model.pt that torch.load reads with t
 TEST_CASE("two mtrain-worker processes join over MASTER_ADDR/MASTER_PORT and train DDP",
           "[trainer][worker]") {
   const auto d = fresh_dir("two_ranks");
-  std::mt19937 rng(static_cast<unsigned>(::getpid()));
-  const int port = 20000 + static_cast<int>(rng() % 20000);
+  const int port = free_port();
   std::string cmd;
   for (int r = 0; r < 2; ++r) {
     cmd += "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=" + std::to_string(r) +
