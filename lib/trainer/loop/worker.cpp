@@ -109,6 +109,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   if (compat::nccl_available()) {
     co.backend = BackendKind::Nccl;
     device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
+    compat::select_cuda_device(local_rank);
   }
 #else
   (void)local_rank;
