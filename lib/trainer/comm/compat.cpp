@@ -13,6 +13,7 @@
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef MTRAIN_WITH_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
 
@@ -50,12 +51,20 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::mi
 #endif
 }
 
+void select_cuda_device(int index) {
+#ifdef MTRAIN_WITH_CUDA
+  c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));
+#else
+  (void)index;
+#endif
+}
+
 int64_t device_peak_bytes(const at::Device& device) {
 #ifdef MTRAIN_WITH_CUDA
   if (device.is_cuda()) {
+    // Index 0 is StatType::AGGREGATE in every version (the enum moved namespaces in 2.5).
     const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
-    return stats.allocated_bytes[static_cast<size_t>(c10::cuda::CUDACachingAllocator::StatType::AGGREGATE)]
-        .peak;
+    return stats.allocated_bytes[0].peak;
   }
 #endif
   (void)device;

@@ -46,6 +46,9 @@ bool has_flat_collectives(const BackendPtr& backend);
 // AccumulateGrad node). Returns the node, which the caller must keep alive for the hook to fire.
 std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn);
 
+// Makes `index` the current CUDA device (before NCCL is created); no-op in CPU builds.
+void select_cuda_device(int index);
+
 // Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
 int64_t device_peak_bytes(const at::Device& device);
 

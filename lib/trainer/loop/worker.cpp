@@ -93,6 +93,10 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   const int rank = env_int(o, "RANK", 0);
   const int world = env_int(o, "WORLD_SIZE", 1);
   const int local_rank = env_int(o, "LOCAL_RANK", 0);
+  if (world < 1 || rank >= world) {
+    throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", rank, world, rank),
+                "RANK must be in [0, WORLD_SIZE); the launcher sets both");
+  }
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
 
@@ -105,6 +109,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   if (compat::nccl_available()) {
     co.backend = BackendKind::Nccl;
     device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
+    compat::select_cuda_device(local_rank);
   }
 #else
   (void)local_rank;
@@ -114,6 +119,10 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   compat::StorePtr store;
   if (world > 1) {
     const int port = env_int(o, "MASTER_PORT", 29500);
+    if (port < 1 || port > 65535) {
+      throw Error(fmt::format("MASTER_PORT={} is not a TCP port", port),
+                  "use a port in 1..65535 that rank 0's host can listen on");
+    }
     store = compat::make_tcp_store(addr, port, rank == 0, world, co.timeout);
   } else {
     store = compat::make_hash_store();

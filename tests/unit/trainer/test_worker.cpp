@@ -125,4 +125,10 @@ TEST_CASE("an unknown job key is an error naming the closest valid one", "[train
   auto [rc2, out2] = sh(kWorker + " --set train.max_stepz=3");
   CHECK(rc2 == 2);
   CHECK_THAT(out2, Catch::Contains("train.max_steps"));
+  auto [rc3, out3] = sh("RANK=0 WORLD_SIZE=2 MASTER_PORT=2974025 " + kWorker);
+  CHECK(rc3 == 2);
+  CHECK_THAT(out3, Catch::Contains("MASTER_PORT=2974025"));
+  auto [rc4, out4] = sh("RANK=3 WORLD_SIZE=2 MASTER_PORT=29999 " + kWorker);
+  CHECK(rc4 == 2);
+  CHECK_THAT(out4, Catch::Contains("rank 3"));
 }
