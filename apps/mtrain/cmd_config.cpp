@@ -6,6 +6,7 @@
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/config_commands.hpp"
 #include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/environment.hpp"
 
 namespace mtrain::app {
 
@@ -37,7 +38,7 @@ void add_config(CLI::App& root, Exit& exit) {
   show->add_option("--set", show_opt->sets, "key=value, highest priority (repeatable)");
   cfg::add_setting_flags(*show, reg, show_opt->flags);
   show->callback([&exit, show_opt] {
-    show_opt->env = cfg::process_environment();
+    show_opt->env = mtrain::process_environment();
     exit.code = cfg::config_show(cfg::job_registry(), *show_opt, std::cout, std::cerr);
   });
 

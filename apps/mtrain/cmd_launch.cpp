@@ -6,6 +6,7 @@
 #include "commands.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
@@ -37,7 +38,7 @@ config::Resolved resolve(const LaunchFlags& f) {
   in.job_file = f.config_file;
   in.flags = f.job_flags;
   in.sets = f.sets;
-  in.env = config::process_environment();
+  in.env = mtrain::process_environment();
   auto r = config::resolve_job(config::job_registry(), in);
   for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
   return r;
@@ -83,10 +84,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->prefix_command();  // everything from the program name on belongs to the program
   sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.");
   auto env = [](CLI::Option* opt, const std::string& flag) {
-    std::string e = "MTRAIN_" + str::to_upper(flag);
-    for (auto& c : e)
-      if (c == '-') c = '_';
-    opt->envname(e);
+    opt->envname(config::env_name(flag));
     return opt;
   };
   auto group = [&](CLI::Option* opt, const char* g) { opt->group(g); return opt; };

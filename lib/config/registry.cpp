@@ -57,7 +57,7 @@ std::string describe_type(const Setting& s) {
   return "?";
 }
 
-static std::string env_name(const std::string& base) {
+std::string env_name(const std::string& base) {
   std::string e = "MTRAIN_" + str::to_upper(base);
   for (auto& c : e)
     if (c == '-' || c == '.') c = '_';

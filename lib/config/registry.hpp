@@ -55,6 +55,10 @@ std::string section_of(const std::string& key);
 // What a setting takes, in words ("an integer from 1 to 65535", "one of ddp, zero1, …").
 std::string describe_type(const Setting& s);
 
+// MTRAIN_<NAME> for a flag or key: upper case, '-' and '.' as '_' ("nproc-per-node" →
+// MTRAIN_NPROC_PER_NODE). Every flag's variable, registry or not, follows this rule.
+std::string env_name(const std::string& base);
+
 // Where a value came from, in increasing priority.
 enum class Source { Default, UserFile, JobFile, Env, Cli };
 std::string to_string(Source s);

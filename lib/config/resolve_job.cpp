@@ -8,7 +8,6 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 
-extern char** environ;
 
 namespace mtrain::config {
 
@@ -75,16 +74,6 @@ std::string default_user_file(const std::map<std::string, std::string>& env) {
   auto home = env.find("HOME");
   if (home != env.end() && !home->second.empty()) return home->second + "/.config/mtrain/config.yaml";
   return "";
-}
-
-std::map<std::string, std::string> process_environment() {
-  std::map<std::string, std::string> out;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv = *e;
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) out[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return out;
 }
 
 Resolved resolve_job(const Registry& reg, const JobInputs& in) {

@@ -7,19 +7,8 @@
 
 #include "mtrain/topology/gpu_list.hpp"
 
-extern char** environ;
 
 namespace mtrain::launch {
-
-EnvMap current_environment() {
-  EnvMap env;
-  for (char** e = environ; e && *e; ++e) {
-    std::string kv(*e);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
-  }
-  return env;
-}
 
 static int usable_cores() {
   cpu_set_t set;

@@ -9,8 +9,6 @@ namespace mtrain::launch {
 
 using EnvMap = std::map<std::string, std::string>;
 
-EnvMap current_environment();
-
 // GPU pool: an inherited CUDA_VISIBLE_DEVICES (the pool the user or scheduler gave us) or else
 // the GPUs the NVIDIA driver lists under /proc/driver/nvidia/gpus (no CUDA runtime needed).
 plan::HostFacts probe_host(const EnvMap& env);

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/host_probe.hpp"
@@ -65,7 +66,7 @@ static void apply_slurm(LaunchOptions& opt, const EnvMap& env) {
 }
 
 int run_launch(LaunchOptions opt) {
-  EnvMap env = current_environment();
+  EnvMap env = mtrain::process_environment();
   if (opt.launcher == "slurm-task") {
     slurm::TaskEnvOptions t;
     t.role_name = opt.plan.role;

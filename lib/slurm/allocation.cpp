@@ -8,7 +8,6 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 
-extern char** environ;
 
 namespace mtrain::slurm {
 
@@ -215,16 +214,6 @@ Env rank_env_from_slurm(const Allocation& a, const TaskEnvOptions& opt) {
   e["MTRAIN_HOST"] = host;
   e["MTRAIN_GPU"] = gpus.empty() ? "" : gpus[a.localid];
   return e;
-}
-
-Env current_environment() {
-  Env env;
-  for (char** p = environ; p && *p; ++p) {
-    std::string kv(*p);
-    auto eq = kv.find('=');
-    if (eq != std::string::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
-  return env;
 }
 
 }  // namespace mtrain::slurm

@@ -56,7 +56,5 @@ Env rank_env_from_slurm(const Allocation& a, const TaskEnvOptions& opt = {});
 // The global rank of task `localid` on node `node_id` (contiguous per node, node order).
 int contiguous_rank(const Allocation& a);
 
-// The calling process's environment as a map.
-Env current_environment();
 
 }  // namespace mtrain::slurm

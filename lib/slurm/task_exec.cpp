@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::slurm {
@@ -15,7 +16,7 @@ namespace mtrain::slurm {
 void exec_as_rank(const std::vector<std::string>& program, TaskEnvOptions opt) {
   if (program.empty())
     throw Error("no program to run", "Usage: srun … mtrain slurm task python3 train.py …");
-  Env env = current_environment();
+  Env env = mtrain::process_environment();
   auto alloc = allocation_from_env(env);
   if (!alloc)
     throw Error("not inside a Slurm job (SLURM_JOB_ID is not set)",
