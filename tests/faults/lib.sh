@@ -103,10 +103,10 @@ need_worker_text() { grep -aqF -- "$1" "$WORKER" || skip "mtrain-worker does not
 need_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch"; }
 need_root() { [ "$(id -u)" -eq 0 ] || skip "needs root ($1)"; }
 
-# A small bundled-trainer job writing into $1: fast on CPU, several steps, checkpoints.
+# A small bundled-trainer job writing into $1 (fast on CPU); callers add --max-steps etc.
 trainer_args() {  # WORK_DIR [extra launch args...]
   local wd=$1; shift
-  echo --nproc-per-node 2 --model mlp --max-steps 6 --batch-size 4 --work-dir "$wd" "$@"
+  echo --nproc-per-node 2 --model mlp --batch-size 4 --work-dir "$wd" "$@"
 }
 
 finish() {

@@ -20,6 +20,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/remote/ssh_command.hpp"
 #include "mtrain/rendezvous/client.hpp"
@@ -248,7 +249,7 @@ TEST_CASE("hostile: raw-socket garbage, huge and nested frames, every fuzz input
       frame_of("[1,2,3]"), frame_of("\"str\""), frame_of("{\"op\":\"join\"}"), frame_of(std::string("\xff\xfe\x00{", 4)),
       frame_of(auth) + "MTR1\xff\xff\xff\xff",                                   // authenticated, then oversized
       frame_of(auth) + "garbage after a good frame",
-      frame_of(std::string(R"({"op":"join","token":")") + kToken + R"(","node":"n","host":"$(touch X)","slots":-5})"),
+      frame_of(std::string(R"({"op":"join","token":")") + kToken + R"J(","node":"n","host":"$(touch X)","slots":-5})J"),
       frame_of(std::string(R"({"op":"join","token":")") + kToken + R"(","node":")" + std::string(5000, 'n') + R"(","host":"h","slots":1e300})"),
   };
   // Every committed fuzz input for the protocol, as raw bytes on a connection of its own.

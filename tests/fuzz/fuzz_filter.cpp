@@ -27,8 +27,11 @@ void check_subset(const Inventory& sub, const Inventory& inv) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;
-  auto [include, rest] = fuzz::first_line(fuzz::text(data, size));
-  auto [exclude, hostfile] = fuzz::first_line(rest);
+  const auto line1 = fuzz::first_line(fuzz::text(data, size));
+  const auto line2 = fuzz::first_line(line1.second);
+  const std::string& include = line1.first;
+  const std::string& exclude = line2.first;
+  const std::string& hostfile = line2.second;
   Inventory inv;
   if (!fuzz::accepts([&] { inv = topology::parse_hostfile(hostfile, "hosts.txt"); }) || inv.empty())
     inv = topology::parse_hostfile("worker-0 slots=4\nworker-1 slots=2\nalice@gpu-2 gpus=0,2,3\n", "fixed");
