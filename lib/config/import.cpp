@@ -43,8 +43,18 @@ std::pair<int, int> line_col(const std::string& text, size_t byte) {
   return {line, col};
 }
 
-json scalar_to_json(const YAML::Node& n) {
+// yaml-cpp decodes escapes and UTF-16/32 input into bytes that need not be UTF-8 (lone
+// surrogates); JSON strings must be, or every later dump() throws.
+const std::string& utf8_scalar(const YAML::Node& n) {
   const std::string& s = n.Scalar();
+  if (str::invalid_utf8_at(s))
+    throw Error(fmt::format("{}:{}: text is not valid UTF-8", n.Mark().line + 1, n.Mark().column + 1),
+                "Save the file as UTF-8.");
+  return s;
+}
+
+json scalar_to_json(const YAML::Node& n) {
+  const std::string& s = utf8_scalar(n);
   if (n.Tag() == "!") return s;  // quoted: always text
   if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
   std::string lower;
@@ -69,7 +79,7 @@ json scalar_to_json(const YAML::Node& n) {
 json node_to_json(const YAML::Node& n) {
   if (n.IsMap()) {
     json o = json::object();
-    for (auto it = n.begin(); it != n.end(); ++it) o[it->first.Scalar()] = node_to_json(it->second);
+    for (auto it = n.begin(); it != n.end(); ++it) o[utf8_scalar(it->first)] = node_to_json(it->second);
     return o;
   }
   if (n.IsSequence()) {
@@ -129,6 +139,12 @@ ImportResult import_text_in(const Registry& reg, const std::string& text, const 
 json parse_json_with_comments(const std::string& text, const std::string& origin) {
   try {
     return json::parse(text, nullptr, true, /*ignore_comments=*/true);
+  } catch (const json::out_of_range& e) {
+    // A number too large for a double ("1e999"): the parser reports no position.
+    std::string what = e.what();
+    auto pos = what.find("number overflow");
+    throw Error(fmt::format("{}: not valid JSON: {}", origin, pos == std::string::npos ? what : what.substr(pos)),
+                "Write the number within the range of a double (about 1.8e308).");
   } catch (const json::parse_error& e) {
     auto [line, col] = line_col(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
@@ -140,8 +156,17 @@ json parse_json_with_comments(const std::string& text, const std::string& origin
 }
 
 json yaml_to_json(const std::string& text, const std::string& origin) {
+  // yaml-cpp passes any bytes through; JSON (and everything that prints it) needs UTF-8.
+  if (auto bad = str::invalid_utf8_at(text)) {
+    auto [line, col] = line_col(text, *bad);
+    throw Error(fmt::format("{}:{}:{}: not valid UTF-8 (byte 0x{:02x})", origin, line, col,
+                            static_cast<unsigned char>(text[*bad])),
+                "Save the file as UTF-8.");
+  }
   try {
     return node_to_json(YAML::Load(text));
+  } catch (Error& e) {
+    throw e.at(origin);
   } catch (const YAML::ParserException& e) {
     throw Error(fmt::format("{}:{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg),
                 "Check the indentation and quoting near that spot.");

@@ -93,8 +93,8 @@ void import_fsdp_plugin(Importer& im, const json& f) {
 
 }  // namespace
 
-ImportResult import_accelerate(const Registry& reg, const json& doc, const std::string& origin,
-                               const std::string& base_dir) {
+static ImportResult import_accelerate_walk(const Registry& reg, const json& doc, const std::string& origin,
+                                          const std::string& base_dir) {
   if (!doc.is_object()) throw Error(fmt::format("{}: an accelerate config must be a YAML mapping", origin));
   ImportResult r;
   r.format = ImportFormat::Accelerate;
@@ -150,6 +150,17 @@ ImportResult import_accelerate(const Registry& reg, const json& doc, const std::
     }
   }
   return r;
+}
+
+// As for DeepSpeed: a value of an unexpected type ends as a user-facing error.
+ImportResult import_accelerate(const Registry& reg, const json& doc, const std::string& origin,
+                               const std::string& base_dir) {
+  try {
+    return import_accelerate_walk(reg, doc, origin, base_dir);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: a value has a type accelerate does not use there ({})", origin, e.what()),
+                "Compare the file with the output of `accelerate config`.");
+  }
 }
 
 }  // namespace mtrain::config

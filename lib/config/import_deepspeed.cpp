@@ -199,7 +199,7 @@ void import_zero(Importer& im, const json& z) {
 
 }  // namespace
 
-ImportResult import_deepspeed(const Registry& reg, const json& ds, const std::string& origin) {
+static ImportResult import_deepspeed_walk(const Registry& reg, const json& ds, const std::string& origin) {
   if (!ds.is_object()) throw Error(fmt::format("{}: a DeepSpeed config must be a JSON object", origin));
   ImportResult r;
   r.format = ImportFormat::DeepSpeed;
@@ -227,6 +227,18 @@ ImportResult import_deepspeed(const Registry& reg, const json& ds, const std::st
     else im.unmapped(k, v);
   }
   return r;
+}
+
+// The walk reads values with the types DeepSpeed documents; a value of another type that slips
+// past its checks must still end as a user-facing error, not an escaped json::exception
+// (found by fuzz_import_deepspeed: "optimizer": {"type": 1e9}).
+ImportResult import_deepspeed(const Registry& reg, const json& ds, const std::string& origin) {
+  try {
+    return import_deepspeed_walk(reg, ds, origin);
+  } catch (const json::exception& e) {
+    throw Error(fmt::format("{}: a value has a type DeepSpeed does not use there ({})", origin, e.what()),
+                "Compare the file with DeepSpeed's configuration reference: names are strings, sizes numbers.");
+  }
 }
 
 }  // namespace mtrain::config

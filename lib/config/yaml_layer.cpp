@@ -58,6 +58,12 @@ struct Walker {
       return;
     }
     std::string text = v.Scalar();
+    // yaml-cpp decodes escapes and UTF-16/32 input into bytes that need not be UTF-8 (lone
+    // surrogates); the value becomes JSON, whose dump throws on them.
+    if (str::invalid_utf8_at(text)) {
+      issue(v.Mark(), s.key, fmt::format("the value of '{}' is not valid UTF-8 text", s.key), "Save the file as UTF-8.");
+      return;
+    }
     // YAML writes booleans in several spellings (True, YES); the registry speaks lowercase.
     if (s.type == Type::Bool) text = [&] { std::string t = text; for (auto& c : t) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c))); return t; }();
     try {
@@ -71,8 +77,10 @@ struct Walker {
   void walk(const YAML::Node& node, const std::string& prefix) {
     std::map<std::string, YAML::Mark> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
-      const YAML::Node& k = it->first;
-      const YAML::Node& v = it->second;
+      // Copies: yaml-cpp's iterator yields a temporary pair, so references to its members
+      // dangle after this statement (ASan: stack-use-after-scope, found by fuzz_job_yaml).
+      const YAML::Node k = it->first;
+      const YAML::Node v = it->second;
       if (!k.IsScalar()) {
         issue(k.Mark(), "", "a key must be a plain name", "Write settings as name: value.");
         continue;
@@ -122,6 +130,15 @@ YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const s
   YamlLayer out;
   out.layer.source = source;
   out.layer.origin = origin;
+  // yaml-cpp passes any bytes through; settings become JSON, whose dump throws on bad UTF-8.
+  if (auto bad = str::invalid_utf8_at(text)) {
+    int line = 0, column = 0;
+    for (size_t i = 0; i < *bad; ++i) text[i] == '\n' ? (++line, column = 0) : ++column;
+    out.issues.push_back({true, {origin, line + 1, column + 1}, "",
+                          fmt::format("not valid UTF-8 (byte 0x{:02x})", static_cast<unsigned char>(text[*bad])),
+                          "Save the file as UTF-8."});
+    return out;
+  }
   YAML::Node root;
   try {
     root = YAML::Load(text);

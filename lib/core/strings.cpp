@@ -103,4 +103,35 @@ std::string shell_join(const std::vector<std::string>& argv) {
   return join(q, " ");
 }
 
+std::optional<size_t> invalid_utf8_at(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
+    if (b >= 0xc2 && b <= 0xdf) len = 2;
+    else if (b == 0xe0) len = 3, lo = 0xa0;
+    else if (b >= 0xe1 && b <= 0xec) len = 3;
+    else if (b == 0xed) len = 3, hi = 0x9f;  // no UTF-16 surrogates
+    else if (b >= 0xee && b <= 0xef) len = 3;
+    else if (b == 0xf0) len = 4, lo = 0x90;
+    else if (b >= 0xf1 && b <= 0xf3) len = 4;
+    else if (b == 0xf4) len = 4, hi = 0x8f;  // nothing above U+10FFFF
+    else return i;
+    if (i + len > s.size()) return i;
+    const auto b1 = static_cast<unsigned char>(s[i + 1]);
+    if (b1 < lo || b1 > hi) return i;
+    for (size_t k = 2; k < len; ++k) {
+      const auto bk = static_cast<unsigned char>(s[i + k]);
+      if (bk < 0x80 || bk > 0xbf) return i;
+    }
+    i += len;
+  }
+  return std::nullopt;
+}
+
 }  // namespace mtrain::str

@@ -26,4 +26,9 @@ std::optional<std::string> closest(std::string_view word, const std::vector<std:
 std::string shell_quote(std::string_view arg);
 std::string shell_join(const std::vector<std::string>& argv);
 
+// Byte offset of the first byte that is not part of well-formed UTF-8 (overlong forms,
+// surrogates and code points above U+10FFFF included), or nullopt if all of `s` is valid.
+// Text that becomes JSON must be checked first: nlohmann::json::dump throws on invalid UTF-8.
+std::optional<size_t> invalid_utf8_at(std::string_view s);
+
 }  // namespace mtrain::str

@@ -134,5 +134,19 @@ need_verify() {
   need_worker
   "$MTRAIN" checkpoint verify --help >/dev/null 2>&1 || skip "mtrain has no 'checkpoint verify' yet (trainer brief H2 items 2-3)"
 }
+has_verify() { "$MTRAIN" checkpoint verify --help >/dev/null 2>&1; }
+# loads_ok CKPT_DIR OUT: the checkpoint loads — `checkpoint verify` where it exists, else a
+# one-step resume from it into a scratch work dir (the worker prints "Resumed from CKPT_DIR").
+loads_ok() {
+  local d=$1 out=$2
+  if has_verify; then timeout 120 "$MTRAIN" checkpoint verify "$d" >"$out" 2>&1; return; fi
+  local step=${d##*step_} scratch
+  scratch=$(mktemp -d "$WORK/load.XXXXXX")
+  timeout -k 5 300 env "MTRAIN_TEST_TAG=$TAG" "$MTRAIN" launch $(trainer_args "$scratch" --max-steps $((step + 1)) --resume "$d") >"$out" 2>&1 \
+    && grep -qF "Resumed from $d" "$out"
+  local rc=$?
+  rm -rf "$scratch"
+  return $rc
+}
 complete_checkpoints() { ls -d "$1"/checkpoints/step_* 2>/dev/null | while read -r d; do [ -e "$d/COMPLETE" ] && echo "$d"; done | sort -t_ -k2 -n; }
 newest_checkpoint() { complete_checkpoints "$1" | tail -1; }

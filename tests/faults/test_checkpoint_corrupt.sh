@@ -24,7 +24,7 @@ for damage in flip truncate; do
   run_mtrain 300 "$WORK/$damage.resume" launch $(trainer_args "$wd" --max-steps 6 --checkpoint-interval 2 --resume auto)
   expect_rc 0 "$damage: --resume auto falls back"
   expect_in "$WORK/$damage.resume" "step_4"
-  expect_in "$WORK/$damage.resume" "step_2"
+  expect_in "$WORK/$damage.resume" "Resumed from $wd/checkpoints/step_2"
   expect_file "$wd/checkpoints/step_6/COMPLETE" "$damage: training went on to step_6"
   no_survivors
 done

@@ -3,7 +3,7 @@
 # work dir: room for about one and a half checkpoints). The job fails with a clear error, the
 # partial .tmp_step_* folder is removed, and the previous checkpoint is intact and verifies.
 . "$(dirname "$0")/lib.sh"
-need_verify
+need_worker
 need_root "mounting a size-limited tmpfs"
 # Size of one checkpoint of this job, measured on the ordinary disk.
 run_mtrain 300 "$WORK/probe.out" launch $(trainer_args "$WORK/probe" --max-steps 2 --checkpoint-interval 2)
@@ -23,7 +23,9 @@ if ls -d "$wd"/checkpoints/.tmp_step_* >/dev/null 2>&1; then
   fail "partial checkpoint removed" "no .tmp_step_*" "$(ls -d "$wd"/checkpoints/.tmp_step_*)"
 else ok "partial checkpoint removed" "no .tmp_step_*" "none"; fi
 expect_file "$wd/checkpoints/step_2/COMPLETE" "previous checkpoint kept"
-run_mtrain 120 "$WORK/verify" checkpoint verify "$wd/checkpoints/step_2"
-expect_rc 0 "previous checkpoint verifies"
+# Load it from a copy on the ordinary disk (the tmpfs is still full).
+cp -a "$wd/checkpoints/step_2" "$WORK/step_2"
+loads_ok "$WORK/step_2" "$WORK/verify" && ok "previous checkpoint loads$(has_verify && echo " and verifies")" "loads" "loads" \
+  || fail "previous checkpoint loads" "loads" "$(tail -3 "$WORK/verify")"
 no_survivors
 finish

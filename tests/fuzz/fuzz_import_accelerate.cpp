@@ -10,7 +10,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::accepts([&] {
     auto doc = config::yaml_to_json(in, "accelerate.yaml");
     auto r = config::import_accelerate(reg, doc, "accelerate.yaml", "/nonexistent-mtrain-fuzz");
-    for (const auto& [key, value] : r.values) FUZZ_CHECK(reg.find(key) != nullptr);
+    for (const auto& [key, value] : r.values) {
+      FUZZ_CHECK(reg.find(key) != nullptr);
+      FUZZ_CHECK(!value.dump().empty());  // throws on text that is not UTF-8
+    }
     FUZZ_CHECK(!config::import_yaml(reg, r).empty());
   });
   return 0;

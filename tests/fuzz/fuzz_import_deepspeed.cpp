@@ -9,7 +9,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   fuzz::accepts([&] {
     auto j = config::parse_json_with_comments(in, "ds_config.json");
     auto r = config::import_deepspeed(reg, j, "ds_config.json");
-    for (const auto& [key, value] : r.values) FUZZ_CHECK(reg.find(key) != nullptr);
+    for (const auto& [key, value] : r.values) {
+      FUZZ_CHECK(reg.find(key) != nullptr);
+      FUZZ_CHECK(!value.dump().empty());  // throws on text that is not UTF-8
+    }
     FUZZ_CHECK(!config::import_yaml(reg, r).empty());
   });
   return 0;

@@ -19,6 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // What the launcher hands each worker must read back in the worker.
     auto spec = config::job_spec(reg, resolved.job);
     config::load_job(reg, spec, "job spec");
+    // The launcher writes the spec as JSON text for the workers (dump throws on bad UTF-8).
+    FUZZ_CHECK(!spec.dump().empty());
+    FUZZ_CHECK(!resolved.job.dump().empty());
   });
   return 0;
 }
