@@ -13,6 +13,9 @@ namespace {
 
 // A hostlist this large is a typo ("n[1-100000000]"), not a cluster.
 constexpr long long kMaxHosts = 1'000'000;
+// Nor is one whose names add up to this many bytes: "<3000 characters>[000000-999999]" is within
+// kMaxHosts but would need 3 GB (found by fuzz_slurm_hostlist; std::bad_alloc escaped).
+constexpr size_t kMaxBytes = size_t{64} << 20;
 
 const char* kHostHint =
     "A Slurm hostlist is comma-separated names with optional ranges in brackets, e.g. "
@@ -58,8 +61,14 @@ std::vector<std::string> expand_group(const std::string& list, size_t open, size
 
 // One host expression without top-level commas: literal text and bracket groups; the groups
 // multiply (cartesian product, leftmost slowest), as Slurm does for multi-dimensional names.
-void expand_one(const std::string& list, size_t begin, size_t end, std::vector<std::string>& out) {
+void expand_one(const std::string& list, size_t begin, size_t end, std::vector<std::string>& out,
+                size_t& out_bytes) {
   std::vector<std::string> acc{""};
+  size_t acc_bytes = 0;  // sum of the lengths in acc
+  auto check_bytes = [&](size_t bytes, size_t at) {
+    if (bytes + out_bytes > kMaxBytes)
+      throw bad(list, at, fmt::format("hostlist expands to more than {} MiB of names", kMaxBytes >> 20));
+  };
   size_t i = begin;
   while (i < end) {
     if (list[i] == '[') {
@@ -70,6 +79,11 @@ void expand_one(const std::string& list, size_t begin, size_t end, std::vector<s
       auto parts = expand_group(list, i, close);
       if (static_cast<long long>(acc.size()) * static_cast<long long>(parts.size()) > kMaxHosts)
         throw bad(list, i, fmt::format("hostlist expands to more than {} names", kMaxHosts));
+      size_t parts_bytes = 0;
+      for (const auto& p : parts) parts_bytes += p.size();
+      const size_t next_bytes = acc_bytes * parts.size() + parts_bytes * acc.size();
+      check_bytes(next_bytes, i);
+      acc_bytes = next_bytes;
       std::vector<std::string> next;
       next.reserve(acc.size() * parts.size());
       for (const auto& prefix : acc)
@@ -81,6 +95,8 @@ void expand_one(const std::string& list, size_t begin, size_t end, std::vector<s
     } else {
       unsigned char c = static_cast<unsigned char>(list[i]);
       if (std::isspace(c) || std::iscntrl(c)) throw bad(list, i, "host names cannot contain spaces");
+      acc_bytes += acc.size();
+      check_bytes(acc_bytes, i);
       for (auto& a : acc) a += list[i];
       ++i;
     }
@@ -88,12 +104,14 @@ void expand_one(const std::string& list, size_t begin, size_t end, std::vector<s
   if (static_cast<long long>(out.size() + acc.size()) > kMaxHosts)
     throw bad(list, begin, fmt::format("hostlist expands to more than {} names", kMaxHosts));
   out.insert(out.end(), acc.begin(), acc.end());
+  out_bytes += acc_bytes;
 }
 
 }  // namespace
 
 std::vector<std::string> expand_hostlist(const std::string& list) {
   std::vector<std::string> out;
+  size_t out_bytes = 0;
   if (str::trim(list).empty()) throw Error("empty hostlist", kHostHint);
   size_t start = 0;
   int depth = 0;
@@ -103,7 +121,7 @@ std::vector<std::string> expand_hostlist(const std::string& list) {
     if (c == ']') --depth;
     if (c == ',' && (depth <= 0 || i == list.size())) {
       if (i == start) throw bad(list, i < list.size() ? i : (i ? i - 1 : 0), "empty host name");
-      expand_one(list, start, i, out);
+      expand_one(list, start, i, out, out_bytes);
       start = i + 1;
       depth = 0;
     }
@@ -133,6 +151,9 @@ std::vector<int> expand_counts(const std::string& list, const std::string& what)
         throw parse_error(what, list, i + paren + 3, "expected a repeat count", hint);
       repeat = *r;
     }
+    // A count list describes nodes: as many entries as a hostlist may have names, at most.
+    if (static_cast<long long>(out.size()) + repeat > kMaxHosts)
+      throw parse_error(what, list, i + 1, fmt::format("expands to more than {} entries", kMaxHosts), hint);
     for (long long k = 0; k < repeat; ++k) out.push_back(static_cast<int>(*n));
     if (end == list.size()) break;
     i = end + 1;

@@ -18,7 +18,7 @@ for ((t = 1; t <= trials; t++)); do
   # Once the job is saving (checkpoint every step, so it nearly always is), a random delay,
   # then SIGKILL to every process of the job at once. A hit: a .tmp_step_* of this trial exists.
   touch "$WORK/start"
-  wait_for 120 grep -q "Saving checkpoint" "$WORK/trial$t.out" || echo "trial $t: no checkpoint started within 120 s (launcher $(kill -0 $launcher 2>/dev/null && echo alive || echo gone))"
+  wait_for 120 grep -qs "Saving checkpoint" "$WORK/trial$t.out" || echo "trial $t: no checkpoint started within 120 s (launcher $(kill -0 $launcher 2>/dev/null && echo alive || echo gone))"
   sleep "0.$((RANDOM % 10))$((RANDOM % 10))"
   [ -n "$(find "$wd/checkpoints" -maxdepth 1 -name '.tmp_step_*' -newer "$WORK/start" 2>/dev/null)" ] && hit=$((hit + 1))
   kill_tagged KILL
@@ -38,7 +38,7 @@ for ((t = 1; t <= trials; t++)); do
   fi
   if [ -n "$prev_dir" ]; then
     if grep -qF "Resumed from $prev_dir" "$WORK/trial$t.out"; then resumed=$((resumed + 1))
-    else bad=$((bad + 1)); echo "trial $t: did not resume from $prev_dir ($(wc -l <"$WORK/trial$t.out") lines):"; grep -v -e "KiB" -e "ledger" -e "Iter(" -e "Saving" "$WORK/trial$t.out" | head -12 | sed 's/^/    | /'; fi
+    else bad=$((bad + 1)); echo "trial $t: did not resume from $prev_dir ($(wc -l <"$WORK/trial$t.out") lines):"; grep -i -E "resum|warn|skip|error|damaged|checkpoint" "$WORK/trial$t.out" | grep -v "Saving checkpoint" | head -12 | sed 's/^/    | /'; fi
   fi
   prev_step=$step prev_dir=$newest
 done

@@ -33,6 +33,6 @@ no_survivors
 step=${ckpt##*step_}
 run_mtrain 300 "$WORK/resume.out" launch $(trainer_args "$wd" --max-steps $((step + 2)) --resume auto)
 expect_rc 0 "resume from the preemption checkpoint"
-expect_in "$WORK/resume.out" "step_$step"
+expect_in "$WORK/resume.out" "Resumed from $ckpt"
 no_survivors
 finish
