@@ -104,6 +104,10 @@ std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e)
   row("grads", static_cast<double>(r.grads), e.grads);
   row("optimizer", static_cast<double>(r.optimizer), e.optimizer);
   row("total", static_cast<double>(r.params + r.grads + r.optimizer), e.total());
+  if (r.buffers >= 0) {
+    out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "buffers", human(static_cast<double>(r.buffers)),
+                       "(not in formula)", "");
+  }
   if (r.gathered >= 0) {
     out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "gathered", human(static_cast<double>(r.gathered)),
                        "(transient)", "");

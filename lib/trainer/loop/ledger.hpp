@@ -45,6 +45,7 @@ struct LedgerReport {
   int64_t grads = 0;
   int64_t optimizer = 0;
   int64_t gathered = -1;  // largest gathered unit; -1 = not reported by the strategy
+  int64_t buffers = -1;   // the model's buffers (BatchNorm statistics); -1 = not shown
 };
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& expected);
 
