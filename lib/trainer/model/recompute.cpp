@@ -76,12 +76,14 @@ class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> 
     }
     set_rng_state(at::kCPU, cpu_now);
     if (dev_now.defined()) set_rng_state(r->device, dev_now);
-    {
-      at::NoGradGuard no_grad;
-      for (auto& [live, saved] : buffers) live.copy_(saved);
-    }
     if (out.requires_grad()) {
       torch::autograd::backward({out}, {grads[0]});
+    }
+    {
+      // After the inner backward: BatchNorm's backward reads the buffers it saved (their
+      // version must not change before it runs).
+      at::NoGradGuard no_grad;
+      for (auto& [live, saved] : buffers) live.copy_(saved);
     }
     at::Tensor gx = x.requires_grad() && x.grad().defined() ? x.grad() : at::Tensor();
     return {gx, at::Tensor()};

@@ -10,7 +10,8 @@
 //             draws the same masks (the current state is put back afterwards); re-run the block
 //             with grad enabled on a detached copy of the input; backprop the incoming gradient
 //             through it, which accumulates the parameters' gradients (firing their hooks, as a
-//             plain backward would) and yields the input's gradient; restore the buffers.
+//             plain backward would) and yields the input's gradient; then put the buffers back
+//             (only after the inner backward, which reads them).
 // Gradients equal the plain block's exactly when the block is deterministic given its RNG
 // state. The input must require grad (it does for every block after an embedding or a stem
 // with parameters), else autograd never calls backward and the block's parameters get no grads.
