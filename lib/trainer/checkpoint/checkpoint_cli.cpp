@@ -76,6 +76,7 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     out << (a.format == "json" ? j.dump(2) + "\n" : format_inspection(j));
     return j["verification"]["ok"].get<bool>() ? 0 : 1;
   }
+  require_checkpoint_dir(a.dir);
   const VerifyReport rep = verify_checkpoint(a.dir);
   uint64_t bytes = 0;
   for (const auto& f : rep.files) bytes += f.actual_bytes;

@@ -67,16 +67,20 @@ std::vector<std::string> gather_text(Communicator& comm, const std::string& s) {
   return out;
 }
 
-std::string what_of(const std::exception& e) {
-  if (auto* me = dynamic_cast<const Error*>(&e)) {
-    return me->hint().empty() ? me->message() : me->message() + ". " + me->hint();
-  }
-  return e.what();
+// A rank's failure: the message travels in the vote's outcome, the hint ends the paragraph.
+struct Failure {
+  std::string message, hint;
+  bool empty() const { return message.empty(); }
+};
+
+Failure failure_of(const std::exception& e) {
+  if (auto* me = dynamic_cast<const Error*>(&e)) return {me->message(), me->hint()};
+  return {e.what(), ""};
 }
 
 // After a vote with failures: rank 0 removes the partial folder; every rank throws.
 [[noreturn]] void abandon(Communicator& comm, const SaveRequest& r, const fs::path& tmp,
-                          const std::string& mine, int failures) {
+                          const Failure& mine, int failures) {
   if (comm.rank() == 0) {
     std::error_code ec;
     fs::remove_all(tmp, ec);
@@ -84,7 +88,7 @@ std::string what_of(const std::exception& e) {
   const std::string tail = fmt::format(
       "checkpoint step_{} was not saved; the partial folder {} was removed and the previous "
       "checkpoints under {} are kept", r.step, tmp.string(), r.root);
-  if (!mine.empty()) throw Error(mine + " — " + tail, "", kExitFailure);
+  if (!mine.empty()) throw Error(mine.message + "; " + tail, mine.hint, kExitFailure);
   throw Error(fmt::format("{} of {} rank(s) could not write their part (their errors are printed "
                           "by those ranks): {}", failures, comm.world(), tail),
               "", kExitFailure);
@@ -180,7 +184,7 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
   const fs::path root(r.root);
   const fs::path tmp = root / fmt::format(".tmp_step_{}", r.step);
   const fs::path final_dir = root / fmt::format("step_{}", r.step);
-  std::string err;
+  Failure err;
   if (comm.rank() == 0) {
     try {
       fs::create_directories(root);
@@ -191,7 +195,9 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
       }
       fs::create_directories(tmp);
     } catch (const fs::filesystem_error& e) {
-      err = fmt::format("{}: cannot create the checkpoint folder ({})", tmp.string(), e.code().message());
+      err = {fmt::format("{}: cannot create the checkpoint folder ({})", tmp.string(),
+                         e.code().message()),
+             "check that train.work_dir is writable"};
     }
   }
   if (int n = vote(comm, !err.empty())) abandon(comm, r, tmp, err, n);
@@ -200,7 +206,7 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
     const json table = write_shard(comm, r, tmp);
     write_file_durably((tmp / fmt::format("shard_rank{}.json", comm.rank())).string(), table.dump());
   } catch (const std::exception& e) {
-    err = what_of(e);
+    err = failure_of(e);
   }
   if (int n = vote(comm, !err.empty())) abandon(comm, r, tmp, err, n);
 
@@ -214,7 +220,7 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
       fsync_dir(root.string());
       write_file_durably((final_dir / "COMPLETE").string(), fmt::format("step {}\n", r.step));
     } catch (const std::exception& e) {
-      err = what_of(e);
+      err = failure_of(e);
       std::error_code ec;
       fs::remove_all(final_dir / "COMPLETE", ec);
       fs::rename(final_dir, tmp, ec);

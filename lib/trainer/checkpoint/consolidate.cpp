@@ -34,6 +34,8 @@ at::ScalarType output_dtype(const std::string& name) {
               "pick the dtype of the consolidated weights, e.g. --dtype bf16");
 }
 
+}  // namespace
+
 void require_checkpoint_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) {
     throw Error(fmt::format("'{}' is not a folder", dir),
@@ -44,8 +46,6 @@ void require_checkpoint_dir(const std::string& dir) {
                 "pass a step_<N> folder from <work_dir>/checkpoints");
   }
 }
-
-}  // namespace
 
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   require_checkpoint_dir(o.dir);

@@ -26,6 +26,9 @@ struct ConsolidateResult {
 // strategy listed them. Throws mtrain::Error (damaged checkpoint, unwritable output).
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o);
 
+// Throws mtrain::Error (exit 2) unless `dir` is a folder with a manifest.json.
+void require_checkpoint_dir(const std::string& dir);
+
 // strategy, world size, step, format, verification status, tensors with shapes/dtypes/bytes.
 nlohmann::json inspect_checkpoint(const std::string& dir, bool verify_checksums = true);
 std::string format_inspection(const nlohmann::json& report);

@@ -23,7 +23,7 @@ constexpr uint64_t kProgressEvery = 16ull << 20;
 std::string hint_for(int e) {
   if (e == ENOSPC || e == EDQUOT) {
     return "free space (or quota) on the file system holding train.work_dir, or lower "
-           "checkpoint.keep; the previous checkpoints are kept";
+           "checkpoint.keep";
   }
   if (e == EACCES || e == EPERM || e == EROFS) return "make train.work_dir writable";
   return "check the file system holding train.work_dir";

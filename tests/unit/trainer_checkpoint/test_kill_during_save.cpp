@@ -30,6 +30,7 @@ pid_t spawn_worker(const fs::path& job, const fs::path& log) {
     const std::string worker = std::string(MTRAIN_BIN_DIR) + "/mtrain-worker";
     const std::string jp = job.string();
     execl(worker.c_str(), worker.c_str(), "--job", jp.c_str(), static_cast<char*>(nullptr));
+    perror("exec mtrain-worker");
     _exit(127);
   }
   return pid;
