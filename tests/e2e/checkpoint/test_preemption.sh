@@ -38,4 +38,19 @@ expect_rc 0 "rerun with --resume auto"
 expect_in "$WORK/rerun" "Resumed from $WORK/wd/checkpoints/step_$step at step $step"
 "$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["steps"]==int(sys.argv[2]) and "stopped_by" not in s, s' \
   "$WORK/wd/summary.json" "$target" && ok "the rerun finished at step $target" || fail "rerun summary"
+
+# The Slurm way: SIGUSR1 to the launcher, which forwards it to every rank as a notice.
+"$MTRAIN" launch --nproc-per-node 2 --strategy ddp --max-steps 1000000 --master-port auto \
+  "${small[@]}" --work-dir "$WORK/wd2" >"$WORK/run2" 2>&1 &
+launcher=$!
+( sleep 150; kill -9 $launcher 2>/dev/null ) >/dev/null 2>&1 &
+watchdog=$!
+for _ in $(seq 600); do grep -q "Iter(train) \[ *10/" "$WORK/run2" && break; sleep 0.1; done
+kill -USR1 $launcher
+wait $launcher; rc=$?; kill $watchdog 2>/dev/null
+expect_rc 138 "SIGUSR1 to the launcher → every rank checkpoints and exits 138"
+expect_in "$WORK/run2" "preempted by SIGUSR1 at step"
+"$PY" -c 'import json,sys; s=json.load(open(sys.argv[1])); assert s["stopped_by"]=="SIGUSR1"' "$WORK/wd2/summary.json" \
+  && ok "summary.json of the launcher-signalled job says stopped_by SIGUSR1" || fail "summary.json (launcher signal)"
+no_survivors "mtrain-worker --job $WORK"
 finish
