@@ -66,10 +66,6 @@ class Loop {
         heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
-    if (job_.precision != "fp32") {
-      throw Error("train.precision " + job_.precision + " is not supported by this trainer yet",
-                  "use train.precision=fp32");
-    }
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     strategy_->setup(parts_.model);
@@ -120,7 +116,9 @@ class Loop {
         loss_sum += loss.item<double>();
       }
       const double lr = learning_rate(job_.sched, step_, total_);
-      const double grad_norm = strategy_->step(lr);
+      const StepResult sr = strategy_->step(lr);
+      const double grad_norm = sr.grad_norm;
+      if (sr.skipped) ++skipped_steps_;
       ++step_;
       const double dt = seconds_since(t0);
       step_times_.push_back(dt);
@@ -148,12 +146,17 @@ class Loop {
             {"memory", std::to_string(mem_mb)},
             {"loss", fmt::format("{:.4f}", last_loss_)}};
         if (grad_norm >= 0) f.emplace_back("grad_norm", fmt::format("{:.4f}", grad_norm));
+        if (job_.precision == "fp16") f.emplace_back("loss_scale", fmt::format("{:g}", sr.loss_scale));
         console_.line(format_line(position_prefix("train", position()), f));
         json rec{{"mode", "train"}, {"step", step_},         {"epoch", epoch + 1},
                  {"iter", position().iter}, {"lr", lr},       {"loss", last_loss_},
                  {"time", avg_time},  {"data_time", window_data / window_n},
                  {"memory", mem_mb}};
         if (grad_norm >= 0) rec["grad_norm"] = grad_norm;
+        if (job_.precision == "fp16") {
+          rec["loss_scale"] = sr.loss_scale;
+          rec["skipped_steps"] = skipped_steps_;
+        }
         if (metrics_) metrics_->write(rec);
         window_loss = window_time = window_data = 0;
         window_n = 0;
@@ -473,6 +476,8 @@ class Loop {
            {"steps", step_},
            {"global_batch", global_batch},
            {"final_loss", last_loss_},
+           {"precision", job_.precision},
+           {"skipped_steps", skipped_steps_},
            {"model_state_bytes_per_rank",
             {{"params", static_cast<int64_t>(mx[0])},
              {"grads", static_cast<int64_t>(mx[1])},
@@ -525,6 +530,7 @@ class Loop {
   double last_loss_ = 0;
   json last_val_;
   std::vector<double> step_times_;
+  int64_t skipped_steps_ = 0;
 };
 
 }  // namespace
