@@ -123,6 +123,20 @@ std::string stop_command_line(int pgid, const std::string& signal) {
   return fmt::format("kill -s {} -- -{}", signal, pgid);
 }
 
+std::string agent_record_dir(const std::string& job_id, const Env& agent_env) {
+  auto it = agent_env.find("XDG_RUNTIME_DIR");
+  std::string base = it != agent_env.end() && !it->second.empty() ? it->second : "/tmp";
+  return base + "/mtrain-" + job_id;
+}
+
+std::string stop_recorded_command_line(const std::string& job_id, const std::string& node, const std::string& signal) {
+  stop_command_line(2, signal);  // checks the signal name
+  return fmt::format(
+      "f=\"${{XDG_RUNTIME_DIR:-/tmp}}\"/{}/{}; p=$(cat \"$f\") || exit 1; "
+      "case $p in ''|*[!0-9]*) exit 1;; esac; [ \"$p\" -gt 1 ] || exit 1; kill -s {} -- -\"$p\"",
+      str::shell_quote("mtrain-" + job_id), str::shell_quote(node + ".pgid"), signal);
+}
+
 std::optional<int> parse_announcement(const std::string& line, const std::string& job_id) {
   std::string prefix = fmt::format("MTRAIN_AGENT job={} pgid=", job_id);
   std::string l = line;
