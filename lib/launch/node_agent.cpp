@@ -1,5 +1,6 @@
 #include "mtrain/launch/node_agent.hpp"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -119,19 +120,31 @@ std::string this_hostname() {
   return name;
 }
 
-void record_pgid(const std::string& dir, const std::string& node) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  std::string path = (fs::path(dir) / (node + ".pgid")).string();
-  std::ofstream(path) << getpgrp() << "\n";
-}
+// The record lives as long as the agent: removed (and its folder, once empty) on the way out.
+struct PgidRecord {
+  std::string dir, path;
+  PgidRecord(const std::string& d, const std::string& node) : dir(d) {
+    if (dir.empty()) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+    path = (fs::path(dir) / (node + ".pgid")).string();
+    std::ofstream(path) << getpgrp() << "\n";
+  }
+  ~PgidRecord() {
+    if (path.empty()) return;
+    std::error_code ec;
+    fs::remove(path, ec);
+    fs::remove(dir, ec);  // fails while other nodes' records are there
+  }
+};
 
 }  // namespace
 
 int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
                    ProcessRunner& runner) {
   const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
-  if (!a.record_dir.empty()) record_pgid(a.record_dir, node);
+  PgidRecord record(a.record_dir, node);
   if (p.max_restarts > 0) {
     std::fprintf(stderr, "mtrain: note: --max-restarts is ignored with node rendezvous (a failed node ends the job)\n");
     p.max_restarts = 0;
@@ -159,9 +172,18 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     so_store.store.master_port = p.master_port;
     so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
     server = std::make_unique<rendezvous::Server>(so_store);
-    server->start();
-    std::fprintf(stderr, "mtrain: rendezvous store for %d%s nodes listening on %s\n", a.nnodes.min,
-                 a.nnodes.elastic() ? fmt::format("..{}", a.nnodes.max).c_str() : "", a.endpoint.str().c_str());
+    try {
+      server->start();
+      std::fprintf(stderr, "mtrain: rendezvous store for %s nodes listening on %s\n",
+                   a.nnodes.elastic() ? fmt::format("{}..{}", a.nnodes.min, a.nnodes.max).c_str()
+                                      : std::to_string(a.nnodes.min).c_str(),
+                   a.endpoint.str().c_str());
+    } catch (const Error& e) {
+      // Another node agent on this machine (several nodes of one job on one host) holds it;
+      // join it like every other node. A foreign listener would not know the token.
+      server.reset();
+      std::fprintf(stderr, "mtrain: %s is taken on this machine; joining the store there\n", a.endpoint.str().c_str());
+    }
   }
 
   rendezvous::ClientOptions co;
@@ -171,7 +193,8 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   co.addr = route_source_address(a.endpoint.host, a.endpoint.port);
   co.slots = slots;
   co.join_timeout = a.join_timeout + Duration(5000);  // the store's own timeout names the missing nodes first
-  co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
+  if (!a.quiet_progress)
+    co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
   rendezvous::Client client(co);
   rendezvous::JoinResult joined = client.join();
   const auto& self = joined.self();
@@ -184,7 +207,7 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   p.node_rank = joined.node_rank;
   p.first_rank = self.first_rank;
   p.world_size = joined.assignment.world_size;
-  p.master_addr = joined.assignment.master_addr;
+  if (p.master_addr.empty()) p.master_addr = joined.assignment.master_addr;
   p.master_port = joined.assignment.master_port;
   p.node_name = node;
   p.rdzv_backend = "mtrain";

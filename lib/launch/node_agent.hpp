@@ -33,6 +33,7 @@ struct AgentOptions {
   std::vector<std::string> expected_hosts;  // from a hostfile: the names and node-rank order
   bool store_elsewhere = false;             // do not host the store even if the endpoint is ours
   bool watch_stdin = false;
+  bool quiet_progress = false;              // no rendezvous progress lines (the ssh launcher prints them)
   int expected_node_rank = -1;              // --node-rank given: the agreement must match it
   std::string record_dir;                   // where the pgid record goes; empty: none
 };
