@@ -12,6 +12,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/net_address.hpp"
+#include "mtrain/launch/preflight.hpp"
 #include "mtrain/launch/ssh_runner.hpp"
 #include "mtrain/remote/ssh_command.hpp"
 #include "mtrain/rendezvous/server.hpp"
@@ -220,6 +221,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
 
   SshRunOptions r;
   r.job_id = p.job_id;
+  r.ssh.program = resolve_program("ssh", env);
   r.ssh.port = m.ssh_port;
   r.ssh.identity_file = m.ssh_identity;
   r.ssh.options = m.ssh_options;

@@ -62,7 +62,16 @@ class SshJob {
   }
 
   int run() {
-    for (size_t k = 0; k < opt_.nodes.size(); ++k) start_agent(k);
+    try {
+      for (size_t k = 0; k < opt_.nodes.size(); ++k) start_agent(k);
+    } catch (const Error& e) {
+      // The agents already started must not be left behind: stop them, then report.
+      if (procs_.empty()) throw;
+      reason_ = e.message();
+      if (opt_.abort_job) opt_.abort_job(reason_);
+      first_failed_ = procs_.front().get();
+      begin_stop();
+    }
     wait_signal();
     reap();
     watch_store();

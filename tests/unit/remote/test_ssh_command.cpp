@@ -121,9 +121,10 @@ TEST_CASE("ssh argv: safe defaults, user, port, identity, options, then -- host 
   s.identity_file = "/home/alice/.ssh/id_ed25519";
   s.options = {"StrictHostKeyChecking=accept-new"};
   auto a = ssh_argv(s, "echo hi");
-  std::vector<std::string> want{"ssh", "-T", "-x", "-a", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-                                "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", "2222",
-                                "-i", "/home/alice/.ssh/id_ed25519", "-o", "StrictHostKeyChecking=accept-new",
+  std::vector<std::string> want{"ssh", "-T", "-x", "-a", "-o", "BatchMode=yes",
+                                "-o", "StrictHostKeyChecking=accept-new",  // before the defaults: ssh keeps the first
+                                "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+                                "-p", "2222", "-i", "/home/alice/.ssh/id_ed25519",
                                 "--", "alice@worker-1", "echo hi"};
   CHECK(a == want);
   s = SshOptions{};
