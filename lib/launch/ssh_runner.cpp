@@ -159,7 +159,9 @@ class SshJob {
       }
     }
     if (p.node_rank < 0) {  // a stop command: only its complaints are worth showing
-      std::fprintf(opt_.err, "mtrain: %s: %s\n", p.label.c_str(), text.c_str());
+      // "No such process": the agent had already gone (its stdin closed first) — the goal.
+      if (text.find("No such process") == std::string::npos)
+        std::fprintf(opt_.err, "mtrain: %s: %s\n", p.label.c_str(), text.c_str());
       return;
     }
     if (stream == 1) {

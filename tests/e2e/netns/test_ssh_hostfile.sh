@@ -57,4 +57,24 @@ expect_not_in "$WORK/out" "MTRAIN_AGENT"
 no_survivors "$dir/probe.py"
 no_survivors "--ssh-agent"
 echo "timing: 2x2 ssh launch with gloo all_reduce took $(echo "$end - $start" | bc) s"
+
+# Ctrl-C on the launcher mid-run: every agent is stopped by its process group, nothing is left.
+cp "$dir/probe.py" "$WORK/probe_int.py"
+netns_exec 0 timeout -k 5 120 "$MTRAIN" launch --hostfile "$WORK/hosts" --num-nodes 2 "${NETNS_MTRAIN_SSH[@]}" \
+  --grace-period 2 -- "$PY" "$WORK/probe_int.py" --loop >"$WORK/int" 2>&1 &
+launcher=$!
+for _ in $(seq 300); do [ "$(grep -c "all_reduce ok" "$WORK/int")" -ge 4 ] && break; sleep 0.1; done
+records=$(ls /tmp/mtrain-*/worker-*.pgid 2>/dev/null | wc -l)
+[ "$records" -ge 2 ] && ok "each agent recorded its process group" || fail "pgid records: $records"
+# A background job ignores SIGINT, and so would the `ip netns exec`/`timeout` wrappers: signal the
+# launcher process itself (the one mtrain whose command line has --hostfile; agents do not).
+for p in $(pgrep -f -- "--hostfile $WORK/hosts"); do
+  [ "$(cat /proc/$p/comm 2>/dev/null)" = mtrain ] && kill -INT "$p"
+done
+wait $launcher; rc=$?
+expect_rc 130 "launcher stopped with SIGINT"
+expect_in "$WORK/int" "SIGINT: stopping the agent on every node"
+grep -v "all_reduce ok\|args=" "$WORK/int" | sed "s/^/    | /" | head -30
+no_survivors "$WORK/probe_int.py"
+no_survivors "--ssh-agent"
 finish
