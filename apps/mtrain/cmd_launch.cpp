@@ -248,7 +248,12 @@ void add_launch(CLI::App& root, Exit& exit) {
     o.output.prefix = !f->no_prefix;
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
-    if (o.plan.program.empty() || !f->config_file.empty()) {
+    auto shipped = mtrain::process_environment();
+    if (o.multi.ssh_agent && o.plan.program.empty() && shipped.count("MTRAIN_JOB_SPEC")) {
+      // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
+      o.worker_path = launch::find_worker(self_exe());
+      o.job_spec_json = config::json::parse(shipped.at("MTRAIN_JOB_SPEC")).dump(2);
+    } else if (o.plan.program.empty() || !f->config_file.empty()) {
       auto r = resolve(*f);
       apply_file_launch_settings(r, *sub, o);
       if (o.plan.program.empty()) {

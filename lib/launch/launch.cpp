@@ -207,6 +207,7 @@ int run_launch(LaunchOptions opt) {
   so.output = opt.output;
   so.base_env = env;
   so.base_env.erase(rendezvous::kTokenEnv);  // ranks never need the job token
+  so.base_env.erase("MTRAIN_JOB_SPEC");      // nor the job an ssh agent got on stdin (it is in job.json)
   so.heartbeat_timeout_s = opt.heartbeat_timeout_s;
   if (isatty(STDOUT_FILENO)) so.base_env["MTRAIN_CONSOLE_TTY"] = "1";  // ranks' stdout is a pipe
   PosixProcessRunner runner;

@@ -103,6 +103,7 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
   if (o.tee) a.push_back("--tee");
   if (p.module) a.push_back("-m");
   if (p.local_rank_arg) a.push_back("--local-rank-arg");
+  if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
   a.push_back("--");
   a.insert(a.end(), p.program.begin(), p.program.end());
   return a;
@@ -167,10 +168,6 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
                    const EnvMap& env) {
   auto& p = opt.plan;
   auto& m = opt.multi;
-  if (p.program.empty())
-    throw Error("the bundled trainer cannot be started over ssh yet: give a program after `--`",
-                "e.g. `mtrain launch --hostfile hosts -- python3 train.py`, or start `mtrain launch` on each node "
-                "with --rdzv-backend mtrain.");
   rendezvous::Endpoint ep;
   if (!m.rdzv_endpoint.empty()) {
     ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
@@ -229,6 +226,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   std::error_code ec;
   r.workdir = fs::current_path(ec).string();
   r.token = token;
+  if (p.program.empty()) r.job_spec = nlohmann::json::parse(opt.job_spec_json).dump();  // one line
   r.grace = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   r.job_status = [&server] { return server.status(); };
   r.abort_job = [&server](const std::string& why) { server.abort(why); };

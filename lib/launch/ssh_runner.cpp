@@ -89,6 +89,11 @@ class SshJob {
     cmd.workdir = opt_.workdir;
     cmd.env = opt_.env;
     cmd.secret_env = {"MTRAIN_RDZV_TOKEN"};
+    remote::Env secrets{{"MTRAIN_RDZV_TOKEN", opt_.token}};
+    if (!opt_.job_spec.empty()) {  // the resolved job: on stdin like the token (no argv limit, not in ps)
+      cmd.secret_env.push_back("MTRAIN_JOB_SPEC");
+      secrets["MTRAIN_JOB_SPEC"] = opt_.job_spec;
+    }
     cmd.argv = n.agent_argv;
     remote::SshOptions s = opt_.ssh;
     s.host = n.host;
@@ -98,7 +103,7 @@ class SshJob {
     req.env = base_env();
     req.stdin_pipe = true;
     auto& p = spawn(req, n.host, static_cast<int>(k));
-    std::string pre = remote::stdin_preamble(cmd, {{"MTRAIN_RDZV_TOKEN", opt_.token}});
+    std::string pre = remote::stdin_preamble(cmd, secrets);
     if (p.stdin_fd >= 0 && ::write(p.stdin_fd, pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
       std::fprintf(opt_.err, "mtrain: could not hand the job token to %s's agent\n", n.host.c_str());
   }

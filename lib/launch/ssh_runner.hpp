@@ -34,6 +34,7 @@ struct SshRunOptions {
   remote::Env env;                      // exported on every node
   std::string workdir;                  // cd there first; empty: the remote home
   std::string token;                    // MTRAIN_RDZV_TOKEN, written to each stdin
+  std::string job_spec;                 // MTRAIN_JOB_SPEC (one line of JSON) for the bundled trainer
   std::chrono::milliseconds grace{5000};
   std::chrono::milliseconds poll{200};  // how often the store's state is looked at
   std::function<rendezvous::StoreStatus()> job_status;  // the launcher's store; may be empty

@@ -148,3 +148,21 @@ TEST_CASE("ssh runner: a failed store stops every agent; without an announcement
   CHECK(text.find("failed: node 'worker-1' (node rank 1) stopped sending heartbeats") != std::string::npos);
   std::fclose(out);
 }
+
+TEST_CASE("ssh runner: the bundled trainer's job travels on stdin after the token", "[launch][ssh]") {
+  std::FILE* out = std::tmpfile();
+  auto opt = two_nodes(out);
+  opt.nodes.resize(1);
+  opt.nodes[0].agent_argv = {"mtrain", "launch", "--ssh-agent"};
+  opt.job_spec = R"({"model":{"name":"gpt"},"train":{"steps":3}})";
+  FakeProcessRunner runner;
+  runner.script = [](const SpawnRequest&) { return FakeScript{"MTRAIN_AGENT job=job-7 pgid=77\n", "", true, 0}; };
+  CHECK(run_over_ssh(opt, runner) == 0);
+  REQUIRE(runner.spawned.size() == 1);
+  CHECK(read_all(runner.stdin_read_fds.begin()->second) == kToken + "\n" + opt.job_spec + "\n");
+  const std::string& line = runner.spawned[0].argv.back();
+  CHECK(line.find("IFS= read -r MTRAIN_RDZV_TOKEN || exit 97; export MTRAIN_RDZV_TOKEN; "
+                  "IFS= read -r MTRAIN_JOB_SPEC || exit 97; export MTRAIN_JOB_SPEC") != std::string::npos);
+  CHECK(line.find("gpt") == std::string::npos);
+  std::fclose(out);
+}
