@@ -222,7 +222,12 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   r.ssh.port = m.ssh_port;
   r.ssh.identity_file = m.ssh_identity;
   r.ssh.options = m.ssh_options;
-  r.env = remote::forwarded_env(env, exports);
+  // MTRAIN_* is forwarded, but not the launcher's own host and GPU selection: an agent would read
+  // them as its flags (the selection it needs is on its command line).
+  r.env = remote::forwarded_env(env, exports,
+                                {rendezvous::kTokenEnv, "MTRAIN_JOB_SPEC", "MTRAIN_HOSTFILE", "MTRAIN_INCLUDE",
+                                 "MTRAIN_EXCLUDE", "MTRAIN_GPUS", "MTRAIN_NUM_NODES", "MTRAIN_NUM_GPUS",
+                                 "MTRAIN_LAUNCHER", "MTRAIN_DRY_RUN", "MTRAIN_FORMAT", "MTRAIN_NPROC_PER_NODE"});
   std::error_code ec;
   r.workdir = fs::current_path(ec).string();
   r.token = token;
