@@ -19,6 +19,9 @@ print(f"rank {rank}/{world} node {e['GROUP_RANK']} local {e['LOCAL_RANK']}/{e['L
       f"host {e['MTRAIN_HOST']} master {e['MASTER_ADDR']}: all_reduce ok", flush=True)
 print(f"rank {rank} args={sys.argv[1:]!r} FOO={e.get('FOO')!r} NCCL_DEBUG={e.get('NCCL_DEBUG')!r} "
       f"token_in_env={'MTRAIN_RDZV_TOKEN' in e}", flush=True)
+if e.get("PROBE_FAIL_RANK") == str(rank):
+    print(f"rank {rank} fails on purpose", file=sys.stderr, flush=True)
+    sys.exit(3)
 if "--loop" in sys.argv:
     while True:
         dist.all_reduce(t)
