@@ -1,8 +1,10 @@
 #include "mtrain/launch/node_agent.hpp"
 
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -11,7 +13,6 @@
 #include <thread>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -86,32 +87,61 @@ class RendezvousWatcher : public AttemptWatcher {
   std::unique_ptr<rendezvous::HeartbeatLoop> loop_;
 };
 
-// EOF (or an error) on stdin: the ssh connection from the launcher is gone.
+// EOF (or an error) on stdin: the ssh connection from the launcher is gone. Watched from the
+// agent's start by a thread blocked in read(2): before the ranks run (joining the rendezvous) EOF
+// ends the agent at once (SIGTERM to itself: nothing to tear down yet); while they run it stops
+// the attempt on the supervisor's loop. The thread is detached; it ends with the process.
 class StdinWatcher : public AttemptWatcher {
  public:
+  // `record`: the pgid record to remove when EOF ends the agent before its ranks run.
+  void watch(std::string record) {
+    record_ = std::move(record);
+    std::thread([this] {
+      char buf[256];
+      for (;;) {
+        ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n > 0) continue;  // the launcher sends nothing after the secrets
+        if (n < 0 && errno == EINTR) continue;
+        break;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      eof_ = true;
+      if (io_) {
+        asio::post(*io_, [this] { fire(); });
+      } else if (!done_) {
+        std::fprintf(stderr, "mtrain: the launcher's ssh connection closed (stdin reached EOF); stopping\n");
+        if (!record_.empty()) ::unlink(record_.c_str());
+        ::raise(SIGTERM);
+      }
+    }).detach();
+  }
   void start(asio::io_context& io, std::function<void(ExternalStop)> stop) override {
-    int fd = dup(STDIN_FILENO);
-    if (fd < 0) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = &io;
     stop_ = std::move(stop);
-    in_ = std::make_unique<asio::posix::stream_descriptor>(io, fd);
-    read();
+    if (eof_) asio::post(io, [this] { fire(); });
   }
   void finish() override {
-    in_.reset();
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = nullptr;
     stop_ = nullptr;
+    done_ = true;  // the agent is ending on its own: an EOF now changes nothing
   }
 
  private:
-  void read() {
-    in_->async_read_some(asio::buffer(buf_), [this](boost::system::error_code ec, size_t) {
-      if (ec == asio::error::operation_aborted || !in_) return;
-      if (!ec) return read();  // the launcher sends nothing after the secrets; ignore it
-      if (stop_) stop_({"the launcher's ssh connection closed (stdin reached EOF); stopping this node's ranks", 128 + 1});
-    });
+  void fire() {
+    std::function<void(ExternalStop)> stop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop = stop_;
+    }
+    if (stop) stop({"the launcher's ssh connection closed (stdin reached EOF); stopping this node's ranks", 128 + 1});
   }
-  std::unique_ptr<asio::posix::stream_descriptor> in_;
-  std::array<char, 256> buf_{};
+  std::mutex mu_;
+  asio::io_context* io_ = nullptr;
   std::function<void(ExternalStop)> stop_;
+  bool eof_ = false, done_ = false;
+  std::string record_;
 };
 
 std::string this_hostname() {
@@ -145,6 +175,9 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
                    ProcessRunner& runner) {
   const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
   PgidRecord record(a.record_dir, node);
+  // Lives until the process ends: its thread may still hold it after this function returns.
+  static StdinWatcher stdin_watch;
+  if (a.watch_stdin) stdin_watch.watch(record.path);
   if (p.max_restarts > 0) {
     std::fprintf(stderr, "mtrain: note: --max-restarts is ignored with node rendezvous (a failed node ends the job)\n");
     p.max_restarts = 0;
@@ -223,7 +256,6 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   report.op_timeout = Duration(3000);
   Duration interval = std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5));
   RendezvousWatcher rdzv(client, report, interval, a.node_timeout);
-  StdinWatcher stdin_watch;
   so.watchers.push_back(&rdzv);
   if (a.watch_stdin) so.watchers.push_back(&stdin_watch);
 
