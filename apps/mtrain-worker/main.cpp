@@ -1,19 +1,42 @@
 // mtrain-worker --job FILE [--set key=value …]: one rank of the bundled trainer.
+// mtrain-worker checkpoint …: the offline checkpoint tools `mtrain checkpoint` execs.
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
 namespace {
 const char* kUsage =
     "usage: mtrain-worker [--job FILE] [--set key=value]...\n"
+    "       mtrain-worker checkpoint consolidate|inspect|verify DIR ...\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";
 }
 
+// Runs a mode's body; an mtrain::Error becomes its paragraph on stderr and its exit code.
+template <class F>
+int guarded(const std::string& tag, F&& body) {
+  try {
+    return body();
+  } catch (const mtrain::Error& e) {
+    std::cerr << tag << e.paragraph() << std::endl;
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << tag << "error: " << e.what() << std::endl;
+    return mtrain::kExitFailure;
+  }
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "checkpoint") == 0) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return guarded("", [&] { return mtrain::trainer::run_checkpoint_command(args, std::cout, std::cerr); });
+  }
   mtrain::trainer::WorkerOptions o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -33,13 +56,5 @@ int main(int argc, char** argv) {
   }
   o.env = mtrain::trainer::worker_env_from_process();
   const std::string tag = "[rank " + (o.env.count("RANK") ? o.env["RANK"] : std::string("0")) + "] ";
-  try {
-    return mtrain::trainer::run_worker(o, std::cout);
-  } catch (const mtrain::Error& e) {
-    std::cerr << tag << e.paragraph() << std::endl;
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << tag << "error: " << e.what() << std::endl;
-    return mtrain::kExitFailure;
-  }
+  return guarded(tag, [&] { return mtrain::trainer::run_worker(o, std::cout); });
 }
