@@ -6,7 +6,13 @@
 . "$(dirname "$0")/lib.sh"
 secret="faults-secret-$RANDOM$RANDOM-0123456789abcdef"
 umask 000
-MTRAIN_RDZV_TOKEN=$secret "${tagged[@]}" "$MTRAIN" launch --nproc-per-node 2 --log-dir "$WORK/logs" --tee -- \
+# With the node rendezvous (where the token is used) when this build has it.
+rdzv=()
+if launch_has_flag --rdzv-backend; then
+  port=$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  rdzv=(--rdzv-backend mtrain --rdzv-endpoint "127.0.0.1:$port" --nnodes 1)
+fi
+MTRAIN_RDZV_TOKEN=$secret "${tagged[@]}" "$MTRAIN" launch "${rdzv[@]}" --nproc-per-node 2 --log-dir "$WORK/logs" --tee -- \
   bash -c 'echo "rank $RANK up"; exec sleep 300' >"$WORK/out" 2>&1 &
 launcher=$!
 wait_for 20 count_tagged_at_least 3 || fail "job running" ">= 3 processes" "$(tagged_pids | wc -l)"
@@ -14,7 +20,8 @@ leaks=""
 for p in $(tagged_pids); do
   tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$secret" && leaks="$leaks $p"
 done
-[ -z "$leaks" ] && ok "token in no command line" "none" "none" || fail "token in no command line" "none" "pids$leaks"
+[ -z "$leaks" ] && ok "token in no command line${rdzv:+ (rendezvous mtrain)}" "none" "none" \
+  || fail "token in no command line${rdzv:+ (rendezvous mtrain)}" "none" "pids$leaks"
 kill -TERM "$launcher"
 timeout 30 tail --pid="$launcher" -f /dev/null
 wait "$launcher"
