@@ -1,8 +1,11 @@
 // mtrain-worker --job FILE [--set key=value …]: one rank of the bundled trainer.
+// Other modes, chosen by the first argument: `bench-comm …` (the rank side of
+// `mtrain bench comm`) and `build-info` (what LibTorch/CUDA/NCCL it was built with, as JSON).
 #include <cstring>
 #include <iostream>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/bench/comm_bench.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
 namespace {
@@ -14,8 +17,13 @@ const char* kUsage =
 }
 
 int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "";
+  if (mode == "build-info") {
+    std::cout << mtrain::trainer::build_info().dump() << std::endl;
+    return 0;
+  }
   mtrain::trainer::WorkerOptions o;
-  for (int i = 1; i < argc; ++i) {
+  for (int i = 1; i < argc && mode != "bench-comm"; ++i) {
     const std::string a = argv[i];
     if ((a == "--job" || a == "--set") && i + 1 < argc) {
       (a == "--job" ? o.job_path : o.sets.emplace_back()) = argv[++i];
@@ -34,6 +42,11 @@ int main(int argc, char** argv) {
   o.env = mtrain::trainer::worker_env_from_process();
   const std::string tag = "[rank " + (o.env.count("RANK") ? o.env["RANK"] : std::string("0")) + "] ";
   try {
+    if (mode == "bench-comm") {
+      auto args = mtrain::trainer::parse_comm_bench_args(std::vector<std::string>(argv + 2, argv + argc));
+      mtrain::trainer::run_comm_bench(args, o.env);
+      return 0;
+    }
     return mtrain::trainer::run_worker(o, std::cout);
   } catch (const mtrain::Error& e) {
     std::cerr << tag << e.paragraph() << std::endl;
