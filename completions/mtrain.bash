@@ -41,37 +41,28 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --max-restarts --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
-    'mtrain checkpoint') _mtrain_r=(--help -h) ;;
-    'mtrain slurm') _mtrain_r=(--help -h) ;;
+    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --max-restarts --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
     'mtrain slurm submit') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config --script-file --format) ;;
-    'mtrain slurm status') _mtrain_r=(--help -h --format) ;;
-    'mtrain slurm logs') _mtrain_r=(--help -h --follow -f --error --rank --timeout) ;;
-    'mtrain slurm cancel') _mtrain_r=(--help -h --signal) ;;
-    'mtrain slurm task') _mtrain_r=(--help -h --role --max-restarts) ;;
-    'mtrain config') _mtrain_r=(--help -h) ;;
-    'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
-    'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
-    'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
-    'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
-    'mtrain env') _mtrain_r=(--help -h --format) ;;
-    'mtrain bench') _mtrain_r=(--help -h) ;;
-    'mtrain bench comm') _mtrain_r=(--help -h --nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--help -h --nproc --reps --no-worker --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
-    'mtrain completion') _mtrain_r=(--help -h) ;;
+    'mtrain slurm status') _mtrain_r=(--format) ;;
+    'mtrain slurm logs') _mtrain_r=(--rank --timeout) ;;
+    'mtrain slurm cancel') _mtrain_r=(--signal) ;;
+    'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
+    'mtrain config init') _mtrain_r=(--output -o --set) ;;
+    'mtrain config validate') _mtrain_r=(--format) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
+    'mtrain config import') _mtrain_r=(--output -o) ;;
+    'mtrain config docs') _mtrain_r=(--output -o) ;;
+    'mtrain env') _mtrain_r=(--format) ;;
+    'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--nproc --reps --python --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_values() {
   _mtrain_r=()
   case "$1|$2" in
-    'mtrain|--help'|'mtrain|-h') _mtrain_kind=none ;;
-    'mtrain|--version') _mtrain_kind=none ;;
-    'mtrain launch|--help'|'mtrain launch|-h') _mtrain_kind=none ;;
     'mtrain launch|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain launch|--gpus') _mtrain_kind=none ;;
     'mtrain launch|--include') _mtrain_kind=hosts ;;
@@ -87,14 +78,8 @@ _mtrain_values() {
     'mtrain launch|--max-restarts') _mtrain_kind=none ;;
     'mtrain launch|--grace-period') _mtrain_kind=none ;;
     'mtrain launch|--log-dir') _mtrain_kind=files ;;
-    'mtrain launch|--tee') _mtrain_kind=none ;;
     'mtrain launch|--prefix') _mtrain_kind=none ;;
-    'mtrain launch|--no-prefix') _mtrain_kind=none ;;
     'mtrain launch|--ranks-filter') _mtrain_kind=none ;;
-    'mtrain launch|--module'|'mtrain launch|-m') _mtrain_kind=none ;;
-    'mtrain launch|--local-rank-arg') _mtrain_kind=none ;;
-    'mtrain launch|--no-local-rank') _mtrain_kind=none ;;
-    'mtrain launch|--dry-run') _mtrain_kind=none ;;
     'mtrain launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain launch|--strategy') _mtrain_kind=strategies ;;
     'mtrain launch|--model') _mtrain_kind=models ;;
@@ -116,8 +101,6 @@ _mtrain_values() {
     'mtrain launch|--resume') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
     'mtrain launch|--set') _mtrain_kind=none ;;
-    'mtrain checkpoint|--help'|'mtrain checkpoint|-h') _mtrain_kind=none ;;
-    'mtrain slurm|--help'|'mtrain slurm|-h') _mtrain_kind=none ;;
     'mtrain slurm script|--job-name') _mtrain_kind=none ;;
     'mtrain slurm script|--partition') _mtrain_kind=partitions ;;
     'mtrain slurm script|--nodes') _mtrain_kind=none ;;
@@ -166,29 +149,16 @@ _mtrain_values() {
     'mtrain slurm submit|--config') _mtrain_kind=yaml ;;
     'mtrain slurm submit|--script-file') _mtrain_kind=files ;;
     'mtrain slurm submit|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain slurm status|--help'|'mtrain slurm status|-h') _mtrain_kind=none ;;
     'mtrain slurm status|--format') _mtrain_kind=none ;;
-    'mtrain slurm logs|--help'|'mtrain slurm logs|-h') _mtrain_kind=none ;;
-    'mtrain slurm logs|--follow'|'mtrain slurm logs|-f') _mtrain_kind=none ;;
-    'mtrain slurm logs|--error') _mtrain_kind=none ;;
     'mtrain slurm logs|--rank') _mtrain_kind=none ;;
     'mtrain slurm logs|--timeout') _mtrain_kind=none ;;
-    'mtrain slurm cancel|--help'|'mtrain slurm cancel|-h') _mtrain_kind=none ;;
     'mtrain slurm cancel|--signal') _mtrain_kind=none ;;
-    'mtrain slurm task|--help'|'mtrain slurm task|-h') _mtrain_kind=none ;;
     'mtrain slurm task|--role') _mtrain_kind=none ;;
     'mtrain slurm task|--max-restarts') _mtrain_kind=none ;;
-    'mtrain config|--help'|'mtrain config|-h') _mtrain_kind=none ;;
-    'mtrain config init|--help'|'mtrain config init|-h') _mtrain_kind=none ;;
     'mtrain config init|--output'|'mtrain config init|-o') _mtrain_kind=files ;;
-    'mtrain config init|--force') _mtrain_kind=none ;;
-    'mtrain config init|--defaults') _mtrain_kind=none ;;
     'mtrain config init|--set') _mtrain_kind=none ;;
-    'mtrain config validate|--help'|'mtrain config validate|-h') _mtrain_kind=none ;;
     'mtrain config validate|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain config show|--help'|'mtrain config show|-h') _mtrain_kind=none ;;
     'mtrain config show|--config') _mtrain_kind=yaml ;;
-    'mtrain config show|--sources') _mtrain_kind=none ;;
     'mtrain config show|--format') _mtrain_kind=list; _mtrain_r=(yaml json) ;;
     'mtrain config show|--set') _mtrain_kind=none ;;
     'mtrain config show|--strategy') _mtrain_kind=strategies ;;
@@ -224,15 +194,9 @@ _mtrain_values() {
     'mtrain config show|--rdzv-timeout') _mtrain_kind=none ;;
     'mtrain config show|--max-restarts') _mtrain_kind=none ;;
     'mtrain config show|--log-dir') _mtrain_kind=files ;;
-    'mtrain config import|--help'|'mtrain config import|-h') _mtrain_kind=none ;;
     'mtrain config import|--output'|'mtrain config import|-o') _mtrain_kind=files ;;
-    'mtrain config import|--force') _mtrain_kind=none ;;
-    'mtrain config docs|--help'|'mtrain config docs|-h') _mtrain_kind=none ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
-    'mtrain env|--help'|'mtrain env|-h') _mtrain_kind=none ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain bench|--help'|'mtrain bench|-h') _mtrain_kind=none ;;
-    'mtrain bench comm|--help'|'mtrain bench comm|-h') _mtrain_kind=none ;;
     'mtrain bench comm|--nproc') _mtrain_kind=none ;;
     'mtrain bench comm|--ops') _mtrain_kind=none ;;
     'mtrain bench comm|--min-bytes') _mtrain_kind=none ;;
@@ -245,16 +209,13 @@ _mtrain_values() {
     'mtrain bench comm|--output') _mtrain_kind=files ;;
     'mtrain bench comm|--plot') _mtrain_kind=files ;;
     'mtrain bench comm|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
-    'mtrain bench launch|--help'|'mtrain bench launch|-h') _mtrain_kind=none ;;
     'mtrain bench launch|--nproc') _mtrain_kind=none ;;
     'mtrain bench launch|--reps') _mtrain_kind=none ;;
-    'mtrain bench launch|--no-worker') _mtrain_kind=none ;;
     'mtrain bench launch|--python') _mtrain_kind=none ;;
     'mtrain bench launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench launch|--output') _mtrain_kind=files ;;
     'mtrain bench launch|--plot') _mtrain_kind=files ;;
     'mtrain bench launch|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
-    'mtrain bench train|--help'|'mtrain bench train|-h') _mtrain_kind=none ;;
     'mtrain bench train|--strategies') _mtrain_kind=strategies ;;
     'mtrain bench train|--nproc') _mtrain_kind=none ;;
     'mtrain bench train|--model') _mtrain_kind=models ;;
@@ -266,7 +227,6 @@ _mtrain_values() {
     'mtrain bench train|--output') _mtrain_kind=files ;;
     'mtrain bench train|--plot') _mtrain_kind=files ;;
     'mtrain bench train|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
-    'mtrain completion|--help'|'mtrain completion|-h') _mtrain_kind=none ;;
     *) _mtrain_kind=none ;;
   esac
 }

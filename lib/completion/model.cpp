@@ -33,7 +33,7 @@ void walk(const CLI::App* app, const std::string& path, const Hints& h, std::vec
     for (const auto& l : o->get_lnames()) s.names.push_back("--" + l);
     for (const auto& n : o->get_snames()) s.names.push_back("-" + n);
     if (s.names.empty()) continue;  // positional
-    s.takes_value = o->get_type_size() != 0;
+    s.takes_value = o->get_expected_max() != 0 && o->get_type_size_max() != 0;  // flags expect 0 values
     s.help = o->get_description();
     if (s.takes_value) {
       s.choices = choices_of(o);
