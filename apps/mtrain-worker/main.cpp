@@ -1,29 +1,62 @@
 // mtrain-worker --job FILE [--set key=value …]: one rank of the bundled trainer.
-// Other modes, chosen by the first argument: `bench-comm …` (the rank side of
-// `mtrain bench comm`) and `build-info` (what LibTorch/CUDA/NCCL it was built with, as JSON).
+// mtrain-worker checkpoint …: the offline checkpoint tools `mtrain checkpoint` execs.
+// mtrain-worker bench-comm …: the rank side of `mtrain bench comm`; build-info: what
+// LibTorch/CUDA/NCCL it was built with, as JSON (read by `mtrain env`).
 #include <cstring>
 #include <iostream>
+#include <string>
+#include <vector>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/bench/comm_bench.hpp"
+#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
 namespace {
 const char* kUsage =
     "usage: mtrain-worker [--job FILE] [--set key=value]...\n"
+    "       mtrain-worker checkpoint consolidate|inspect|verify DIR ...\n"
+    "       mtrain-worker bench-comm --ops OPS --sizes BYTES,... [--iters N] [--warmup W] [--out FILE]\n"
+    "       mtrain-worker build-info\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";
 }
 
+// Runs a mode's body; an mtrain::Error becomes its paragraph on stderr and its exit code.
+template <class F>
+int guarded(const std::string& tag, F&& body) {
+  try {
+    return body();
+  } catch (const mtrain::Error& e) {
+    std::cerr << tag << e.paragraph() << std::endl;
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::cerr << tag << "error: " << e.what() << std::endl;
+    return mtrain::kExitFailure;
+  }
+}
+
 int main(int argc, char** argv) {
-  const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "build-info") {
+  if (argc > 1 && std::strcmp(argv[1], "build-info") == 0) {
     std::cout << mtrain::trainer::build_info().dump() << std::endl;
     return 0;
   }
+  if (argc > 1 && std::strcmp(argv[1], "bench-comm") == 0) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    const auto env = mtrain::trainer::worker_env_from_process();
+    const std::string tag = "[rank " + (env.count("RANK") ? env.at("RANK") : std::string("0")) + "] ";
+    return guarded(tag, [&] {
+      mtrain::trainer::run_comm_bench(mtrain::trainer::parse_comm_bench_args(args), env);
+      return 0;
+    });
+  }
+  if (argc > 1 && std::strcmp(argv[1], "checkpoint") == 0) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return guarded("", [&] { return mtrain::trainer::run_checkpoint_command(args, std::cout, std::cerr); });
+  }
   mtrain::trainer::WorkerOptions o;
-  for (int i = 1; i < argc && mode != "bench-comm"; ++i) {
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if ((a == "--job" || a == "--set") && i + 1 < argc) {
       (a == "--job" ? o.job_path : o.sets.emplace_back()) = argv[++i];
@@ -41,18 +74,5 @@ int main(int argc, char** argv) {
   }
   o.env = mtrain::trainer::worker_env_from_process();
   const std::string tag = "[rank " + (o.env.count("RANK") ? o.env["RANK"] : std::string("0")) + "] ";
-  try {
-    if (mode == "bench-comm") {
-      auto args = mtrain::trainer::parse_comm_bench_args(std::vector<std::string>(argv + 2, argv + argc));
-      mtrain::trainer::run_comm_bench(args, o.env);
-      return 0;
-    }
-    return mtrain::trainer::run_worker(o, std::cout);
-  } catch (const mtrain::Error& e) {
-    std::cerr << tag << e.paragraph() << std::endl;
-    return e.exit_code();
-  } catch (const std::exception& e) {
-    std::cerr << tag << "error: " << e.what() << std::endl;
-    return mtrain::kExitFailure;
-  }
+  return guarded(tag, [&] { return mtrain::trainer::run_worker(o, std::cout); });
 }

@@ -1,19 +1,73 @@
-// `mtrain checkpoint`: consolidate and inspect sharded checkpoints (trainer core, part 2).
-#include <cstdio>
+// `mtrain checkpoint consolidate|inspect|verify`: the work needs LibTorch, which mtrain does not
+// link, so the flags are checked here and the command runs as `mtrain-worker checkpoint …`
+// (found next to mtrain, or in ../libexec/mtrain/, like `mtrain launch` finds it).
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 
 #include "commands.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/launch/launch.hpp"
 
 namespace mtrain::app {
 
+namespace {
+
+struct CheckpointFlags {
+  std::string dir, output, dtype = "fp32", format = "text";
+};
+
+[[noreturn]] void exec_worker(const std::vector<std::string>& words) {
+  std::error_code ec;
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  const std::string worker = launch::find_worker(self);
+  if (worker.empty()) {
+    throw Error("mtrain checkpoint needs mtrain-worker (the LibTorch trainer), which is not "
+                "installed next to mtrain or in ../libexec/mtrain/",
+                "build with -DMTRAIN_WITH_TORCH=ON, or install mtrain-worker beside mtrain",
+                kExitNotBuilt);
+  }
+  std::vector<std::string> args{worker, "checkpoint"};
+  args.insert(args.end(), words.begin(), words.end());
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  std::fflush(stdout);
+  ::execv(worker.c_str(), argv.data());
+  throw Error(std::string("cannot run ") + worker + ": " + std::strerror(errno), "", kExitFailure);
+}
+
+}  // namespace
+
 void add_checkpoint(CLI::App& root, Exit& exit) {
-  auto* sub = root.add_subcommand("checkpoint", "Consolidate or inspect sharded checkpoints [not built yet]");
-  sub->allow_extras();
-  sub->prefix_command();
-  sub->callback([&exit] {
-    std::fprintf(stderr, "mtrain checkpoint: this command is not built in this version of mtrain yet. Nothing was done.\n");
-    exit.code = kExitNotBuilt;
-  });
+  (void)exit;
+  auto* sub = root.add_subcommand("checkpoint", "Consolidate, inspect or verify sharded checkpoints");
+  sub->require_subcommand(1);
+  auto f = std::make_shared<CheckpointFlags>();
+
+  auto* con = sub->add_subcommand(
+      "consolidate", "Stream a checkpoint's shards into one torch.load-able state dict, one tensor at a time");
+  con->add_option("DIR", f->dir, "Checkpoint folder (<work_dir>/checkpoints/step_<N>)")->required();
+  con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt)")->required();
+  con->add_option("--dtype", f->dtype, "Dtype of floating tensors")
+      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
+      ->capture_default_str();
+  con->callback([f] { exec_worker({"consolidate", f->dir, "-o", f->output, "--dtype", f->dtype}); });
+
+  auto* ins = sub->add_subcommand(
+      "inspect", "Strategy, world size, step, tensors, sizes and verification status of a checkpoint");
+  ins->add_option("DIR", f->dir, "Checkpoint folder")->required();
+  ins->add_option("--format", f->format, "Output format")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  ins->callback([f] { exec_worker({"inspect", f->dir, "--format", f->format}); });
+
+  auto* ver = sub->add_subcommand(
+      "verify", "Check every shard's size and CRC-32C against the manifest (exit 1 when damaged)");
+  ver->add_option("DIR", f->dir, "Checkpoint folder")->required();
+  ver->callback([f] { exec_worker({"verify", f->dir}); });
 }
 
 }  // namespace mtrain::app

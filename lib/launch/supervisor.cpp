@@ -45,7 +45,7 @@ class Attempt {
   Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
           asio::io_context& io, asio::signal_set& signals)
       : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
-        drain_(io) {}
+        drain_(io), wind_down_(io) {}
 
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
@@ -55,13 +55,14 @@ class Attempt {
         if (p && p->is_open()) p->close();
     grace_.cancel();
     drain_.cancel();
+    wind_down_.cancel();
     signals_.cancel();
     io_.restart();
     io_.poll();
   }
 
   // Runs the attempt to the end; returns the failure (empty on success).
-  std::optional<Failure> run(int& stop_signal) {
+  std::optional<Failure> run(int& stop_signal, int& notice_signal) {
     oom_before_ = oom_kill_count();
     spawn_all();
     wait_signal();
@@ -70,6 +71,7 @@ class Attempt {
     while (!done() && io_.run_one()) {
     }
     stop_signal = stop_signal_;
+    notice_signal = notice_signal_;
     return failure();
   }
 
@@ -136,6 +138,10 @@ class Attempt {
       if (sig == SIGCHLD) {
         reap();
       } else if (sig == SIGUSR1 || sig == SIGUSR2) {
+        // A notice (Slurm sends USR1 before the time limit or a preemption): the ranks wind down
+        // on their own — the bundled trainer saves a checkpoint — so from now on a rank that
+        // exits does not tear the others down at once; they get `notice_grace` to finish.
+        if (!notice_signal_) notice_signal_ = sig;
         for (auto& r : ranks_)
           if (!r->exit) runner_.signal(r->pid, sig);
       } else {
@@ -160,18 +166,36 @@ class Attempt {
           r->exit->oom = true;
         if (!r->exit->ok() && !root_ && !stop_signal_ && !r->stopped_by_us) {
           root_ = r.get();
-          begin_teardown(SIGTERM);
+          if (notice_signal_) {
+            wind_down();
+          } else {
+            begin_teardown(SIGTERM);
+          }
+        } else if (notice_signal_ && !stop_signal_) {
+          wind_down();
         }
       }
     }
     if (all_exited()) {
       grace_.cancel();
+      wind_down_.cancel();
       // Give the pipes a moment to deliver the last lines (a grandchild may hold them open).
       drain_.expires_after(std::chrono::milliseconds(1500));
       drain_.async_wait([this](boost::system::error_code ec) {
         if (!ec) drained_ = true;
       });
     }
+  }
+
+  // After a notice, the first rank to end starts the clock for the rest; whoever is still
+  // running when it expires is torn down as usual (SIGTERM, then SIGKILL after the grace period).
+  void wind_down() {
+    if (winding_down_ || tearing_down_) return;
+    winding_down_ = true;
+    wind_down_.expires_after(opt_.notice_grace);
+    wind_down_.async_wait([this](boost::system::error_code ec) {
+      if (!ec && !all_exited()) begin_teardown(SIGTERM);
+    });
   }
 
   void begin_teardown(int sig) {
@@ -250,10 +274,12 @@ class Attempt {
   int attempt_;
   asio::io_context& io_;
   asio::signal_set& signals_;
-  asio::steady_timer grace_, drain_;
+  asio::steady_timer grace_, drain_, wind_down_;
   std::vector<std::unique_ptr<RankRun>> ranks_;
   RankRun* root_ = nullptr;
   int stop_signal_ = 0;
+  int notice_signal_ = 0;  // USR1/USR2 forwarded to the ranks
+  bool winding_down_ = false;
   bool tearing_down_ = false;
   bool drained_ = false;
   long oom_before_ = -1;
@@ -269,11 +295,11 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
   signals.add(SIGUSR1);
   signals.add(SIGUSR2);
   for (int attempt = 0;; ++attempt) {
-    int stop_signal = 0;
+    int stop_signal = 0, notice_signal = 0;
     std::optional<Failure> failure;
     {
       Attempt a(plan, runner, opt, attempt, io, signals);
-      failure = a.run(stop_signal);
+      failure = a.run(stop_signal, notice_signal);
     }
     if (stop_signal) {
       std::fprintf(stderr, "mtrain: stopped by %s; every rank has exited\n", signal_name(stop_signal).c_str());
@@ -281,6 +307,14 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       return 128 + stop_signal;
     }
     if (!failure) return 0;
+    if (notice_signal) {
+      // The ranks were told to wind down (preemption): ending is expected, restarting is not.
+      std::fprintf(stderr, "mtrain: ranks wound down after %s; not restarting\n", signal_name(notice_signal).c_str());
+      if (failure->root.status.signaled || failure->root.status.code != 128 + notice_signal)
+        print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      int code = failure->root.status.launcher_code();
+      return code == 0 ? 1 : code;
+    }
     if (attempt < plan.max_restarts) {
       std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting all ranks (restart %d of %d)\n",
                    attempt, failure->root.rank, failure->root.host.c_str(), failure->root.status.describe().c_str(),

@@ -16,6 +16,9 @@ namespace mtrain::launch {
 
 struct SuperviseOptions {
   std::chrono::milliseconds grace_period{5000};
+  // After a USR1/USR2 notice was forwarded, how long the remaining ranks may take to end on their
+  // own (e.g. to save a checkpoint) once the first one has ended.
+  std::chrono::milliseconds notice_grace{120000};
   std::string error_file_dir;               // TORCHELASTIC_ERROR_FILE root
   OutputOptions output;
   std::map<std::string, std::string> base_env;  // inherited environment; plan env overrides it

@@ -1,6 +1,8 @@
 #pragma once
-// Saving and finding checkpoints (layout in manifest.hpp). Every function that takes a
-// Communicator is collective.
+// Saving, choosing and reading checkpoints (layout in manifest.hpp). Every function that takes a
+// Communicator is collective: all ranks call it, and all ranks reach the same outcome (a failure
+// on one rank is voted on, so no rank waits forever on a peer that gave up).
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -17,6 +19,7 @@
 namespace mtrain::trainer {
 
 class Communicator;
+class ArchiveReader;
 
 struct SaveRequest {
   std::string root;  // <work_dir>/checkpoints
@@ -26,32 +29,50 @@ struct SaveRequest {
   std::vector<TensorPiece> pieces;                        // this rank's
   std::vector<std::pair<std::string, at::Tensor>> extra;  // rank-local tensors (RNG)
   int keep = 2;                                           // newest complete checkpoints kept
+  std::function<void()> progress;                         // during long writes (heartbeat)
 };
-// Writes step_<N>; returns its path.
+// Writes step_<N>; returns its path. On failure (disk full, …) on any rank: the partial
+// .tmp_step_<N> is removed, older checkpoints are untouched, and every rank throws mtrain::Error
+// (the failing rank's own paragraph; the others name the failing ranks).
 std::string save_checkpoint(Communicator& comm, const SaveRequest& r);
 
-// step_<N> folders under root that have COMPLETE, oldest first.
+// step_<N> folders under root that have COMPLETE, oldest first (not verified).
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& root);
-// checkpoint.resume: "" → none; "auto" → the newest complete one under root, or none;
-// a path → that folder, which must be complete (else mtrain::Error naming it).
-std::optional<std::string> resolve_resume(const std::string& spec, const std::string& root);
 
-// A loaded checkpoint: the manifest plus every shard, readable by global offsets.
+struct ResumeChoice {
+  std::optional<std::string> dir;     // none: train from scratch
+  std::vector<std::string> warnings;  // checkpoints skipped, and why (same on every rank)
+};
+// checkpoint.resume: "" → none; "auto" → the newest complete checkpoint under root whose files
+// verify (size + CRC-32C, each rank checking a share of the files), skipping bad ones with a
+// warning; a path → that folder, which must be complete and verify (else mtrain::Error naming
+// the file, expected vs actual). Collective.
+ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const std::string& root,
+                           const std::function<void()>& progress = {});
+
+// A checkpoint readable by global offsets: each read() preads just the bytes of the pieces that
+// overlap the range (format 2), so no shard is loaded whole.
 class CheckpointReader final : public TensorSource {
  public:
   explicit CheckpointReader(std::string dir);
+  ~CheckpointReader() override;
   const Manifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
   bool has(const std::string& name) const override;
   std::vector<int64_t> shape(const std::string& name) const override;
   at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const override;
   // A rank-local extra tensor ("rng/cpu") of `rank`, if that rank's shard has one.
   std::optional<at::Tensor> extra(int rank, const std::string& name) const;
+  // Drops open files and cached format-1 shards (consolidation calls it between tensors).
+  void release() const;
 
  private:
-  const std::map<std::string, at::Tensor>& shard(const std::string& file) const;
+  const std::map<std::string, at::Tensor>& legacy_shard(const std::string& file) const;
+  ArchiveReader& archive(const std::string& file) const;
   std::string dir_;
   Manifest manifest_;
-  mutable std::map<std::string, std::map<std::string, at::Tensor>> shards_;
+  mutable std::map<std::string, std::map<std::string, at::Tensor>> legacy_;
+  mutable std::map<std::string, std::unique_ptr<ArchiveReader>> archives_;
 };
 
 }  // namespace mtrain::trainer

@@ -15,13 +15,24 @@ json to_json(const Manifest& m) {
   for (const auto& [name, meta] : m.tensors) {
     json pieces = json::array();
     for (const auto& p : meta.pieces) {
-      pieces.push_back({{"rank", p.rank}, {"file", p.file}, {"offset", p.offset}, {"numel", p.numel}});
+      json pj{{"rank", p.rank}, {"file", p.file}, {"offset", p.offset}, {"numel", p.numel}};
+      if (!p.key.empty()) pj["key"] = p.key;
+      pieces.push_back(pj);
     }
     t[name] = {{"shape", meta.shape}, {"dtype", meta.dtype}, {"pieces", pieces}};
   }
+  json files = json::object();
+  for (const auto& [name, f] : m.files) {
+    json extras = json::object();
+    for (const auto& [en, e] : f.extras) {
+      extras[en] = {{"key", e.key}, {"dtype", e.dtype}, {"shape", e.shape}};
+    }
+    files[name] = {{"rank", f.rank}, {"bytes", f.bytes}, {"checksum", f.checksum}, {"extras", extras}};
+  }
   return {{"format_version", m.format_version}, {"strategy", m.strategy},
           {"world_size", m.world_size},         {"step", m.step},
-          {"state", m.state},                   {"tensors", t}};
+          {"state", m.state},                   {"tensors", t},
+          {"files", files},                     {"order", m.order}};
 }
 
 Manifest manifest_from_json(const json& j, const std::string& origin) {
@@ -33,9 +44,9 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
   try {
     Manifest m;
     m.format_version = j.at("format_version").get<int>();
-    if (m.format_version != kCheckpointFormatVersion) {
-      throw bad(fmt::format("format_version {} (this build reads {})", m.format_version,
-                            kCheckpointFormatVersion));
+    if (m.format_version < kOldestReadableFormat || m.format_version > kCheckpointFormatVersion) {
+      throw bad(fmt::format("format_version {} (this build reads {} to {})", m.format_version,
+                            kOldestReadableFormat, kCheckpointFormatVersion));
     }
     m.strategy = j.at("strategy").get<std::string>();
     m.world_size = j.at("world_size").get<int>();
@@ -47,9 +58,52 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
       meta.dtype = t.at("dtype").get<std::string>();
       for (const auto& p : t.at("pieces")) {
         meta.pieces.push_back({p.at("rank").get<int>(), p.at("file").get<std::string>(),
-                               p.at("offset").get<int64_t>(), p.at("numel").get<int64_t>()});
+                               p.at("offset").get<int64_t>(), p.at("numel").get<int64_t>(),
+                               p.value("key", std::string())});
+        const auto& r = meta.pieces.back();
+        if (r.offset < 0 || r.numel < 0 || r.file.empty() || r.file.find('/') != std::string::npos) {
+          throw bad(fmt::format("tensor '{}' has a bad piece (file '{}', offset {}, numel {})", name,
+                                r.file, r.offset, r.numel));
+        }
+      }
+      for (int64_t d : meta.shape) {
+        if (d < 0) throw bad(fmt::format("tensor '{}' has a negative dimension", name));
       }
       m.tensors[name] = std::move(meta);
+    }
+    for (const auto& n : j.value("order", json::array())) {
+      const std::string name = n.get<std::string>();
+      if (m.tensors.count(name)) m.order.push_back(name);
+    }
+    if (m.order.size() != m.tensors.size()) {  // format 1, or an order that lists too few
+      m.order.clear();
+      for (const auto& [name, meta] : m.tensors) m.order.push_back(name);
+    }
+    if (m.world_size < 1) throw bad(fmt::format("world_size {}", m.world_size));
+    if (m.format_version >= 2) {
+      for (const auto& [name, f] : j.at("files").items()) {
+        if (name.empty() || name.find('/') != std::string::npos || name == "..") {
+          throw bad(fmt::format("shard file name '{}'", name));
+        }
+        FileMeta fm;
+        fm.rank = f.at("rank").get<int>();
+        fm.bytes = f.at("bytes").get<uint64_t>();
+        fm.checksum = f.at("checksum").get<std::string>();
+        const json extras = f.value("extras", json::object());  // items() must not outlive it
+        for (const auto& [en, e] : extras.items()) {
+          fm.extras[en] = {e.at("key").get<std::string>(), e.at("dtype").get<std::string>(),
+                           e.at("shape").get<std::vector<int64_t>>()};
+        }
+        m.files[name] = std::move(fm);
+      }
+      for (const auto& [name, meta] : m.tensors) {
+        for (const auto& p : meta.pieces) {
+          if (!m.files.count(p.file) || p.key.empty()) {
+            throw bad(fmt::format("tensor '{}' has a piece in '{}', which the files table lacks",
+                                  name, p.file));
+          }
+        }
+      }
     }
     return m;
   } catch (const json::exception& e) {

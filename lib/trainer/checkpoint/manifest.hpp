@@ -5,9 +5,13 @@
 //                          pieces [offset, offset+numel) each rank's file holds
 //   shard_rank<r>.pt       rank r's pieces (a torch.load-able dict name → flat tensor, plus
 //                          "rng/cpu": the rank's CPU generator state)
-//   COMPLETE               written last, after every rank's shard is on disk; the folder is
-//                          built as .tmp_step_<N> and renamed, so a step_<N> without COMPLETE
-//                          only exists if a crash hit between rename and marker — never loaded.
+//   COMPLETE               written last. The folder is built as .tmp_step_<N>: every shard is
+//                          fsynced, then the manifest, then the folder is renamed to step_<N>
+//                          and COMPLETE written (and fsynced); a step_<N> without COMPLETE only
+//                          exists if a crash hit between rename and marker — never loaded.
+// Integrity (format 2): `files` gives every shard's byte size and CRC-32C, and each piece the
+// zip record key it lives in, so a piece is read with one pread and a damaged file is named
+// with expected vs actual size/checksum. Format 1 (no checksums) is still read.
 // Offsets are global (in the flattened logical tensor), so a reader at another world size or
 // strategy can assemble any range it needs (resharding).
 #include <cstdint>
@@ -19,13 +23,29 @@
 
 namespace mtrain::trainer {
 
-constexpr int kCheckpointFormatVersion = 1;
+constexpr int kCheckpointFormatVersion = 2;
+constexpr int kOldestReadableFormat = 1;
 
 struct PieceRef {
   int rank = 0;
   std::string file;  // relative to the checkpoint folder
   int64_t offset = 0;
   int64_t numel = 0;
+  std::string key;  // record key in the file (format 2); "" = load the file's dict (format 1)
+};
+
+// A rank-local tensor in a shard (the RNG state) that is not part of any logical tensor.
+struct ExtraRef {
+  std::string key;
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
+struct FileMeta {
+  int rank = 0;
+  uint64_t bytes = 0;
+  std::string checksum;  // "crc32c:xxxxxxxx"
+  std::map<std::string, ExtraRef> extras;
 };
 
 struct TensorMeta {
@@ -41,6 +61,8 @@ struct Manifest {
   int64_t step = 0;
   nlohmann::json state;  // trainer state: sampler position, schedule, RNG description
   std::map<std::string, TensorMeta> tensors;
+  std::map<std::string, FileMeta> files;  // format 2: every shard file
+  std::vector<std::string> order;         // tensor names in the order the strategy listed them
 };
 
 nlohmann::json to_json(const Manifest& m);

@@ -9,27 +9,13 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 
 namespace mtrain::trainer {
 
 void write_tensor_dict(const std::string& path,
                        const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
-  c10::Dict<std::string, at::Tensor> dict;
-  for (const auto& [k, v] : tensors) dict.insert(k, v.detach().cpu().contiguous());
-  const std::vector<char> bytes = torch::pickle_save(c10::IValue(dict));
-  const std::string tmp = path + ".part";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.flush();
-    if (!out) {
-      throw Error(fmt::format("{}: cannot write ({} bytes)", tmp, bytes.size()),
-                  "check free space and permissions of the work_dir", kExitFailure);
-    }
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(fmt::format("{}: cannot rename into place", path), "", kExitFailure);
-  }
+  write_tensor_file(path, tensors);
 }
 
 std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::string& path) {

@@ -1,6 +1,6 @@
 #pragma once
-// One rank's shard file: a dict name → tensor written with torch::pickle_save (the zip format
-// torch.load reads), so shards are inspectable from Python too.
+// A file of name → tensor in the zip format torch.load reads (tensor_archive.hpp writes it one
+// tensor at a time, durably), so shards and model.pt are inspectable from Python too.
 #include <string>
 #include <utility>
 #include <vector>

@@ -9,6 +9,14 @@ namespace mtrain::trainer {
 namespace {
 double bytes_of(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
 
+// Gloo (1.13) rejects bf16. Moving bytes needs no arithmetic: a bf16 tensor travels
+// with the same bits as fp16 (all-gather, broadcast, all-to-all only copy them; Gloo has no
+// int16); sums go through an fp32 copy.
+bool bits_only(const at::Tensor& t, bool flat_collectives) {
+  return !flat_collectives && t.scalar_type() == at::kBFloat16;
+}
+at::Tensor as_bits(const at::Tensor& t) { return t.view(at::kHalf); }
+
 void check_flat(const at::Tensor& t, const char* what) {
   if (!t.is_contiguous()) {
     throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
@@ -40,7 +48,12 @@ void CommHandle::wait() {
   }
 }
 
-Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o) : opt_(o) {
+Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o)
+    : Communicator(store, o, std::make_shared<Counters>()) {}
+
+Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
+                           std::shared_ptr<Counters> sink)
+    : opt_(o), store_(store), sink_(std::move(sink)) {
   if (o.world < 1 || o.rank < 0 || o.rank >= o.world) {
     throw Error(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
                 "RANK must be in [0, WORLD_SIZE)");
@@ -53,22 +66,37 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o) 
   flat_collectives_ = compat::has_flat_collectives(backend_);
 }
 
+std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
+                                                    const std::vector<int>& ranks) {
+  CommOptions o = opt_;
+  o.rank = -1;
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] == opt_.rank) o.rank = static_cast<int>(i);
+  }
+  if (o.rank < 0) {
+    throw Error(fmt::format("rank {} asked to join sub-group '{}' it is not a member of", opt_.rank, tag));
+  }
+  o.world = static_cast<int>(ranks.size());
+  auto store = compat::make_prefix_store("subgroup/" + tag + "/", store_);
+  return std::unique_ptr<Communicator>(new Communicator(store, o, sink_));
+}
+
 void Communicator::count(const std::string& name, double payload, double wire_factor) {
-  std::lock_guard<std::mutex> lock(mu_);
-  auto& c = counters_[name];
+  std::lock_guard<std::mutex> lock(sink_->mu);
+  auto& c = sink_->c[name];
   c.calls += 1;
   c.payload_bytes += payload;
   c.wire_bytes += payload * wire_factor;
 }
 
 CommCounters Communicator::counters() const {
-  std::lock_guard<std::mutex> lock(mu_);
-  return counters_;
+  std::lock_guard<std::mutex> lock(sink_->mu);
+  return sink_->c;
 }
 
 void Communicator::reset_counters() {
-  std::lock_guard<std::mutex> lock(mu_);
-  counters_.clear();
+  std::lock_guard<std::mutex> lock(sink_->mu);
+  sink_->c.clear();
 }
 
 CommHandle Communicator::handle(compat::WorkPtr w, std::string what, std::function<void()> finish) {
@@ -85,10 +113,16 @@ CommHandle Communicator::all_reduce(at::Tensor t, const std::string& counter) {
   const double n = opt_.world;
   count(counter, bytes_of(t), 2.0 * (n - 1) / n);
   if (opt_.world == 1) return {};
-  std::vector<at::Tensor> ts{t};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = opt_.timeout;
+  if (bits_only(t, flat_collectives_)) {
+    at::Tensor wide = t.to(at::kFloat);
+    std::vector<at::Tensor> ts{wide};
+    return handle(backend_->allreduce(ts, opts), fmt::format("all_reduce of {} bytes", bytes_of(t)),
+                  [t, wide]() mutable { t.copy_(wide); });
+  }
+  std::vector<at::Tensor> ts{t};
   return handle(backend_->allreduce(ts, opts), fmt::format("all_reduce of {} bytes", bytes_of(t)));
 }
 
@@ -119,9 +153,16 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
   std::vector<int64_t> splits;  // empty: equal splits
   c10d::AllToAllOptions opts;
   opts.timeout = opt_.timeout;
-  auto w = backend_->alltoall_base(recv, input, splits, splits, opts);
-  return handle(std::move(w), what, [recv, output, world = opt_.world, k]() mutable {
-    at::sum_out(output, recv.view({world, k}), 0);
+  const bool bits = bits_only(input, false);
+  at::Tensor send = bits ? as_bits(input) : input;
+  at::Tensor into = bits ? as_bits(recv) : recv;
+  auto w = backend_->alltoall_base(into, send, splits, splits, opts);
+  return handle(std::move(w), what, [recv, output, world = opt_.world, k, bits]() mutable {
+    if (bits) {
+      output.copy_(recv.view({world, k}).to(at::kFloat).sum(0));
+    } else {
+      at::sum_out(output, recv.view({world, k}), 0);
+    }
   });
 }
 
@@ -147,9 +188,13 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
   }
   // Gloo copies its result into the output list; views of the flat output make that the
   // final placement, with no copy of ours.
+  const bool bits = bits_only(input, false);
   std::vector<std::vector<at::Tensor>> outs(1);
-  for (int r = 0; r < opt_.world; ++r) outs[0].push_back(output.narrow(0, r * k, k).view(input.sizes()));
-  std::vector<at::Tensor> ins{input};
+  for (int r = 0; r < opt_.world; ++r) {
+    at::Tensor o = output.narrow(0, r * k, k).view(input.sizes());
+    outs[0].push_back(bits ? as_bits(o) : o);
+  }
+  std::vector<at::Tensor> ins{bits ? as_bits(input) : input};
   return handle(backend_->allgather(outs, ins, opts), what);
 }
 
@@ -158,7 +203,7 @@ CommHandle Communicator::broadcast(at::Tensor t, int root) {
   const double n = opt_.world;
   count("broadcast", bytes_of(t), (n - 1) / n);
   if (opt_.world == 1) return {};
-  std::vector<at::Tensor> ts{t};
+  std::vector<at::Tensor> ts{bits_only(t, flat_collectives_) ? as_bits(t) : t};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   opts.rootTensor = 0;

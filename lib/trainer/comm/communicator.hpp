@@ -9,7 +9,9 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <vector>
 #include <string>
 
 #include "mtrain/trainer/comm/compat.hpp"
@@ -68,18 +70,31 @@ class Communicator {
   CommHandle broadcast(at::Tensor t, int root);
   void barrier();
 
+  // Counters are shared with every sub-group made from this communicator (a sub-group's
+  // collectives count with the sub-group's size in the wire factor).
   CommCounters counters() const;
   void reset_counters();
 
+  // A communicator over `ranks` (global ranks, ascending; this rank must be one of them), its
+  // own backend joined through the parent's store under the prefix `tag` (every member passes
+  // the same tag and ranks; groups with different members need different tags). Collective
+  // among the members only.
+  std::unique_ptr<Communicator> subgroup(const std::string& tag, const std::vector<int>& ranks);
+
  private:
+  struct Counters {
+    std::mutex mu;
+    CommCounters c;
+  };
+  Communicator(const compat::StorePtr& store, const CommOptions& o, std::shared_ptr<Counters> sink);
   void count(const std::string& name, double payload, double wire_factor);
   CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
 
   CommOptions opt_;
+  compat::StorePtr store_;
   compat::BackendPtr backend_;
   bool flat_collectives_ = false;
-  mutable std::mutex mu_;
-  CommCounters counters_;
+  std::shared_ptr<Counters> sink_;
 };
 
 }  // namespace mtrain::trainer

@@ -2,6 +2,9 @@
 // MTRAIN_WITH_CUDA only; keep every #if of that kind in this folder.
 #include "mtrain/trainer/comm/compat.hpp"
 
+#include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
+#include <c10/core/StorageImpl.h>
 #include <torch/csrc/autograd/function.h>
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
@@ -16,6 +19,8 @@
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #endif
+
+#include <atomic>
 
 #include "mtrain/core/error.hpp"
 
@@ -87,6 +92,100 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
         return outputs;
       }));
   return node;
+}
+
+void release_storage(const at::Tensor& t) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
+  s->set_nbytes(static_cast<size_t>(0));
+}
+
+void reallocate_storage(const at::Tensor& t, size_t nbytes) {
+  c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
+  if (s->nbytes() == nbytes && s->data() != nullptr) return;
+  s->set_data_ptr_noswap(s->allocator()->allocate(nbytes));
+  s->set_nbytes(nbytes);
+}
+
+bool storage_allocated(const at::Tensor& t) {
+  return t.storage().unsafeGetStorageImpl()->data() != nullptr;
+}
+
+namespace {
+// One visitor per thread that asked (the RecordFunction start callback is a plain function
+// pointer, so the visitor travels in a thread-local; autograd threads inherit the callback but
+// not this variable, hence the process-wide fallback below).
+std::atomic<StorageVisitor> g_visitor{nullptr};
+
+void visit(StorageVisitor fn, const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    if (t.defined() && t.has_storage()) fn(t.storage().unsafeGetStorageImpl());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorVector())
+      if (t.defined() && t.has_storage()) fn(t.storage().unsafeGetStorageImpl());
+  }
+}
+
+std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
+  StorageVisitor fn = g_visitor.load();
+  if (fn == nullptr) return nullptr;
+  for (const c10::IValue& v : rf.inputs()) visit(fn, v);
+  return nullptr;
+}
+}  // namespace
+
+std::shared_ptr<void> watch_op_inputs(StorageVisitor fn) {
+  g_visitor.store(fn);  // every engine registers the same dispatcher function
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_op_start).needsInputs(true));
+  return std::shared_ptr<void>(new at::CallbackHandle(handle), [](void* p) {
+    auto* h = static_cast<at::CallbackHandle*>(p);
+    at::removeCallback(*h);
+    delete h;
+  });
+}
+
+std::shared_ptr<void> autocast_scope(const at::Device& device, at::ScalarType dtype) {
+  namespace ac = at::autocast;
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+  const at::DeviceType dt = device.type();
+  if (dt == at::kCPU && dtype == at::kHalf) return nullptr;
+  const bool was = ac::is_autocast_enabled(dt);
+  const at::ScalarType prev = ac::get_autocast_dtype(dt);
+  ac::set_autocast_enabled(dt, true);
+  ac::set_autocast_dtype(dt, dtype);
+  ac::increment_nesting();
+  return std::shared_ptr<void>(reinterpret_cast<void*>(1), [dt, was, prev](void*) {
+    if (ac::decrement_nesting() == 0) ac::clear_cache();
+    ac::set_autocast_enabled(dt, was);
+    ac::set_autocast_dtype(dt, prev);
+  });
+#else
+  if (device.is_cpu()) {
+    if (dtype != at::kBFloat16) return nullptr;  // 1.13 CPU autocast knows bf16 only
+    const bool was = ac::is_cpu_enabled();
+    const at::ScalarType prev = ac::get_autocast_cpu_dtype();
+    ac::set_cpu_enabled(true);
+    ac::set_autocast_cpu_dtype(dtype);
+    ac::increment_nesting();
+    return std::shared_ptr<void>(reinterpret_cast<void*>(1), [was, prev](void*) {
+      if (ac::decrement_nesting() == 0) ac::clear_cache();
+      ac::set_cpu_enabled(was);
+      ac::set_autocast_cpu_dtype(prev);
+    });
+  }
+  if (!device.is_cuda()) return nullptr;
+  const bool was = ac::is_enabled();
+  const at::ScalarType prev = ac::get_autocast_gpu_dtype();
+  ac::set_enabled(true);
+  ac::set_autocast_gpu_dtype(dtype);
+  ac::increment_nesting();
+  return std::shared_ptr<void>(reinterpret_cast<void*>(1), [was, prev](void*) {
+    if (ac::decrement_nesting() == 0) ac::clear_cache();
+    ac::set_enabled(was);
+    ac::set_autocast_gpu_dtype(prev);
+  });
+#endif
 }
 
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,

@@ -46,6 +46,26 @@ bool has_flat_collectives(const BackendPtr& backend);
 // AccumulateGrad node). Returns the node, which the caller must keep alive for the hook to fire.
 std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn);
 
+// Storage of a flat parameter buffer that is freed between uses (ZeRO-3 / FSDP): the storage
+// object and every view of it stay alive (autograd keeps views of parameters), only the memory
+// behind it is dropped and later re-allocated with the same size. Views must be created while
+// the memory is there (ATen checks storage bounds when a view is made).
+void release_storage(const at::Tensor& t);
+void reallocate_storage(const at::Tensor& t, size_t nbytes);
+bool storage_allocated(const at::Tensor& t);
+
+// Calls `fn(ctx, storage)` for the storage of every tensor input of every ATen operator started
+// on this thread (and on the autograd threads its backward runs on) — before the operator's
+// kernel runs — until the returned handle is destroyed (on the same thread). A RecordFunction
+// start callback: LibTorch's C++ modules have no forward pre-hooks, this is the one place every
+// use of a parameter passes through.
+using StorageVisitor = void (*)(const void* storage);
+std::shared_ptr<void> watch_op_inputs(StorageVisitor fn);
+
+// Autocast to `dtype` on `device` while the handle lives (nullptr: not supported there, e.g.
+// fp16 on CPU in 1.13).
+std::shared_ptr<void> autocast_scope(const at::Device& device, at::ScalarType dtype);
+
 // Makes `index` the current CUDA device (before NCCL is created); no-op in CPU builds.
 void select_cuda_device(int index);
 

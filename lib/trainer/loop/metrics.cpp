@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -26,6 +28,17 @@ void MetricsLog::write(const nlohmann::json& record) {
 }
 
 int64_t peak_rss_bytes() {
+  // VmHWM (the resident high-water mark); getrusage's ru_maxrss where /proc is not mounted.
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("VmHWM:", 0) == 0) {
+      try {
+        return std::stoll(line.substr(6)) * 1024;  // "VmHWM:   123456 kB"
+      } catch (const std::exception&) {
+        break;
+      }
+    }
+  }
   struct rusage ru {};
   getrusage(RUSAGE_SELF, &ru);
   return static_cast<int64_t>(ru.ru_maxrss) * 1024;  // Linux: kilobytes

@@ -3,6 +3,8 @@
 #include <ATen/core/grad_mode.h>
 #include <unistd.h>
 
+#include <csignal>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -17,7 +19,9 @@
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/loop/console.hpp"
+#include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
+#include "mtrain/trainer/loop/preemption.hpp"
 
 namespace mtrain::trainer {
 
@@ -31,7 +35,21 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-bool is_metrics_counter(const std::string& name) { return name.find("(metrics)") != std::string::npos; }
+// Collectives the loop itself issues (metric averages, stop-signal agreement, checkpoint votes)
+// are reported apart from the strategy's training communication.
+bool is_metrics_counter(const std::string& name) {
+  return name.find("(metrics)") != std::string::npos || name.find("(control)") != std::string::npos;
+}
+
+// The largest gathered unit, when the strategy's ledger reports one (ZeRO-3/FSDP); -1 otherwise.
+template <class L>
+auto gathered_of(const L& m, int) -> decltype(static_cast<int64_t>(m.gathered)) {
+  return static_cast<int64_t>(m.gathered);
+}
+template <class L>
+int64_t gathered_of(const L&, long) {
+  return -1;
+}
 
 Batch to_device(Batch b, const at::Device& d) {
   if (d.is_cpu()) return b;
@@ -44,13 +62,10 @@ class Loop {
       : job_(job),
         comm_(comm),
         parts_(parts),
-        console_(out, comm.rank() == 0, comm.rank() == 0 && isatty(STDOUT_FILENO) == 1) {}
+        console_(out, comm.rank() == 0, comm.rank() == 0 && isatty(STDOUT_FILENO) == 1),
+        heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
-    if (job_.precision != "fp32") {
-      throw Error("train.precision " + job_.precision + " is not supported by this trainer yet",
-                  "use train.precision=fp32");
-    }
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     strategy_->setup(parts_.model);
@@ -73,6 +88,8 @@ class Loop {
     by_epochs_ = job_.max_epochs > 0;
     total_ = by_epochs_ ? job_.max_epochs * steps_per_epoch_ : job_.max_steps;
 
+    print_ledger();
+    heartbeat_.beat();
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
     resume();
     const int64_t start_step = step_;
@@ -99,7 +116,9 @@ class Loop {
         loss_sum += loss.item<double>();
       }
       const double lr = learning_rate(job_.sched, step_, total_);
-      const double grad_norm = strategy_->step(lr);
+      const StepResult sr = strategy_->step(lr);
+      const double grad_norm = sr.grad_norm;
+      if (sr.skipped) ++skipped_steps_;
       ++step_;
       const double dt = seconds_since(t0);
       step_times_.push_back(dt);
@@ -112,9 +131,8 @@ class Loop {
                         job_.log_interval);
 
       if (step_ % job_.log_interval == 0 || step_ == total_) {
-        at::Tensor t = at::tensor({window_loss, static_cast<double>(window_n)}, at::kDouble);
-        comm_.all_reduce(t, "all_reduce(metrics)").wait();
-        last_loss_ = t[0].item<double>() / t[1].item<double>();
+        const auto t = sum_over_ranks({window_loss, static_cast<double>(window_n)}, "all_reduce(metrics)");
+        last_loss_ = t[0] / t[1];
         const double avg_time = window_time / window_n;
         const double elapsed = seconds_since(run_start);
         const double eta = elapsed / static_cast<double>(step_ - start_step) *
@@ -128,12 +146,17 @@ class Loop {
             {"memory", std::to_string(mem_mb)},
             {"loss", fmt::format("{:.4f}", last_loss_)}};
         if (grad_norm >= 0) f.emplace_back("grad_norm", fmt::format("{:.4f}", grad_norm));
+        if (job_.precision == "fp16") f.emplace_back("loss_scale", fmt::format("{:g}", sr.loss_scale));
         console_.line(format_line(position_prefix("train", position()), f));
         json rec{{"mode", "train"}, {"step", step_},         {"epoch", epoch + 1},
                  {"iter", position().iter}, {"lr", lr},       {"loss", last_loss_},
                  {"time", avg_time},  {"data_time", window_data / window_n},
                  {"memory", mem_mb}};
         if (grad_norm >= 0) rec["grad_norm"] = grad_norm;
+        if (job_.precision == "fp16") {
+          rec["loss_scale"] = sr.loss_scale;
+          rec["skipped_steps"] = skipped_steps_;
+        }
         if (metrics_) metrics_->write(rec);
         window_loss = window_time = window_data = 0;
         window_n = 0;
@@ -154,13 +177,18 @@ class Loop {
       if (job_.checkpoint_interval > 0 && step_ % job_.checkpoint_interval == 0 && step_ < total_) {
         save();
       }
+      if (parts_.on_step) parts_.on_step(step_);
+      heartbeat_.beat();
+      if (step_ < total_) {
+        if (const int sig = agreed_stop_signal()) return preempted(sig, start_step);
+      }
     }
     if (parts_.val && !validated_last) validate();
     if (step_ > start_step) save();
 
     const auto counters = comm_.counters();
     write_model();
-    return finish(counters, start_step);
+    return finish(counters, start_step, 0);
   }
 
  private:
@@ -211,6 +239,100 @@ class Loop {
     return b;
   }
 
+  // Sums `v` over ranks (on the communicator's device: NCCL reduces only device tensors).
+  std::vector<double> sum_over_ranks(const std::vector<double>& v, const std::string& counter) {
+    at::Tensor t = at::tensor(v, at::kDouble);
+    if (!parts_.device.is_cpu()) t = t.to(parts_.device);
+    comm_.all_reduce(t, counter).wait();
+    t = t.cpu();
+    return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
+  }
+
+  // Element-wise maximum of `v` over ranks (the fullest rank's figures).
+  std::vector<double> max_over_ranks(const std::vector<double>& v) {
+    const int64_t k = static_cast<int64_t>(v.size());
+    at::Tensor mine = at::tensor(v, at::kDouble);
+    at::Tensor all = at::empty({k * comm_.world()}, at::kDouble);
+    if (!parts_.device.is_cpu()) {
+      mine = mine.to(parts_.device);
+      all = all.to(parts_.device);
+    }
+    comm_.all_gather(mine, all).wait();
+    at::Tensor mx = std::get<0>(all.cpu().view({comm_.world(), k}).max(0)).contiguous();
+    return {mx.data_ptr<double>(), mx.data_ptr<double>() + k};
+  }
+
+  // Every rank's pending stop signal, agreed: all ranks return the same (0 = keep training).
+  int agreed_stop_signal() {
+    const int mine = pending_stop_signal();
+    const int order[] = {SIGUSR1, SIGTERM, SIGINT};
+    const auto n = sum_over_ranks({mine == SIGUSR1 ? 1.0 : 0.0, mine == SIGTERM ? 1.0 : 0.0,
+                                   mine == SIGINT ? 1.0 : 0.0},
+                                  "all_reduce(control)");
+    for (int i = 0; i < 3; ++i) {
+      if (n[static_cast<size_t>(i)] > 0) return order[i];
+    }
+    return 0;
+  }
+
+  TrainResult preempted(int sig, int64_t start_step) {
+    if (last_saved_ != step_) save();
+    const auto counters = comm_.counters();
+    TrainResult r = finish(counters, start_step, sig);
+    console_.line(fmt::format("preempted by {} at step {}: checkpoint saved to {}; rerun with "
+                              "--resume auto",
+                              signal_name(sig), step_, last_checkpoint_));
+    return r;
+  }
+
+  // The model's buffers on this rank (replicated by every strategy; not model state in section 6).
+  int64_t buffer_bytes() const {
+    int64_t n = 0;
+    for (const auto& b : parts_.model->buffers()) n += b.numel() * static_cast<int64_t>(b.element_size());
+    return n;
+  }
+
+  std::string ledger_strategy() const {
+    const std::string n = strategy_->name();
+    if (n == "zero" && parts_.zero_stage > 0) return "zero" + std::to_string(parts_.zero_stage);
+    return n;
+  }
+
+  int ledger_world() const {
+    const bool hybrid = strategy_->name() == "fsdp" && parts_.sharding_strategy == "HYBRID_SHARD";
+    return hybrid && parts_.local_world > 0 ? parts_.local_world : comm_.world();
+  }
+
+  // Rank 0 prints measured model-state bytes (fullest rank) beside ARCHITECTURE section 6.
+  void print_ledger() {
+    const MemoryLedger m = strategy_->memory();
+    const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
+                                    static_cast<double>(m.optimizer),
+                                    static_cast<double>(gathered_of(m, 0))});
+    try {
+      ledger_expected_ = expected_model_state_bytes(ledger_strategy(), parts_.sharding_strategy,
+                                                    job_.precision, strategy_->num_parameters(),
+                                                    ledger_world());
+    } catch (const Error&) {
+      ledger_expected_ = ModelStateBytes{};
+      ledger_expected_.formula = "unknown for strategy " + strategy_->name();
+    }
+    LedgerReport rep;
+    rep.strategy = ledger_strategy();
+    rep.sharding_strategy = parts_.sharding_strategy;
+    rep.precision = job_.precision;
+    rep.psi = strategy_->num_parameters();
+    rep.world = ledger_world();
+    rep.params = static_cast<int64_t>(mx[0]);
+    rep.grads = static_cast<int64_t>(mx[1]);
+    rep.optimizer = static_cast<int64_t>(mx[2]);
+    rep.gathered = static_cast<int64_t>(mx[3]);
+    rep.buffers = buffer_bytes();
+    std::string table = format_ledger_table(rep, ledger_expected_);
+    if (!table.empty() && table.back() == '\n') table.pop_back();
+    console_.line(table);
+  }
+
   // MMEngine's "memory": the CUDA allocator's peak on GPU, the process's peak RSS on CPU.
   int64_t peak_memory() const {
     return parts_.device.is_cpu() ? peak_rss_bytes() : compat::device_peak_bytes(parts_.device);
@@ -235,11 +357,10 @@ class Loop {
       s.count += one.count;
       s.correct += one.correct;
     }
-    at::Tensor t = at::tensor({s.loss_sum, static_cast<double>(s.count),
-                               static_cast<double>(s.correct)}, at::kDouble);
-    comm_.all_reduce(t, "all_reduce(metrics)").wait();
-    const double count = std::max(1.0, t[1].item<double>());
-    const double loss = t[0].item<double>() / count;
+    const auto t = sum_over_ranks({s.loss_sum, static_cast<double>(s.count),
+                                   static_cast<double>(s.correct)}, "all_reduce(metrics)");
+    const double count = std::max(1.0, t[1]);
+    const double loss = t[0] / count;
     json rec{{"mode", "val"}, {"step", step_}, {"loss", loss}};
     std::vector<std::pair<std::string, std::string>> f;
     if (parts_.model->is_language_model()) {
@@ -247,7 +368,7 @@ class Loop {
       f = {{"loss", fmt::format("{:.4f}", loss)},
            {"perplexity", fmt::format("{:.4f}", std::exp(loss))}};
     } else {
-      const double acc = 100.0 * t[2].item<double>() / count;
+      const double acc = 100.0 * t[2] / count;
       rec["accuracy/top1"] = acc;
       f = {{"accuracy/top1", fmt::format("{:.4f}", acc)}, {"loss", fmt::format("{:.4f}", loss)}};
     }
@@ -282,25 +403,32 @@ class Loop {
     r.pieces = strategy_->state_pieces();
     r.extra = {{"rng/cpu", at::detail::getDefaultCPUGenerator().get_state()}};
     r.keep = static_cast<int>(job_.checkpoint_keep);
+    r.progress = [this] { heartbeat_.beat(); };
     const std::string dir = save_checkpoint(comm_, r);
+    last_saved_ = step_;
+    last_checkpoint_ = dir;
     console_.line(fmt::format("Saving checkpoint at {} iterations: {}", step_, dir));
   }
 
   void resume() {
-    const auto dir = resolve_resume(job_.resume, job_.work_dir + "/checkpoints");
-    if (!dir) {
+    const auto choice = choose_resume(comm_, job_.resume, job_.work_dir + "/checkpoints",
+                                      [this] { heartbeat_.beat(); });
+    for (const auto& w : choice.warnings) console_.line(w);
+    if (!choice.dir) {
       if (job_.resume == "auto") console_.line("No checkpoint to resume from; training from scratch");
       return;
     }
-    CheckpointReader reader(*dir);
+    const std::string& dir = *choice.dir;
+    CheckpointReader reader(dir);
     strategy_->load_state(reader);
     step_ = reader.manifest().step;
+    last_saved_ = step_;
     last_loss_ = reader.manifest().state.value("last_loss", 0.0);
     if (auto rng = reader.extra(comm_.rank(), "rng/cpu")) {
       at::Generator gen = at::detail::getDefaultCPUGenerator();  // a handle to the global one
       gen.set_state(*rng);
     }
-    console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", *dir, step_,
+    console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", dir, step_,
                               reader.manifest().world_size));
   }
 
@@ -309,7 +437,7 @@ class Loop {
     if (comm_.rank() == 0) write_tensor_dict(job_.work_dir + "/model.pt", params);
   }
 
-  TrainResult finish(const CommCounters& counters, int64_t start_step) {
+  TrainResult finish(const CommCounters& counters, int64_t start_step, int stopped_by) {
     const double steps_run = std::max<int64_t>(1, step_ - start_step);
     json comm = json::object();
     json other = json::object();
@@ -327,12 +455,10 @@ class Loop {
     }
     // The fullest rank's ledger and peak memory.
     const MemoryLedger m = strategy_->memory();
-    at::Tensor mine = at::tensor({static_cast<double>(m.params), static_cast<double>(m.grads),
-                                  static_cast<double>(m.optimizer),
-                                  static_cast<double>(peak_memory())}, at::kDouble);
-    at::Tensor all = at::empty({4 * comm_.world()}, at::kDouble);
-    comm_.all_gather(mine, all).wait();
-    auto mx = std::get<0>(all.view({comm_.world(), 4}).max(0));
+    const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
+                                    static_cast<double>(m.optimizer),
+                                    static_cast<double>(peak_memory()),
+                                    static_cast<double>(gathered_of(m, 0))});
     std::vector<double> times(step_times_.begin() + (step_times_.size() > 2 ? 1 : 0),
                               step_times_.end());
     const double med = median(times);
@@ -350,21 +476,35 @@ class Loop {
            {"steps", step_},
            {"global_batch", global_batch},
            {"final_loss", last_loss_},
+           {"precision", job_.precision},
+           {"skipped_steps", skipped_steps_},
            {"model_state_bytes_per_rank",
-            {{"params", static_cast<int64_t>(mx[0].item<double>())},
-             {"grads", static_cast<int64_t>(mx[1].item<double>())},
-             {"optimizer", static_cast<int64_t>(mx[2].item<double>())}}},
+            {{"params", static_cast<int64_t>(mx[0])},
+             {"grads", static_cast<int64_t>(mx[1])},
+             {"optimizer", static_cast<int64_t>(mx[2])}}},
+           {"model_state_formula_bytes",
+            {{"params", std::llround(ledger_expected_.params)},
+             {"grads", std::llround(ledger_expected_.grads)},
+             {"optimizer", std::llround(ledger_expected_.optimizer)},
+             {"total", std::llround(ledger_expected_.total())},
+             {"formula", ledger_expected_.formula},
+             {"ledger_world", ledger_world()}}},
            {"comm_per_step", comm},
            {"wire_bytes_per_step", wire},
            {"comm_metrics_per_step", other},
-           {"peak_memory_bytes", static_cast<int64_t>(mx[3].item<double>())},
+           {"peak_memory_bytes", static_cast<int64_t>(mx[3])},
            {"step_time_median_s", med},
            {"throughput", thr}};
+    if (mx[4] >= 0) s["model_state_bytes_per_rank"]["gathered"] = static_cast<int64_t>(mx[4]);
+    s["model_state_bytes_per_rank"]["buffers"] = buffer_bytes();
     if (!last_val_.is_null()) s["final_val"] = last_val_;
+    if (stopped_by != 0) s["stopped_by"] = signal_name(stopped_by);
     if (comm_.rank() == 0) write_file_atomic(job_.work_dir + "/summary.json", s.dump(2) + "\n");
     TrainResult r;
     r.steps = step_;
     r.final_loss = last_loss_;
+    r.stopped_by = stopped_by;
+    r.checkpoint = last_checkpoint_;
     r.summary = s;
     return r;
   }
@@ -373,6 +513,10 @@ class Loop {
   Communicator& comm_;
   const TrainerParts& parts_;
   Console console_;
+  Heartbeat heartbeat_;
+  ModelStateBytes ledger_expected_;
+  int64_t last_saved_ = -1;
+  std::string last_checkpoint_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<MetricsLog> metrics_;
   SamplerOptions sampler_;
@@ -386,6 +530,7 @@ class Loop {
   double last_loss_ = 0;
   json last_val_;
   std::vector<double> step_times_;
+  int64_t skipped_steps_ = 0;
 };
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/loop/preemption.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
 
 namespace mtrain::trainer {
@@ -22,7 +23,8 @@ namespace {
 
 const char* const kEnvVars[] = {"RANK",        "WORLD_SIZE",      "LOCAL_RANK", "MASTER_ADDR",
                                 "MASTER_PORT", "OMP_NUM_THREADS", "MTRAIN_JOB_ID",
-                                "TORCHELASTIC_RESTART_COUNT"};
+                                "TORCHELASTIC_RESTART_COUNT", "LOCAL_WORLD_SIZE",
+                                "MTRAIN_HEARTBEAT_FILE"};
 
 std::string env_or(const WorkerOptions& o, const std::string& k, const std::string& def) {
   auto it = o.env.find(k);
@@ -87,6 +89,10 @@ std::map<std::string, std::string> worker_env_from_process() {
 }
 
 int run_worker(const WorkerOptions& o, std::ostream& console) {
+  // From here on SIGUSR1/SIGTERM/SIGINT end the run at the next step boundary with a checkpoint
+  // (preemption.hpp); a rank still joining the group only notices then (the launcher escalates
+  // to SIGKILL after its grace period).
+  install_stop_signal_handlers();
   const json job = read_job(o);
   TrainJob tj = train_job_from_json(job);
 
@@ -134,19 +140,27 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   TrainerParts parts;
   parts.model = make_model(ms, tj.seed);
   parts.model->to(device);
+  // fsdp.activation_checkpointing is honoured by every strategy: recomputing blocks is a model
+  // property, independent of how the state is sharded.
+  parts.model->set_activation_checkpointing(
+      config::get(job, "fsdp.activation_checkpointing").get<bool>());
   parts.model_name = ms.name;
   parts.train = make_dataset(ds, ms, Split::Train, tj.seed);
   std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
   if (val->size() > 0) parts.val = val;
   parts.device = device;
+  parts.sharding_strategy = config::get(job, "fsdp.sharding_strategy").get<std::string>();
+  parts.zero_stage = static_cast<int>(config::get(job, "zero.stage").get<int64_t>());
+  parts.local_world = env_int(o, "LOCAL_WORLD_SIZE", 0);
+  parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
   if (rank == 0) {
     console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
                            "work_dir {}\n",
                            tj.strategy, world, co.backend == BackendKind::Nccl ? "nccl" : "gloo",
                            ms.name, ds.name, at::get_num_threads(), tj.work_dir);
   }
-  train(tj, comm, parts, console);
-  return 0;
+  const TrainResult r = train(tj, comm, parts, console);
+  return r.stopped_by != 0 ? 128 + r.stopped_by : 0;
 }
 
 }  // namespace mtrain::trainer

@@ -9,6 +9,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/model/layers.hpp"
 #include "mtrain/trainer/model/models.hpp"
+#include "mtrain/trainer/model/recompute.hpp"
 
 #include <fmt/format.h>
 
@@ -117,7 +118,11 @@ class Gpt : public TaskModel {
     const at::Tensor pos = at::arange(T, at::TensorOptions().dtype(at::kLong).device(tokens.device()));
     at::Tensor x = wte->forward(tokens) + wpe->forward(pos);
     x = maybe_dropout(x, spec_.dropout, is_training());
-    for (auto& b : blocks) x = b->forward(x);
+    const bool recompute = recompute_now();
+    for (auto& b : blocks) {
+      x = recompute ? run_checkpointed([b](const at::Tensor& t) { return b->forward(t); }, x, b)
+                    : b->forward(x);
+    }
     return lm_head->forward(ln_f->forward(x));
   }
 

@@ -5,6 +5,8 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/trainer/model/models.hpp"
 
+#include <ATen/core/grad_mode.h>
+
 #include <fmt/format.h>
 
 namespace mtrain::trainer {
@@ -26,6 +28,10 @@ ModelSpec model_spec_from_job(const nlohmann::json& job) {
   s.input_dim = m.at("input_dim").get<int64_t>();
   s.num_classes = m.at("num_classes").get<int64_t>();
   return s;
+}
+
+bool TaskModel::recompute_now() const {
+  return recompute_blocks_ && is_training() && at::GradMode::is_enabled();
 }
 
 std::vector<std::string> model_names() { return {"mlp", "gpt", "resnet18", "resnet50"}; }

@@ -74,6 +74,18 @@ class TaskModel : public torch::nn::Module {
   virtual int64_t tokens_per_sample() const = 0;
   // Dotted names of the repeated blocks, in parameter order.
   virtual std::vector<std::string> block_prefixes() const = 0;
+
+  // Activation checkpointing (recompute.hpp): while training with autograd on, each block's
+  // activations are recomputed in backward instead of kept. Models without blocks ignore it.
+  void set_activation_checkpointing(bool on) { recompute_blocks_ = on; }
+  bool activation_checkpointing() const { return recompute_blocks_; }
+
+ protected:
+  // Whether this forward should run its blocks checkpointed.
+  bool recompute_now() const;
+
+ private:
+  bool recompute_blocks_ = false;
 };
 
 // Throws mtrain::Error for an unknown name or an inconsistent spec (e.g. n_embd % n_head != 0).

@@ -7,6 +7,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/model/layers.hpp"
 #include "mtrain/trainer/model/models.hpp"
+#include "mtrain/trainer/model/recompute.hpp"
 
 #include <fmt/format.h>
 
@@ -116,7 +117,11 @@ class ResNet : public TaskModel {
     if (images.dim() != 4 || images.size(1) != 3)
       throw Error(fmt::format("resnet expects images [batch, 3, H, W], got {}", shape_of(images)));
     at::Tensor x = at::relu(bn1->forward(conv1->forward(images)));
-    for (auto& b : blocks_) x = b->forward(x);
+    const bool recompute = recompute_now();
+    for (auto& b : blocks_) {
+      x = recompute ? run_checkpointed([b](const at::Tensor& t) { return b->forward(t); }, x, b)
+                    : b->forward(x);
+    }
     return fc->forward(x.mean({2, 3}));
   }
 

@@ -19,6 +19,7 @@
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/optim/clip.hpp"
 #include "mtrain/trainer/strategy/bucket.hpp"
+#include "mtrain/trainer/strategy/sharded_engine.hpp"
 #include "mtrain/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
@@ -90,7 +91,7 @@ class Ddp final : public Strategy {
     return loss.detach();
   }
 
-  double step(double lr) override {
+  StepResult step(double lr) override {
     double norm = -1;
     if (o_.grad_clip > 0) {
       std::vector<at::Tensor> grads;
@@ -101,7 +102,9 @@ class Ddp final : public Strategy {
     for (size_t b = 0; b < buckets_.size(); ++b) {
       optims_[b]->step(buckets_[b].params, buckets_[b].grads, lr, /*zero_grad=*/true);
     }
-    return norm;
+    StepResult r;
+    r.grad_norm = norm;
+    return r;
   }
 
   int64_t optimizer_steps() const override { return optims_.empty() ? 0 : optims_[0]->steps(); }
@@ -254,7 +257,17 @@ class Ddp final : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm) {
-  return std::make_unique<Ddp>(o, comm);
+  if (o.precision == "fp32") return std::make_unique<Ddp>(o, comm);
+  // bf16/fp16: replicated compute-dtype parameters with an fp32 master copy — the sharded
+  // engine with one shard per rank and DDP's buckets as units (gradients all-reduced).
+  ShardedConfig c;
+  c.name = "ddp";
+  c.shard_size = 1;
+  c.grads_sharded = false;
+  c.params_resident = true;
+  const int64_t cap = std::max<int64_t>(1, static_cast<int64_t>(o.bucket_cap_mb * 1024 * 1024 / 4));
+  c.plan = [cap](const ParamList& p, torch::nn::Module&) { return bucket_units(p, cap); };
+  return make_sharded(std::move(c), o, comm);
 }
 
 }  // namespace mtrain::trainer

@@ -1,9 +1,13 @@
 #pragma once
-// The interface every training strategy implements (DDP now; ZeRO-1/2/3 and FSDP in part 2).
+// The interface every training strategy implements: ddp (ddp.cpp; in bf16/fp16 the sharded
+// engine with one shard per rank), zero1/2/3 (zero.cpp) and fsdp (fsdp.cpp), the last two over
+// the engine in sharded_engine.* .
 //
 // Life of a step, as the loop drives it:
 //   for each micro-batch:  forward_backward(loss_fn, sync = last micro-batch, scale = 1/accum)
 //   step(lr)                — gradients are reduced by now; clip, update, zero gradients
+//                             (fp16: a step whose gradients overflowed on any rank is skipped
+//                             on every rank and the loss scale lowered)
 // Checkpoints see a strategy as a list of tensor pieces: every logical tensor (a parameter,
 // an optimiser state of a parameter) has a global name, shape and dtype, and each rank holds
 // [offset, offset+numel) of it in flattened order. The manifest records those global offsets,
@@ -17,6 +21,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include "mtrain/trainer/optim/loss_scale.hpp"
 #include "mtrain/trainer/optim/optimizer.hpp"
 
 namespace mtrain::trainer {
@@ -27,7 +32,14 @@ class Communicator;
 struct MemoryLedger {
   int64_t params = 0;
   int64_t grads = 0;
-  int64_t optimizer = 0;
+  int64_t optimizer = 0;  // optimiser state, and the fp32 master shard in bf16/fp16
+  int64_t gathered = 0;   // largest parameter unit gathered transiently (ZeRO-3/FSDP), not resident
+};
+
+struct StepResult {
+  double grad_norm = -1;  // global norm before clipping when clipping is on, else negative
+  bool skipped = false;   // fp16 overflow: no update this step
+  double loss_scale = 1;  // the scale the step's backward used (1 unless fp16)
 };
 
 // One piece of a logical tensor held by this rank.
@@ -49,12 +61,45 @@ class TensorSource {
   virtual at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const = 0;
 };
 
+// DeepSpeed zero_optimization (names and defaults as the settings registry's zero.*).
+struct ZeroOptions {
+  int stage = 0;  // 0: follow the strategy name
+  int64_t allgather_bucket_size = 500000000;
+  int64_t reduce_bucket_size = 500000000;
+  bool overlap_comm = false;
+  bool contiguous_gradients = true;
+  int64_t stage3_prefetch_bucket_size = 50000000;
+  int64_t stage3_param_persistence_threshold = 100000;
+  int64_t stage3_max_live_parameters = 1000000000;
+  int64_t stage3_max_reuse_distance = 1000000000;
+  std::string offload_optimizer_device = "none";
+  std::string offload_param_device = "none";
+  bool stage3_gather_16bit_weights_on_model_save = false;
+};
+
+// torch FSDP (the registry's fsdp.*).
+struct FsdpOptions {
+  std::string sharding_strategy = "FULL_SHARD";  // | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD
+  std::string wrap_policy = "layer";             // | size | none
+  int64_t min_num_params = 100000000;
+  bool forward_prefetch = false;
+  std::string backward_prefetch = "BACKWARD_PRE";  // | BACKWARD_POST | NONE
+  bool limit_all_gathers = true;
+  bool cpu_offload = false;
+};
+
 struct StrategyOptions {
   double bucket_cap_mb = 25;
   double first_bucket_mb = 1;
   bool find_unused_parameters = false;
   double grad_clip = 0;  // global-norm clipping; 0 = off
   OptimOptions optim;
+  ZeroOptions zero;
+  FsdpOptions fsdp;
+  std::string precision = "fp32";  // fp32 | bf16 | fp16 (train.precision)
+  LossScaleOptions loss_scale;     // fp16 only
+  // HYBRID_SHARD: ranks per node (shard group size); 0 = LOCAL_WORLD_SIZE, else the whole world.
+  int local_world_size = 0;
 };
 
 class Strategy {
@@ -72,9 +117,8 @@ class Strategy {
   virtual at::Tensor forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
                                       double scale) = 0;
 
-  // Clip (optim grad_clip), update at `lr`, zero the gradients. Returns the global gradient norm
-  // before clipping when clipping is on, else a negative number (not computed).
-  virtual double step(double lr) = 0;
+  // Clip (optim grad_clip), update at `lr`, zero the gradients.
+  virtual StepResult step(double lr) = 0;
 
   virtual int64_t optimizer_steps() const = 0;
   virtual MemoryLedger memory() const = 0;
@@ -92,6 +136,11 @@ class Strategy {
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
                                         Communicator& comm);
 std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm);
+// stage 1-3 (zero.cpp).
+std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communicator& comm);
+// fsdp.cpp; `name` is what name() reports ("fsdp", or "ddp" for DDP in mixed precision).
+std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm,
+                                    const std::string& name = "fsdp");
 
 // Splits n elements over `world` ranks as evenly as possible: [begin, end) of rank r.
 std::pair<int64_t, int64_t> even_split(int64_t n, int world, int rank);

@@ -117,15 +117,18 @@ start() {
     for _ in $(seq 100); do [ -S "$d/munge-sock/munge.socket" ] && break; sleep 0.05; done
     [ -S "$d/munge-sock/munge.socket" ] || { cat "$d/log/munged.log" >&2; stop "$d"; skip "munged did not start"; }
     auth_lines="AuthType=auth/munge
-AuthInfo=socket=$d/munge-sock/munge.socket
+AuthInfo=socket=$d/munge-sock/munge.socket,cred_expire=10
 CredType=cred/munge"
   else
     auth_lines="AuthType=auth/none
+AuthInfo=cred_expire=10
 CredType=cred/none"
   fi
 
   cat >"$d/etc/slurm.conf" <<CONF
 # mtrain e2e test cluster ($d)
+# cred_expire (AuthInfo): a requeued job waits that long before it may start again (the old
+# credential must expire first); 10 s instead of the default 120 s keeps the requeue test short.
 ClusterName=mtrain$port
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$port

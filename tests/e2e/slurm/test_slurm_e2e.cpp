@@ -215,3 +215,56 @@ TEST_CASE("e2e slurm: bad input is refused with sbatch's reason", "[e2e][slurm]"
   CHECK(t.exit_code == 2);
   CHECK_THAT(t.err, Catch::Contains("knows no job 999999"));
 }
+
+namespace {
+
+// Preempts a running job the way Slurm does before its time limit (the signal goes to the batch
+// shell, `--signal=B:…`) and waits for the requeue. Slurm holds a requeued batch job until its old
+// credential expires (Reason=BeginTime; cluster.sh sets cred_expire=10 s).
+void preempt(const std::string& id, const std::string& signal) {
+  auto r = sh({"scancel", "--batch", "--signal", signal, id}, 30);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  wait_for(id, [](const nlohmann::json& s) { return s["state"] == "PENDING"; }, 120);
+}
+
+}  // namespace
+
+TEST_CASE("e2e slurm: a preempted job gets the signal, ends its step, is requeued and restarts", "[e2e][slurm]") {
+  cluster();
+  // Rank program: on SIGUSR1 it records its progress (standing in for a checkpoint) and exits;
+  // after the requeue (SLURM_RESTART_COUNT=1) it finds that record and finishes.
+  std::ofstream(cluster().dir / "preemptible.py")
+      << "import os, signal, sys, time\n"
+         "rank, restart = os.environ['RANK'], os.environ.get('SLURM_RESTART_COUNT', '0')\n"
+         "mark = f'saved-{os.environ[\"SLURM_JOB_ID\"]}-{rank}'\n"
+         "print(f'start rank={rank} restart={restart} torchelastic={os.environ[\"TORCHELASTIC_RESTART_COUNT\"]}', flush=True)\n"
+         "if restart != '0':\n"
+         "    print(f'resumed rank={rank} from {open(mark).read()}', flush=True); sys.exit(0)\n"
+         "got = []\n"
+         "signal.signal(signal.SIGUSR1, lambda s, f: got.append(s))\n"
+         "open(f'running-{rank}', 'w').close()\n"
+         "for i in range(1200):\n"
+         "    if got:\n"
+         "        time.sleep(1)  # a checkpoint takes a while: the requeue must wait for it\n"
+         "        open(mark, 'w').write(f'step {i}')\n"
+         "        print(f'preempted rank={rank} saved', flush=True); sys.exit(128 + 10)\n"
+         "    time.sleep(0.1)\n"
+         "sys.exit(5)\n";
+  std::string id = submit({"--ntasks-per-node", "2", "--job-name", "preempt", "--signal", "USR1@30", "--requeue",
+                           "--", "/usr/bin/python3", "preemptible.py"});
+  wait_for(id, [](const nlohmann::json& s) { return s["state"] == "RUNNING"; }, 60);
+  for (int i = 0; i < 300 && !(fs::exists(cluster().dir / "running-0") && fs::exists(cluster().dir / "running-1")); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  preempt(id, "USR1");
+  auto st = wait_done(id, 180);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(count(out, "preempted rank=") == 2);
+  CHECK(count(out, "start rank=0 restart=1") == 1);
+  CHECK(count(out, "start rank=1 restart=1") == 1);
+  CHECK(count(out, "resumed rank=0 from step") == 1);
+  CHECK(count(out, "resumed rank=1 from step") == 1);
+  CHECK_THAT(out, Catch::Contains("requeueing job " + id));
+}

@@ -1,0 +1,99 @@
+#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/consolidate.hpp"
+#include "mtrain/trainer/checkpoint/verify.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+const char* kUsage =
+    "usage: mtrain-worker checkpoint consolidate DIR -o FILE [--dtype fp32|bf16|fp16]\n"
+    "       mtrain-worker checkpoint inspect DIR [--format text|json]\n"
+    "       mtrain-worker checkpoint verify DIR\n";
+
+struct Args {
+  std::string verb, dir, output, dtype = "fp32", format = "text";
+};
+
+Args parse(const std::vector<std::string>& a) {
+  Args r;
+  if (a.empty()) throw Error("checkpoint: missing the action (consolidate, inspect or verify)", kUsage);
+  r.verb = a[0];
+  if (r.verb != "consolidate" && r.verb != "inspect" && r.verb != "verify") {
+    throw Error(fmt::format("checkpoint: unknown action '{}'", r.verb), kUsage);
+  }
+  for (size_t i = 1; i < a.size(); ++i) {
+    auto value = [&](const std::string& flag) {
+      if (i + 1 >= a.size()) throw Error(fmt::format("checkpoint {}: {} needs a value", r.verb, flag), kUsage);
+      return a[++i];
+    };
+    const std::string& w = a[i];
+    if ((w == "-o" || w == "--output") && r.verb == "consolidate") {
+      r.output = value(w);
+    } else if (w == "--dtype" && r.verb == "consolidate") {
+      r.dtype = value(w);
+    } else if (w == "--format" && r.verb == "inspect") {
+      r.format = value(w);
+      if (r.format != "text" && r.format != "json") {
+        throw Error(fmt::format("checkpoint inspect: --format '{}' is not text or json", r.format));
+      }
+    } else if (!w.empty() && w[0] == '-') {
+      throw Error(fmt::format("checkpoint {}: unknown option '{}'", r.verb, w), kUsage);
+    } else if (r.dir.empty()) {
+      r.dir = w;
+    } else {
+      throw Error(fmt::format("checkpoint {}: unexpected argument '{}'", r.verb, w), kUsage);
+    }
+  }
+  if (r.dir.empty()) throw Error(fmt::format("checkpoint {}: missing the checkpoint folder DIR", r.verb), kUsage);
+  if (r.verb == "consolidate" && r.output.empty()) {
+    throw Error("checkpoint consolidate: missing -o FILE (where to write the state dict)", kUsage);
+  }
+  return r;
+}
+
+}  // namespace
+
+int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
+  const Args a = parse(args);
+  if (a.verb == "consolidate") {
+    ConsolidateOptions o;
+    o.dir = a.dir;
+    o.output = a.output;
+    o.dtype = a.dtype;
+    const ConsolidateResult r = consolidate_checkpoint(o);
+    out << fmt::format("wrote {} ({} tensors, {} parameters, {} bytes, {}; at most one tensor of "
+                       "{} bytes in memory)\n",
+                       a.output, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
+    return 0;
+  }
+  if (a.verb == "inspect") {
+    const auto j = inspect_checkpoint(a.dir);
+    out << (a.format == "json" ? j.dump(2) + "\n" : format_inspection(j));
+    return j["verification"]["ok"].get<bool>() ? 0 : 1;
+  }
+  require_checkpoint_dir(a.dir);
+  const VerifyReport rep = verify_checkpoint(a.dir);
+  uint64_t bytes = 0;
+  for (const auto& f : rep.files) bytes += f.actual_bytes;
+  if (rep.ok()) {
+    out << fmt::format("{}: ok ({} files, {} bytes, {})\n", a.dir, rep.files.size(), bytes,
+                       rep.checksummed ? "sizes and CRC-32C match the manifest"
+                                       : "format 1: no checksums, files readable");
+    return 0;
+  }
+  bool named = false;
+  for (const auto& f : rep.files) {
+    if (f.ok) continue;
+    err << fmt::format("error: {}/{}: {}\n", a.dir, f.file, f.problem);
+    named = true;
+  }
+  if (!named) err << "error: " << rep.problem() << "\n";
+  return 1;
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,166 @@
+#include "mtrain/trainer/checkpoint/consolidate.hpp"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/verify.hpp"
+
+namespace mtrain::trainer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+const std::string kModelPrefix = "model/";
+
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+at::ScalarType output_dtype(const std::string& name) {
+  if (name == "fp32" || name == "float32") return at::kFloat;
+  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
+  if (name == "fp16" || name == "float16") return at::kHalf;
+  throw Error(fmt::format("--dtype '{}' is not one of fp32, bf16, fp16", name),
+              "pick the dtype of the consolidated weights, e.g. --dtype bf16");
+}
+
+}  // namespace
+
+void require_checkpoint_dir(const std::string& dir) {
+  if (!fs::is_directory(dir)) {
+    throw Error(fmt::format("'{}' is not a folder", dir),
+                "pass a checkpoint folder such as work_dirs/run/checkpoints/step_100");
+  }
+  if (!fs::exists(fs::path(dir) / "manifest.json")) {
+    throw Error(fmt::format("{}: no manifest.json, so this is not an mtrain checkpoint folder", dir),
+                "pass a step_<N> folder from <work_dir>/checkpoints");
+  }
+}
+
+ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
+  require_checkpoint_dir(o.dir);
+  const at::ScalarType want = output_dtype(o.dtype);
+  if (o.verify) {
+    const VerifyReport rep = verify_checkpoint(o.dir);
+    if (!rep.ok()) {
+      throw Error(rep.problem(), "consolidate another checkpoint, or run `mtrain checkpoint verify` "
+                                 "for every problem", kExitFailure);
+    }
+  }
+  CheckpointReader reader(o.dir);
+  const Manifest& m = reader.manifest();
+  ConsolidateResult res;
+  std::vector<ArchiveEntry> entries;
+  for (const auto& name : m.order) {
+    if (name.rfind(kModelPrefix, 0) != 0) continue;
+    const TensorMeta& meta = m.tensors.at(name);
+    const at::ScalarType stored = dtype_from_name(meta.dtype);
+    const at::ScalarType dt = at::isFloatingType(stored) ? want : stored;
+    const std::vector<int64_t> shape = meta.shape;
+    const int64_t n = numel_of(shape);
+    res.tensors += 1;
+    res.elements += n;
+    res.largest_tensor_bytes =
+        std::max<int64_t>(res.largest_tensor_bytes, n * static_cast<int64_t>(c10::elementSize(stored)));
+    entries.push_back({name.substr(kModelPrefix.size()), dt, shape, [&reader, name, n, dt] {
+                         at::Tensor t = reader.read(name, 0, n).to(dt);
+                         reader.release();
+                         return t;
+                       }});
+  }
+  if (entries.empty()) {
+    throw Error(fmt::format("{}/manifest.json lists no model/ tensors", o.dir),
+                "the folder is not a checkpoint of a model", kExitFailure);
+  }
+  const fs::path out = fs::absolute(o.output);
+  if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
+  DurableWriter w(out.string());
+  const ArchiveWritten written = write_tensor_archive(w, entries);
+  w.commit();
+  res.bytes = written.bytes;
+  return res;
+}
+
+json inspect_checkpoint(const std::string& dir, bool verify_checksums) {
+  require_checkpoint_dir(dir);
+  VerifyOptions vo;
+  vo.require_complete = false;
+  vo.checksums = verify_checksums;
+  const VerifyReport rep = verify_checkpoint(dir, vo);
+  json j{{"dir", dir}, {"complete", rep.complete}};
+  json ver{{"ok", rep.ok()}, {"checksums", rep.checksummed && verify_checksums},
+           {"problem", rep.ok() ? json(nullptr) : json(rep.problem())}};
+  json files = json::array();
+  for (const auto& f : rep.files) {
+    files.push_back({{"file", f.file}, {"ok", f.ok}, {"bytes", f.actual_bytes},
+                     {"expected_bytes", f.expected_bytes}, {"checksum", f.expected_checksum},
+                     {"problem", f.ok ? json(nullptr) : json(f.problem)}});
+  }
+  ver["files"] = files;
+  j["verification"] = ver;
+  if (!rep.manifest_ok) return j;
+  const Manifest m = read_manifest(dir);
+  j["format_version"] = m.format_version;
+  j["strategy"] = m.strategy;
+  j["world_size"] = m.world_size;
+  j["step"] = m.step;
+  json tensors = json::array();
+  int64_t model_elements = 0, total_bytes = 0;
+  for (const auto& name : m.order) {
+    const auto& meta = m.tensors.at(name);
+    const int64_t n = numel_of(meta.shape);
+    const int64_t bytes = n * static_cast<int64_t>(c10::elementSize(dtype_from_name(meta.dtype)));
+    if (name.rfind(kModelPrefix, 0) == 0) model_elements += n;
+    total_bytes += bytes;
+    tensors.push_back({{"name", name}, {"shape", meta.shape}, {"dtype", meta.dtype},
+                       {"numel", n}, {"bytes", bytes}, {"pieces", meta.pieces.size()}});
+  }
+  j["tensors"] = tensors;
+  j["num_params"] = model_elements;
+  j["state_bytes"] = total_bytes;
+  uint64_t file_bytes = 0;
+  for (const auto& f : rep.files) file_bytes += f.actual_bytes;
+  j["file_bytes"] = file_bytes;
+  return j;
+}
+
+std::string format_inspection(const json& r) {
+  std::string out = fmt::format("checkpoint {}\n", r.at("dir").get<std::string>());
+  if (r.contains("strategy")) {
+    out += fmt::format("  strategy {}, world size {}, step {}, format {}\n",
+                       r["strategy"].get<std::string>(), r["world_size"].get<int>(),
+                       r["step"].get<int64_t>(), r["format_version"].get<int>());
+    out += fmt::format("  {} parameters; {} tensors ({} bytes of state) in {} bytes of files\n",
+                       r["num_params"].get<int64_t>(), r["tensors"].size(),
+                       r["state_bytes"].get<int64_t>(), r["file_bytes"].get<uint64_t>());
+  }
+  const json& v = r.at("verification");
+  out += fmt::format("  complete: {}; verification: {}{}\n", r["complete"].get<bool>() ? "yes" : "NO",
+                     v["ok"].get<bool>() ? "ok" : "FAILED",
+                     v["checksums"].get<bool>() ? " (sizes and CRC-32C)" : " (no checksums)");
+  if (!v["ok"].get<bool>()) out += "  problem: " + v["problem"].get<std::string>() + "\n";
+  if (r.contains("tensors")) {
+    out += fmt::format("  {:<48} {:<20} {:<9} {:>12} {:>6}\n", "tensor", "shape", "dtype", "bytes", "pieces");
+    for (const auto& t : r["tensors"]) {
+      std::string shape = "[";
+      for (const auto& d : t["shape"]) shape += (shape.size() > 1 ? ", " : "") + std::to_string(d.get<int64_t>());
+      shape += "]";
+      out += fmt::format("  {:<48} {:<20} {:<9} {:>12} {:>6}\n", t["name"].get<std::string>(), shape,
+                         t["dtype"].get<std::string>(), t["bytes"].get<int64_t>(),
+                         t["pieces"].get<size_t>());
+    }
+  }
+  return out;
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,36 @@
+#pragma once
+// Offline tools over a checkpoint folder (what `mtrain checkpoint …` runs, through
+// `mtrain-worker checkpoint …`): consolidate the model's weights into one torch.load-able state
+// dict, describe a checkpoint, verify it.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace mtrain::trainer {
+
+struct ConsolidateOptions {
+  std::string dir;          // a checkpoint folder (step_<N>)
+  std::string output;       // model.pt
+  std::string dtype = "fp32";  // fp32 | bf16 | fp16 (floating tensors only)
+  bool verify = true;       // check sizes and checksums first
+};
+struct ConsolidateResult {
+  int64_t tensors = 0;
+  int64_t elements = 0;
+  uint64_t bytes = 0;            // of the output file
+  int64_t largest_tensor_bytes = 0;  // the most this held in memory at once (one tensor)
+};
+// Streams the "model/…" tensors one at a time: each is read range by range from the shards that
+// hold it (CheckpointReader), cast, written as its record and dropped, so memory holds one
+// tensor, never a whole shard or model. Names are the model's parameter names, in the order the
+// strategy listed them. Throws mtrain::Error (damaged checkpoint, unwritable output).
+ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o);
+
+// Throws mtrain::Error (exit 2) unless `dir` is a folder with a manifest.json.
+void require_checkpoint_dir(const std::string& dir);
+
+// strategy, world size, step, format, verification status, tensors with shapes/dtypes/bytes.
+nlohmann::json inspect_checkpoint(const std::string& dir, bool verify_checksums = true);
+std::string format_inspection(const nlohmann::json& report);
+
+}  // namespace mtrain::trainer

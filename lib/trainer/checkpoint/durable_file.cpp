@@ -1,0 +1,158 @@
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/crc32c.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+constexpr uint64_t kProgressEvery = 16ull << 20;
+
+std::string hint_for(int e) {
+  if (e == ENOSPC || e == EDQUOT) {
+    return "free space (or quota) on the file system holding train.work_dir, or lower "
+           "checkpoint.keep";
+  }
+  if (e == EACCES || e == EPERM || e == EROFS) return "make train.work_dir writable";
+  return "check the file system holding train.work_dir";
+}
+
+}  // namespace
+
+DurableWriter::DurableWriter(std::string path) : path_(std::move(path)), part_(path_ + ".part") {
+  fd_ = ::open(part_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd_ < 0) {
+    const int e = errno;
+    throw Error(fmt::format("{}: cannot create ({})", part_, std::strerror(e)), hint_for(e),
+                kExitFailure);
+  }
+}
+
+DurableWriter::~DurableWriter() {
+  if (fd_ >= 0) ::close(fd_);
+  if (!committed_) ::unlink(part_.c_str());
+}
+
+void DurableWriter::write(const void* data, size_t n) {
+  if (errno_ != 0 || n == 0) return;
+  crc_ = crc32c_update(crc_, data, n);
+  const char* p = static_cast<const char*>(data);
+  size_t left = n;
+  while (left > 0) {
+    const ssize_t w = ::write(fd_, p, left);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      errno_ = errno;
+      failed_op_ = "write";
+      return;
+    }
+    p += w;
+    left -= static_cast<size_t>(w);
+    bytes_ += static_cast<uint64_t>(w);
+  }
+  since_progress_ += n;
+  if (since_progress_ >= kProgressEvery) {
+    since_progress_ = 0;
+    if (progress_) progress_();
+  }
+}
+
+void DurableWriter::throw_if_failed() const {
+  if (errno_ == 0) return;
+  throw Error(fmt::format("{}: {} failed: {} (after {} bytes)", part_, failed_op_,
+                          std::strerror(errno_), bytes_),
+              hint_for(errno_), kExitFailure);
+}
+
+void DurableWriter::commit() {
+  throw_if_failed();
+  if (::fsync(fd_) != 0) {
+    errno_ = errno;
+    failed_op_ = "fsync";
+    throw_if_failed();
+  }
+  const int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0) {
+    errno_ = errno;
+    failed_op_ = "close";
+    throw_if_failed();
+  }
+  if (::rename(part_.c_str(), path_.c_str()) != 0) {
+    const int e = errno;
+    throw Error(fmt::format("{}: cannot rename to {} ({})", part_, path_, std::strerror(e)),
+                hint_for(e), kExitFailure);
+  }
+  committed_ = true;
+  fsync_dir(std::filesystem::path(path_).parent_path().string());
+}
+
+void fsync_dir(const std::string& dir) {
+  const std::string d = dir.empty() ? "." : dir;
+  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    throw Error(fmt::format("{}: cannot open the folder to sync it ({})", d, std::strerror(e)),
+                hint_for(e), kExitFailure);
+  }
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  // Some file systems cannot fsync a folder (EINVAL); their renames are as durable as they get.
+  if (rc != 0 && e != EINVAL) {
+    throw Error(fmt::format("{}: fsync of the folder failed ({})", d, std::strerror(e)),
+                hint_for(e), kExitFailure);
+  }
+}
+
+void write_file_durably(const std::string& path, const std::string& text) {
+  DurableWriter w(path);
+  w.write(text.data(), text.size());
+  w.commit();
+}
+
+FileDigest digest_file(const std::string& path, const std::function<void()>& progress) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    throw Error(fmt::format("{}: cannot open ({})", path, std::strerror(e)),
+                "the checkpoint is incomplete or damaged; resume from another one", kExitFailure);
+  }
+  std::vector<char> buf(4 << 20);
+  FileDigest d;
+  uint64_t since = 0;
+  for (;;) {
+    const ssize_t r = ::read(fd, buf.data(), buf.size());
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      const int e = errno;
+      ::close(fd);
+      throw Error(fmt::format("{}: read failed after {} bytes ({})", path, d.bytes, std::strerror(e)),
+                  "check the file system holding the checkpoint", kExitFailure);
+    }
+    if (r == 0) break;
+    d.crc32c = crc32c_update(d.crc32c, buf.data(), static_cast<size_t>(r));
+    d.bytes += static_cast<uint64_t>(r);
+    since += static_cast<uint64_t>(r);
+    if (progress && since >= kProgressEvery) {
+      since = 0;
+      progress();
+    }
+  }
+  ::close(fd);
+  return d;
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,69 @@
+#pragma once
+// torch.load-able files of name → tensor, written and read one tensor at a time.
+//
+// The file is the zip torch::pickle_save / torch.save write: data.pkl (a pickled dict whose
+// tensors refer to storages by key) plus one uncompressed record data/<key> per storage. Writing:
+// the dict is pickled with stand-in tensors whose storages have the right byte size but no
+// memory, so the pickle (and each key) is known before any tensor data exists; then each entry's
+// data is produced, written as its record and dropped. Reading: records are stored, not
+// compressed, so an element range of one tensor is a pread at the record's offset — a shard is
+// never loaded whole to read a piece of it.
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+namespace caffe2::serialize {
+class PyTorchStreamReader;
+}
+
+namespace mtrain::trainer {
+
+class DurableWriter;
+
+struct ArchiveEntry {
+  std::string name;
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> shape;
+  // Produces the entry's data when its record is written: a CPU tensor of `dtype` with the
+  // shape's element count (made contiguous by the writer if it is not).
+  std::function<at::Tensor()> data;
+};
+
+struct ArchiveWritten {
+  uint64_t bytes = 0;
+  uint32_t crc32c = 0;
+  std::vector<std::string> keys;  // record key of each entry, in order
+};
+
+// Writes the archive through `out` (the caller commits it). Throws mtrain::Error (the writer's
+// error when the disk refused bytes; the entry's name when its data does not match).
+ArchiveWritten write_tensor_archive(DurableWriter& out, const std::vector<ArchiveEntry>& entries);
+
+// Convenience: a durable file of name → tensor (the tensors already in memory).
+ArchiveWritten write_tensor_file(const std::string& path,
+                                 const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                                 const std::function<void()>& progress = {});
+
+class ArchiveReader {
+ public:
+  // Throws mtrain::Error naming the file when it is missing or not a torch zip.
+  explicit ArchiveReader(std::string path);
+  ~ArchiveReader();
+  // `numel` elements of `dtype` from element `offset` of record data/<key>.
+  at::Tensor read(const std::string& key, at::ScalarType dtype, int64_t offset, int64_t numel);
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+  int64_t file_size_ = 0;
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
+  std::map<std::string, int64_t> offsets_;
+};
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,160 @@
+#include "mtrain/trainer/checkpoint/verify.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+
+namespace mtrain::trainer {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+// Pieces may overlap (replicated strategies save the same range from several ranks); they must
+// together cover [0, numel) and stay inside it.
+std::string coverage_problem(const std::string& name, const TensorMeta& meta) {
+  const int64_t n = numel_of(meta.shape);
+  std::vector<std::pair<int64_t, int64_t>> r;
+  for (const auto& p : meta.pieces) {
+    if (p.offset + p.numel > n) {
+      return fmt::format("tensor '{}': a piece in {} spans [{}, {}) beyond its {} elements", name,
+                         p.file, p.offset, p.offset + p.numel, n);
+    }
+    if (p.numel > 0) r.emplace_back(p.offset, p.offset + p.numel);
+  }
+  std::sort(r.begin(), r.end());
+  int64_t covered = 0;
+  for (const auto& [b, e] : r) {
+    if (b > covered) break;
+    covered = std::max(covered, e);
+  }
+  if (covered < n) {
+    return fmt::format("tensor '{}': the pieces cover elements [0, {}) of {}", name, covered, n);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool VerifyReport::ok() const {
+  if ((require_complete && !complete) || !manifest_ok || !coverage_problems.empty()) return false;
+  return std::all_of(files.begin(), files.end(), [](const FileCheck& f) { return f.ok; });
+}
+
+std::string VerifyReport::problem() const {
+  if (require_complete && !complete) {
+    return fmt::format("{}: the checkpoint has no COMPLETE marker, so it may be partial",
+                       (fs::path(dir) / "COMPLETE").string());
+  }
+  if (!manifest_ok) return manifest_problem;
+  for (const auto& f : files) {
+    if (!f.ok) return fmt::format("{}: {}", (fs::path(dir) / f.file).string(), f.problem);
+  }
+  if (!coverage_problems.empty()) {
+    return fmt::format("{}/manifest.json: {}", dir, coverage_problems.front());
+  }
+  return "";
+}
+
+VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
+  VerifyReport rep;
+  rep.dir = dir;
+  rep.complete = fs::exists(fs::path(dir) / "COMPLETE");
+  rep.require_complete = o.require_complete;
+  Manifest m;
+  try {
+    m = read_manifest(dir);
+    rep.manifest_ok = true;
+  } catch (const Error& e) {
+    rep.manifest_problem = e.message();
+    return rep;
+  }
+  rep.checksummed = m.format_version >= 2;
+  for (const auto& [name, meta] : m.tensors) {
+    const std::string p = coverage_problem(name, meta);
+    if (!p.empty()) rep.coverage_problems.push_back(p);
+  }
+  // Files: the files table (format 2), else every file a piece names.
+  std::map<std::string, FileMeta> files = m.files;
+  if (!rep.checksummed) {
+    for (const auto& [name, meta] : m.tensors) {
+      for (const auto& p : meta.pieces) files[p.file].rank = p.rank;
+    }
+  }
+  std::map<std::string, std::vector<std::string>> keys;  // file → record keys it must hold
+  for (const auto& [name, meta] : m.tensors) {
+    for (const auto& p : meta.pieces) {
+      if (!p.key.empty()) keys[p.file].push_back(p.key);
+    }
+  }
+  size_t index = 0;
+  for (const auto& [file, fm] : files) {
+    if (o.select && !o.select(index++)) continue;
+    FileCheck c;
+    c.file = file;
+    const fs::path path = fs::path(dir) / file;
+    std::error_code ec;
+    const auto size = fs::file_size(path, ec);
+    if (ec) {
+      c.ok = false;
+      c.problem = "the shard file is missing (" + ec.message() + ")";
+      rep.files.push_back(c);
+      continue;
+    }
+    c.actual_bytes = size;
+    if (rep.checksummed) {
+      c.expected_bytes = fm.bytes;
+      c.expected_checksum = fm.checksum;
+      if (size != fm.bytes) {
+        c.ok = false;
+        c.problem = fmt::format("expected {} bytes, found {} (the shard is damaged: {})", fm.bytes,
+                                size, size < fm.bytes ? "truncated" : "longer than written");
+      } else if (o.checksums) {
+        try {
+          const FileDigest d = digest_file(path.string(), o.progress);
+          c.actual_checksum = crc32c_text(d.crc32c);
+          if (c.actual_checksum != fm.checksum) {
+            c.ok = false;
+            c.problem = fmt::format("checksum mismatch: expected {}, found {} over {} bytes (the "
+                                    "shard is damaged)",
+                                    fm.checksum, c.actual_checksum, d.bytes);
+          }
+        } catch (const Error& e) {
+          c.ok = false;
+          c.problem = e.message();
+        }
+      }
+    }
+    if (c.ok) {
+      try {
+        ArchiveReader zip(path.string());
+        for (const auto& k : keys[file]) zip.read(k, at::kByte, 0, 0);
+        for (const auto& [en, e] : fm.extras) zip.read(e.key, at::kByte, 0, 0);
+        if (!rep.checksummed && o.checksums) read_tensor_dict(path.string());
+      } catch (const Error& e) {
+        c.ok = false;
+        c.problem = e.message();
+        const std::string prefix = path.string() + ": ";
+        if (c.problem.rfind(prefix, 0) == 0) c.problem = c.problem.substr(prefix.size());
+      }
+    }
+    rep.files.push_back(c);
+  }
+  return rep;
+}
+
+}  // namespace mtrain::trainer

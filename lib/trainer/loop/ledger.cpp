@@ -1,0 +1,119 @@
+#include "mtrain/trainer/loop/ledger.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+// How each part of the model state is held: replicated on every rank or split N ways.
+struct Layout {
+  bool params_sharded = false;
+  bool grads_sharded = false;
+  bool optimizer_sharded = false;
+};
+
+Layout layout_of(const std::string& strategy, const std::string& sharding) {
+  if (strategy == "ddp") return {};
+  if (strategy == "zero1") return {false, false, true};
+  if (strategy == "zero2") return {false, true, true};
+  if (strategy == "zero3") return {true, true, true};
+  if (strategy == "fsdp") {
+    if (sharding.empty() || sharding == "FULL_SHARD" || sharding == "HYBRID_SHARD") {
+      return {true, true, true};
+    }
+    if (sharding == "SHARD_GRAD_OP") return {false, true, true};
+    if (sharding == "NO_SHARD") return {};
+    throw Error(fmt::format("fsdp.sharding_strategy '{}' is not known to the memory ledger",
+                            sharding),
+                "use FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD");
+  }
+  throw Error(fmt::format("strategy '{}' is not known to the memory ledger", strategy),
+              "use ddp, zero1, zero2, zero3 or fsdp");
+}
+
+std::string term(double coeff, bool sharded) {
+  const std::string c = coeff == std::floor(coeff) ? fmt::format("{}", static_cast<int64_t>(coeff))
+                                                   : fmt::format("{}", coeff);
+  return sharded ? c + "Ψ/N" : c + "Ψ";
+}
+
+std::string human(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::abs(bytes) >= 1024 && u < 4) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} {}", bytes, units[u]) : fmt::format("{:.2f} {}", bytes, units[u]);
+}
+
+}  // namespace
+
+ModelStateBytes expected_model_state_bytes(const std::string& strategy,
+                                           const std::string& sharding_strategy,
+                                           const std::string& precision, int64_t psi, int world) {
+  if (world < 1) throw Error(fmt::format("memory ledger: world size {} is not positive", world));
+  double param_b = 4, grad_b = 4, optim_b = 8;  // fp32 params/grads, Adam m and v
+  if (precision == "bf16" || precision == "fp16") {
+    param_b = 2;
+    grad_b = 2;
+    optim_b = 12;  // K = 12: fp32 master (4) + Adam m, v (8)
+  } else if (precision != "fp32") {
+    throw Error(fmt::format("train.precision '{}' is not known to the memory ledger", precision),
+                "use fp32, bf16 or fp16");
+  }
+  const Layout l = layout_of(strategy, sharding_strategy);
+  const double p = static_cast<double>(psi), n = static_cast<double>(world);
+  ModelStateBytes b;
+  b.params = l.params_sharded ? param_b * p / n : param_b * p;
+  b.grads = l.grads_sharded ? grad_b * p / n : grad_b * p;
+  b.optimizer = l.optimizer_sharded ? optim_b * p / n : optim_b * p;
+  // Collapse to the section-6 form: replicated coefficient Ψ + sharded coefficient Ψ/N.
+  const double rep = (l.params_sharded ? 0 : param_b) + (l.grads_sharded ? 0 : grad_b) +
+                     (l.optimizer_sharded ? 0 : optim_b);
+  const double shd = param_b + grad_b + optim_b - rep;
+  if (rep > 0 && shd > 0) {
+    b.formula = term(rep, false) + " + " + term(shd, true);
+  } else {
+    b.formula = rep > 0 ? term(rep, false) : term(shd, true);
+  }
+  return b;
+}
+
+std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e) {
+  std::string name = r.strategy;
+  if (r.strategy == "fsdp") {
+    name += "/" + (r.sharding_strategy.empty() ? std::string("FULL_SHARD") : r.sharding_strategy);
+  }
+  std::string out = fmt::format(
+      "Memory ledger ({}, {}, Ψ = {} parameters, N = {}): model-state bytes per rank\n", name,
+      r.precision, r.psi, r.world);
+  out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "part", "measured", "formula", "ratio");
+  auto row = [&](const char* part, double measured, double expected) {
+    const std::string ratio = expected > 0 ? fmt::format("{:.3f}", measured / expected) : "-";
+    out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", part, human(measured), human(expected),
+                       ratio);
+  };
+  row("params", static_cast<double>(r.params), e.params);
+  row("grads", static_cast<double>(r.grads), e.grads);
+  row("optimizer", static_cast<double>(r.optimizer), e.optimizer);
+  row("total", static_cast<double>(r.params + r.grads + r.optimizer), e.total());
+  if (r.buffers >= 0) {
+    out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "buffers", human(static_cast<double>(r.buffers)),
+                       "(not in formula)", "");
+  }
+  if (r.gathered >= 0) {
+    out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "gathered", human(static_cast<double>(r.gathered)),
+                       "(transient)", "");
+  }
+  out += fmt::format("  formula: {} = {} bytes\n", e.formula, static_cast<int64_t>(std::llround(e.total())));
+  return out;
+}
+
+}  // namespace mtrain::trainer

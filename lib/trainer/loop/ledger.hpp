@@ -1,0 +1,52 @@
+#pragma once
+// The memory ledger: model-state bytes per rank that ARCHITECTURE.md section 6 predicts for a
+// strategy, beside what the strategy reports (Strategy::memory()), for the table rank 0 prints
+// at start and the keys summary.json carries.
+//
+// Formula (Ψ parameters, N ranks in the sharding group, Adam):
+//   fp32 (4 param + 4 grad + 8 Adam):            bf16/fp16 (2 param + 2 grad + K=12 master+Adam):
+//     ddp / fsdp NO_SHARD      16Ψ                   16Ψ
+//     zero1                    8Ψ + 8Ψ/N             4Ψ + 12Ψ/N
+//     zero2 / fsdp SHARD_GRAD_OP 4Ψ + 12Ψ/N          2Ψ + 14Ψ/N
+//     zero3 / fsdp FULL_SHARD  16Ψ/N                 16Ψ/N
+//     fsdp HYBRID_SHARD        16Ψ/N with N = ranks of one node (pass that as `world`)
+// Gathered units (ZeRO-3/FSDP) are excluded: they are transient, reported separately.
+#include <cstdint>
+#include <string>
+
+namespace mtrain::trainer {
+
+// Bytes per rank, split as the strategy's MemoryLedger is.
+struct ModelStateBytes {
+  double params = 0;
+  double grads = 0;
+  double optimizer = 0;  // optimiser state, including the fp32 master copy under mixed precision
+  std::string formula;   // e.g. "4Ψ + 12Ψ/N"
+  double total() const { return params + grads + optimizer; }
+};
+
+// strategy: ddp | zero1 | zero2 | zero3 | fsdp (a resolved name; "zero" must be resolved to
+// zeroK by the caller). sharding_strategy: FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD,
+// used for fsdp only ("" = FULL_SHARD). precision: fp32 | bf16 | fp16. world: N ≥ 1, the size
+// of the group the state is sharded over. Throws mtrain::Error for an unknown name.
+ModelStateBytes expected_model_state_bytes(const std::string& strategy,
+                                           const std::string& sharding_strategy,
+                                           const std::string& precision, int64_t psi, int world);
+
+// The table rank 0 prints at start: measured bytes per rank (params, grads, optimizer and the
+// largest gathered unit when `gathered` ≥ 0) beside the formula, with Ψ and N.
+struct LedgerReport {
+  std::string strategy;
+  std::string sharding_strategy;
+  std::string precision;
+  int64_t psi = 0;
+  int world = 1;
+  int64_t params = 0;  // measured, from Strategy::memory() (fullest rank)
+  int64_t grads = 0;
+  int64_t optimizer = 0;
+  int64_t gathered = -1;  // largest gathered unit; -1 = not reported by the strategy
+  int64_t buffers = -1;   // the model's buffers (BatchNorm statistics); -1 = not shown
+};
+std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& expected);
+
+}  // namespace mtrain::trainer

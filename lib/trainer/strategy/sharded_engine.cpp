@@ -1,0 +1,521 @@
+// The sharded engine: setup, forward/backward with gather-on-use and gradient reduction, and the
+// update. Protocol in sharded_engine.hpp; checkpoint state and the ledger in sharded_state.cpp.
+#include "mtrain/trainer/strategy/sharded_engine.hpp"
+
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <mutex>
+#include <unordered_set>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/optim/clip.hpp"
+
+namespace mtrain::trainer {
+namespace detail {
+
+namespace {
+
+// Storage → (engine, unit) for every non-resident unit of every live engine. The op-input
+// callback is one plain function for the process (ranks in tests are threads), so it looks the
+// owner up here; the lock is never held while an engine gathers.
+std::mutex g_mu;
+std::unordered_map<const void*, std::pair<ShardedEngine*, size_t>> g_storages;
+
+void dispatch(const void* storage) {
+  std::pair<ShardedEngine*, size_t> hit{nullptr, 0};
+  {
+    std::lock_guard<std::mutex> lock(g_mu);
+    auto it = g_storages.find(storage);
+    if (it == g_storages.end()) return;
+    hit = it->second;
+  }
+  hit.first->on_use(hit.second);
+}
+
+struct BusyGuard {
+  explicit BusyGuard(bool& b) : b_(b), was_(b) { b_ = true; }
+  ~BusyGuard() { b_ = was_; }
+  bool& b_;
+  bool was_;
+};
+
+int64_t round_up(int64_t n, int64_t m) { return std::max<int64_t>(m, (n + m - 1) / m * m); }
+
+}  // namespace
+
+ShardedEngine::ShardedEngine(ShardedConfig c, const StrategyOptions& o, Communicator& comm)
+    : c_(std::move(c)), o_(o), comm_(comm), prec_(precision_policy(o.precision)) {
+  scaler_ = LossScaler(o.loss_scale, prec_.loss_scaling);
+}
+
+ShardedEngine::~ShardedEngine() {
+  watch_.reset();
+  std::lock_guard<std::mutex> lock(g_mu);
+  for (auto it = g_storages.begin(); it != g_storages.end();) {
+    it = it->second.first == this ? g_storages.erase(it) : std::next(it);
+  }
+}
+
+void ShardedEngine::build_groups() {
+  const int n = comm_.world(), r = comm_.rank();
+  S_ = c_.shard_size <= 0 ? n : c_.shard_size;
+  if (S_ > n || n % S_ != 0) {
+    throw Error(fmt::format("{}: a shard group of {} ranks does not divide the world of {}", c_.name,
+                            S_, n),
+                "for HYBRID_SHARD the ranks per node (LOCAL_WORLD_SIZE) must divide WORLD_SIZE");
+  }
+  g_ = r % S_;
+  rep_ = r / S_;
+  if (S_ > 1 && S_ < n) {
+    std::vector<int> members;
+    for (int i = 0; i < S_; ++i) members.push_back(rep_ * S_ + i);
+    shard_owned_ = comm_.subgroup(fmt::format("shard{}", rep_), members);
+    shard_comm_ = shard_owned_.get();
+  } else if (S_ == n && n > 1) {
+    shard_comm_ = &comm_;
+  }
+  if (n / S_ > 1) {
+    if (S_ == 1) {
+      replica_comm_ = &comm_;
+    } else {
+      std::vector<int> members;
+      for (int i = 0; i < n / S_; ++i) members.push_back(i * S_ + g_);
+      replica_owned_ = comm_.subgroup(fmt::format("replica{}", g_), members);
+      replica_comm_ = replica_owned_.get();
+    }
+  }
+}
+
+void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
+  model_ = std::move(model);
+  owner_ = std::this_thread::get_id();
+  std::unordered_map<const void*, int> index;
+  for (const auto& item : model_->named_parameters(/*recurse=*/true)) {
+    const auto& p = item.value();
+    all_names_.push_back(item.key());
+    all_params_.push_back(p);
+    const void* key = p.unsafeGetTensorImpl();
+    if (!p.requires_grad()) {
+      all_index_.push_back(-1);
+      continue;
+    }
+    auto it = index.find(key);
+    if (it != index.end()) {
+      all_index_.push_back(it->second);
+      continue;
+    }
+    if (p.scalar_type() != at::kFloat) {
+      throw Error(fmt::format("{} takes an fp32 model; parameter '{}' is {}", c_.name, item.key(),
+                              c10::toString(p.scalar_type())),
+                  "the strategy casts to train.precision itself");
+    }
+    index[key] = static_cast<int>(params_.size());
+    all_index_.push_back(static_cast<int>(params_.size()));
+    names_.push_back(item.key());
+    params_.push_back(p);
+    num_params_ += p.numel();
+  }
+  if (params_.empty()) throw Error("the model has no trainable parameters");
+  device_ = params_.front().device();
+  optim_device_ = c_.offload_optimizer ? at::Device(at::kCPU) : device_;
+  param_home_ = c_.offload_params ? at::Device(at::kCPU) : device_;
+  build_groups();
+
+  ParamList pl;
+  pl.names = names_;
+  for (const auto& p : params_) pl.numels.push_back(p.numel());
+  const auto plans = c_.plan(pl, *model_);
+  unit_of_param_.assign(params_.size(), SIZE_MAX);
+  for (size_t u = 0; u < plans.size(); ++u) {
+    for (size_t i : plans[u].params) {
+      if (i >= params_.size() || unit_of_param_[i] != SIZE_MAX) {
+        throw Error(fmt::format("{}: the unit plan places parameter #{} twice or out of range", c_.name, i));
+      }
+      unit_of_param_[i] = u;
+    }
+  }
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (unit_of_param_[i] == SIZE_MAX) {
+      throw Error(fmt::format("{}: the unit plan leaves parameter '{}' out", c_.name, names_[i]));
+    }
+  }
+  units_.reserve(plans.size());
+  for (const auto& plan : plans) build_unit(plan);
+
+  // Buffers (BatchNorm statistics) are replicated: rank 0's everywhere.
+  for (auto& b : model_->buffers(/*recurse=*/true)) {
+    if (b.is_contiguous() && b.numel() > 0) comm_.broadcast(b, 0).wait();
+  }
+  got_grad_.assign(params_.size(), 0);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    hooks_.push_back(compat::after_grad_accumulated(params_[i], [this, i] { on_grad(i); }));
+  }
+  bool any_released = false;
+  for (const auto& u : units_) any_released = any_released || !u.resident;
+  if (any_released) watch_ = compat::watch_op_inputs(&dispatch);
+}
+
+void ShardedEngine::build_unit(const UnitPlan& plan) {
+  at::NoGradGuard no_grad;
+  Unit u;
+  u.label = plan.label;
+  for (size_t i : plan.params) {
+    u.slots.push_back({i, u.numel, params_[i].numel()});
+    u.numel += params_[i].numel();
+  }
+  u.padded = round_up(u.numel, S_);
+  u.shard = u.padded / S_;
+  u.resident = c_.params_resident || plan.persistent;
+  u.pinned = plan.pinned;
+  const at::ScalarType cd = prec_.param;
+  const auto fp32 = at::TensorOptions().dtype(at::kFloat).device(device_);
+
+  // Rank 0's initial values everywhere.
+  at::Tensor init = at::zeros({u.padded}, fp32);
+  for (const auto& s : u.slots) init.narrow(0, s.offset, s.numel).copy_(params_[s.param].reshape({-1}));
+  comm_.broadcast(init, 0).wait();
+
+  u.full = u.resident && cd == at::kFloat ? init : init.to(cd);
+  for (const auto& s : u.slots) {
+    auto& p = params_[s.param];
+    p.set_data(u.full.narrow(0, s.offset, s.numel).view(p.sizes()));
+  }
+  const at::Tensor own = init.narrow(0, g_ * u.shard, u.shard);
+  u.master_is_view = u.resident && cd == at::kFloat && optim_device_ == device_;
+  u.master = u.master_is_view ? u.full.narrow(0, g_ * u.shard, u.shard) : own.to(optim_device_).clone();
+  if (u.resident) {
+    u.pshard = u.full.narrow(0, g_ * u.shard, u.shard);
+  } else if (cd == at::kFloat && param_home_ == optim_device_) {
+    u.pshard = u.master;
+  } else {
+    u.pshard = own.to(param_home_, cd).clone();
+  }
+  if (c_.grads_sharded) {
+    u.gacc = at::zeros({u.shard}, at::TensorOptions().dtype(prec_.reduce).device(device_));
+    for (const auto& s : u.slots) params_[s.param].mutable_grad() = at::Tensor();
+  } else {
+    u.gfull = at::zeros({u.padded}, at::TensorOptions().dtype(cd).device(device_));
+    for (const auto& s : u.slots) {
+      auto& p = params_[s.param];
+      p.mutable_grad() = u.gfull.narrow(0, s.offset, s.numel).view(p.sizes());
+    }
+  }
+  u.optim = make_optimizer(o_.optim, u.shard, at::TensorOptions().dtype(at::kFloat).device(optim_device_));
+  const size_t index = units_.size();
+  if (!u.resident) {
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_storages[u.full.storage().unsafeGetStorageImpl()] = {this, index};
+    }
+    compat::release_storage(u.full);
+    u.gathered = false;
+  }
+  units_.push_back(std::move(u));
+}
+
+// ---- gather / release ---------------------------------------------------------------------
+
+void ShardedEngine::gather_async(size_t ui) {
+  Unit& u = units_[ui];
+  if (u.resident || u.gathered) return;
+  BusyGuard busy(busy_);
+  compat::reallocate_storage(u.full, static_cast<size_t>(u.padded * u.full.element_size()));
+  at::Tensor src = u.pshard.device() == device_ ? u.pshard : u.pshard.to(device_);
+  if (shard_comm_ != nullptr) {
+    u.gather = shard_comm_->all_gather(src, u.full);
+  } else {
+    u.full.copy_(src);
+  }
+  u.gathered = true;
+}
+
+void ShardedEngine::ensure(size_t ui) {
+  gather_async(ui);
+  BusyGuard busy(busy_);
+  units_[ui].gather.wait();
+}
+
+void ShardedEngine::release(size_t ui) {
+  Unit& u = units_[ui];
+  if (u.resident || !u.gathered) return;
+  BusyGuard busy(busy_);
+  u.gather.wait();
+  compat::release_storage(u.full);
+  u.gathered = false;
+}
+
+void ShardedEngine::release_all() {
+  for (size_t u = 0; u < units_.size(); ++u) release(u);
+}
+
+void ShardedEngine::on_use(size_t ui) {
+  if (busy_) return;
+  // The thread that set up drives everything; CUDA backward runs on autograd's device threads
+  // while that thread waits inside backward().
+  if (std::this_thread::get_id() != owner_ && !(phase_ == Phase::Backward && device_.is_cuda())) return;
+  Unit& u = units_[ui];
+  u.last_use = ++clock_;
+  if (phase_ == Phase::Backward) {
+    const bool was = u.gathered;
+    ensure(ui);
+    if (!was && c_.backward_prefetch > 0 && !c_.backward_prefetch_post) prefetch_backward(ui);
+    return;
+  }
+  if (current_ != static_cast<int>(ui)) {
+    const int prev = current_;
+    current_ = static_cast<int>(ui);
+    if (phase_ == Phase::Forward) cur_trace_.push_back(ui);
+    if (prev >= 0 && c_.reshard_after_forward) after_forward_use(static_cast<size_t>(prev));
+  }
+  ensure(ui);
+  if (phase_ == Phase::Forward) prefetch_forward();
+  enforce_live_limit(ui);
+}
+
+void ShardedEngine::after_forward_use(size_t prev) {
+  if (units_[prev].pinned) return;
+  if (c_.max_reuse_distance > 0 && trace_.size() >= cur_trace_.size()) {
+    int64_t dist = 0;
+    for (size_t i = cur_trace_.size(); i < trace_.size(); ++i) {
+      if (trace_[i] == prev) {
+        if (dist <= c_.max_reuse_distance) return;  // used again soon: keep it gathered
+        break;
+      }
+      dist += units_[trace_[i]].numel;
+    }
+  }
+  release(prev);
+}
+
+void ShardedEngine::prefetch_forward() {
+  if (c_.forward_prefetch <= 0 || trace_.size() < cur_trace_.size()) return;
+  int64_t elems = 0;
+  int n = 0;
+  for (size_t i = cur_trace_.size(); i < trace_.size(); ++i) {
+    if (elems >= c_.forward_prefetch || n >= c_.max_prefetch_units) break;
+    const size_t v = trace_[i];
+    if (static_cast<int>(v) == current_) continue;
+    gather_async(v);
+    elems += units_[v].numel;
+    ++n;
+  }
+}
+
+void ShardedEngine::prefetch_backward(size_t ui) {
+  auto it = std::find(bwd_order_.begin(), bwd_order_.end(), ui);
+  if (it == bwd_order_.end()) return;
+  int64_t elems = 0;
+  int n = 0;
+  for (++it; it != bwd_order_.end(); ++it) {
+    if (elems >= c_.backward_prefetch || n >= c_.max_prefetch_units) break;
+    if (units_[*it].reduced) continue;
+    gather_async(*it);
+    elems += units_[*it].numel;
+    ++n;
+  }
+}
+
+void ShardedEngine::enforce_live_limit(size_t current) {
+  if (c_.max_live == std::numeric_limits<int64_t>::max()) return;
+  for (;;) {
+    int64_t live = 0;
+    int victim = -1;
+    for (size_t v = 0; v < units_.size(); ++v) {
+      const Unit& u = units_[v];
+      if (u.resident || !u.gathered) continue;
+      live += u.numel;
+      if (v != current && !u.pinned && (victim < 0 || u.last_use < units_[victim].last_use))
+        victim = static_cast<int>(v);
+    }
+    if (live <= c_.max_live || victim < 0) return;
+    release(static_cast<size_t>(victim));
+  }
+}
+
+// ---- forward / backward -------------------------------------------------------------------
+
+at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
+                                           double scale) {
+  if (std::this_thread::get_id() != owner_) {
+    throw Error(c_.name + ": forward_backward must run on the thread that called setup()");
+  }
+  release_all();  // anything an evaluation left gathered
+  sync_ = sync;
+  phase_ = Phase::Forward;
+  current_ = -1;
+  cur_trace_.clear();
+  at::Tensor loss;
+  try {
+    std::shared_ptr<void> autocast;
+    if (prec_.param != at::kFloat) autocast = compat::autocast_scope(device_, prec_.param);
+    loss = loss_fn();
+  } catch (...) {
+    phase_ = Phase::Idle;
+    throw;
+  }
+  if (c_.reshard_after_forward) release_all();
+  if (!cur_trace_.empty()) {
+    trace_ = cur_trace_;
+    bwd_order_.clear();
+    for (auto it = trace_.rbegin(); it != trace_.rend(); ++it)
+      if (std::find(bwd_order_.begin(), bwd_order_.end(), *it) == bwd_order_.end()) bwd_order_.push_back(*it);
+  }
+  phase_ = Phase::Backward;
+  current_ = -1;
+  std::fill(got_grad_.begin(), got_grad_.end(), 0);
+  for (auto& u : units_) {
+    u.waiting = u.slots.size();
+    u.reduced = false;
+  }
+  const double factor = scale * scaler_.scale();
+  try {
+    if (factor != 1.0) {
+      (loss * factor).backward();
+    } else {
+      loss.backward();
+    }
+    finish_backward();
+  } catch (...) {
+    phase_ = Phase::Idle;
+    throw;
+  }
+  phase_ = Phase::Idle;
+  return loss.detach().to(at::kFloat);
+}
+
+void ShardedEngine::on_grad(size_t i) {
+  if (phase_ != Phase::Backward || got_grad_[i]) return;
+  got_grad_[i] = 1;
+  const size_t ui = unit_of_param_[i];
+  if (--units_[ui].waiting == 0) unit_done(ui);
+}
+
+void ShardedEngine::unit_done(size_t ui) {
+  Unit& u = units_[ui];
+  if (u.reduced) return;
+  u.reduced = true;
+  if (c_.grads_sharded || sync_) launch_reduce(ui);
+  if (!u.resident) release(ui);
+  if (c_.backward_prefetch > 0 && c_.backward_prefetch_post) prefetch_backward(ui);
+}
+
+void ShardedEngine::launch_reduce(size_t ui) {
+  BusyGuard busy(busy_);
+  at::NoGradGuard no_grad;
+  Unit& u = units_[ui];
+  const double inv_world = 1.0 / static_cast<double>(comm_.world());
+  Reduction red;
+  red.unit = ui;
+  if (c_.grads_sharded) {
+    red.in = at::zeros({u.padded}, at::TensorOptions().dtype(prec_.reduce).device(device_));
+    for (const auto& s : u.slots) {
+      auto& p = params_[s.param];
+      const at::Tensor g = p.grad();
+      if (g.defined()) red.in.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
+      p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
+    }
+    red.in.mul_(inv_world);
+    red.out = shard_comm_ != nullptr ? at::empty({u.shard}, red.in.options()) : red.in;
+  } else {
+    red.in = u.gfull;
+    red.in.mul_(inv_world);
+    red.out = u.gfull.narrow(0, g_ * u.shard, u.shard);
+  }
+  if (shard_comm_ != nullptr) {
+    red.h = shard_comm_->reduce_scatter(red.in, red.out);
+    red.replica_pending = replica_comm_ != nullptr;
+  } else if (replica_comm_ != nullptr) {
+    red.h = replica_comm_->all_reduce(red.out);
+  }
+  inflight_.push_back(std::move(red));
+  // Sharded gradients: at most two units' flat gradients alive at once; overlap_comm off: none.
+  const size_t keep = !c_.overlap_comm ? 0 : (c_.grads_sharded ? 2 : inflight_.size());
+  while (inflight_.size() > keep) finish_oldest();
+}
+
+void ShardedEngine::finish_oldest() {
+  BusyGuard busy(busy_);
+  Reduction red = std::move(inflight_.front());
+  inflight_.pop_front();
+  red.h.wait();
+  if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
+  if (c_.grads_sharded) units_[red.unit].gacc.add_(red.out);
+}
+
+void ShardedEngine::finish_backward() {
+  // Units with parameters the step did not use: reduced now (missing gradients count as zero),
+  // in unit order on every rank.
+  for (size_t u = 0; u < units_.size(); ++u) unit_done(u);
+  while (!inflight_.empty()) finish_oldest();
+  release_all();
+}
+
+// ---- update -------------------------------------------------------------------------------
+
+at::Tensor ShardedEngine::grad_shard(Unit& u) {
+  return c_.grads_sharded ? u.gacc : u.gfull.narrow(0, g_ * u.shard, u.shard);
+}
+
+StepResult ShardedEngine::step(double lr) {
+  at::NoGradGuard no_grad;
+  release_all();
+  StepResult r;
+  r.loss_scale = scaler_.scale();
+  auto zero_grads = [&] {
+    for (auto& u : units_) (c_.grads_sharded ? u.gacc : u.gfull).zero_();
+  };
+  if (scaler_.enabled()) {
+    double bad = 0;
+    for (auto& u : units_) {
+      if (!at::isfinite(grad_shard(u)).all().item<bool>()) bad = 1;
+    }
+    at::Tensor flag = at::full({1}, bad, at::kDouble);
+    comm_.all_reduce(flag, "all_reduce(overflow)").wait();
+    if (flag.item<double>() > 0) {
+      zero_grads();
+      scaler_.update(true);
+      r.skipped = true;
+      return r;
+    }
+  }
+  const double inv = 1.0 / scaler_.scale();
+  std::vector<at::Tensor> g32;
+  for (auto& u : units_) {
+    at::Tensor g = grad_shard(u);
+    if (g.scalar_type() != at::kFloat || g.device() != optim_device_) g = g.to(optim_device_, at::kFloat);
+    if (inv != 1.0) g.mul_(inv);
+    g32.push_back(g);
+  }
+  if (o_.grad_clip > 0) r.grad_norm = clip_grad_norm(g32, o_.grad_clip, shard_comm_);
+  for (size_t i = 0; i < units_.size(); ++i) {
+    units_[i].optim->step(units_[i].master, g32[i], lr, /*zero_grad=*/false);
+  }
+  zero_grads();
+  std::vector<CommHandle> hs;
+  for (auto& u : units_) {
+    if (u.resident) {
+      at::Tensor own = u.full.narrow(0, g_ * u.shard, u.shard);
+      if (!u.master_is_view) own.copy_(u.master);
+      if (shard_comm_ != nullptr) hs.push_back(shard_comm_->all_gather(own.clone(), u.full));
+    } else if (!u.pshard.is_same(u.master)) {
+      u.pshard.copy_(u.master);
+    }
+  }
+  for (auto& h : hs) h.wait();
+  scaler_.update(false);
+  return r;
+}
+
+int64_t ShardedEngine::optimizer_steps() const {
+  return units_.empty() ? 0 : units_.front().optim->steps();
+}
+
+}  // namespace detail
+
+std::unique_ptr<Strategy> make_sharded(ShardedConfig c, const StrategyOptions& o, Communicator& comm) {
+  return std::make_unique<detail::ShardedEngine>(std::move(c), o, comm);
+}
+
+}  // namespace mtrain::trainer

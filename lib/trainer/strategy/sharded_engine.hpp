@@ -1,0 +1,193 @@
+#pragma once
+// The engine behind zero1/2/3, fsdp (every sharding_strategy) and DDP in mixed precision.
+//
+// Units. The parameters are cut into units (wrap_policy.hpp). A unit's parameters are flattened
+// into one buffer `full` (compute dtype) padded to a multiple of the shard group size S, and the
+// parameters become views of it. Rank g of the shard group owns elements [g·k, (g+1)·k), k =
+// padded/S: the fp32 master copy of them (`master`), their optimiser state and (sharded-gradient
+// modes) their gradient accumulator. HYBRID_SHARD has S = ranks per node and replicates shards
+// across nodes (a replica group per shard index); NO_SHARD and DDP have S = 1.
+//
+// Modes (ShardedConfig):
+//   full gradients (ZeRO-1, NO_SHARD, DDP): a persistent padded gradient buffer the parameters'
+//     .grad are views of; micro-steps without sync only accumulate (no communication); the sync
+//     micro-step reduce-scatters each unit as soon as its last gradient is accumulated (S = 1:
+//     all-reduce). Sent per step: reduce-scatter + all-gather = 2Ψ(N−1)/N elements.
+//   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; when a unit's last gradient
+//     arrives it is copied into a padded flat buffer, the .grad tensors are dropped and the flat
+//     buffer is reduce-scattered — EVERY micro-step, accumulating into the shard accumulator, so
+//     no rank ever keeps full unsharded gradients across micro-steps (the price: one
+//     reduce-scatter per micro-step under gradient accumulation).
+//   resident parameters (ZeRO-1/2, NO_SHARD, persistent units): `full` lives for the whole run;
+//     after the update each rank all-gathers the new values.
+//   non-resident parameters (ZeRO-3, FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD): the memory behind
+//     `full` is freed between uses (the storage object and the parameter views stay, see
+//     compat::release_storage) and all-gathered from the shards on demand.
+//
+// Gather-on-use protocol (LibTorch C++ has no module forward hooks). While the engine exists, a
+// RecordFunction start callback on the thread that ran setup() sees the input tensors of every
+// ATen operator before its kernel runs; an input whose storage is a non-resident unit's `full`
+// triggers a gather of that unit first (waiting for a prefetch already in flight). So the unit
+// is complete exactly when the first operator touches any of its parameters — in forward, in
+// evaluation, and in backward (autograd's saved tensors are views of the same storage; its
+// backward operators pass through the same callback, on the autograd threads it spawns).
+//   forward: the sequence of units touched is recorded (the trace; identical on every rank).
+//     With reshard_after_forward a unit is released when the forward moves on to another unit,
+//     unless it is pinned (FSDP root), or the trace of the previous step shows it used again
+//     within max_reuse_distance elements; gathered units beyond max_live elements are released
+//     least recently used first; everything left is released when the forward returns.
+//     Prefetch: the next units of the previous trace, up to forward_prefetch elements.
+//   backward: a unit is released as soon as its gradients are reduced; prefetch walks the
+//     trace backwards (BACKWARD_PRE: when a unit is gathered, BACKWARD_POST: when it is reduced).
+// Every collective is issued in an order fixed by the (deterministic) autograd schedule and the
+// trace, the same on every rank, which is what keeps Gloo/NCCL matched. Per step ZeRO-3/FSDP
+// full-shard sends all-gather (forward) + all-gather (backward) + reduce-scatter = 3Ψ(N−1)/N.
+#include <deque>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/optim/loss_scale.hpp"
+#include "mtrain/trainer/strategy/precision.hpp"
+#include "mtrain/trainer/strategy/strategy.hpp"
+#include "mtrain/trainer/strategy/wrap_policy.hpp"
+
+namespace mtrain::trainer {
+
+struct ShardedConfig {
+  std::string name;
+  int shard_size = 0;  // S; 0 = the whole world
+  bool grads_sharded = true;
+  bool params_resident = true;
+  bool reshard_after_forward = false;
+  int64_t forward_prefetch = 0;   // elements of upcoming units gathered ahead (0 = none)
+  int64_t backward_prefetch = 0;  // the same in backward
+  bool backward_prefetch_post = false;
+  int max_prefetch_units = std::numeric_limits<int>::max();  // fsdp.limit_all_gathers: 1
+  int64_t max_live = std::numeric_limits<int64_t>::max();     // gathered elements (forward)
+  int64_t max_reuse_distance = 0;
+  bool overlap_comm = true;  // false: each reduction is waited for where it is launched
+  bool offload_optimizer = false;
+  bool offload_params = false;
+  bool gather_16bit_on_save = false;
+  std::function<std::vector<UnitPlan>(const ParamList&, torch::nn::Module&)> plan;
+};
+
+std::unique_ptr<Strategy> make_sharded(ShardedConfig c, const StrategyOptions& o, Communicator& comm);
+
+namespace detail {
+
+struct Slot {
+  size_t param = 0;
+  int64_t offset = 0;  // in the unit's flat buffer
+  int64_t numel = 0;
+};
+
+struct Unit {
+  std::string label;
+  std::vector<Slot> slots;
+  int64_t numel = 0, padded = 0, shard = 0;
+  bool resident = true;
+  bool pinned = false;
+  bool master_is_view = false;  // master aliases full (fp32, resident, not offloaded)
+  at::Tensor full;    // [padded] compute dtype; the parameters are views of it
+  at::Tensor master;  // [shard] fp32, on the optimiser device
+  at::Tensor pshard;  // [shard] compute dtype: what is gathered (may be master itself)
+  at::Tensor gfull;   // [padded] full-gradient mode
+  at::Tensor gacc;    // [shard] sharded-gradient mode
+  std::unique_ptr<FlatOptimizer> optim;
+  bool gathered = true;
+  CommHandle gather;  // a gather in flight
+  size_t waiting = 0;
+  bool reduced = false;
+  int64_t last_use = 0;
+};
+
+struct Reduction {
+  size_t unit = 0;
+  CommHandle h;
+  bool replica_pending = false;  // hybrid: all-reduce across replicas after the reduce-scatter
+  at::Tensor in, out;
+};
+
+class ShardedEngine final : public Strategy {
+ public:
+  ShardedEngine(ShardedConfig c, const StrategyOptions& o, Communicator& comm);
+  ~ShardedEngine() override;
+
+  std::string name() const override { return c_.name; }
+  void setup(std::shared_ptr<torch::nn::Module> model) override;
+  at::Tensor forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
+                              double scale) override;
+  StepResult step(double lr) override;
+  int64_t optimizer_steps() const override;
+  MemoryLedger memory() const override;
+  int64_t num_parameters() const override { return num_params_; }
+  std::vector<TensorPiece> state_pieces() override;
+  void load_state(const TensorSource& src) override;
+  std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override;
+
+  // The op-input callback lands here for storages of this engine's units.
+  void on_use(size_t unit);
+
+ private:
+  enum class Phase { Idle, Forward, Backward };
+  void build_groups();
+  void build_unit(const UnitPlan& plan);
+  void gather_async(size_t u);
+  void ensure(size_t u);
+  void release(size_t u);
+  void release_all();
+  void after_forward_use(size_t prev);
+  void prefetch_forward();
+  void prefetch_backward(size_t u);
+  void enforce_live_limit(size_t current);
+  void on_grad(size_t param);
+  void unit_done(size_t u);
+  void launch_reduce(size_t u);
+  void finish_oldest();
+  void finish_backward();
+  at::Tensor grad_shard(Unit& u);
+  // [begin, end) of this rank's part of slot s for saving (empty when another rank saves it).
+  std::pair<int64_t, int64_t> save_range(const Unit& u, const Slot& s) const;
+  std::pair<int64_t, int64_t> own_range(const Unit& u, const Slot& s) const;
+
+  ShardedConfig c_;
+  StrategyOptions o_;
+  Communicator& comm_;
+  PrecisionPolicy prec_;
+  LossScaler scaler_;
+  std::unique_ptr<Communicator> shard_owned_, replica_owned_;
+  Communicator* shard_comm_ = nullptr;    // set when S > 1
+  Communicator* replica_comm_ = nullptr;  // set when N/S > 1
+  int S_ = 1, g_ = 0, rep_ = 0;
+  at::Device device_{at::kCPU}, optim_device_{at::kCPU}, param_home_{at::kCPU};
+
+  std::shared_ptr<torch::nn::Module> model_;
+  std::vector<std::string> names_, all_names_;
+  std::vector<at::Tensor> params_, all_params_;
+  std::vector<int> all_index_;  // all_params_[i] → index in params_, or -1
+  int64_t num_params_ = 0;
+  std::vector<Unit> units_;
+  std::vector<size_t> unit_of_param_;
+  std::vector<char> got_grad_;
+  std::vector<std::shared_ptr<void>> hooks_;
+  std::shared_ptr<void> watch_;
+  std::thread::id owner_;
+
+  Phase phase_ = Phase::Idle;
+  bool busy_ = false;
+  bool sync_ = false;
+  std::deque<Reduction> inflight_;
+  std::vector<size_t> trace_, cur_trace_, bwd_order_;
+  int current_ = -1;
+  int64_t clock_ = 0;
+};
+
+}  // namespace detail
+}  // namespace mtrain::trainer

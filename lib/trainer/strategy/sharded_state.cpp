@@ -1,0 +1,166 @@
+// The sharded engine's state as the rest of the trainer sees it: the memory ledger, checkpoint
+// pieces with global offsets (so any strategy at any world size can read them back), loading
+// from any layout, and the consolidated fp32 weights.
+//
+// Pieces: a parameter occupies [offset, offset+numel) of its unit's flat buffer; rank g of the
+// shard group owns [g·k, (g+1)·k) of that buffer, so it saves the intersection, shifted into the
+// parameter's own flattened index space. With S > 1 only replica 0 saves (HYBRID_SHARD replicas
+// hold identical shards); with S = 1 (NO_SHARD, DDP) every rank holds everything and rank r saves
+// the r-th even slice, as ddp.cpp does.
+#include <ATen/core/grad_mode.h>
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/strategy/sharded_engine.hpp"
+
+namespace mtrain::trainer::detail {
+
+std::pair<int64_t, int64_t> ShardedEngine::own_range(const Unit& u, const Slot& s) const {
+  const int64_t b = std::max(s.offset, g_ * u.shard);
+  const int64_t e = std::min(s.offset + s.numel, (g_ + 1) * u.shard);
+  return {b, std::max(b, e)};
+}
+
+std::pair<int64_t, int64_t> ShardedEngine::save_range(const Unit& u, const Slot& s) const {
+  if (S_ == 1) {
+    auto [b, e] = even_split(s.numel, comm_.world(), comm_.rank());
+    return {s.offset + b, s.offset + e};
+  }
+  if (rep_ != 0) return {0, 0};
+  return own_range(u, s);
+}
+
+MemoryLedger ShardedEngine::memory() const {
+  MemoryLedger m;
+  for (const auto& u : units_) {
+    const int64_t optim_state = u.shard * u.optim->state_bytes_per_element();
+    const int64_t master = u.master.numel() * u.master.element_size();
+    if (u.resident) {
+      m.params += u.padded * u.full.element_size();
+      m.optimizer += optim_state + (u.master_is_view ? 0 : master);
+    } else {
+      const bool shared = u.pshard.is_same(u.master);
+      m.params += u.pshard.numel() * u.pshard.element_size();
+      m.optimizer += optim_state + (shared ? 0 : master);
+      m.gathered = std::max(m.gathered, u.padded * u.full.element_size());
+    }
+    const at::Tensor& g = c_.grads_sharded ? u.gacc : u.gfull;
+    m.grads += g.numel() * g.element_size();
+  }
+  return m;
+}
+
+std::vector<TensorPiece> ShardedEngine::state_pieces() {
+  release_all();
+  std::vector<TensorPiece> out;
+  auto add = [&](const std::string& name, const Slot& s, int64_t b, int64_t e, const at::Tensor& flat_shard,
+                 int64_t shard_begin) {
+    TensorPiece p;
+    p.name = name;
+    p.global_shape = params_[s.param].sizes().vec();
+    p.dtype = at::kFloat;
+    p.offset = b - s.offset;
+    p.data = flat_shard.narrow(0, b - shard_begin, e - b);
+    out.push_back(std::move(p));
+  };
+  for (auto& u : units_) {
+    const int64_t shard_begin = g_ * u.shard;
+    auto states = u.optim->state();
+    for (const auto& s : u.slots) {
+      auto [b, e] = save_range(u, s);
+      if (e <= b) continue;
+      add("model/" + names_[s.param], s, b, e, u.master, shard_begin);
+      for (auto& [sname, st] : states) add("optim/" + sname + "/" + names_[s.param], s, b, e, st, shard_begin);
+    }
+  }
+  if (comm_.rank() == 0) {
+    TensorPiece p;
+    p.name = "optim/step";
+    p.global_shape = {1};
+    p.dtype = at::kLong;
+    p.data = at::full({1}, optimizer_steps(), at::kLong);
+    out.push_back(std::move(p));
+    if (scaler_.enabled()) {
+      TensorPiece q;
+      q.name = "precision/loss_scale";
+      q.global_shape = {1};
+      q.dtype = at::kFloat;
+      q.data = at::full({1}, scaler_.scale(), at::kFloat);
+      out.push_back(std::move(q));
+    }
+  }
+  return out;
+}
+
+void ShardedEngine::load_state(const TensorSource& src) {
+  at::NoGradGuard no_grad;
+  release_all();
+  auto check = [&](const std::string& name, const at::Tensor& p) {
+    if (!src.has(name)) {
+      throw Error("the checkpoint has no tensor '" + name + "'",
+                  "it was written for a different model or optimiser; resume with the same "
+                  "model.* and optim.name settings");
+    }
+    if (src.shape(name) != p.sizes().vec()) {
+      throw Error(fmt::format("checkpoint tensor '{}' has shape {}, the model has {}", name,
+                              fmt::join(src.shape(name), "x"), fmt::join(p.sizes(), "x")),
+                  "resume with the same model.* settings");
+    }
+  };
+  for (auto& u : units_) {
+    const int64_t shard_begin = g_ * u.shard;
+    auto states = u.optim->state();
+    for (const auto& s : u.slots) {
+      const std::string& pname = names_[s.param];
+      check("model/" + pname, params_[s.param]);
+      auto [b, e] = own_range(u, s);
+      if (e > b) {
+        u.master.narrow(0, b - shard_begin, e - b).copy_(src.read("model/" + pname, b - s.offset, e - b));
+        for (auto& [sname, st] : states) {
+          const std::string key = "optim/" + sname + "/" + pname;
+          check(key, params_[s.param]);
+          st.narrow(0, b - shard_begin, e - b).copy_(src.read(key, b - s.offset, e - b));
+        }
+      }
+      // Resident parameters: the whole tensor straight from the checkpoint (no collective).
+      if (u.resident) u.full.narrow(0, s.offset, s.numel).copy_(src.read("model/" + pname, 0, s.numel));
+    }
+    if (!u.resident && !u.pshard.is_same(u.master)) u.pshard.copy_(u.master);
+    (c_.grads_sharded ? u.gacc : u.gfull).zero_();
+    const int64_t steps = src.has("optim/step") ? src.read("optim/step", 0, 1).item<int64_t>() : 0;
+    u.optim->set_steps(steps);
+  }
+  if (scaler_.enabled() && src.has("precision/loss_scale")) {
+    scaler_.set_scale(src.read("precision/loss_scale", 0, 1).item<double>());
+  }
+}
+
+std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::consolidated_parameters() {
+  at::NoGradGuard no_grad;
+  release_all();
+  const bool half = c_.gather_16bit_on_save && prec_.param != at::kFloat;
+  const at::ScalarType dt = half ? prec_.param : at::kFloat;
+  std::vector<at::Tensor> full_param(params_.size());
+  for (auto& u : units_) {
+    at::Tensor flat = at::empty({u.padded}, at::TensorOptions().dtype(dt).device(device_));
+    at::Tensor mine = u.master.to(device_, dt).contiguous();
+    if (shard_comm_ != nullptr) {
+      shard_comm_->all_gather(mine, flat).wait();
+    } else {
+      flat.copy_(mine);
+    }
+    for (const auto& s : u.slots) {
+      full_param[s.param] =
+          flat.narrow(0, s.offset, s.numel).view(params_[s.param].sizes()).to(at::kCPU).clone();
+    }
+  }
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (size_t i = 0; i < all_params_.size(); ++i) {
+    const int k = all_index_[i];
+    out.emplace_back(all_names_[i], k >= 0 ? full_param[static_cast<size_t>(k)]
+                                           : all_params_[i].detach().to(at::kCPU, dt).clone());
+  }
+  return out;
+}
+
+}  // namespace mtrain::trainer::detail

@@ -1,0 +1,78 @@
+// The memory ledger: ARCHITECTURE section 6 per strategy and precision, the printed table, and
+// summary.json's measured-vs-formula keys.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/loop/ledger.hpp"
+
+using namespace mtrain::trainer;
+using namespace mtrain::trainer::testing;
+
+namespace {
+void check(const std::string& strategy, const std::string& sharding, const std::string& precision,
+           double params, double grads, double optim, const std::string& formula) {
+  INFO(strategy << " " << sharding << " " << precision);
+  const auto b = expected_model_state_bytes(strategy, sharding, precision, 1000, 4);
+  CHECK(b.params == params);
+  CHECK(b.grads == grads);
+  CHECK(b.optimizer == optim);
+  CHECK(b.formula == formula);
+}
+}  // namespace
+
+TEST_CASE("expected model-state bytes follow ARCHITECTURE section 6", "[ledger]") {
+  // Ψ = 1000, N = 4.
+  check("ddp", "", "fp32", 4000, 4000, 8000, "16Ψ");
+  check("zero1", "", "fp32", 4000, 4000, 2000, "8Ψ + 8Ψ/N");
+  check("zero2", "", "fp32", 4000, 1000, 2000, "4Ψ + 12Ψ/N");
+  check("zero3", "", "fp32", 1000, 1000, 2000, "16Ψ/N");
+  check("fsdp", "FULL_SHARD", "fp32", 1000, 1000, 2000, "16Ψ/N");
+  check("fsdp", "", "fp32", 1000, 1000, 2000, "16Ψ/N");
+  check("fsdp", "SHARD_GRAD_OP", "fp32", 4000, 1000, 2000, "4Ψ + 12Ψ/N");
+  check("fsdp", "NO_SHARD", "fp32", 4000, 4000, 8000, "16Ψ");
+  check("fsdp", "HYBRID_SHARD", "fp32", 1000, 1000, 2000, "16Ψ/N");
+  check("ddp", "", "bf16", 2000, 2000, 12000, "16Ψ");
+  check("zero1", "", "bf16", 2000, 2000, 3000, "4Ψ + 12Ψ/N");
+  check("zero2", "", "fp16", 2000, 500, 3000, "2Ψ + 14Ψ/N");
+  check("zero3", "", "bf16", 500, 500, 3000, "16Ψ/N");
+  // Totals as the section states them.
+  CHECK(expected_model_state_bytes("zero1", "", "fp32", 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
+  CHECK(expected_model_state_bytes("zero2", "", "bf16", 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
+  CHECK(expected_model_state_bytes("zero3", "", "fp32", 1000, 1).total() == 16000);
+  CHECK_THROWS_WITH(expected_model_state_bytes("zero9", "", "fp32", 1, 1), Catch::Contains("zero9"));
+  CHECK_THROWS_WITH(expected_model_state_bytes("fsdp", "HALF", "fp32", 1, 1), Catch::Contains("HALF"));
+  CHECK_THROWS_WITH(expected_model_state_bytes("ddp", "", "fp8", 1, 1), Catch::Contains("fp8"));
+  CHECK_THROWS(expected_model_state_bytes("ddp", "", "fp32", 1, 0));
+
+  LedgerReport r;
+  r.strategy = "zero2";
+  r.precision = "fp32";
+  r.psi = 1000;
+  r.world = 4;
+  r.params = 4000;
+  r.grads = 1000;
+  r.optimizer = 2100;
+  const std::string t = format_ledger_table(r, expected_model_state_bytes("zero2", "", "fp32", 1000, 4));
+  CHECK_THAT(t, Catch::Contains("Ψ = 1000") && Catch::Contains("N = 4") &&
+                    Catch::Contains("4Ψ + 12Ψ/N = 7000 bytes") && Catch::Contains("1.050"));
+}
+
+TEST_CASE("the loop prints the ledger and writes measured and formula bytes", "[ledger]") {
+  at::set_num_threads(1);
+  const auto d = fresh_dir("ledger");
+  auto j = small_job(d, "mlp");
+  mtrain::config::set(j, "train.max_steps", 2);
+  mtrain::config::set(j, "checkpoint.interval", 0);
+  std::string console;
+  run_job(j, 2, &console);
+  CHECK_THAT(console, Catch::Contains("Memory ledger (ddp, fp32") && Catch::Contains("N = 2") &&
+                          Catch::Contains("16Ψ ="));
+  const json s = read_json(d / "summary.json");
+  const double psi = s["num_params"].get<double>();
+  CHECK(s["model_state_formula_bytes"]["total"].get<double>() == 16 * psi);
+  CHECK(s["model_state_formula_bytes"]["formula"] == "16Ψ");
+  CHECK(s["model_state_bytes_per_rank"]["params"].get<double>() ==
+        s["model_state_formula_bytes"]["params"].get<double>());
+  CHECK(s["peak_memory_bytes"].get<int64_t>() > 0);
+}

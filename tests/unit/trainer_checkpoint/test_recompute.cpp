@@ -1,0 +1,105 @@
+// Activation checkpointing: gradients (and BatchNorm statistics, and the RNG stream) identical
+// to the plain model, while far fewer bytes stay allocated for backward after the forward.
+#include <catch2/catch.hpp>
+
+#include "helpers.hpp"
+
+using namespace mtrain::trainer;
+using namespace mtrain::trainer::testing;
+
+namespace {
+
+struct Pass {
+  double loss = 0;
+  int64_t kept_bytes = 0;  // allocated between the start of forward and the start of backward
+  std::vector<at::Tensor> grads, buffers;
+  at::Tensor next_random;
+};
+
+Pass run(TaskModel& m, const Batch& b) {
+  auto& alloc = counting_allocator();
+  at::manual_seed(11);
+  m.zero_grad();
+  const int64_t before = alloc.live();
+  at::Tensor loss = m.loss(b);
+  Pass p;
+  p.kept_bytes = alloc.live() - before;
+  loss.backward();
+  p.loss = loss.item<double>();
+  for (const auto& t : m.parameters()) p.grads.push_back(t.grad().clone());
+  for (const auto& t : m.buffers()) p.buffers.push_back(t.clone());
+  p.next_random = at::rand({4});
+  return p;
+}
+
+void compare(const ModelSpec& spec, const Batch& b) {
+  auto plain = make_model(spec, 3), ckpt = make_model(spec, 3);
+  ckpt->set_activation_checkpointing(true);
+  plain->train();
+  ckpt->train();
+  counting_allocator();  // installed before either forward
+  const Pass p = run(*plain, b);
+  const Pass c = run(*ckpt, b);
+  INFO(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
+                 << " checkpointed");
+  CHECK(c.loss == p.loss);
+  REQUIRE(c.grads.size() == p.grads.size());
+  for (size_t i = 0; i < p.grads.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(at::equal(c.grads[i], p.grads[i]));
+  }
+  REQUIRE(c.buffers.size() == p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) CHECK(at::equal(c.buffers[i], p.buffers[i]));
+  CHECK(at::equal(c.next_random, p.next_random));  // recompute restored the RNG it borrowed
+  CHECK(c.kept_bytes < p.kept_bytes / 2);
+  WARN(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
+                 << " with activation checkpointing");
+}
+
+}  // namespace
+
+TEST_CASE("activation checkpointing: same gradients, less kept for backward (gpt with dropout)",
+          "[recompute]") {
+  at::set_num_threads(1);
+  ModelSpec s;
+  s.name = "gpt";
+  s.n_layer = 4;
+  s.n_head = 2;
+  s.n_embd = 32;
+  s.block_size = 32;
+  s.vocab_size = 256;
+  s.dropout = 0.1;
+  at::manual_seed(1);
+  Batch b{at::randint(0, 256, {4, 32}, at::kLong), at::randint(0, 256, {4, 32}, at::kLong)};
+  compare(s, b);
+}
+
+TEST_CASE("activation checkpointing: same gradients and BatchNorm statistics (resnet18)",
+          "[recompute]") {
+  at::set_num_threads(1);
+  ModelSpec s;
+  s.name = "resnet18";
+  s.num_classes = 10;
+  at::manual_seed(2);
+  Batch b{at::randn({4, 3, 16, 16}), at::randint(0, 10, {4}, at::kLong)};
+  compare(s, b);
+}
+
+TEST_CASE("activation checkpointing is inert in eval and without autograd", "[recompute]") {
+  at::set_num_threads(1);
+  ModelSpec s;
+  s.name = "gpt";
+  s.n_layer = 2;
+  s.n_head = 2;
+  s.n_embd = 16;
+  s.block_size = 8;
+  s.vocab_size = 32;
+  auto plain = make_model(s, 3), ckpt = make_model(s, 3);
+  ckpt->set_activation_checkpointing(true);
+  CHECK(ckpt->activation_checkpointing());
+  const at::Tensor x = at::randint(0, 32, {2, 8}, at::kLong);
+  Batch b{x, x};
+  const EvalStats e1 = plain->evaluate(b), e2 = ckpt->evaluate(b);
+  CHECK(e1.loss_sum == e2.loss_sum);
+  CHECK(e1.correct == e2.correct);
+}
