@@ -6,6 +6,7 @@
 _mtrain_subs() {
   case "$1" in
     mtrain) _mtrain_r=(launch checkpoint slurm config env bench completion) ;;
+    'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import docs) ;;
     'mtrain bench') _mtrain_r=(comm launch train) ;;
@@ -17,6 +18,9 @@ _mtrain_opts() {
     mtrain) _mtrain_r=(--help -h --version) ;;
     'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --max-restarts --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
+    'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype) ;;
+    'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
+    'mtrain checkpoint verify') _mtrain_r=(--help -h) ;;
     'mtrain slurm') _mtrain_r=(--help -h) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --config) ;;
     'mtrain slurm submit') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --config --script-file --format) ;;
@@ -42,6 +46,8 @@ _mtrain_opts() {
 _mtrain_valopts() {
   case "$1" in
     'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --max-restarts --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype) ;;
+    'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
     'mtrain slurm submit') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config --script-file --format) ;;
     'mtrain slurm status') _mtrain_r=(--format) ;;
@@ -101,6 +107,9 @@ _mtrain_values() {
     'mtrain launch|--resume') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
     'mtrain launch|--set') _mtrain_kind=none ;;
+    'mtrain checkpoint consolidate|--output'|'mtrain checkpoint consolidate|-o') _mtrain_kind=files ;;
+    'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
+    'mtrain checkpoint inspect|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain slurm script|--job-name') _mtrain_kind=none ;;
     'mtrain slurm script|--partition') _mtrain_kind=partitions ;;
     'mtrain slurm script|--nodes') _mtrain_kind=none ;;
@@ -233,7 +242,6 @@ _mtrain_values() {
 _mtrain_program() {
   case "$1" in
     'mtrain launch') return 0 ;;
-    'mtrain checkpoint') return 0 ;;
     'mtrain slurm script') return 0 ;;
     'mtrain slurm submit') return 0 ;;
     'mtrain slurm task') return 0 ;;

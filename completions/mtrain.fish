@@ -7,6 +7,8 @@ function __mtrain_subs
     switch $argv[1]
         case 'mtrain'
             printf '%s\n' 'launch' 'checkpoint' 'slurm' 'config' 'env' 'bench' 'completion'
+        case 'mtrain checkpoint'
+            printf '%s\n' 'consolidate' 'inspect' 'verify'
         case 'mtrain slurm'
             printf '%s\n' 'script' 'submit' 'status' 'logs' 'cancel' 'task'
         case 'mtrain config'
@@ -22,6 +24,12 @@ function __mtrain_opts
         case 'mtrain launch'
             printf '%s\n' '--help' '-h' '--nproc-per-node' '--gpus' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--max-restarts' '--grace-period' '--log-dir' '--tee' '--prefix' '--no-prefix' '--ranks-filter' '--module' '-m' '--local-rank-arg' '--no-local-rank' '--dry-run' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
         case 'mtrain checkpoint'
+            printf '%s\n' '--help' '-h'
+        case 'mtrain checkpoint consolidate'
+            printf '%s\n' '--help' '-h' '--output' '-o' '--dtype'
+        case 'mtrain checkpoint inspect'
+            printf '%s\n' '--help' '-h' '--format'
+        case 'mtrain checkpoint verify'
             printf '%s\n' '--help' '-h'
         case 'mtrain slurm'
             printf '%s\n' '--help' '-h'
@@ -67,6 +75,10 @@ function __mtrain_valopts
     switch $argv[1]
         case 'mtrain launch'
             printf '%s\n' '--nproc-per-node' '--gpus' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--max-restarts' '--grace-period' '--log-dir' '--prefix' '--ranks-filter' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
+        case 'mtrain checkpoint consolidate'
+            printf '%s\n' '--output' '-o' '--dtype'
+        case 'mtrain checkpoint inspect'
+            printf '%s\n' '--format'
         case 'mtrain slurm script'
             printf '%s\n' '--job-name' '--partition' '--nodes' '--ntasks-per-node' '--gpus-per-node' '--gres' '--cpus-per-task' '--mem' '--time' '--account' '--qos' '--constraint' '--output' '--error' '--export' '--sbatch' '--setup' '--signal' '--pattern' '--template' '--mtrain' '--chdir' '--config'
         case 'mtrain slurm submit'
@@ -177,6 +189,12 @@ function __mtrain_values
             printf '%s\n' 'yaml'
         case 'mtrain launch|--set'
             printf '%s\n' 'none'
+        case 'mtrain checkpoint consolidate|--output' 'mtrain checkpoint consolidate|-o'
+            printf '%s\n' 'files'
+        case 'mtrain checkpoint consolidate|--dtype'
+            printf '%s\n' 'list' 'fp32' 'bf16' 'fp16'
+        case 'mtrain checkpoint inspect|--format'
+            printf '%s\n' 'list' 'text' 'json'
         case 'mtrain slurm script|--job-name'
             printf '%s\n' 'none'
         case 'mtrain slurm script|--partition'
@@ -436,8 +454,6 @@ end
 function __mtrain_program
     switch $argv[1]
         case 'mtrain launch'
-            return 0
-        case 'mtrain checkpoint'
             return 0
         case 'mtrain slurm script'
             return 0
