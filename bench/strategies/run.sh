@@ -22,6 +22,11 @@ PRECISION=${PRECISION:-fp32} DEVICE=${DEVICE:-cpu} EXTRA=${EXTRA:-}
 for b in mtrain mtrain-worker; do
   [ -x "$build/bin/$b" ] || { echo "run.sh: $build/bin/$b not found; build with: ninja -C $build mtrain mtrain-worker" >&2; exit 2; }
 done
+# Peak memory on the CPU is the worker's peak RSS. glibc raises its mmap threshold each time a
+# large block is freed, after which freed tensors stay in the heap and count as resident; a
+# fixed threshold returns them to the system, so the peak reflects live memory for every
+# strategy alike (override by exporting MALLOC_MMAP_THRESHOLD_ yourself).
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
