@@ -67,10 +67,11 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   str("launch.log_dir", "--log-dir", o.output.log_dir);
   if (from_file("launch.max_restarts", "--max-restarts"))
     o.plan.max_restarts = config::get(r.job, "launch.max_restarts").get<int>();
-  if (from_file("launch.nnodes", "--nnodes")) {
-    auto v = str::parse_uint(text_of(config::get(r.job, "launch.nnodes")));
-    if (v) o.plan.nnodes = static_cast<int>(*v);
-  }
+  if (from_file("launch.nnodes", "--nnodes")) o.multi.nnodes = text_of(config::get(r.job, "launch.nnodes"));
+  str("launch.hostfile", "--hostfile", o.multi.hostfile);
+  str("launch.rdzv_backend", "--rdzv-backend", o.multi.rdzv_backend);
+  if (from_file("launch.rdzv_timeout_s", "--rdzv-timeout"))
+    o.multi.rdzv_timeout_s = config::get(r.job, "launch.rdzv_timeout_s").get<double>();
 }
 
 }  // namespace
@@ -108,13 +109,15 @@ void add_launch(CLI::App& root, Exit& exit) {
                 ->default_str("29500"),
             "master-port"), kRdzv);
   group(env(sub->add_option("--launcher", o.launcher,
-                            "auto (Slurm agent step if detected, else local), local, slurm, or slurm-task "
-                            "(srun started every rank: translate its environment and run the program)")
-                ->check(CLI::IsMember({"auto", "local", "slurm", "slurm-task"}))
+                            "auto (Slurm agent step if detected, ssh when the hostfile names other hosts, else "
+                            "local), local, ssh, slurm, or slurm-task (srun started every rank: translate its "
+                            "environment and run the program)")
+                ->check(CLI::IsMember({"auto", "local", "ssh", "slurm", "slurm-task"}))
                 ->default_str("auto"),
             "launcher"), kRdzv);
-  group(env(sub->add_option("--nnodes", o.plan.nnodes, "Nodes in the job (static: start mtrain on each node)")
-                ->check(CLI::Range(1, 65536)),
+  group(env(sub->add_option("--nnodes", o.multi.nnodes,
+                            "Nodes in the job: N, or MIN:MAX with --rdzv-backend mtrain (static: start mtrain on "
+                            "each node with --node-rank)"),
             "nnodes"), kRdzv);
   group(env(sub->add_option("--node-rank", o.plan.node_rank, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0)")
                 ->check(CLI::Range(0, 65535)),
@@ -124,11 +127,70 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--job-id", o.plan.job_id, "Job id (MTRAIN_JOB_ID); default: generated"), "job-id"),
         kRdzv);
   group(env(sub->add_option("--role", o.plan.role, "Role name (ROLE_NAME)")->default_str("default"), "role"), kRdzv);
+  group(env(sub->add_option("--rdzv-backend", o.multi.rdzv_backend,
+                            "static (node ranks from --node-rank or the hostfile) or mtrain (nodes join the store "
+                            "at --rdzv-endpoint and get node ranks; c10d is taken as mtrain)")
+                ->check(CLI::IsMember({"static", "mtrain", "c10d"}))
+                ->default_str("static"),
+            "rdzv-backend"), kRdzv);
+  group(env(sub->add_option("--rdzv-endpoint", o.multi.rdzv_endpoint,
+                            "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that "
+                            "address holds it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node"),
+            "rdzv-endpoint"), kRdzv);
+  group(env(sub->add_option("--rdzv-timeout", o.multi.rdzv_timeout_s,
+                            "Seconds for every node to join before the job fails, naming the missing ones")
+                ->check(CLI::Range(0.1, 86400.0))
+                ->default_str("300"),
+            "rdzv-timeout"), kRdzv);
+  group(env(sub->add_option("--rdzv-last-call", o.multi.rdzv_last_call_s,
+                            "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined")
+                ->check(CLI::Range(0.0, 86400.0))
+                ->default_str("30"),
+            "rdzv-last-call"), kRdzv);
+  group(env(sub->add_option("--node-timeout", o.multi.node_timeout_s,
+                            "Seconds without heartbeats after which a node counts as lost and the job stops")
+                ->check(CLI::Range(0.5, 86400.0))
+                ->default_str("30"),
+            "node-timeout"), kRdzv);
+  group(env(sub->add_option("--node-name", o.multi.node_name, "This node's name in the job (default: the hostname)"),
+            "node-name"), kRdzv);
+
+  const char* kHosts = "Hosts (ssh)";
+  group(env(sub->add_option("--hostfile", o.multi.hostfile,
+                            "Hosts, one per line: 'worker-0 slots=4', 'alice@worker-1 gpus=0,2' (DeepSpeed format)"),
+            "hostfile"), kHosts);
+  group(env(sub->add_option("--num-nodes", o.multi.num_nodes, "Use the first N hosts of the hostfile")
+                ->check(CLI::Range(0, 1 << 20)),
+            "num-nodes"), kHosts);
+  group(env(sub->add_option("--num-gpus", o.multi.num_gpus, "Use the first N slots of each host")
+                ->check(CLI::Range(0, 1 << 20)),
+            "num-gpus"), kHosts);
+  group(env(sub->add_option("--remote-mtrain", o.multi.remote_mtrain,
+                            "Path of mtrain on the other hosts (default: this binary's path)"),
+            "remote-mtrain"), kHosts);
+  group(sub->add_option("--ssh-option", o.multi.ssh_options, "Extra ssh -o KEY=VALUE (repeatable)"), kHosts);
+  group(env(sub->add_option("--ssh-port", o.multi.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535)),
+            "ssh-port"), kHosts);
+  group(env(sub->add_option("--ssh-identity", o.multi.ssh_identity, "ssh private key (-i)"), "ssh-identity"), kHosts);
+  group(sub->add_option("--export", o.multi.exports,
+                        "Pass VAR (its value here) or VAR=VALUE to every host (repeatable); NCCL_*, GLOO_*, CUDA_*, "
+                        "PYTHON*, OMP_* and MTRAIN_* are passed anyway"),
+        kHosts);
+  group(env(sub->add_option("--export-env-file", o.multi.export_env_file, "File of VAR=VALUE lines to pass to every host"),
+            "export-env-file"), kHosts);
+  sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
+      ->group("");
 
   const char* kSup = "Supervision";
   group(env(sub->add_option("--max-restarts", o.plan.max_restarts, "Restart the whole group up to K times on failure")
                 ->check(CLI::Range(0, 1000000)),
             "max-restarts"), kSup);
+  group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
+                            "Stop the job (exit 75) when a rank writes no output and does not touch its "
+                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: off")
+                ->check(CLI::Range(0.0, 864000.0))
+                ->default_str("0"),
+            "heartbeat-timeout"), kSup);
   group(env(sub->add_option("--grace-period", o.grace_period_s, "Seconds between SIGTERM and SIGKILL at teardown")
                 ->check(CLI::Range(0.0, 86400.0))
                 ->default_str("5"),
@@ -180,11 +242,18 @@ void add_launch(CLI::App& root, Exit& exit) {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
     o.master_port_given = sub->get_option("--master-port")->count() > 0;
+    o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
+    o.multi.self_exe = self_exe();
     if (f->no_local_rank) o.plan.local_rank_arg = false;
     o.output.prefix = !f->no_prefix;
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
-    if (o.plan.program.empty() || !f->config_file.empty()) {
+    auto shipped = mtrain::process_environment();
+    if (o.multi.ssh_agent && o.plan.program.empty() && shipped.count("MTRAIN_JOB_SPEC")) {
+      // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
+      o.worker_path = launch::find_worker(self_exe());
+      o.job_spec_json = config::json::parse(shipped.at("MTRAIN_JOB_SPEC")).dump(2);
+    } else if (o.plan.program.empty() || !f->config_file.empty()) {
       auto r = resolve(*f);
       apply_file_launch_settings(r, *sub, o);
       if (o.plan.program.empty()) {

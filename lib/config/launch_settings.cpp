@@ -93,9 +93,9 @@ void add_launch_settings(Registry& r) {
              "master-addr"));
   r.add(integer("launch.master_port", 29500, 1, 65535, "Port of the c10d store rank 0 hosts.",
                 "master-port"));
-  r.add(choice("launch.rdzv_backend", "static", {"static", "c10d"},
-               "Rendezvous: static (node ranks fixed by host order) or c10d (nodes join a store "
-               "and agree on ranks).",
+  r.add(choice("launch.rdzv_backend", "static", {"static", "mtrain", "c10d"},
+               "Rendezvous: static (node ranks fixed by host order) or mtrain (nodes join the "
+               "launcher's store and agree on ranks; c10d is taken as mtrain).",
                "rdzv-backend"));
   r.add(integer("launch.rdzv_port", 29400, 1, 65535,
                 "Port of the node-level rendezvous store on the first node.", "rdzv-port"));

@@ -14,10 +14,14 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/host_probe.hpp"
+#include "mtrain/launch/multinode.hpp"
+#include "mtrain/launch/node_agent.hpp"
 #include "mtrain/launch/preflight.hpp"
 #include "mtrain/launch/supervisor.hpp"
 #include "mtrain/slurm/allocation.hpp"
 #include "mtrain/slurm/task_exec.hpp"
+#include "mtrain/rendezvous/endpoint.hpp"
+#include "mtrain/rendezvous/token.hpp"
 
 namespace fs = std::filesystem;
 
@@ -76,25 +80,76 @@ int run_launch(LaunchOptions opt) {
       throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
     slurm::exec_as_rank(opt.plan.program, t);
   }
-  apply_slurm(opt, env);
-  plan::HostFacts facts = probe_host(env);
+  auto& m = opt.multi;
   auto& p = opt.plan;
+  if (m.rdzv_backend == "c10d") m.rdzv_backend = "mtrain";
+  if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
+    throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
+  const bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
+  if (!agent) {
+    apply_slurm(opt, env);
+    if (!m.nnodes.empty()) {
+      auto n = rendezvous::parse_nnodes(m.nnodes);
+      if (n.elastic())
+        throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous", m.nnodes),
+                    "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or give a fixed --nnodes N.");
+      p.nnodes = n.max;
+    }
+  }
+  plan::HostFacts facts = probe_host(env);
+  if (p.job_id.empty() && agent && !p.rdzv_id.empty()) p.job_id = p.rdzv_id;  // the same on every node
   if (p.job_id.empty()) p.job_id = new_job_id();
+
+  std::optional<topology::Inventory> hosts;
+  if (!m.ssh_agent) hosts = selected_hosts(opt);
+  if (hosts && !agent) {
+    if (m.node_rank_given) {
+      apply_hostfile_node(p, *hosts, p.node_rank);  // static node K of the hostfile's world
+    } else if (opt.launcher == "ssh" || !is_this_machine(*hosts)) {
+      if (opt.launcher != "auto" && opt.launcher != "ssh")
+        throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
+                                hosts->size() == 1 ? "a host" : "hosts", opt.launcher),
+                    "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
+      if (opt.master_port == "0" || opt.master_port == "auto")
+        throw Error("--master-port auto picks a free port on this machine only, not on the first host",
+                    "Give a port number free on the first host (default 29500).");
+      p.master_port = resolve_port(opt.master_port, "127.0.0.1");
+      return run_ssh_launch(opt, *hosts, facts, env);
+    } else {
+      apply_hostfile_node(p, *hosts, 0);  // one host, this machine: its slots, no ssh
+      p.master_addr.clear();
+      p.node_name.clear();
+    }
+  }
+  if (agent && hosts && !m.node_name.empty()) {
+    // A node started by hand with the job's hostfile takes its slots from its line.
+    if (const auto* h = topology::find_host(*hosts, m.node_name)) {
+      if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h->slots.size());
+    } else {
+      throw Error(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
+                  "Use one of the hostfile's host names, or leave --hostfile out.");
+    }
+  }
+
+  std::string master_addr_given = p.master_addr;
   if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
   p.master_port = resolve_port(opt.master_port, p.master_addr);
 
   // Where per-attempt files live: the log dir if given, else a private temp dir for this job.
+  // Nodes of one job may share a file system: each node agent has its own subfolder.
+  std::string sub = agent ? "/" + (m.node_name.empty() ? facts.hostname : m.node_name) : "";
   std::string run_dir;
   bool temp_run_dir = false;
   if (!opt.output.log_dir.empty()) {
-    run_dir = (fs::path(opt.output.log_dir) / p.job_id).string();
+    run_dir = (fs::path(opt.output.log_dir) / p.job_id).string() + sub;
     opt.output.log_dir = run_dir;
   } else {
     const char* tmp = std::getenv("TMPDIR");
-    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / p.job_id).string();
+    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / p.job_id).string() + sub;
     temp_run_dir = true;
   }
   p.error_file_dir = run_dir;
+  p.heartbeat_file = opt.heartbeat_timeout_s > 0;
 
   if (p.program.empty()) {
     if (opt.worker_path.empty())
@@ -104,7 +159,29 @@ int run_launch(LaunchOptions opt) {
     p.worker_argv = {opt.worker_path, "--job", (fs::path(run_dir) / "job.json").string()};
   }
 
-  plan::LaunchPlan lp = plan::build_plan(p, facts);
+  std::optional<AgentOptions> agent_opt;
+  if (agent) {
+    agent_opt = agent_options(opt, hosts, env);
+    p.master_addr = master_addr_given;  // else node 0's address, from the agreement
+    p.rdzv_backend = "mtrain";
+    p.rdzv_endpoint = agent_opt->endpoint.str();
+  }
+  if (hosts && opt.dry_run && !agent) {
+    // The hostfile's whole job, as the ssh launcher would start it.
+    plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(*hosts), facts);
+    if (m.node_rank_given) lp = plan::build_plan(p, facts);
+    std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
+
+  plan::PlanOptions preview = p;
+  if (agent) {
+    if (preview.master_addr.empty()) preview.master_addr = "127.0.0.1";
+    preview.nnodes = 1;
+    preview.node_rank = 0;
+  }
+  plan::LaunchPlan lp = plan::build_plan(preview, facts);
 
   if (opt.dry_run) {
     std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
@@ -115,7 +192,7 @@ int run_launch(LaunchOptions opt) {
   // Input checks that touch the system, before anything starts.
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
-  if (lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
+  if (!agent && lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
 
   std::error_code ec;
   fs::create_directories(run_dir, ec);
@@ -129,10 +206,16 @@ int run_launch(LaunchOptions opt) {
   so.error_file_dir = run_dir;
   so.output = opt.output;
   so.base_env = env;
+  so.base_env.erase(rendezvous::kTokenEnv);  // ranks never need the job token
+  so.base_env.erase("MTRAIN_JOB_SPEC");      // nor the job an ssh agent got on stdin (it is in job.json)
+  so.heartbeat_timeout_s = opt.heartbeat_timeout_s;
   if (isatty(STDOUT_FILENO)) so.base_env["MTRAIN_CONSOLE_TTY"] = "1";  // ranks' stdout is a pipe
   PosixProcessRunner runner;
-  int rc = supervise(lp, runner, so);
-  if (temp_run_dir) fs::remove_all(run_dir, ec);
+  int rc = agent ? run_node_agent(p, facts, *agent_opt, so, runner) : supervise(lp, runner, so);
+  if (temp_run_dir) {
+    fs::remove_all(run_dir, ec);
+    if (agent) fs::remove(fs::path(run_dir).parent_path(), ec);  // only when no other node's folder is left
+  }
   return rc;
 }
 

@@ -9,6 +9,29 @@
 
 namespace mtrain::launch {
 
+// Several nodes: a hostfile (ssh launcher, or the node list of a static/dynamic job started by
+// hand) and the node rendezvous.
+struct MultiNodeOptions {
+  std::string hostfile;             // DeepSpeed format; missing with no other hosts → this machine
+  int num_nodes = -1, num_gpus = -1;  // DeepSpeed's --num_nodes/--num_gpus over the hostfile
+  std::string nnodes;               // N or MIN:MAX; empty: 1 (or the hostfile's node count)
+  bool node_rank_given = false;
+  std::string rdzv_backend = "static";  // static | mtrain (c10d is taken as mtrain)
+  std::string rdzv_endpoint;        // HOST[:PORT] of the node-level store
+  double rdzv_timeout_s = 300;      // every node must have joined by then
+  double rdzv_last_call_s = 30;     // with MIN:MAX: wait this long for more once MIN joined
+  double node_timeout_s = 30;       // a node silent (no heartbeat) this long is declared lost
+  std::string node_name;            // this node's name in the job; empty: the hostname
+  bool ssh_agent = false;           // started by an ssh launcher (internal)
+  std::string remote_mtrain;        // mtrain's path on the other hosts; default: this binary's
+  std::vector<std::string> ssh_options;  // extra ssh -o KEY=VALUE
+  int ssh_port = 0;
+  std::string ssh_identity;
+  std::vector<std::string> exports;      // VAR or VAR=VALUE for every agent
+  std::string export_env_file;           // lines VAR=VALUE
+  std::string self_exe;
+};
+
 struct LaunchOptions {
   plan::PlanOptions plan;        // program, GPUs, ranks, rendezvous…
   std::string master_port = "29500";  // number, or 0/auto for a free port
@@ -23,6 +46,8 @@ struct LaunchOptions {
   // slurm-task: srun started every rank; translate Slurm's environment and exec the program.
   std::string launcher = "auto";
   bool master_port_given = false;
+  double heartbeat_timeout_s = 0;  // per rank; 0 = off (progress_watch.hpp)
+  MultiNodeOptions multi;
 };
 
 int run_launch(LaunchOptions opt);

@@ -44,13 +44,20 @@ struct RankSetup {
 Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
   bp::environment env;
   for (const auto& [k, v] : req.env) env[k] = v;
-  bp::pipe out, err;
+  bp::pipe out, err, in;
   RankSetup setup{getpid()};
   std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
   try {
-    bp::child child(bp::exe = req.argv.at(0), bp::args = args, env, bp::std_out > out, bp::std_err > err,
-                    bp::std_in < bp::null, bp::extend::on_exec_setup = setup);
+    auto start = [&](auto&& stdin_spec) {
+      return bp::child(bp::exe = req.argv.at(0), bp::args = args, env, bp::std_out > out, bp::std_err > err,
+                       stdin_spec, bp::extend::on_exec_setup = setup);
+    };
+    bp::child child = req.stdin_pipe ? start(bp::std_in < in) : start(bp::std_in < bp::null);
     Spawned s;
+    if (req.stdin_pipe) {
+      s.stdin_fd = dup(in.native_sink());
+      fcntl(s.stdin_fd, F_SETFD, FD_CLOEXEC);
+    }
     s.pid = child.id();
     child.detach();  // the supervisor reaps through SIGCHLD + waitpid
     s.stdout_fd = dup(out.native_source());

@@ -12,12 +12,14 @@ namespace mtrain::launch {
 struct SpawnRequest {
   std::vector<std::string> argv;
   std::map<std::string, std::string> env;  // the complete environment of the child
+  bool stdin_pipe = false;                 // give the child a pipe as stdin (else /dev/null)
 };
 
 struct Spawned {
   pid_t pid = -1;
   int stdout_fd = -1;  // read ends, owned by the caller
   int stderr_fd = -1;
+  int stdin_fd = -1;   // write end when stdin_pipe was asked for, owned by the caller
 };
 
 struct Reaped {

@@ -22,6 +22,13 @@ static std::string error_file_message(const std::string& path) {
 }
 
 std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts) {
+  if (f.external) {
+    std::string host = plan.nodes.empty() ? std::string("this node") : plan.nodes.front().host;
+    std::string out = fmt::format("mtrain: job {} stopped on {} (attempt {}): {}\n", plan.job_id, host, attempt, f.cause);
+    for (const auto& o : f.others)
+      out += fmt::format("  rank {} (local rank {}, pid {}): {}\n", o.rank, o.local_rank, o.pid, o.status.describe());
+    return out;
+  }
   const auto& r = f.root;
   std::string out = fmt::format(
       "mtrain: job {} failed on attempt {} (max restarts {})\n"
@@ -32,6 +39,7 @@ std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int at
       "  exit:       {}\n"
       "  elapsed:    {:.2f} s\n",
       plan.job_id, attempt, max_restarts, r.host, r.rank, r.local_rank, r.pid, r.status.describe(), r.elapsed_s);
+  if (!f.cause.empty()) out += fmt::format("  cause:      {}\n", f.cause);
   if (!r.error_file.empty()) {
     std::string msg = error_file_message(r.error_file);
     if (!msg.empty()) out += fmt::format("  error file: {}\n    {}\n", r.error_file, msg);

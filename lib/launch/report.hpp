@@ -22,8 +22,11 @@ struct RankFailure {
 };
 
 struct Failure {
-  RankFailure root;
-  std::vector<RankFailure> others;
+  RankFailure root;                 // unused when `external`
+  std::vector<RankFailure> others;  // with `external`: every rank that was stopped
+  std::string cause;                // why the root rank was stopped (a stall), or the external reason
+  bool external = false;            // stopped from outside (another node, the launcher's connection)
+  int external_code = 1;            // the launcher's exit code then
 };
 
 std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts);

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/launch/exit_status.hpp"
+#include "mtrain/launch/progress_watch.hpp"
 #include "mtrain/launch/report.hpp"
 
 namespace asio = boost::asio;
@@ -34,6 +35,7 @@ struct RankRun {
   std::optional<ExitStatus> exit;
   std::optional<Clock::time_point> ended;
   bool stopped_by_us = false;  // signalled during teardown
+  std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE of this attempt, if watched
   std::unique_ptr<RankOutput> output;
   std::array<std::unique_ptr<asio::posix::stream_descriptor>, 2> pipes;
   std::array<char, 8192> buf[2];
@@ -45,7 +47,7 @@ class Attempt {
   Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
           asio::io_context& io, asio::signal_set& signals)
       : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
-        drain_(io), wind_down_(io) {}
+        drain_(io), progress_timer_(io), wind_down_(io) {}
 
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
@@ -55,6 +57,8 @@ class Attempt {
         if (p && p->is_open()) p->close();
     grace_.cancel();
     drain_.cancel();
+    progress_timer_.cancel();
+    for (auto* w : opt_.watchers) w->finish();
     wind_down_.cancel();
     signals_.cancel();
     io_.restart();
@@ -65,6 +69,7 @@ class Attempt {
   std::optional<Failure> run(int& stop_signal, int& notice_signal) {
     oom_before_ = oom_kill_count();
     spawn_all();
+    start_watchers();
     wait_signal();
     reap();  // a rank may have exited before the first SIGCHLD was waited for
     io_.restart();
@@ -91,6 +96,11 @@ class Attempt {
         req.env = opt_.base_env;
         for (const auto& [k, v] : plan::attempt_env(w, attempt_, opt_.error_file_dir)) req.env[k] = v;
         if (req.env.count("TORCHELASTIC_ERROR_FILE")) prepare_error_file(req.env.at("TORCHELASTIC_ERROR_FILE"));
+        if (req.env.count("MTRAIN_HEARTBEAT_FILE")) {
+          r->heartbeat_file = req.env.at("MTRAIN_HEARTBEAT_FILE");
+          prepare_error_file(r->heartbeat_file);
+          std::ofstream touch(r->heartbeat_file);  // exists from the start; the rank touches it
+        }
         Spawned s;
         try {
           s = runner_.spawn(req);
@@ -125,7 +135,10 @@ class Attempt {
 
   void read_pipe(RankRun& r, int i) {
     r.pipes[i]->async_read_some(asio::buffer(r.buf[i]), [this, &r, i](boost::system::error_code ec, size_t n) {
-      if (n > 0) r.output->feed(i == 0 ? Stream::Out : Stream::Err, r.buf[i].data(), n);
+      if (n > 0) {
+        r.output->feed(i == 0 ? Stream::Out : Stream::Err, r.buf[i].data(), n);
+        if (progress_) progress_->output(r.worker->rank);
+      }
       if (!ec) return read_pipe(r, i);
       r.pipes[i]->close();
       if (--r.open_pipes == 0) r.output->finish();
@@ -162,10 +175,14 @@ class Attempt {
         if (r->pid != rp.pid) continue;
         r->exit = from_wait_status(rp.status);
         r->ended = Clock::now();
+        if (progress_) progress_->finished(r->worker->rank);
         if (r->exit->signaled && r->exit->code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_)
           r->exit->oom = true;
-        if (!r->exit->ok() && !root_ && !stop_signal_ && !r->stopped_by_us) {
+        if (!r->exit->ok() && !root_ && !stop_signal_ && !r->stopped_by_us && !external_) {
           root_ = r.get();
+          for (auto* w : opt_.watchers)
+            w->rank_failed(fmt::format("rank {} (local rank {}, pid {}) on {}: {}", r->worker->rank,
+                                       r->worker->local_rank, r->pid, r->host, r->exit->describe()));
           if (notice_signal_) {
             wind_down();
           } else {
@@ -178,6 +195,7 @@ class Attempt {
     }
     if (all_exited()) {
       grace_.cancel();
+      progress_timer_.cancel();
       wind_down_.cancel();
       // Give the pipes a moment to deliver the last lines (a grandchild may hold them open).
       drain_.expires_after(std::chrono::milliseconds(1500));
@@ -234,8 +252,57 @@ class Attempt {
     return true;
   }
 
+  void start_watchers() {
+    for (auto* w : opt_.watchers)
+      w->start(io_, [this](ExternalStop s) {
+        if (external_ || root_ || stop_signal_ || all_exited()) return;
+        external_ = std::move(s);
+        begin_teardown(SIGTERM);
+      });
+    if (opt_.heartbeat_timeout_s <= 0) return;
+    progress_ = std::make_unique<ProgressWatch>(
+        std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)), rendezvous::real_clock());
+    for (auto& r : ranks_) {
+      progress_->add(r->worker->rank, r->pid, r->host);
+      if (!r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
+    }
+    watch_progress();
+  }
+
+  // Look at the heartbeat files a few times per timeout (at least once a second).
+  void watch_progress() {
+    auto period = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000), progress_->timeout() / 4);
+    progress_timer_.expires_after(std::max(period, std::chrono::milliseconds(10)));
+    progress_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || all_exited()) return;
+      for (auto& r : ranks_)
+        if (!r->exit && !r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
+      if (!root_ && !stop_signal_ && !external_) {
+        if (auto stall = progress_->check()) {
+          for (auto& r : ranks_)
+            if (r->worker->rank == stall->rank) root_ = r.get();
+          stall_ = stall->describe();
+          std::fprintf(stderr, "mtrain: %s; stopping the job\n", stall_.c_str());
+          for (auto* w : opt_.watchers) w->rank_failed(stall_);
+          begin_teardown(SIGTERM);
+          return;
+        }
+      }
+      watch_progress();
+    });
+  }
+
   std::optional<Failure> failure() {
     for (auto& r : ranks_) r->output->finish();
+    if (external_) {
+      Failure f;
+      f.external = true;
+      f.cause = external_->reason;
+      f.external_code = external_->exit_code;
+      for (auto& r : ranks_)
+        if (r->exit) f.others.push_back(describe(*r));
+      return f;
+    }
     // A rank that failed on its own after the launcher was told to stop is still the root cause.
     if (!root_) {
       for (auto& r : ranks_)
@@ -244,6 +311,7 @@ class Attempt {
     if (!root_) return std::nullopt;
     Failure f;
     f.root = describe(*root_);
+    if (!stall_.empty()) f.cause = stall_;
     for (auto& r : ranks_)
       if (r.get() != root_ && r->exit && !r->exit->ok()) f.others.push_back(describe(*r));
     return f;
@@ -274,7 +342,10 @@ class Attempt {
   int attempt_;
   asio::io_context& io_;
   asio::signal_set& signals_;
-  asio::steady_timer grace_, drain_, wind_down_;
+  asio::steady_timer grace_, drain_, progress_timer_, wind_down_;
+  std::unique_ptr<ProgressWatch> progress_;
+  std::optional<ExternalStop> external_;
+  std::string stall_;
   std::vector<std::unique_ptr<RankRun>> ranks_;
   RankRun* root_ = nullptr;
   int stop_signal_ = 0;
@@ -307,6 +378,10 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       return 128 + stop_signal;
     }
     if (!failure) return 0;
+    if (failure->external) {
+      print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      return failure->external_code;
+    }
     if (notice_signal) {
       // The ranks were told to wind down (preemption): ending is expected, restarting is not.
       std::fprintf(stderr, "mtrain: ranks wound down after %s; not restarting\n", signal_name(notice_signal).c_str());
@@ -322,6 +397,7 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       continue;
     }
     print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+    if (!failure->cause.empty()) return kExitStalled;
     int code = failure->root.status.launcher_code();
     return code == 0 ? 1 : code;
   }

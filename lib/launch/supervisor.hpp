@@ -6,13 +6,36 @@
 // It runs one Boost.Asio event loop: SIGCHLD wakes it to reap (no polling), rank pipes are read
 // asynchronously, and the grace period is a timer.
 #include <chrono>
+#include <functional>
 #include <string>
+#include <vector>
+
+#include <boost/asio/io_context.hpp>
 
 #include "mtrain/launch/output.hpp"
 #include "mtrain/launch/process.hpp"
 #include "mtrain/plan/plan.hpp"
 
 namespace mtrain::launch {
+
+// Something outside the ranks ended the attempt: the job failed on another node, the launcher's
+// ssh connection closed. Every rank is stopped; the launcher exits with exit_code.
+struct ExternalStop {
+  std::string reason;
+  int exit_code = 1;
+};
+
+// A watcher outside the ranks (a node's rendezvous heartbeats, its ssh stdin): started on the
+// supervisor's event loop once the ranks run, told when a rank fails on its own, finished
+// before the attempt ends. finish() must drop every I/O object it created on `io` (their
+// aborted handlers then run while the watcher is still alive).
+class AttemptWatcher {
+ public:
+  virtual ~AttemptWatcher() = default;
+  virtual void start(boost::asio::io_context& io, std::function<void(ExternalStop)> stop) = 0;
+  virtual void rank_failed(const std::string& /*what*/) {}
+  virtual void finish() = 0;
+};
 
 struct SuperviseOptions {
   std::chrono::milliseconds grace_period{5000};
@@ -23,10 +46,13 @@ struct SuperviseOptions {
   OutputOptions output;
   std::map<std::string, std::string> base_env;  // inherited environment; plan env overrides it
   std::string program_path;                 // resolved argv[0] for every worker
+  double heartbeat_timeout_s = 0;           // --heartbeat-timeout: 0 = off (see progress_watch.hpp)
+  std::vector<AttemptWatcher*> watchers;
 };
 
 // Returns the launcher's exit code: 0 when every rank succeeded, else the root-cause rank's
-// code (128+signal for signals), or 128+signal when the launcher itself was told to stop.
+// code (128+signal for signals), or 128+signal when the launcher itself was told to stop,
+// kExitStalled when a rank made no progress for --heartbeat-timeout, or an ExternalStop's code.
 int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt);
 
 }  // namespace mtrain::launch

@@ -8,6 +8,7 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/topology/filter.hpp"
 #include "mtrain/topology/gpu_list.hpp"
+#include "mtrain/topology/placement.hpp"
 
 namespace mtrain::plan {
 
@@ -99,6 +100,73 @@ std::vector<std::string> rank_argv(const PlanOptions& o, int local_rank) {
   return argv;
 }
 
+// Every rank of one node: the torchrun environment of ARCHITECTURE.md §3.
+struct NodeLayout {
+  std::string host;
+  int node_rank = 0, nnodes = 1, first_rank = 0, world_size = 0;
+  std::vector<int> gpus;  // empty: CPU ranks
+  int nproc = 0;
+  int cpu_count = 1;
+  bool omp_set = false;
+};
+
+Node make_node(const PlanOptions& o, const LaunchPlan& p, const NodeLayout& l) {
+  Node node;
+  node.host = l.host;
+  node.node_rank = l.node_rank;
+  node.gpus = l.gpus;
+  const std::string visible = format_gpu_list(l.gpus);
+  const std::string omp = std::to_string(std::max(1, l.cpu_count / l.nproc));
+  for (int lr = 0; lr < l.nproc; ++lr) {
+    Worker w;
+    w.rank = l.first_rank + lr;  // contiguous per node, in node order
+    w.local_rank = lr;
+    if (!l.gpus.empty()) w.gpu = l.gpus[lr];
+    w.argv = rank_argv(o, lr);
+    Env& e = w.env;
+    e["RANK"] = std::to_string(w.rank);
+    e["LOCAL_RANK"] = std::to_string(lr);
+    e["WORLD_SIZE"] = std::to_string(l.world_size);
+    e["LOCAL_WORLD_SIZE"] = std::to_string(l.nproc);
+    e["GROUP_RANK"] = std::to_string(l.node_rank);
+    e["GROUP_WORLD_SIZE"] = std::to_string(l.nnodes);
+    e["ROLE_RANK"] = std::to_string(w.rank);  // one role: role ranks are global ranks
+    e["ROLE_NAME"] = o.role.empty() ? "default" : o.role;
+    e["ROLE_WORLD_SIZE"] = std::to_string(l.world_size);
+    e["MASTER_ADDR"] = p.master_addr;
+    e["MASTER_PORT"] = std::to_string(p.master_port);
+    e["TORCHELASTIC_RESTART_COUNT"] = "0";
+    e["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.max_restarts);
+    e["TORCHELASTIC_RUN_ID"] = o.rdzv_id.empty() ? o.job_id : o.rdzv_id;
+    // Rank 0 hosts the c10d store itself, so init_process_group("env://") works unchanged.
+    e["TORCHELASTIC_USE_AGENT_STORE"] = "False";
+    if (!o.error_file_dir.empty()) {
+      e["TORCHELASTIC_ERROR_FILE"] = fmt::format("{}/attempt_0/{}/error.json", o.error_file_dir, w.rank);
+      if (o.heartbeat_file) e["MTRAIN_HEARTBEAT_FILE"] = heartbeat_file(o.error_file_dir, 0, w.rank);
+    }
+    if (!l.omp_set) e["OMP_NUM_THREADS"] = omp;
+    e["CUDA_VISIBLE_DEVICES"] = visible;
+    e["MTRAIN_JOB_ID"] = o.job_id;
+    e["MTRAIN_HOST"] = l.host;
+    e["MTRAIN_GPU"] = w.gpu ? std::to_string(*w.gpu) : "";
+    node.workers.push_back(std::move(w));
+  }
+  return node;
+}
+
+LaunchPlan plan_header(const PlanOptions& o, int world_size, int nnodes, const std::string& default_master) {
+  LaunchPlan p;
+  p.job_id = o.job_id;
+  p.world_size = world_size;
+  p.nnodes = nnodes;
+  p.master_addr = o.master_addr.empty() ? default_master : o.master_addr;
+  p.master_port = o.master_port;
+  p.rdzv_backend = o.rdzv_backend.empty() ? "static" : o.rdzv_backend;
+  p.rdzv_endpoint = o.rdzv_endpoint.empty() ? fmt::format("{}:{}", p.master_addr, p.master_port) : o.rdzv_endpoint;
+  p.max_restarts = o.max_restarts;
+  return p;
+}
+
 }  // namespace
 
 LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
@@ -116,63 +184,61 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
     throw Error(fmt::format("--nnodes {} needs --master-addr: the address of node 0, where rank 0 runs", o.nnodes),
                 "Give node 0's address on every node.");
 
-  LaunchPlan p;
-  p.job_id = o.job_id;
-  // Static multi-node: every node has the same number of ranks, numbered contiguously per node.
-  p.world_size = nproc * o.nnodes;
-  p.nnodes = o.nnodes;
-  p.master_addr = o.master_addr.empty() ? "127.0.0.1" : o.master_addr;
-  p.master_port = o.master_port;
-  p.rdzv_endpoint = fmt::format("{}:{}", p.master_addr, p.master_port);
-  p.max_restarts = o.max_restarts;
-
-  Node node;
-  node.host = f.hostname;
-  node.node_rank = o.node_rank;
-  node.gpus = gpus;
-  const std::string visible = format_gpu_list(gpus);
-  const std::string omp = std::to_string(std::max(1, f.cpu_count / nproc));
-  for (int lr = 0; lr < nproc; ++lr) {
-    Worker w;
-    w.rank = node.node_rank * nproc + lr;  // contiguous per node, in node order
-    w.local_rank = lr;
-    if (!gpus.empty()) w.gpu = gpus[lr];
-    w.argv = rank_argv(o, lr);
-    Env& e = w.env;
-    e["RANK"] = std::to_string(w.rank);
-    e["LOCAL_RANK"] = std::to_string(lr);
-    e["WORLD_SIZE"] = std::to_string(p.world_size);
-    e["LOCAL_WORLD_SIZE"] = std::to_string(nproc);
-    e["GROUP_RANK"] = std::to_string(node.node_rank);
-    e["GROUP_WORLD_SIZE"] = std::to_string(p.nnodes);
-    e["ROLE_RANK"] = std::to_string(w.rank);  // one role: role ranks are global ranks
-    e["ROLE_NAME"] = o.role.empty() ? "default" : o.role;
-    e["ROLE_WORLD_SIZE"] = std::to_string(p.world_size);
-    e["MASTER_ADDR"] = p.master_addr;
-    e["MASTER_PORT"] = std::to_string(p.master_port);
-    e["TORCHELASTIC_RESTART_COUNT"] = "0";
-    e["TORCHELASTIC_MAX_RESTARTS"] = std::to_string(o.max_restarts);
-    e["TORCHELASTIC_RUN_ID"] = o.rdzv_id.empty() ? o.job_id : o.rdzv_id;
-    // Rank 0 hosts the c10d store itself, so init_process_group("env://") works unchanged.
-    e["TORCHELASTIC_USE_AGENT_STORE"] = "False";
-    if (!o.error_file_dir.empty())
-      e["TORCHELASTIC_ERROR_FILE"] = fmt::format("{}/attempt_0/{}/error.json", o.error_file_dir, w.rank);
-    if (!f.omp_num_threads_set) e["OMP_NUM_THREADS"] = omp;
-    e["CUDA_VISIBLE_DEVICES"] = visible;
-    e["MTRAIN_JOB_ID"] = o.job_id;
-    e["MTRAIN_HOST"] = f.hostname;
-    e["MTRAIN_GPU"] = w.gpu ? std::to_string(*w.gpu) : "";
-    node.workers.push_back(std::move(w));
-  }
-  p.nodes.push_back(std::move(node));
+  NodeLayout l;
+  l.host = o.node_name.empty() ? f.hostname : o.node_name;
+  l.node_rank = o.node_rank;
+  l.nnodes = o.nnodes;
+  l.nproc = nproc;
+  // Equal nodes unless the caller laid the world out (uneven hostfile nodes, rendezvous).
+  l.first_rank = o.first_rank >= 0 ? o.first_rank : o.node_rank * nproc;
+  l.world_size = o.world_size > 0 ? o.world_size : nproc * o.nnodes;
+  if (l.first_rank + nproc > l.world_size)
+    throw Error(fmt::format("node {} would hold ranks {}..{} but the world has {} ranks", o.node_rank, l.first_rank,
+                            l.first_rank + nproc - 1, l.world_size),
+                "Every node must run as many ranks as the hostfile gives it.");
+  l.gpus = gpus;
+  l.cpu_count = f.cpu_count;
+  l.omp_set = f.omp_num_threads_set;
+  LaunchPlan p = plan_header(o, l.world_size, o.nnodes, "127.0.0.1");
+  p.nodes.push_back(make_node(o, p, l));
   return p;
+}
+
+LaunchPlan build_cluster_plan(const PlanOptions& o, const std::vector<ClusterNode>& nodes, const HostFacts& f) {
+  if (nodes.empty()) throw Error("no hosts left to run on", "Check the hostfile and the --include/--exclude filters.");
+  if (o.program.empty() && o.worker_argv.empty())
+    throw Error("no program to launch", "Give one after `--`, e.g. `mtrain launch -- python3 train.py`.");
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& n : nodes) counts.emplace_back(n.host, static_cast<int>(n.slots.size()));
+  auto placement = topology::place_ranks(counts);
+  LaunchPlan p = plan_header(o, placement.world_size, static_cast<int>(nodes.size()), nodes.front().host);
+  for (size_t k = 0; k < nodes.size(); ++k) {
+    NodeLayout l;
+    l.host = nodes[k].host;
+    l.node_rank = static_cast<int>(k);
+    l.nnodes = static_cast<int>(nodes.size());
+    l.first_rank = placement.nodes[k].first_rank;
+    l.world_size = placement.world_size;
+    l.nproc = placement.nodes[k].local_world_size;
+    if (o.nproc_per_node != "cpu") l.gpus = nodes[k].slots;
+    l.cpu_count = f.cpu_count;
+    l.omp_set = f.omp_num_threads_set;
+    p.nodes.push_back(make_node(o, p, l));
+  }
+  return p;
+}
+
+std::string heartbeat_file(const std::string& run_dir, int attempt, int rank) {
+  return fmt::format("{}/attempt_{}/{}/heartbeat", run_dir, attempt, rank);
 }
 
 Env attempt_env(const Worker& w, int attempt, const std::string& error_file_dir) {
   Env e = w.env;
   e["TORCHELASTIC_RESTART_COUNT"] = std::to_string(attempt);
-  if (!error_file_dir.empty())
+  if (!error_file_dir.empty()) {
     e["TORCHELASTIC_ERROR_FILE"] = fmt::format("{}/attempt_{}/{}/error.json", error_file_dir, attempt, w.rank);
+    if (e.count("MTRAIN_HEARTBEAT_FILE")) e["MTRAIN_HEARTBEAT_FILE"] = heartbeat_file(error_file_dir, attempt, w.rank);
+  }
   return e;
 }
 

@@ -32,6 +32,15 @@ struct PlanOptions {
   bool local_rank_arg = false;       // append --local_rank=N (DeepSpeed launcher style)
   std::vector<std::string> worker_argv;  // mtrain-worker --job FILE, when program is empty
   std::string error_file_dir;        // TORCHELASTIC_ERROR_FILE = <dir>/attempt_<k>/<rank>/error.json
+  // Where this node sits in a world laid out elsewhere (topology::place_ranks over a hostfile,
+  // or the rendezvous agreement): its first global rank and the world size. -1/0: equal nodes,
+  // first_rank = node_rank * nproc, world = nproc * nnodes.
+  int first_rank = -1;
+  int world_size = 0;
+  std::string node_name;             // MTRAIN_HOST and the plan's host; empty: the hostname
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;         // empty: MASTER_ADDR:MASTER_PORT
+  bool heartbeat_file = false;       // MTRAIN_HEARTBEAT_FILE per rank (--heartbeat-timeout)
 };
 
 // What the launcher found out about this host (impure probing happens in lib/launch).
@@ -73,8 +82,23 @@ struct LaunchPlan {
 
 LaunchPlan build_plan(const PlanOptions& opt, const HostFacts& facts);
 
+// A node of a multi-node job as the launcher sees it: a host and its selected slots (hostfile
+// slots=N are slots 0..N-1; gpus=LIST names them).
+struct ClusterNode {
+  std::string host;
+  std::vector<int> slots;
+};
+
+// The whole job over several hosts (the ssh launcher, and --dry-run with --hostfile): one rank
+// per selected slot, ranks contiguous per node in node order, MASTER_ADDR the first host unless
+// given. Printing it contacts no host: facts are the launcher's own (core count, OMP threads).
+LaunchPlan build_cluster_plan(const PlanOptions& opt, const std::vector<ClusterNode>& nodes, const HostFacts& facts);
+
 // The environment of one worker for restart attempt `attempt` (the plan holds attempt 0).
 Env attempt_env(const Worker& w, int attempt, const std::string& error_file_dir);
+
+// MTRAIN_HEARTBEAT_FILE of a rank in attempt `attempt`: <dir>/attempt_<k>/<rank>/heartbeat.
+std::string heartbeat_file(const std::string& run_dir, int attempt, int rank);
 
 nlohmann::json to_json(const LaunchPlan& plan);
 std::string to_text(const LaunchPlan& plan);

@@ -93,11 +93,17 @@ std::vector<std::string> ssh_argv(const SshOptions& s, const std::string& remote
   if (s.host.empty()) throw Error("ssh: no host given");
   if (s.host[0] == '-' || (!s.user.empty() && s.user[0] == '-'))
     throw Error(fmt::format("host '{}' starts with '-'", s.host), "Host and user names cannot start with '-'.");
-  std::vector<std::string> a{s.program, "-T", "-x", "-a",
-                             "-o", "BatchMode=yes",
-                             "-o", fmt::format("ConnectTimeout={}", s.connect_timeout_s),
+  std::vector<std::string> a{s.program, "-T", "-x", "-a", "-o", "BatchMode=yes"};
+  // ssh keeps the first value it gets for an option: the user's -o come before mtrain's
+  // defaults so they can change the timeouts (BatchMode stays: never a password prompt).
+  for (const auto& o : s.options) {
+    a.push_back("-o");
+    a.push_back(o);
+  }
+  std::vector<std::string> defaults{"-o", fmt::format("ConnectTimeout={}", s.connect_timeout_s),
                              "-o", fmt::format("ServerAliveInterval={}", s.alive_interval_s),
                              "-o", fmt::format("ServerAliveCountMax={}", s.alive_count_max)};
+  a.insert(a.end(), defaults.begin(), defaults.end());
   if (s.port) {
     a.push_back("-p");
     a.push_back(std::to_string(s.port));
@@ -105,10 +111,6 @@ std::vector<std::string> ssh_argv(const SshOptions& s, const std::string& remote
   if (!s.identity_file.empty()) {
     a.push_back("-i");
     a.push_back(s.identity_file);
-  }
-  for (const auto& o : s.options) {
-    a.push_back("-o");
-    a.push_back(o);
   }
   a.push_back("--");
   a.push_back(s.user.empty() ? s.host : s.user + "@" + s.host);
@@ -121,6 +123,20 @@ std::string stop_command_line(int pgid, const std::string& signal) {
   if (signal.empty() || !std::all_of(signal.begin(), signal.end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); }))
     throw Error(fmt::format("'{}' is not a signal name", signal));
   return fmt::format("kill -s {} -- -{}", signal, pgid);
+}
+
+std::string agent_record_dir(const std::string& job_id, const Env& agent_env) {
+  auto it = agent_env.find("XDG_RUNTIME_DIR");
+  std::string base = it != agent_env.end() && !it->second.empty() ? it->second : "/tmp";
+  return base + "/mtrain-" + job_id;
+}
+
+std::string stop_recorded_command_line(const std::string& job_id, const std::string& node, const std::string& signal) {
+  stop_command_line(2, signal);  // checks the signal name
+  return fmt::format(
+      "f=\"${{XDG_RUNTIME_DIR:-/tmp}}\"/{}/{}; p=$(cat \"$f\") || exit 1; "
+      "case $p in ''|*[!0-9]*) exit 1;; esac; [ \"$p\" -gt 1 ] || exit 1; kill -s {} -- -\"$p\"",
+      str::shell_quote("mtrain-" + job_id), str::shell_quote(node + ".pgid"), signal);
 }
 
 std::optional<int> parse_announcement(const std::string& line, const std::string& job_id) {

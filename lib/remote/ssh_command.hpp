@@ -64,6 +64,15 @@ std::vector<std::string> ssh_argv(const SshOptions& ssh, const std::string& remo
 // The remote command that stops a recorded agent: `kill -s SIGNAL -- -PGID`.
 std::string stop_command_line(int pgid, const std::string& signal = "TERM");
 
+// Where an agent records its process group: <dir>/<node>.pgid with dir = agent_record_dir(job).
+// The directory is ${XDG_RUNTIME_DIR:-/tmp}/mtrain-<job id>, on the agent's host.
+std::string agent_record_dir(const std::string& job_id, const Env& agent_env);
+
+// The remote command that stops an agent by the group it recorded for this job, for when its
+// announcement never arrived: reads the record, checks it is a number above 1, signals the group.
+std::string stop_recorded_command_line(const std::string& job_id, const std::string& node,
+                                       const std::string& signal = "TERM");
+
 // The agent's pgid from one line of ssh output if it is this job's announcement.
 std::optional<int> parse_announcement(const std::string& line, const std::string& job_id);
 

@@ -110,4 +110,40 @@ Inventory apply_exclude(const Inventory& inv, const std::string& filter) {
   return out;
 }
 
+Inventory select_hosts(const Inventory& inv, const HostSelection& sel) {
+  bool counts = sel.num_nodes >= 0 || sel.num_gpus >= 0;
+  int given = !sel.include.empty() + !sel.exclude.empty() + counts;
+  if (given > 1) {
+    std::vector<std::string> names;
+    if (!sel.include.empty()) names.push_back("--include");
+    if (!sel.exclude.empty()) names.push_back("--exclude");
+    if (counts) names.push_back("--num-nodes/--num-gpus");
+    throw Error(fmt::format("{} select hosts in different ways and cannot be combined", str::join(names, " and ")),
+                "Use one of them (DeepSpeed's launcher has the same rule).");
+  }
+  if (!sel.include.empty()) return apply_include(inv, sel.include);
+  if (!sel.exclude.empty()) return apply_exclude(inv, sel.exclude);
+  Inventory out = inv;
+  if (sel.num_nodes == 0 || sel.num_gpus == 0)
+    throw Error(sel.num_nodes == 0 ? "--num-nodes 0 selects no host" : "--num-gpus 0 selects no slot",
+                "Give at least 1.");
+  if (sel.num_nodes > 0) {
+    if (sel.num_nodes > static_cast<int>(inv.size()))
+      throw Error(fmt::format("--num-nodes {} asks for more hosts than the {} listed ({})", sel.num_nodes, inv.size(),
+                              known_hosts(inv)),
+                  "Lower --num-nodes or add hosts to the hostfile.");
+    out.resize(static_cast<size_t>(sel.num_nodes));
+  }
+  if (sel.num_gpus > 0) {
+    for (auto& h : out) {
+      if (sel.num_gpus > static_cast<int>(h.slots.size()))
+        throw Error(fmt::format("--num-gpus {}: host '{}' has only {} slot{}", sel.num_gpus, h.host, h.slots.size(),
+                                h.slots.size() == 1 ? "" : "s"),
+                    "Lower --num-gpus or give the host more slots in the hostfile.");
+      h.slots.resize(static_cast<size_t>(sel.num_gpus));
+    }
+  }
+  return out;
+}
+
 }  // namespace mtrain::topology

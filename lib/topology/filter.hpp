@@ -14,4 +14,14 @@ namespace mtrain::topology {
 Inventory apply_include(const Inventory& inv, const std::string& filter);
 Inventory apply_exclude(const Inventory& inv, const std::string& filter);
 
+// The launcher's host selection: at most one of --include, --exclude, or --num-nodes/--num-gpus
+// (DeepSpeed's: the first N hosts in hostfile order, the first N slots of each); each given
+// choice is checked and an impossible one (more nodes or GPUs than listed) is an Error.
+struct HostSelection {
+  std::string include, exclude;
+  int num_nodes = -1;  // -1: all
+  int num_gpus = -1;   // -1: every slot of each host
+};
+Inventory select_hosts(const Inventory& inv, const HostSelection& sel);
+
 }  // namespace mtrain::topology

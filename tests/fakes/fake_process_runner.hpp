@@ -25,6 +25,7 @@ class FakeProcessRunner : public launch::ProcessRunner {
   std::function<FakeScript(const launch::SpawnRequest&)> script;
   std::vector<launch::SpawnRequest> spawned;
   std::vector<std::pair<pid_t, int>> signals;
+  std::map<pid_t, int> stdin_read_fds;  // read ends of children given stdin_pipe, for inspection
 
   launch::Spawned spawn(const launch::SpawnRequest& req) override {
     spawned.push_back(req);
@@ -39,8 +40,15 @@ class FakeProcessRunner : public launch::ProcessRunner {
     p.script = s;
     pid_t pid = next_pid_++;
     procs_[pid] = p;
+    launch::Spawned sp{pid, out[0], err[0]};
+    if (req.stdin_pipe) {
+      int in[2];
+      if (pipe(in) != 0) throw std::runtime_error("pipe");
+      stdin_read_fds[pid] = in[0];
+      sp.stdin_fd = in[1];
+    }
     if (s.exits_now) end(pid, s.exit_code << 8);
-    return {pid, out[0], err[0]};
+    return sp;
   }
 
   void signal(pid_t pid, int sig) override {

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # (b) a rank exiting 3, (c) a rank SIGKILLed: exit codes, reports, and no rank left behind.
 . "$(dirname "$0")/../lib.sh"
+# Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
+export MTRAIN_MASTER_PORT=auto
 m="7$$.25"  # a unique sleep duration marks this test's processes
 run_mtrain "$WORK/b" launch --nproc-per-node 2 --grace-period 2 -- bash -c \
   'if [ "$RANK" = 1 ]; then echo "about to fail" >&2; sleep 0.3; exit 3; fi; exec sleep '"$m"

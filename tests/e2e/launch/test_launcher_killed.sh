@@ -2,6 +2,8 @@
 # (d) The launcher SIGKILLed → no rank survives 2 s later. Also SIGTERM to the launcher is
 # forwarded to every rank, and the launcher exits 128+15.
 . "$(dirname "$0")/../lib.sh"
+# Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
+export MTRAIN_MASTER_PORT=auto
 m="8$$.25"
 "$MTRAIN" launch --nproc-per-node 3 -- sleep 300.$$ >"$WORK/d" 2>&1 &
 launcher=$!

@@ -2,6 +2,8 @@
 # Output handling: prefixes, --no-prefix, --ranks-filter, --log-dir (+ --tee), -m, --local-rank-arg,
 # MTRAIN_<FLAG> variables, --dry-run JSON.
 . "$(dirname "$0")/../lib.sh"
+# Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
+export MTRAIN_MASTER_PORT=auto
 h=$(hostname)
 run_mtrain "$WORK/p" launch --nproc-per-node 2 -- bash -c 'echo out-$RANK; echo err-$RANK >&2'
 expect_in "$WORK/p" "[$h:1] out-1"

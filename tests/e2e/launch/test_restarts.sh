@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # (e) --max-restarts 2 with a rank that fails once: the job succeeds on attempt 1.
 . "$(dirname "$0")/../lib.sh"
+# Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
+export MTRAIN_MASTER_PORT=auto
 run_mtrain "$WORK/e" launch --nproc-per-node 2 --max-restarts 2 -- bash -c \
   'echo "attempt $TORCHELASTIC_RESTART_COUNT of max $TORCHELASTIC_MAX_RESTARTS"; if [ "$RANK" = 1 ] && [ "$TORCHELASTIC_RESTART_COUNT" = 0 ]; then exit 5; fi; exit 0'
 expect_rc 0 "job succeeds after one restart"

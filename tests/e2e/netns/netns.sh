@@ -6,6 +6,7 @@
 #                        a hosts file naming every worker, and a real OpenSSH server listening
 #                        only on that address, reachable with $NETNS_SSH_CONFIG (key login).
 #   netns_exec K CMD…    runs CMD inside worker-K's namespace (as that "machine")
+#   netns_pids K         the processes living in worker-K's namespace
 #   netns_cluster_down   stops the sshd's and removes namespaces and files (also on EXIT)
 #
 # It skips (exit 77, with the reason) without root, without `ip netns`, or without
@@ -18,6 +19,7 @@ NETNS_DIR=""
 NETNS_COUNT=0
 NETNS_SSH_CONFIG=""
 NETNS_SSHD_PIDS=""
+NETNS_MTRAIN_SSH=()
 
 netns_name() { echo "${NETNS_TAG}-w$1"; }
 netns_addr() { echo "10.${NETNS_NET}.0.$(( $1 + 1 ))"; }
@@ -32,6 +34,7 @@ netns_require() {
 }
 
 netns_exec() { local k=$1; shift; ip netns exec "$(netns_name "$k")" "$@"; }
+netns_pids() { ip netns pids "$(netns_name "$1")"; }
 
 netns_cluster_up() {
   local n=$1 k ns hub="${NETNS_TAG}-hub"
@@ -55,6 +58,10 @@ netns_cluster_up() {
     echo "  StrictHostKeyChecking no"
     echo "  LogLevel ERROR"
   } >"$NETNS_SSH_CONFIG"
+  # The same settings as flags for `mtrain launch` (its ssh runs without -F).
+  NETNS_MTRAIN_SSH=(--ssh-option "IdentityFile=$NETNS_DIR/id" --ssh-option IdentitiesOnly=yes
+                    --ssh-option "UserKnownHostsFile=$NETNS_DIR/known_hosts" --ssh-option StrictHostKeyChecking=no
+                    --ssh-option LogLevel=ERROR --ssh-option ConnectTimeout=3)
   cp "$NETNS_DIR/id.pub" "$NETNS_DIR/authorized_keys"
   chmod 600 "$NETNS_DIR/authorized_keys"
   mkdir -p /run/sshd

@@ -268,3 +268,46 @@ TEST_CASE("e2e slurm: a preempted job gets the signal, ends its step, is requeue
   CHECK(count(out, "resumed rank=1 from step") == 1);
   CHECK_THAT(out, Catch::Contains("requeueing job " + id));
 }
+
+TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued and finishes from its checkpoint",
+          "[e2e][slurm][trainer]") {
+  if (!fs::exists(std::string(MTRAIN_BIN_DIR) + "/mtrain-worker")) {
+    WARN("SKIPPED: mtrain-worker is not built (configured without LibTorch)");
+    return;
+  }
+  cluster();
+  const fs::path wd = cluster().dir / "trainer-wd";
+  // A small gpt on the embedded corpus; enough steps that the job is still training when the
+  // signal comes, few enough that the restart finishes quickly.
+  std::ofstream(cluster().dir / "job.yaml") << "model: {name: gpt, n_layer: 2, n_embd: 32, block_size: 16}\n"
+                                               "train: {max_steps: 400, batch_size: 4, log_interval: 5, work_dir: "
+                                            << wd.string() << "}\n";
+  std::string id = submit({"--config", "job.yaml", "--ntasks-per-node", "2", "--job-name", "preempt-trainer",
+                           "--signal", "USR1@60", "--requeue"});
+  const fs::path metrics = wd / "metrics.jsonl";
+  bool training = false;  // wait until a few steps are logged: the checkpoint must hold progress
+  for (int i = 0; i < 1200 && !training; ++i) {
+    std::ifstream in(metrics);
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line)) n += line.find("\"loss\"") != std::string::npos;
+    training = n >= 3;
+    if (!training) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  REQUIRE(training);
+  preempt(id, "USR1");
+  auto st = wait_done(id, 240);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK_THAT(out, Catch::Contains("preempted by SIGUSR1 at step"));
+  CHECK_THAT(out, Catch::Contains("requeueing job " + id));
+  CHECK_THAT(out, Catch::Contains("restart 1"));
+  CHECK_THAT(out, Catch::Contains("Resumed from "));
+  // The restart finished the run from the checkpoint, not from step 0.
+  std::ifstream in(wd / "summary.json");
+  auto summary = nlohmann::json::parse(in);
+  CHECK(summary["steps"] == 400);
+  CHECK_FALSE(summary.contains("stopped_by"));
+  CHECK(fs::exists(wd / "model.pt"));
+}

@@ -2,6 +2,8 @@
 
 #include <csignal>
 
+#include <boost/asio/post.hpp>
+
 #include "fakes/fake_process_runner.hpp"
 #include "mtrain/launch/supervisor.hpp"
 
@@ -104,4 +106,50 @@ TEST_CASE("a rank killed by a signal gives 128+signal", "[launch][supervisor]") 
   } k;
   k.script = r.script;
   CHECK(launch::supervise(make_plan(2, 0), k, opt) == 128 + SIGKILL);
+}
+
+namespace {
+// Stops the attempt from outside as soon as it is started (as a failed job on another node does),
+// and records what the supervisor told it.
+struct StopAtStart : launch::AttemptWatcher {
+  int started = 0, finished = 0;
+  std::vector<std::string> failures;
+  bool stop_now = true;
+  void start(boost::asio::io_context& io, std::function<void(launch::ExternalStop)> stop) override {
+    ++started;
+    if (stop_now) boost::asio::post(io, [stop] { stop({"node 'worker-1' stopped sending heartbeats", 1}); });
+  }
+  void rank_failed(const std::string& what) override { failures.push_back(what); }
+  void finish() override { ++finished; }
+};
+}  // namespace
+
+TEST_CASE("a watcher stops every rank from outside; its code is the exit code, no restart", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };
+  StopAtStart w;
+  auto opt = quiet();
+  opt.watchers = {&w};
+  CHECK(launch::supervise(make_plan(3, 2), r, opt) == 1);
+  CHECK(r.spawned.size() == 3);  // max_restarts 2, but an outside stop is not restarted
+  CHECK(r.signals_sent(SIGTERM) == 3);
+  CHECK(w.started == 1);
+  CHECK(w.finished == 1);
+  CHECK(w.failures.empty());  // no rank failed on its own
+}
+
+TEST_CASE("a watcher hears about the first rank that fails on its own", "[launch][supervisor]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest& req) {
+    if (rank_of(req) == 1) return FakeScript{"", "boom\n", true, 4};
+    return FakeScript{"", "", false, 0};
+  };
+  StopAtStart w;
+  w.stop_now = false;
+  auto opt = quiet();
+  opt.watchers = {&w};
+  CHECK(launch::supervise(make_plan(2, 0), r, opt) == 4);
+  REQUIRE(w.failures.size() == 1);
+  CHECK(w.failures[0].find("rank 1 (local rank 1") != std::string::npos);
+  CHECK(w.failures[0].find("exit code 4") != std::string::npos);
 }

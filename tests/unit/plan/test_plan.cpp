@@ -207,3 +207,61 @@ TEST_CASE("static multi-node: ranks contiguous per node, node 0 hosts rank 0", "
   o.node_rank = 2;
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("outside 0..1"));
 }
+
+TEST_CASE("cluster plan over uneven hostfile nodes: ranks contiguous per node, rank 0 on the master", "[plan]") {
+  auto o = base();
+  o.master_addr.clear();
+  std::vector<ClusterNode> nodes{{"worker-0", {0, 1, 2}}, {"worker-1", {1}}, {"worker-2", {0, 2}}};
+  auto p = build_cluster_plan(o, nodes, host(8, {}));
+  CHECK(p.world_size == 6);
+  CHECK(p.nnodes == 3);
+  CHECK(p.master_addr == "worker-0");
+  REQUIRE(p.nodes.size() == 3);
+  std::vector<int> firsts;
+  for (const auto& n : p.nodes) firsts.push_back(n.workers.front().rank);
+  CHECK(firsts == std::vector<int>{0, 3, 4});
+  CHECK(p.nodes[1].gpus == std::vector<int>{1});
+  CHECK(p.nodes[2].workers[1].gpu == 2);
+  CHECK(p.nodes[2].workers[1].env.at("RANK") == "5");
+  CHECK(p.nodes[2].workers[1].env.at("LOCAL_WORLD_SIZE") == "2");
+  CHECK(p.nodes[2].workers[1].env.at("GROUP_RANK") == "2");
+  CHECK(p.nodes[2].workers[1].env.at("WORLD_SIZE") == "6");
+  CHECK(p.nodes[2].workers[1].env.at("MTRAIN_HOST") == "worker-2");
+  CHECK(p.nodes[2].workers[1].env.at("CUDA_VISIBLE_DEVICES") == "0,2");
+  CHECK(p.nodes[0].workers[0].env.at("MASTER_ADDR") == "worker-0");
+  o.nproc_per_node = "cpu";
+  auto cpu = build_cluster_plan(o, nodes, host(8, {}));
+  CHECK(cpu.nodes[0].gpus.empty());
+  CHECK_FALSE(cpu.nodes[0].workers[0].gpu);
+  CHECK(cpu.world_size == 6);
+}
+
+TEST_CASE("one node of a laid-out world: first rank and world size come from the placement", "[plan]") {
+  auto o = base();
+  o.nproc_per_node = "1";
+  o.nnodes = 3;
+  o.node_rank = 1;
+  o.first_rank = 3;
+  o.world_size = 6;
+  o.node_name = "worker-1";
+  auto p = build_plan(o, host(4, {}));
+  REQUIRE(p.nodes[0].workers.size() == 1);
+  CHECK(p.nodes[0].workers[0].rank == 3);
+  CHECK(p.nodes[0].host == "worker-1");
+  CHECK(p.nodes[0].workers[0].env.at("WORLD_SIZE") == "6");
+  CHECK(p.nodes[0].workers[0].env.at("GROUP_WORLD_SIZE") == "3");
+  o.nproc_per_node = "4";  // 3 + 4 > 6: the node does not fit the world it was given
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("the world has 6 ranks"));
+}
+
+TEST_CASE("the heartbeat file follows the attempt like the error file", "[plan]") {
+  auto o = base();
+  o.nproc_per_node = "2";
+  o.heartbeat_file = true;
+  auto p = build_plan(o, host(4, {}));
+  const auto& w = p.nodes[0].workers[1];
+  CHECK(w.env.at("MTRAIN_HEARTBEAT_FILE") == "/tmp/run/attempt_0/1/heartbeat");
+  CHECK(attempt_env(w, 2, "/tmp/run").at("MTRAIN_HEARTBEAT_FILE") == "/tmp/run/attempt_2/1/heartbeat");
+  o.heartbeat_file = false;
+  CHECK(build_plan(o, host(4, {})).nodes[0].workers[0].env.count("MTRAIN_HEARTBEAT_FILE") == 0);
+}

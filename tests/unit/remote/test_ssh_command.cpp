@@ -3,7 +3,13 @@
 #include <cstdio>
 #include <fstream>
 
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -115,9 +121,10 @@ TEST_CASE("ssh argv: safe defaults, user, port, identity, options, then -- host 
   s.identity_file = "/home/alice/.ssh/id_ed25519";
   s.options = {"StrictHostKeyChecking=accept-new"};
   auto a = ssh_argv(s, "echo hi");
-  std::vector<std::string> want{"ssh", "-T", "-x", "-a", "-o", "BatchMode=yes", "-o", "ConnectTimeout=10",
-                                "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3", "-p", "2222",
-                                "-i", "/home/alice/.ssh/id_ed25519", "-o", "StrictHostKeyChecking=accept-new",
+  std::vector<std::string> want{"ssh", "-T", "-x", "-a", "-o", "BatchMode=yes",
+                                "-o", "StrictHostKeyChecking=accept-new",  // before the defaults: ssh keeps the first
+                                "-o", "ConnectTimeout=10", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3",
+                                "-p", "2222", "-i", "/home/alice/.ssh/id_ed25519",
                                 "--", "alice@worker-1", "echo hi"};
   CHECK(a == want);
   s = SshOptions{};
@@ -138,4 +145,40 @@ TEST_CASE("stop command and announcements", "[remote]") {
   CHECK_FALSE(parse_announcement("MTRAIN_AGENT job=j1 pgid=1", "j1"));
   CHECK_FALSE(parse_announcement("MTRAIN_AGENT job=j1 pgid=77x", "j1"));
   CHECK_FALSE(parse_announcement("[rank 0] MTRAIN_AGENT job=j1 pgid=5", "j1"));
+}
+
+TEST_CASE("stop by recorded group: the record is read, checked and its group signalled, through sh", "[remote]") {
+  char tmpl[] = "/tmp/mtrain-remote-test.XXXXXX";
+  REQUIRE(mkdtemp(tmpl));
+  std::string base = tmpl;
+  std::string dir = base + "/mtrain-job 1;x";
+  REQUIRE(::mkdir(dir.c_str(), 0700) == 0);
+  // A process group of its own to be stopped.
+  pid_t child = fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    setpgid(0, 0);
+    execl("/bin/sleep", "sleep", "30", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  setpgid(child, child);  // both sides, so the group exists before it is signalled
+  { std::ofstream(dir + "/worker-1.pgid") << child << "\n"; }
+  std::string cmd = mtrain::remote::stop_recorded_command_line("job 1;x", "worker-1");
+  std::string sh = "XDG_RUNTIME_DIR='" + base + "' sh -c " + mtrain::str::shell_quote(cmd);
+  int rc = std::system(sh.c_str());
+  CHECK(WEXITSTATUS(rc) == 0);
+  int status = 0;
+  for (int i = 0; i < 100 && waitpid(child, &status, WNOHANG) == 0; ++i) usleep(20000);
+  CHECK(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGTERM);
+  if (!WIFSIGNALED(status)) { kill(child, SIGKILL); waitpid(child, &status, 0); }
+  // A record that is not a number above 1 is refused (never `kill -- -0` or `-1`).
+  { std::ofstream(dir + "/worker-1.pgid") << "1\n"; }
+  CHECK(WEXITSTATUS(std::system(sh.c_str())) == 1);
+  { std::ofstream(dir + "/worker-1.pgid") << "$(touch " << base << "/pwned)\n"; }
+  CHECK(WEXITSTATUS(std::system(sh.c_str())) == 1);
+  CHECK(::access((base + "/pwned").c_str(), F_OK) != 0);
+  CHECK(mtrain::remote::agent_record_dir("j", {}) == "/tmp/mtrain-j");
+  CHECK(mtrain::remote::agent_record_dir("j", {{"XDG_RUNTIME_DIR", "/run/user/7"}}) == "/run/user/7/mtrain-j");
+  std::filesystem::remove_all(base);
 }

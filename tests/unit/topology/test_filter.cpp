@@ -65,3 +65,42 @@ TEST_CASE("every single-slot include over 1..8 slots selects exactly that slot",
     }
   }
 }
+
+TEST_CASE("select_hosts: --num-nodes takes the first hosts, --num-gpus the first slots", "[topology]") {
+  Inventory inv{{"worker-0", "", {0, 1, 2, 3}}, {"worker-1", "", {1, 3}}, {"worker-2", "", {0, 1}}};
+  HostSelection s;
+  s.num_nodes = 2;
+  auto out = select_hosts(inv, s);
+  REQUIRE(out.size() == 2);
+  CHECK(out[1].host == "worker-1");
+  s.num_gpus = 2;
+  out = select_hosts(inv, s);
+  CHECK(slots_of(out, "worker-0") == std::vector<int>{0, 1});
+  CHECK(slots_of(out, "worker-1") == std::vector<int>{1, 3});
+  CHECK(select_hosts(inv, HostSelection{}).size() == 3);
+}
+
+TEST_CASE("select_hosts: the selections exclude each other and impossible counts name the host", "[topology]") {
+  Inventory inv{{"worker-0", "", {0, 1}}, {"worker-1", "", {0}}};
+  HostSelection s;
+  s.include = "worker-0";
+  s.exclude = "worker-1";
+  CHECK_THROWS_WITH(select_hosts(inv, s), Catch::Contains("--include and --exclude"));
+  s.exclude.clear();
+  s.num_nodes = 1;
+  CHECK_THROWS_WITH(select_hosts(inv, s), Catch::Contains("--include and --num-nodes/--num-gpus"));
+  HostSelection g;
+  g.num_gpus = 2;
+  CHECK_THROWS_WITH(select_hosts(inv, g), Catch::Contains("host 'worker-1' has only 1 slot"));
+  HostSelection n;
+  n.num_nodes = 3;
+  CHECK_THROWS_WITH(select_hosts(inv, n), Catch::Contains("more hosts than the 2 listed"));
+}
+
+TEST_CASE("DeepSpeed behaviours: excluding every slot of a host drops it; duplicates collapse", "[topology]") {
+  auto inv = apply_exclude(two_hosts(), "worker-0:0,1,2,3");
+  REQUIRE(inv.size() == 1);
+  CHECK(inv[0].host == "worker-1");
+  inv = apply_include(two_hosts(), "worker-0:1,1,1");
+  CHECK(slots_of(inv, "worker-0") == std::vector<int>{1});
+}

@@ -1,0 +1,280 @@
+#include "mtrain/launch/multinode.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/net_address.hpp"
+#include "mtrain/launch/preflight.hpp"
+#include "mtrain/launch/ssh_runner.hpp"
+#include "mtrain/remote/ssh_command.hpp"
+#include "mtrain/rendezvous/server.hpp"
+#include "mtrain/rendezvous/token.hpp"
+#include "mtrain/topology/filter.hpp"
+#include "mtrain/topology/gpu_list.hpp"
+#include "mtrain/topology/hostfile.hpp"
+#include "mtrain/topology/placement.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mtrain::launch {
+
+namespace {
+
+using rendezvous::Duration;
+
+Duration seconds(double s) { return Duration(static_cast<long long>(s * 1000)); }
+
+// Does an --include/--exclude text name a host other than localhost?
+bool names_other_host(const std::string& filter) {
+  for (const auto& term : str::split(filter, '@')) {
+    std::string host = term.substr(0, term.find(':'));
+    if (!host.empty() && host != "localhost") return true;
+  }
+  return false;
+}
+
+bool default_slots(const std::vector<int>& slots) {
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] != static_cast<int>(i)) return false;
+  return true;
+}
+
+std::string number(double v) { return fmt::format("{}", v); }
+
+// `--export-env-file`: VAR=VALUE lines; blank lines and '#' comments are skipped.
+std::vector<std::string> env_file_exports(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(fmt::format("{}: cannot read the --export-env-file", path), "Check the path.");
+  std::vector<std::string> out;
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    std::string t = str::trim(line);
+    if (t.empty() || t[0] == '#') continue;
+    if (str::starts_with(t, "export ")) t = str::trim(t.substr(7));
+    if (t.find('=') == std::string::npos || t[0] == '=')
+      throw Error(fmt::format("{}:{}:1: '{}' is not VAR=VALUE", path, n, t), "Write one VAR=VALUE per line.");
+    out.push_back(t);
+  }
+  return out;
+}
+
+std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::Endpoint& ep, int k,
+                                    const topology::HostSlots& h, int nnodes) {
+  const auto& m = opt.multi;
+  const auto& p = opt.plan;
+  std::vector<std::string> a{m.remote_mtrain.empty() ? m.self_exe : m.remote_mtrain,
+                             "launch",
+                             "--ssh-agent",
+                             "--job-id", p.job_id,
+                             "--rdzv-backend", "mtrain",
+                             "--rdzv-endpoint", ep.str(),
+                             "--nnodes", std::to_string(nnodes),
+                             "--node-rank", std::to_string(k),
+                             "--node-name", h.host,
+                             "--rdzv-timeout", number(m.rdzv_timeout_s),
+                             "--node-timeout", number(m.node_timeout_s),
+                             "--master-port", std::to_string(p.master_port),
+                             "--role", p.role.empty() ? "default" : p.role,
+                             "--grace-period", number(opt.grace_period_s),
+                             "--nproc-per-node", std::to_string(h.slots.size())};
+  if (!default_slots(h.slots)) a.insert(a.end(), {"--gpus", topology::format_gpu_list(h.slots)});
+  if (!p.rdzv_id.empty()) a.insert(a.end(), {"--rdzv-id", p.rdzv_id});
+  if (!p.master_addr.empty()) a.insert(a.end(), {"--master-addr", p.master_addr});
+  if (opt.heartbeat_timeout_s > 0) a.insert(a.end(), {"--heartbeat-timeout", number(opt.heartbeat_timeout_s)});
+  const auto& o = opt.output;
+  if (!o.prefix) a.push_back("--no-prefix");
+  else a.insert(a.end(), {"--prefix", o.prefix_format});
+  if (!o.ranks_filter.empty()) {
+    std::vector<std::string> r;
+    for (int x : o.ranks_filter) r.push_back(std::to_string(x));
+    a.insert(a.end(), {"--ranks-filter", str::join(r, ",")});
+  }
+  if (!o.log_dir.empty()) a.insert(a.end(), {"--log-dir", fs::absolute(o.log_dir).string()});
+  if (o.tee) a.push_back("--tee");
+  if (p.module) a.push_back("-m");
+  if (p.local_rank_arg) a.push_back("--local-rank-arg");
+  if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
+  a.push_back("--");
+  a.insert(a.end(), p.program.begin(), p.program.end());
+  return a;
+}
+
+}  // namespace
+
+std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt) {
+  auto& m = opt.multi;
+  auto& p = opt.plan;
+  if (m.hostfile.empty()) {
+    if (m.num_nodes >= 0 || m.num_gpus >= 0)
+      throw Error("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
+                  "Give --hostfile FILE, or use --nproc-per-node on this machine.");
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::stat(m.hostfile.c_str(), &st) != 0 && errno == ENOENT && !names_other_host(p.include) &&
+      !names_other_host(p.exclude) && m.num_nodes <= 1) {
+    std::fprintf(stderr, "mtrain: hostfile %s not found; running on this machine only (localhost)\n",
+                 m.hostfile.c_str());
+    return std::nullopt;
+  }
+  topology::Inventory inv = topology::load_hostfile(m.hostfile);
+  topology::HostSelection sel;
+  sel.include = p.include;
+  sel.exclude = p.exclude;
+  sel.num_nodes = m.num_nodes;
+  sel.num_gpus = m.num_gpus;
+  p.include.clear();  // they select hosts and slots now, not GPUs of this machine
+  p.exclude.clear();
+  return topology::select_hosts(inv, sel);
+}
+
+std::vector<plan::ClusterNode> cluster_nodes(const topology::Inventory& hosts) {
+  std::vector<plan::ClusterNode> out;
+  for (const auto& h : hosts) out.push_back({h.host, h.slots});
+  return out;
+}
+
+bool is_this_machine(const topology::Inventory& hosts) {
+  return hosts.size() == 1 && hosts[0].user.empty() && names_this_machine(hosts[0].host);
+}
+
+void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts, int node_rank) {
+  if (node_rank < 0 || node_rank >= static_cast<int>(hosts.size()))
+    throw Error(fmt::format("--node-rank {} is outside the {} hosts the hostfile selects", node_rank, hosts.size()),
+                "Number the nodes 0 to N-1 in hostfile order.");
+  auto placement = topology::place_ranks(hosts);
+  const auto& h = hosts[static_cast<size_t>(node_rank)];
+  p.nnodes = static_cast<int>(hosts.size());
+  p.node_rank = node_rank;
+  p.first_rank = placement.nodes[static_cast<size_t>(node_rank)].first_rank;
+  p.world_size = placement.world_size;
+  if (p.node_name.empty()) p.node_name = h.host;
+  if (p.master_addr.empty()) p.master_addr = hosts[0].host;
+  if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h.slots.size());
+  if (p.gpus.empty() && !default_slots(h.slots)) p.gpus = topology::format_gpu_list(h.slots);
+}
+
+int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
+                   const EnvMap& env) {
+  auto& p = opt.plan;
+  auto& m = opt.multi;
+  rendezvous::Endpoint ep;
+  if (!m.rdzv_endpoint.empty()) {
+    ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  } else {
+    // The launcher's address on the way to the first host: the agents can reach it there.
+    ep.host = route_source_address(hosts.front().host, 22);
+    if (ep.host.empty())
+      throw Error(fmt::format("cannot find this machine's address towards '{}' for the rendezvous store",
+                              hosts.front().host),
+                  "Give --rdzv-endpoint ADDRESS:PORT with an address of this machine the hosts can reach.");
+  }
+  p.rdzv_backend = "mtrain";
+  p.rdzv_endpoint = ep.str();
+  const int nnodes = static_cast<int>(hosts.size());
+
+  if (opt.dry_run) {
+    plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
+    std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
+  plan::build_cluster_plan(p, cluster_nodes(hosts), facts);  // the same checks as the dry run
+
+  auto tok = env.find(rendezvous::kTokenEnv);
+  std::string token = rendezvous::token_or_generate(tok == env.end() ? nullptr : tok->second.c_str());
+
+  rendezvous::ServerOptions so;
+  so.listen = ep;
+  so.store.min_nodes = so.store.max_nodes = nnodes;
+  so.store.join_timeout = seconds(m.rdzv_timeout_s);
+  so.store.last_call = seconds(m.rdzv_last_call_s);
+  so.store.heartbeat_timeout = seconds(m.node_timeout_s);
+  for (const auto& h : hosts) so.store.expected_hosts.push_back(h.host);
+  so.store.token = token;
+  so.store.master_port = p.master_port;
+  so.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+  so.on_progress = [](const std::string& line) {
+    std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str());
+    std::fflush(stderr);
+  };
+  rendezvous::Server server(so);
+  server.start();
+  ep.port = server.port();
+
+  std::vector<std::string> exports = m.exports;
+  if (!m.export_env_file.empty())
+    for (auto& e : env_file_exports(m.export_env_file)) exports.push_back(e);
+
+  SshRunOptions r;
+  r.job_id = p.job_id;
+  r.ssh.program = resolve_program("ssh", env);
+  r.ssh.port = m.ssh_port;
+  r.ssh.identity_file = m.ssh_identity;
+  r.ssh.options = m.ssh_options;
+  // MTRAIN_* is forwarded, but not the launcher's own host and GPU selection: an agent would read
+  // them as its flags (the selection it needs is on its command line).
+  r.env = remote::forwarded_env(env, exports,
+                                {rendezvous::kTokenEnv, "MTRAIN_JOB_SPEC", "MTRAIN_HOSTFILE", "MTRAIN_INCLUDE",
+                                 "MTRAIN_EXCLUDE", "MTRAIN_GPUS", "MTRAIN_NUM_NODES", "MTRAIN_NUM_GPUS",
+                                 "MTRAIN_LAUNCHER", "MTRAIN_DRY_RUN", "MTRAIN_FORMAT", "MTRAIN_NPROC_PER_NODE"});
+  std::error_code ec;
+  r.workdir = fs::current_path(ec).string();
+  r.token = token;
+  if (p.program.empty()) r.job_spec = nlohmann::json::parse(opt.job_spec_json).dump();  // one line
+  r.grace = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
+  r.job_status = [&server] { return server.status(); };
+  r.abort_job = [&server](const std::string& why) { server.abort(why); };
+  for (int k = 0; k < nnodes; ++k) {
+    const auto& h = hosts[static_cast<size_t>(k)];
+    r.nodes.push_back({h.host, h.user, agent_argv(opt, ep, k, h, nnodes)});
+  }
+  std::fprintf(stderr, "mtrain: job %s: starting agents on %d hosts over ssh (rendezvous %s)\n", p.job_id.c_str(),
+               nnodes, ep.str().c_str());
+  PosixProcessRunner runner;
+  int rc = run_over_ssh(r, runner);
+  server.stop();
+  return rc;
+}
+
+AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topology::Inventory>& hosts,
+                           const EnvMap& env) {
+  const auto& m = opt.multi;
+  AgentOptions a;
+  if (m.rdzv_endpoint.empty())
+    throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
+                "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
+  a.endpoint = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  a.nnodes = rendezvous::parse_nnodes(m.nnodes.empty() ? std::to_string(hosts ? hosts->size() : 1) : m.nnodes);
+  a.node_name = m.node_name;
+  auto tok = env.find(rendezvous::kTokenEnv);
+  if (tok == env.end() || tok->second.empty())
+    throw Error(fmt::format("--rdzv-backend mtrain needs the job token in {} on every node", rendezvous::kTokenEnv),
+                fmt::format("Set the same value on every node, e.g. `export {}={}` (any 16+ random characters); "
+                            "the store refuses nodes without it.",
+                            rendezvous::kTokenEnv, rendezvous::generate_token()));
+  a.token = rendezvous::token_or_generate(tok->second.c_str());
+  a.join_timeout = seconds(m.rdzv_timeout_s);
+  a.last_call = seconds(m.rdzv_last_call_s);
+  a.node_timeout = seconds(m.node_timeout_s);
+  if (hosts)
+    for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
+  a.store_elsewhere = m.ssh_agent;
+  a.watch_stdin = m.ssh_agent;
+  a.quiet_progress = m.ssh_agent;  // the launcher prints the store's progress itself
+  a.expected_node_rank = m.ssh_agent && m.node_rank_given ? opt.plan.node_rank : -1;
+  a.record_dir = remote::agent_record_dir(opt.plan.job_id, env);
+  return a;
+}
+
+}  // namespace mtrain::launch

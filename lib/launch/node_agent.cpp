@@ -1,0 +1,295 @@
+#include "mtrain/launch/node_agent.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <boost/asio/post.hpp>
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/launch/net_address.hpp"
+#include "mtrain/rendezvous/client.hpp"
+#include "mtrain/rendezvous/heartbeat.hpp"
+#include "mtrain/rendezvous/server.hpp"
+
+namespace asio = boost::asio;
+namespace fs = std::filesystem;
+
+namespace mtrain::launch {
+
+namespace {
+
+using rendezvous::Duration;
+
+// Heartbeats run on their own thread; when the job stops being "running" the attempt is
+// stopped on the supervisor's loop. A local failure is reported over a second connection
+// (the heartbeat thread owns the first).
+class RendezvousWatcher : public AttemptWatcher {
+ public:
+  RendezvousWatcher(rendezvous::Client& hb_client, rendezvous::ClientOptions report_opt, Duration interval,
+                    Duration give_up)
+      : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up) {}
+
+  void start(asio::io_context& io, std::function<void(ExternalStop)> stop) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      io_ = &io;
+      stop_ = std::move(stop);
+    }
+    loop_ = std::make_unique<rendezvous::HeartbeatLoop>(hb_client_, interval_, give_up_, [this](const rendezvous::JobState& s) {
+      if (s.phase != rendezvous::Phase::failed) return;
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!io_) return;
+      std::string reason = s.reason;
+      asio::post(*io_, [this, reason] {
+        std::function<void(ExternalStop)> stop;
+        {
+          std::lock_guard<std::mutex> lock(mu_);
+          stop = stop_;
+        }
+        if (stop) stop({reason, kExitFailure});
+      });
+    });
+  }
+
+  void rank_failed(const std::string& what) override {
+    try {
+      rendezvous::Client c(report_opt_);
+      c.report_failure(what);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mtrain: could not tell the rendezvous store about the failure: %s\n", e.message().c_str());
+    }
+  }
+
+  void finish() override {
+    loop_.reset();  // joins the heartbeat thread
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = nullptr;
+    stop_ = nullptr;
+  }
+
+ private:
+  rendezvous::Client& hb_client_;
+  rendezvous::ClientOptions report_opt_;
+  Duration interval_, give_up_;
+  std::mutex mu_;
+  asio::io_context* io_ = nullptr;
+  std::function<void(ExternalStop)> stop_;
+  std::unique_ptr<rendezvous::HeartbeatLoop> loop_;
+};
+
+// EOF (or an error) on stdin: the ssh connection from the launcher is gone. Watched from the
+// agent's start by a thread blocked in read(2): before the ranks run (joining the rendezvous) EOF
+// ends the agent at once (SIGTERM to itself: nothing to tear down yet); while they run it stops
+// the attempt on the supervisor's loop. The thread is detached; it ends with the process.
+class StdinWatcher : public AttemptWatcher {
+ public:
+  // `record`: the pgid record to remove when EOF ends the agent before its ranks run.
+  void watch(std::string record) {
+    record_ = std::move(record);
+    std::thread([this] {
+      char buf[256];
+      for (;;) {
+        ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+        if (n > 0) continue;  // the launcher sends nothing after the secrets
+        if (n < 0 && errno == EINTR) continue;
+        break;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      eof_ = true;
+      if (io_) {
+        asio::post(*io_, [this] { fire(); });
+      } else if (!done_) {
+        std::fprintf(stderr, "mtrain: the launcher's ssh connection closed (stdin reached EOF); stopping\n");
+        if (!record_.empty()) ::unlink(record_.c_str());
+        ::raise(SIGTERM);
+      }
+    }).detach();
+  }
+  void start(asio::io_context& io, std::function<void(ExternalStop)> stop) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = &io;
+    stop_ = std::move(stop);
+    if (eof_) asio::post(io, [this] { fire(); });
+  }
+  void finish() override {
+    std::lock_guard<std::mutex> lock(mu_);
+    io_ = nullptr;
+    stop_ = nullptr;
+    done_ = true;  // the agent is ending on its own: an EOF now changes nothing
+  }
+
+ private:
+  void fire() {
+    std::function<void(ExternalStop)> stop;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop = stop_;
+    }
+    if (stop) stop({"the launcher's ssh connection closed (stdin reached EOF); stopping this node's ranks", 128 + 1});
+  }
+  std::mutex mu_;
+  asio::io_context* io_ = nullptr;
+  std::function<void(ExternalStop)> stop_;
+  bool eof_ = false, done_ = false;
+  std::string record_;
+};
+
+std::string this_hostname() {
+  char name[256] = {0};
+  if (gethostname(name, sizeof name - 1) != 0) return "localhost";
+  return name;
+}
+
+// The record lives as long as the agent: removed (and its folder, once empty) on the way out.
+struct PgidRecord {
+  std::string dir, path;
+  PgidRecord(const std::string& d, const std::string& node) : dir(d) {
+    if (dir.empty()) return;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    ::chmod(dir.c_str(), 0700);
+    path = (fs::path(dir) / (node + ".pgid")).string();
+    std::ofstream(path) << getpgrp() << "\n";
+  }
+  ~PgidRecord() {
+    if (path.empty()) return;
+    std::error_code ec;
+    fs::remove(path, ec);
+    fs::remove(dir, ec);  // fails while other nodes' records are there
+  }
+};
+
+}  // namespace
+
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+                   ProcessRunner& runner) {
+  const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
+  PgidRecord record(a.record_dir, node);
+  // Lives until the process ends: its thread may still hold it after this function returns.
+  static StdinWatcher stdin_watch;
+  if (a.watch_stdin) stdin_watch.watch(record.path);
+  if (p.max_restarts > 0) {
+    std::fprintf(stderr, "mtrain: note: --max-restarts is ignored with node rendezvous (a failed node ends the job)\n");
+    p.max_restarts = 0;
+  }
+
+  // This node's rank count, from its own GPUs and --nproc-per-node, before joining.
+  plan::PlanOptions probe = p;
+  probe.nnodes = 1;
+  probe.node_rank = 0;
+  probe.first_rank = -1;
+  probe.world_size = 0;
+  int slots = static_cast<int>(plan::build_plan(probe, facts).nodes.at(0).workers.size());
+
+  std::unique_ptr<rendezvous::Server> server;
+  if (!a.store_elsewhere && is_local_address(a.endpoint.host)) {
+    rendezvous::ServerOptions so_store;
+    so_store.listen = a.endpoint;
+    so_store.store.min_nodes = a.nnodes.min;
+    so_store.store.max_nodes = a.nnodes.max;
+    so_store.store.join_timeout = a.join_timeout;
+    so_store.store.last_call = a.last_call;
+    so_store.store.heartbeat_timeout = a.node_timeout;
+    so_store.store.expected_hosts = a.expected_hosts;
+    so_store.store.token = a.token;
+    so_store.store.master_port = p.master_port;
+    so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+    server = std::make_unique<rendezvous::Server>(so_store);
+    try {
+      server->start();
+      std::fprintf(stderr, "mtrain: rendezvous store for %s nodes listening on %s\n",
+                   a.nnodes.elastic() ? fmt::format("{}..{}", a.nnodes.min, a.nnodes.max).c_str()
+                                      : std::to_string(a.nnodes.min).c_str(),
+                   a.endpoint.str().c_str());
+    } catch (const Error& e) {
+      // Another node agent on this machine (several nodes of one job on one host) holds it;
+      // join it like every other node. A foreign listener would not know the token.
+      server.reset();
+      std::fprintf(stderr, "mtrain: %s is taken on this machine; joining the store there\n", a.endpoint.str().c_str());
+    }
+  }
+
+  rendezvous::ClientOptions co;
+  co.server = a.endpoint;
+  co.token = a.token;
+  co.host = node;
+  co.addr = route_source_address(a.endpoint.host, a.endpoint.port);
+  co.slots = slots;
+  co.join_timeout = a.join_timeout + Duration(5000);  // the store's own timeout names the missing nodes first
+  if (!a.quiet_progress)
+    co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
+  rendezvous::Client client(co);
+  rendezvous::JoinResult joined = client.join();
+  const auto& self = joined.self();
+  if (a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
+    throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
+                            a.expected_node_rank, joined.node_rank),
+                "", kExitFailure);
+
+  p.nnodes = static_cast<int>(joined.assignment.nodes.size());
+  p.node_rank = joined.node_rank;
+  p.first_rank = self.first_rank;
+  p.world_size = joined.assignment.world_size;
+  if (p.master_addr.empty()) p.master_addr = joined.assignment.master_addr;
+  p.master_port = joined.assignment.master_port;
+  p.node_name = node;
+  p.rdzv_backend = "mtrain";
+  p.rdzv_endpoint = a.endpoint.str();
+  plan::LaunchPlan lp = plan::build_plan(p, facts);
+  std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d\n", node.c_str(),
+               joined.node_rank, p.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1, p.world_size,
+               p.master_addr.c_str(), p.master_port);
+
+  rendezvous::ClientOptions report = co;
+  report.node_id = client.node_id();
+  report.on_progress = nullptr;
+  report.op_timeout = Duration(3000);
+  Duration interval = std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5));
+  RendezvousWatcher rdzv(client, report, interval, a.node_timeout);
+  so.watchers.push_back(&rdzv);
+  if (a.watch_stdin) so.watchers.push_back(&stdin_watch);
+
+  int rc = 0;
+  try {
+    rc = supervise(lp, runner, so);
+  } catch (...) {
+    try {
+      client.report_failure("the node agent could not start its ranks");
+    } catch (...) {
+    }
+    throw;
+  }
+  try {
+    if (rc == 0) client.leave();
+  } catch (const Error& e) {
+    std::fprintf(stderr, "mtrain: could not tell the rendezvous store that this node finished: %s\n", e.message().c_str());
+  }
+  if (server) {
+    // Keep serving until every node has finished or the job failed, so the others learn how it ended.
+    auto end = server->wait_until(
+        [](const rendezvous::StoreStatus& s) {
+          return s.phase == rendezvous::Phase::finished || s.phase == rendezvous::Phase::failed;
+        },
+        Duration(24LL * 3600 * 1000));
+    if (rc == 0 && end.phase == rendezvous::Phase::failed) {
+      std::fprintf(stderr, "mtrain: this node finished, but the job failed: %s\n", end.reason.c_str());
+      rc = kExitFailure;
+    }
+    // Others learn of a failure on their next heartbeat: give them two before the store goes.
+    if (end.phase == rendezvous::Phase::failed) std::this_thread::sleep_for(2 * interval);
+    server->stop();
+  }
+  return rc;
+}
+
+}  // namespace mtrain::launch

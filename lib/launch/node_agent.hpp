@@ -1,0 +1,46 @@
+#pragma once
+// One node of a dynamically formed job (`--rdzv-backend mtrain`, and every agent the ssh
+// launcher starts): join the node rendezvous, take the node rank and rank range the agreement
+// gives, supervise the local ranks while heartbeating, and end together with the other nodes.
+//
+//   * The node whose address is the endpoint's hosts the store there (listening only on that
+//     address), unless the store is held elsewhere (the ssh launcher holds it).
+//   * Progress lines while waiting: "mtrain: rendezvous: 2/3 nodes joined; waiting for: worker-2".
+//   * A local rank failing or stalling is reported to the store, so every node stops; a failure
+//     elsewhere (a report, or a node whose heartbeats stopped) stops this node's ranks with the
+//     store's reason, which names the node.
+//   * With watch_stdin (ssh agents): EOF on stdin means the launcher's connection is gone.
+//   * The agent records its process group in <record_dir>/<node name>.pgid so the launcher can
+//     stop it by group (never by name).
+#include <string>
+#include <vector>
+
+#include "mtrain/launch/supervisor.hpp"
+#include "mtrain/plan/plan.hpp"
+#include "mtrain/rendezvous/clock.hpp"
+#include "mtrain/rendezvous/endpoint.hpp"
+
+namespace mtrain::launch {
+
+struct AgentOptions {
+  rendezvous::Endpoint endpoint;
+  rendezvous::NodeCount nnodes;
+  std::string node_name;                    // joins under this name; empty: the hostname
+  std::string token;                        // MTRAIN_RDZV_TOKEN
+  rendezvous::Duration join_timeout{300000};
+  rendezvous::Duration last_call{30000};
+  rendezvous::Duration node_timeout{30000};  // heartbeat silence that counts as a dead node
+  std::vector<std::string> expected_hosts;  // from a hostfile: the names and node-rank order
+  bool store_elsewhere = false;             // do not host the store even if the endpoint is ours
+  bool watch_stdin = false;
+  bool quiet_progress = false;              // no rendezvous progress lines (the ssh launcher prints them)
+  int expected_node_rank = -1;              // --node-rank given: the agreement must match it
+  std::string record_dir;                   // where the pgid record goes; empty: none
+};
+
+// Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.
+// Returns the exit code like supervise().
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+                   ProcessRunner& runner);
+
+}  // namespace mtrain::launch

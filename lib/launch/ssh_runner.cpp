@@ -1,0 +1,375 @@
+#include "mtrain/launch/ssh_runner.hpp"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <array>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/posix/stream_descriptor.hpp>
+#include <boost/asio/signal_set.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/exit_status.hpp"
+
+namespace asio = boost::asio;
+
+namespace mtrain::launch {
+
+namespace {
+
+constexpr size_t kTailLines = 20;
+
+struct Proc {
+  std::string label;            // "worker-1" or "stop worker-1"
+  int node_rank = -1;           // -1: a stop command
+  pid_t pid = -1;
+  int stdin_fd = -1;
+  std::optional<ExitStatus> exit;
+  std::optional<int> pgid;      // announced by the agent
+  std::array<std::unique_ptr<asio::posix::stream_descriptor>, 2> pipes;
+  std::array<std::array<char, 8192>, 2> buf{};
+  std::string partial[2];
+  int open_pipes = 0;
+  std::deque<std::string> err_tail;
+};
+
+class SshJob {
+ public:
+  SshJob(const SshRunOptions& opt, ProcessRunner& runner)
+      : opt_(opt), runner_(runner), signals_(io_, SIGCHLD, SIGINT, SIGTERM), grace_(io_), poll_(io_), drain_(io_) {
+    signals_.add(SIGHUP);
+  }
+
+  ~SshJob() {
+    for (auto& p : procs_) {
+      for (auto& d : p->pipes)
+        if (d && d->is_open()) d->close();
+      if (p->stdin_fd >= 0) ::close(p->stdin_fd);
+    }
+    grace_.cancel();
+    poll_.cancel();
+    drain_.cancel();
+    signals_.cancel();
+    io_.restart();
+    io_.poll();
+  }
+
+  int run() {
+    try {
+      for (size_t k = 0; k < opt_.nodes.size(); ++k) start_agent(k);
+    } catch (const Error& e) {
+      // The agents already started must not be left behind: stop them, then report.
+      if (procs_.empty()) throw;
+      reason_ = e.message();
+      if (opt_.abort_job) opt_.abort_job(reason_);
+      first_failed_ = procs_.front().get();
+      begin_stop();
+    }
+    wait_signal();
+    reap();
+    watch_store();
+    io_.restart();
+    while (!done() && io_.run_one()) {
+    }
+    return finish();
+  }
+
+ private:
+  void start_agent(size_t k) {
+    const SshNode& n = opt_.nodes[k];
+    remote::RemoteCommand cmd;
+    cmd.job_id = opt_.job_id;
+    cmd.workdir = opt_.workdir;
+    cmd.env = opt_.env;
+    cmd.secret_env = {"MTRAIN_RDZV_TOKEN"};
+    remote::Env secrets{{"MTRAIN_RDZV_TOKEN", opt_.token}};
+    if (!opt_.job_spec.empty()) {  // the resolved job: on stdin like the token (no argv limit, not in ps)
+      cmd.secret_env.push_back("MTRAIN_JOB_SPEC");
+      secrets["MTRAIN_JOB_SPEC"] = opt_.job_spec;
+    }
+    cmd.argv = n.agent_argv;
+    remote::SshOptions s = opt_.ssh;
+    s.host = n.host;
+    s.user = n.user;
+    SpawnRequest req;
+    req.argv = remote::ssh_argv(s, remote::remote_command_line(cmd));
+    req.env = base_env();
+    req.stdin_pipe = true;
+    auto& p = spawn(req, n.host, static_cast<int>(k));
+    std::string pre = remote::stdin_preamble(cmd, secrets);
+    if (p.stdin_fd >= 0 && ::write(p.stdin_fd, pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
+      std::fprintf(opt_.err, "mtrain: could not hand the job token to %s's agent\n", n.host.c_str());
+  }
+
+  static std::map<std::string, std::string> base_env() {
+    std::map<std::string, std::string> env;
+    for (char** e = environ; e && *e; ++e) {
+      std::string kv = *e;
+      auto eq = kv.find('=');
+      if (eq != std::string::npos) env[kv.substr(0, eq)] = kv.substr(eq + 1);
+    }
+    return env;
+  }
+
+  Proc& spawn(const SpawnRequest& req, const std::string& label, int node_rank) {
+    auto p = std::make_unique<Proc>();
+    p->label = label;
+    p->node_rank = node_rank;
+    Spawned s = runner_.spawn(req);
+    p->pid = s.pid;
+    p->stdin_fd = s.stdin_fd;
+    int fds[2] = {s.stdout_fd, s.stderr_fd};
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i] < 0) continue;
+      p->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]);
+      ++p->open_pipes;
+    }
+    procs_.push_back(std::move(p));
+    Proc& ref = *procs_.back();
+    for (int i = 0; i < 2; ++i)
+      if (ref.pipes[i]) read_pipe(ref, i);
+    return ref;
+  }
+
+  void read_pipe(Proc& p, int i) {
+    p.pipes[i]->async_read_some(asio::buffer(p.buf[i]), [this, &p, i](boost::system::error_code ec, size_t n) {
+      if (n > 0) {
+        p.partial[i].append(p.buf[i].data(), n);
+        size_t nl;
+        while ((nl = p.partial[i].find('\n')) != std::string::npos) {
+          line(p, i, p.partial[i].substr(0, nl));
+          p.partial[i].erase(0, nl + 1);
+        }
+      }
+      if (!ec) return read_pipe(p, i);
+      if (!p.partial[i].empty()) line(p, i, p.partial[i]);
+      p.partial[i].clear();
+      p.pipes[i]->close();
+      --p.open_pipes;
+    });
+  }
+
+  void line(Proc& p, int stream, const std::string& text) {
+    if (stream == 0 && p.node_rank >= 0 && !p.pgid) {
+      if (auto pgid = remote::parse_announcement(text, opt_.job_id)) {
+        p.pgid = pgid;
+        return;
+      }
+    }
+    if (p.node_rank < 0) {  // a stop command: only its complaints are worth showing
+      // "No such process": the agent had already gone (its stdin closed first) — the goal.
+      if (text.find("No such process") == std::string::npos)
+        std::fprintf(opt_.err, "mtrain: %s: %s\n", p.label.c_str(), text.c_str());
+      return;
+    }
+    if (stream == 1) {
+      p.err_tail.push_back(text);
+      if (p.err_tail.size() > kTailLines) p.err_tail.pop_front();
+    }
+    std::FILE* f = stream == 0 ? opt_.out : opt_.err;
+    std::fprintf(f, "%s\n", text.c_str());
+    std::fflush(f);
+  }
+
+  void wait_signal() {
+    signals_.async_wait([this](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGCHLD) {
+        reap();
+      } else {
+        if (!stop_signal_) stop_signal_ = sig;
+        std::fprintf(opt_.err, "mtrain: %s: stopping the agent on every node\n", signal_name(sig).c_str());
+        if (opt_.abort_job) opt_.abort_job(fmt::format("the launcher was stopped by {}", signal_name(sig)));
+        begin_stop();
+      }
+      if (!done()) wait_signal();
+    });
+  }
+
+  void reap() {
+    std::vector<pid_t> live;
+    for (auto& p : procs_)
+      if (!p->exit) live.push_back(p->pid);
+    for (const auto& rp : runner_.reap(live)) {
+      // By index: stopping the job below starts more processes (procs_ grows).
+      for (size_t i = 0; i < procs_.size(); ++i) {
+        Proc* p = procs_[i].get();
+        if (p->pid != rp.pid) continue;
+        p->exit = from_wait_status(rp.status);
+        if (p->stdin_fd >= 0) {
+          ::close(p->stdin_fd);
+          p->stdin_fd = -1;
+        }
+        if (p->node_rank < 0 || p->exit->ok() || stopping_) continue;
+        if (!first_failed_) first_failed_ = p;
+        std::string why = p->exit->code == 255 && !p->exit->signaled
+                              ? fmt::format("ssh to {} failed or the connection was lost (ssh exit 255)", p->label)
+                              : fmt::format("the agent on {} (node rank {}) ended with {}", p->label, p->node_rank,
+                                            p->exit->describe());
+        if (opt_.abort_job) opt_.abort_job(why);
+        if (reason_.empty()) reason_ = why;
+        begin_stop();
+      }
+    }
+    if (all_exited()) {
+      grace_.cancel();
+      poll_.cancel();
+      drain_.expires_after(std::chrono::milliseconds(1500));
+      drain_.async_wait([this](boost::system::error_code ec) {
+        if (!ec) drained_ = true;
+      });
+    }
+  }
+
+  void watch_store() {
+    if (!opt_.job_status) return;
+    poll_.expires_after(opt_.poll);
+    poll_.async_wait([this](boost::system::error_code ec) {
+      if (ec) return;
+      auto s = opt_.job_status();
+      if (s.phase == rendezvous::Phase::failed && !stopping_) {
+        store_reason_ = s.reason;
+        failed_nodes_ = s.failed_nodes;
+        begin_stop();
+      } else if (s.phase == rendezvous::Phase::failed && store_reason_.empty() && !stop_signal_) {
+        store_reason_ = s.reason;
+        failed_nodes_ = s.failed_nodes;
+      }
+      if (!all_exited()) watch_store();
+    });
+  }
+
+  void stop_agent(Proc& p, const std::string& signal) {
+    remote::SshOptions s = opt_.ssh;
+    const SshNode& n = opt_.nodes.at(static_cast<size_t>(p.node_rank));
+    s.host = n.host;
+    s.user = n.user;
+    std::string cmd = p.pgid ? remote::stop_command_line(*p.pgid, signal)
+                             : remote::stop_recorded_command_line(opt_.job_id, n.host, signal);
+    SpawnRequest req;
+    req.argv = remote::ssh_argv(s, cmd);
+    req.env = base_env();
+    try {
+      spawn(req, "stopping the agent on " + n.host, -1);
+    } catch (const Error& e) {
+      std::fprintf(opt_.err, "mtrain: could not run ssh to stop %s: %s\n", n.host.c_str(), e.message().c_str());
+    }
+  }
+
+  void begin_stop() {
+    if (stopping_) return;
+    stopping_ = true;
+    std::vector<Proc*> agents;
+    for (auto& p : procs_)
+      if (p->node_rank >= 0) agents.push_back(p.get());
+    for (Proc* p : agents) {
+      if (p->stdin_fd >= 0) {  // EOF: the agent tears its ranks down
+        ::close(p->stdin_fd);
+        p->stdin_fd = -1;
+      }
+      if (!p->exit) stop_agent(*p, "TERM");
+    }
+    grace_.expires_after(opt_.grace);
+    grace_.async_wait([this, agents](boost::system::error_code ec) {
+      if (ec) return;
+      for (Proc* p : agents)
+        if (!p->exit) {
+          stop_agent(*p, "KILL");
+          runner_.signal(p->pid, SIGKILL);  // the local ssh; the remote side sees the connection close
+        }
+      // Stop commands that hang (an unreachable host) end after one more grace period.
+      grace_.expires_after(opt_.grace);
+      grace_.async_wait([this](boost::system::error_code ec2) {
+        if (ec2) return;
+        for (auto& p : procs_)
+          if (!p->exit) runner_.signal(p->pid, SIGKILL);
+      });
+    });
+  }
+
+  bool all_exited() const {
+    for (const auto& p : procs_)
+      if (!p->exit) return false;
+    return true;
+  }
+
+  bool done() const {
+    if (!all_exited()) return false;
+    if (drained_) return true;
+    for (const auto& p : procs_)
+      if (p->open_pipes > 0) return false;
+    return true;
+  }
+
+  Proc* agent_of(const std::string& host) {
+    for (auto& p : procs_)
+      if (p->node_rank >= 0 && p->label == host) return p.get();
+    return nullptr;
+  }
+
+  int finish() {
+    bool failed = stop_signal_ || first_failed_ || !store_reason_.empty();
+    if (!failed) {
+      for (auto& p : procs_)
+        if (p->node_rank >= 0 && (!p->exit || !p->exit->ok())) failed = true;
+      if (!failed) return 0;
+    }
+    // The node to blame: the store's (it saw heartbeats stop or got the report), else the first
+    // agent that ended badly.
+    Proc* root = nullptr;
+    if (!failed_nodes_.empty()) root = agent_of(failed_nodes_.front());
+    if (!root) root = first_failed_;
+    std::string reason = !store_reason_.empty() ? store_reason_ : reason_;
+    if (stop_signal_) reason = fmt::format("stopped by {}", signal_name(stop_signal_));
+    std::string out = fmt::format("mtrain: job {} failed: {}\n", opt_.job_id, reason);
+    for (auto& p : procs_) {
+      if (p->node_rank < 0) continue;
+      out += fmt::format("  node {} (node rank {}): agent {}{}\n", p->label, p->node_rank,
+                         p->exit ? p->exit->describe() : std::string("still running"),
+                         p->pgid ? fmt::format(", process group {}", *p->pgid) : std::string());
+    }
+    if (root && !root->err_tail.empty()) {
+      out += fmt::format("  last lines from {}:\n", root->label);
+      for (const auto& l : root->err_tail) out += "    " + l + "\n";
+    }
+    std::fwrite(out.data(), 1, out.size(), opt_.err);
+    std::fflush(opt_.err);
+    if (stop_signal_) return 128 + stop_signal_;
+    // A node lost (heartbeats stopped, ssh failed) is 1; a rank's failure keeps its code.
+    if (root && root->exit && !root->exit->ok() && !(root->exit->code == 255 && !root->exit->signaled)) {
+      bool lost = store_reason_.find("stopped sending heartbeats") != std::string::npos;
+      if (!lost) return root->exit->launcher_code();
+    }
+    return kExitFailure;
+  }
+
+  const SshRunOptions& opt_;
+  ProcessRunner& runner_;
+  asio::io_context io_;
+  asio::signal_set signals_;
+  asio::steady_timer grace_, poll_, drain_;
+  std::vector<std::unique_ptr<Proc>> procs_;
+  Proc* first_failed_ = nullptr;
+  std::string reason_, store_reason_;
+  std::vector<std::string> failed_nodes_;
+  int stop_signal_ = 0;
+  bool stopping_ = false;
+  bool drained_ = false;
+};
+
+}  // namespace
+
+int run_over_ssh(const SshRunOptions& opt, ProcessRunner& runner) {
+  if (opt.nodes.empty()) throw Error("no hosts to start agents on");
+  SshJob job(opt, runner);
+  return job.run();
+}
+
+}  // namespace mtrain::launch
