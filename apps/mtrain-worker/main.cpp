@@ -1,11 +1,14 @@
 // mtrain-worker --job FILE [--set key=value …]: one rank of the bundled trainer.
 // mtrain-worker checkpoint …: the offline checkpoint tools `mtrain checkpoint` execs.
+// mtrain-worker bench-comm …: the rank side of `mtrain bench comm`; build-info: what
+// LibTorch/CUDA/NCCL it was built with, as JSON (read by `mtrain env`).
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/bench/comm_bench.hpp"
 #include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
@@ -13,6 +16,8 @@ namespace {
 const char* kUsage =
     "usage: mtrain-worker [--job FILE] [--set key=value]...\n"
     "       mtrain-worker checkpoint consolidate|inspect|verify DIR ...\n"
+    "       mtrain-worker bench-comm --ops OPS --sizes BYTES,... [--iters N] [--warmup W] [--out FILE]\n"
+    "       mtrain-worker build-info\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";
@@ -33,6 +38,19 @@ int guarded(const std::string& tag, F&& body) {
 }
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "build-info") == 0) {
+    std::cout << mtrain::trainer::build_info().dump() << std::endl;
+    return 0;
+  }
+  if (argc > 1 && std::strcmp(argv[1], "bench-comm") == 0) {
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    const auto env = mtrain::trainer::worker_env_from_process();
+    const std::string tag = "[rank " + (env.count("RANK") ? env.at("RANK") : std::string("0")) + "] ";
+    return guarded(tag, [&] {
+      mtrain::trainer::run_comm_bench(mtrain::trainer::parse_comm_bench_args(args), env);
+      return 0;
+    });
+  }
   if (argc > 1 && std::strcmp(argv[1], "checkpoint") == 0) {
     const std::vector<std::string> args(argv + 2, argv + argc);
     return guarded("", [&] { return mtrain::trainer::run_checkpoint_command(args, std::cout, std::cerr); });

@@ -14,10 +14,7 @@ struct Unbuilt {
 };
 constexpr Unbuilt kUnbuilt[] = {
     {"config", "Create (init wizard), validate, show and import job configurations"},
-    {"env", "Report the machine, GPUs, network and environment for bug reports"},
     {"slurm", "Write, submit and follow Slurm jobs (script, submit, status, logs, cancel)"},
-    {"bench", "Benchmark collectives, strategies and launch latency"},
-    {"completion", "Print a shell completion script for bash, zsh or fish"},
 };
 }  // namespace
 

@@ -31,6 +31,9 @@ void add_launch(CLI::App& root, Exit& exit);
 void add_checkpoint(CLI::App& root, Exit& exit);
 void add_slurm(CLI::App& root, Exit& exit);
 void add_config(CLI::App& root, Exit& exit);
+void add_env(CLI::App& root, Exit& exit);
+void add_bench(CLI::App& root, Exit& exit);
+void add_completion(CLI::App& root, Exit& exit);
 void add_unbuilt(CLI::App& root, Exit& exit);
 
 }  // namespace mtrain::app

@@ -15,6 +15,9 @@ int main(int argc, char** argv) {
   mtrain::app::add_checkpoint(root, exit);
   mtrain::app::add_slurm(root, exit);
   mtrain::app::add_config(root, exit);
+  mtrain::app::add_env(root, exit);
+  mtrain::app::add_bench(root, exit);
+  mtrain::app::add_completion(root, exit);
   mtrain::app::add_unbuilt(root, exit);
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed

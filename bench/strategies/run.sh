@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Strategies x world sizes with the launcher itself: `mtrain launch --nproc-per-node N
 # --strategy S` on a model whose model states dominate (gpt, ~25M parameters by default), a few
-# steps each. Reads every run's summary.json and prints median step time, samples/s, peak memory
+# steps each (no validation split, so every collective counted is a training one). Reads every run's summary.json and prints median step time, samples/s, peak memory
 # per rank, model-state bytes per rank (params+grads+optimizer, the fullest rank), comm bytes per
 # step, and the command line of each run.
 #
 # usage: bench/strategies/run.sh [BUILD_DIR]
-#   env: STRATEGIES ("ddp zero1 zero2 zero3 fsdp")  WORLDS ("1 2 4")  STEPS (6)  BATCH (2)
-#        N_EMBD (512)  N_LAYER (8)  VOCAB (8192)  BLOCK (64)  THREADS (1)  PRECISION (fp32)
+#   env: STRATEGIES ("ddp zero1 zero2 zero3 fsdp")  WORLDS ("1 2 4")  STEPS (6)  BATCH (1)
+#        N_EMBD (640)  N_LAYER (8)  VOCAB (8192)  BLOCK (32)  THREADS (1)  PRECISION (fp32)
 #        DEVICE (cpu)  EXTRA (more --set key=value arguments)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -16,12 +16,17 @@ mtrain=$build/bin/mtrain
 py=/usr/bin/python3
 STRATEGIES=${STRATEGIES:-"ddp zero1 zero2 zero3 fsdp"}
 WORLDS=${WORLDS:-"1 2 4"}
-STEPS=${STEPS:-6} BATCH=${BATCH:-2} THREADS=${THREADS:-1}
-N_EMBD=${N_EMBD:-512} N_LAYER=${N_LAYER:-8} VOCAB=${VOCAB:-8192} BLOCK=${BLOCK:-64}
+STEPS=${STEPS:-6} BATCH=${BATCH:-1} THREADS=${THREADS:-1}
+N_EMBD=${N_EMBD:-640} N_LAYER=${N_LAYER:-8} VOCAB=${VOCAB:-8192} BLOCK=${BLOCK:-32}
 PRECISION=${PRECISION:-fp32} DEVICE=${DEVICE:-cpu} EXTRA=${EXTRA:-}
 for b in mtrain mtrain-worker; do
   [ -x "$build/bin/$b" ] || { echo "run.sh: $build/bin/$b not found; build with: ninja -C $build mtrain mtrain-worker" >&2; exit 2; }
 done
+# Peak memory on the CPU is the worker's peak RSS. glibc raises its mmap threshold each time a
+# large block is freed, after which freed tensors stay in the heap and count as resident; a
+# fixed threshold returns them to the system, so the peak reflects live memory for every
+# strategy alike (override by exporting MALLOC_MMAP_THRESHOLD_ yourself).
+export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
@@ -29,10 +34,10 @@ rows=()
 for s in $STRATEGIES; do
   for n in $WORLDS; do
     wd=$tmp/${s}_$n
-    cmd=("$mtrain" launch --nproc-per-node "$n" --strategy "$s" --no-prefix
+    cmd=("$mtrain" launch --nproc-per-node "$n" --strategy "$s" --no-prefix --master-port 0
          --set model.name=gpt --set model.n_embd="$N_EMBD" --set model.n_layer="$N_LAYER"
          --set model.n_head=8 --set model.vocab_size="$VOCAB" --set model.block_size="$BLOCK"
-         --set data.name=synthetic --set train.batch_size="$BATCH" --set train.max_steps="$STEPS"
+         --set data.name=synthetic --set data.val_fraction=0 --set train.batch_size="$BATCH" --set train.max_steps="$STEPS"
          --set train.log_interval="$STEPS" --set train.threads="$THREADS" --set train.precision="$PRECISION"
          --set launch.device="$DEVICE" --set train.work_dir="$wd" --set checkpoint.interval=0)
     # shellcheck disable=SC2206

@@ -351,6 +351,14 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
     std::shared_ptr<void> autocast;
     if (prec_.param != at::kFloat) autocast = compat::autocast_scope(device_, prec_.param);
     loss = loss_fn();
+  } catch (const c10::Error& e) {
+    phase_ = Phase::Idle;
+    if (prec_.param == at::kHalf && device_.is_cpu()) {
+      throw Error(fmt::format("train.precision fp16: an operator of the model has no fp16 kernel on "
+                              "the CPU ({})", e.what_without_backtrace()),
+                  "use train.precision=bf16 on the CPU (fp16 needs a GPU with LibTorch 1.13)");
+    }
+    throw;
   } catch (...) {
     phase_ = Phase::Idle;
     throw;

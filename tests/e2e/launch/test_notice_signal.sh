@@ -3,6 +3,8 @@
 # rank; ranks then end on their own — a rank that ends first does not cut the others short while
 # they save — and the launcher does not restart them.
 . "$(dirname "$0")/../lib.sh"
+# Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
+export MTRAIN_MASTER_PORT=auto
 m="7$$.31"
 # The launcher runs in the background so that the test can signal it (not through `timeout`,
 # which would take the signal itself); `bound` SIGKILLs it if it outlives its time.

@@ -11,6 +11,8 @@
 
 #include "harness.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/optim/loss_scale.hpp"
+#include "mtrain/trainer/strategy/wrap_policy.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
@@ -225,4 +227,63 @@ TEST_CASE("bf16 compute with fp32 masters: gpt loss falls under ddp, zero3 and f
       RANK_CHECK(w.front().second.scalar_type() == at::kFloat);
     });
   }
+}
+
+TEST_CASE("dynamic loss scale: hysteresis, window, floor; a fixed scale never moves", "[trainer][strategy][precision]") {
+  LossScaleOptions o;
+  o.initial_scale_power = 4;
+  o.loss_scale_window = 3;
+  o.hysteresis = 2;
+  o.min_loss_scale = 4;
+  LossScaler s(o, true);
+  CHECK(s.scale() == 16);
+  s.update(true);  // first overflow: hysteresis absorbs it
+  CHECK(s.scale() == 16);
+  s.update(true);  // second: halves
+  CHECK(s.scale() == 8);
+  s.update(false), s.update(false);
+  CHECK(s.scale() == 8);
+  s.update(false);  // third clean step in a row: doubles
+  CHECK(s.scale() == 16);
+  for (int i = 0; i < 10; ++i) s.update(true);
+  CHECK(s.scale() == 4);  // never below min_loss_scale
+  CHECK(s.skipped_steps() == 12);
+  o.loss_scale = 128;
+  LossScaler fixed(o, true);
+  fixed.update(true), fixed.update(true), fixed.update(false), fixed.update(false), fixed.update(false);
+  CHECK(fixed.scale() == 128);
+  LossScaler off(o, false);
+  CHECK(off.scale() == 1);
+}
+
+TEST_CASE("FSDP wrap policies and ZeRO units cover every parameter once", "[trainer][strategy]") {
+  ParamList p;
+  p.names = {"wte.weight", "blocks.0.ln.weight", "blocks.0.fc.weight", "blocks.0.fc.bias",
+             "blocks.1.ln.weight", "blocks.1.fc.weight", "blocks.1.fc.bias", "head.weight"};
+  p.numels = {50, 4, 40, 10, 4, 40, 10, 50};
+  auto layer = fsdp_units(p, "layer", {"blocks.0", "blocks.1"}, 0);
+  REQUIRE(layer.size() == 3);
+  CHECK(layer[0].params == std::vector<size_t>{1, 2, 3});
+  CHECK(layer[1].params == std::vector<size_t>{4, 5, 6});
+  CHECK(layer[2].params == std::vector<size_t>{0, 7});
+  CHECK(layer[2].pinned);
+  // size (torch's size_based policy, children first): blocks.0.fc and blocks.1.fc (50 each)
+  // reach 45, then the top-level wte and head (50 each); the LayerNorm leftovers (4 + 4) never
+  // do, so they stay in the root unit.
+  auto size = fsdp_units(p, "size", {}, 45);
+  REQUIRE(size.size() == 5);
+  CHECK(size[0].params == std::vector<size_t>{0});
+  CHECK(size[1].params == std::vector<size_t>{2, 3});
+  CHECK(size[2].params == std::vector<size_t>{5, 6});
+  CHECK(size[3].params == std::vector<size_t>{7});
+  CHECK(size[4].params == std::vector<size_t>{1, 4});
+  CHECK(size[4].pinned);
+  CHECK(fsdp_units(p, "none", {}, 0).size() == 1);
+  auto buckets = bucket_units(p, 60);  // reverse order, at most 60 elements each
+  REQUIRE(buckets.size() == 4);
+  CHECK(buckets[0].params == std::vector<size_t>{6, 7});
+  auto modules = module_units(p, 11);  // under 11 elements: persistent
+  REQUIRE(modules.size() == 5);
+  CHECK(modules.back().persistent);
+  CHECK(modules.back().params == std::vector<size_t>{1, 3, 4, 6});
 }

@@ -1,0 +1,147 @@
+// `mtrain bench comm|launch|train`: flags → options → one lib/bench driver → emit (table or
+// JSON, --output, --plot). Also the hidden `mtrain __barrier`, the rank program of bench launch.
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mtrain/bench/comm.hpp"
+#include "mtrain/bench/launch_bench.hpp"
+#include "mtrain/bench/measures.hpp"
+#include "mtrain/bench/report.hpp"
+#include "mtrain/bench/tcp_barrier.hpp"
+#include "mtrain/bench/train_bench.hpp"
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/environment.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/launch.hpp"
+
+namespace mtrain::app {
+
+namespace {
+
+std::string self_exe() {
+  std::error_code ec;
+  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
+}
+
+void add_emit_flags(CLI::App* sub, bench::EmitOptions& e) {
+  const char* g = "Output";
+  sub->add_option("--format", e.format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text")->group(g);
+  sub->add_option("--output", e.output, "Write the result to FILE instead of stdout")->group(g);
+  sub->add_option("--plot", e.plot, "Also draw FILE.png or FILE.svg (gnuplot or matplotlib)")->group(g);
+  sub->add_option("--plotter", e.plotter, "Plotting tool")
+      ->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))
+      ->default_str("auto")
+      ->group(g);
+}
+
+// Fails before a long benchmark, not after it, when the plot cannot be drawn.
+void check_plot(const bench::EmitOptions& e) {
+  if (e.plot.empty()) return;
+  bench::gnuplot_script({}, e.plot);  // checks the suffix
+  envreport::PosixSystemProbe probe;
+  bench::find_plotter(probe, e.plotter);
+}
+
+}  // namespace
+
+void add_bench(CLI::App& root, Exit& exit) {
+  auto* bench = root.add_subcommand("bench", "Benchmark collectives, strategies and launch latency");
+  bench->require_subcommand(1);
+
+  // comm
+  struct CommFlags {
+    bench::CommBenchOptions o;
+    std::string ops = "all_reduce,all_gather,reduce_scatter,broadcast";
+    std::string min_bytes = "1K", max_bytes = "1G";
+    bench::EmitOptions e;
+  };
+  auto cf = std::make_shared<CommFlags>();
+  auto* comm = bench->add_subcommand("comm", "Collectives x sizes over c10d (Gloo on CPU, NCCL on GPU), nccl-tests style");
+  comm->add_option("--nproc", cf->o.nproc, "Ranks on this machine")->check(CLI::Range(1, 4096))->default_str("2");
+  comm->add_option("--ops", cf->ops, "Collectives: all_reduce,all_gather,reduce_scatter,broadcast")->default_str(cf->ops);
+  comm->add_option("--min-bytes", cf->min_bytes, "Smallest size (1K, 64M, 1G, or bytes)")->default_str("1K");
+  comm->add_option("--max-bytes", cf->max_bytes, "Largest size; sizes double from --min-bytes")->default_str("1G");
+  comm->add_option("--iters", cf->o.iters, "Timed calls per size")->check(CLI::Range(1, 1000000))->default_str("20");
+  comm->add_option("--warmup", cf->o.warmup, "Untimed calls per size first")->check(CLI::Range(0, 1000000))->default_str("5");
+  comm->add_option("--max-seconds", cf->o.max_seconds, "Per size: run fewer timed calls (at least 3) when --iters would take longer; 0: never")
+      ->check(CLI::Range(0.0, 86400.0))
+      ->default_str("0");
+  comm->add_option("--gpus", cf->o.gpus, "GPU ids to use (CUDA builds), e.g. 0,1");
+  add_emit_flags(comm, cf->e);
+  comm->callback([cf, &exit] {
+    auto& o = cf->o;
+    o.ops = str::split(cf->ops, ',');
+    o.min_bytes = bench::parse_size(cf->min_bytes, "--min-bytes");
+    o.max_bytes = bench::parse_size(cf->max_bytes, "--max-bytes");
+    bench::comm_worker_args(o, "");  // checks --ops and the sizes before anything starts
+    check_plot(cf->e);
+    o.worker_path = launch::find_worker(self_exe());
+    auto r = bench::run_comm(o);
+    bench::emit(r, cf->e);
+    exit.code = r.doc.at("wrong").get<int>() > 0 ? kExitFailure : 0;
+  });
+
+  // launch
+  struct LaunchFlags {
+    bench::LaunchBenchOptions o;
+    std::string nproc = "1,2,4,8";
+    bool no_worker = false;
+    bench::EmitOptions e;
+  };
+  auto lf = std::make_shared<LaunchFlags>();
+  auto* lb = bench->add_subcommand("launch", "Time to spawn N ranks and pass a first barrier, beside torchrun's start-up floor");
+  lb->add_option("--nproc", lf->nproc, "World sizes to time, e.g. 1,2,4,8")->default_str("1,2,4,8");
+  lb->add_option("--reps", lf->o.reps, "Runs of each command (interleaved)")->check(CLI::Range(1, 100000))->default_str("10");
+  lb->add_flag("--no-worker", lf->no_worker, "Skip the mtrain-worker (LibTorch + c10d barrier) rows");
+  lb->add_option("--python", lf->o.python, "Interpreter for the torchrun floor ('' to skip)")->default_str("/usr/bin/python3");
+  add_emit_flags(lb, lf->e);
+  lb->callback([lf, &exit] {
+    auto& o = lf->o;
+    o.nproc = bench::parse_int_list(lf->nproc, "--nproc", 1);
+    check_plot(lf->e);
+    o.mtrain_path = self_exe();
+    if (!lf->no_worker) o.worker_path = launch::find_worker(o.mtrain_path);
+    bench::emit(bench::run_launch_bench(o), lf->e);
+    exit.code = 0;
+  });
+
+  // train
+  struct TrainFlags {
+    bench::TrainBenchOptions o;
+    std::string strategies = "ddp,zero1,zero2,zero3,fsdp";
+    std::string nproc = "1,2,4";
+    bench::EmitOptions e;
+  };
+  auto tf = std::make_shared<TrainFlags>();
+  auto* tb = bench->add_subcommand("train", "Strategies x world sizes of the bundled trainer: step time, throughput, memory, traffic");
+  std::string strategy_choices;
+  if (const auto* s = config::job_registry().find("strategy")) strategy_choices = str::join(s->choices, ",");
+  tb->add_option("--strategies", tf->strategies, "Strategies to compare {" + strategy_choices + "}")->default_str(tf->strategies);
+  tb->add_option("--nproc", tf->nproc, "World sizes, e.g. 1,2,4")->default_str("1,2,4");
+  std::string model_help = "Model for every cell";
+  if (const auto* s = config::job_registry().find("model.name")) model_help += " {" + str::join(s->choices, ",") + "}";
+  tb->add_option("--model", tf->o.model, model_help);
+  tb->add_option("--steps", tf->o.steps, "Training steps per cell")->check(CLI::Range(1, 100000000))->default_str("20");
+  tb->add_option("--set", tf->o.sets, "Any trainer setting for every cell: --set key=value (repeatable)");
+  tb->add_option("--config", tf->o.config, "Job file (YAML) for every cell");
+  tb->add_option("--work-dir", tf->o.work_root, "Keep each cell's work dir and log under this folder (default: a temporary one)");
+  add_emit_flags(tb, tf->e);
+  tb->callback([tf, &exit] {
+    auto& o = tf->o;
+    o.strategies = str::split(tf->strategies, ',');
+    o.nproc = bench::parse_int_list(tf->nproc, "--nproc", 1);
+    check_plot(tf->e);
+    o.mtrain_path = self_exe();
+    auto r = bench::run_train_bench(o);
+    bench::emit(r, tf->e);
+    exit.code = r.doc.at("failed").get<int>() > 0 ? kExitFailure : 0;
+  });
+
+  // The rank program of `bench launch` (hidden).
+  auto* barrier = root.add_subcommand("__barrier", "Rank program of `mtrain bench launch`: one TCP barrier");
+  barrier->group("");
+  barrier->callback([&exit] { exit.code = bench::run_tcp_barrier(process_environment(), 60000); });
+}
+
+}  // namespace mtrain::app

@@ -1,0 +1,30 @@
+// `mtrain env [--format text|json]`: flags → ReportOptions → envreport::collect_report.
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mtrain/envreport/report.hpp"
+#include "mtrain/launch/launch.hpp"
+#include "mtrain/version.hpp"
+
+namespace mtrain::app {
+
+void add_env(CLI::App& root, Exit& exit) {
+  auto format = std::make_shared<std::string>("text");
+  auto* sub = root.add_subcommand("env", "Report the machine, GPUs, network and environment for bug reports");
+  sub->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
+  sub->callback([format, &exit] {
+    std::error_code ec;
+    envreport::ReportOptions o;
+    o.version = kVersion;
+    o.executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    o.worker_path = launch::find_worker(o.executable);
+    envreport::PosixSystemProbe probe;
+    auto report = envreport::collect_report(probe, o);
+    std::string out = *format == "json" ? report.dump(2) + "\n" : envreport::render_text(report);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    exit.code = 0;
+  });
+}
+
+}  // namespace mtrain::app

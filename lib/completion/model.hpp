@@ -1,0 +1,57 @@
+#pragma once
+// Shell completion, generated from the CLI11 definition itself: describe() walks the App tree
+// (subcommands, options, whether each takes a value, the choices of its IsMember validator) into
+// a plain model, and one renderer per shell writes that model into a script with a small
+// engine. Values that depend on the machine or the command line (strategies and models from the
+// settings registry, hosts from the --hostfile on the line, Slurm partitions, YAML files) are
+// asked from the hidden `mtrain __complete KIND …` when Tab is pressed.
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace mtrain::completion {
+
+struct OptionSpec {
+  std::vector<std::string> names;    // "--strategy", "-m"
+  bool takes_value = false;
+  std::vector<std::string> choices;  // fixed values
+  std::string dynamic;               // "" | strategies | models | hosts | partitions | yaml | files
+  std::string help;
+};
+
+struct CommandSpec {
+  std::string path;                       // "mtrain", "mtrain slurm submit"
+  std::vector<std::string> subcommands;   // names, in definition order
+  std::vector<std::string> sub_help;      // one line each
+  std::vector<OptionSpec> options;
+  bool takes_program = false;             // free words after the options (launch's PROGRAM)
+};
+
+// How option names map to dynamic values, and extra options for commands that define theirs at
+// run time (key: command path).
+struct Hints {
+  std::map<std::string, std::string> dynamic_by_option;  // "--strategy" → "strategies"
+  std::map<std::string, std::vector<std::string>> choices_by_option;  // "--model" → registry
+  std::map<std::string, std::vector<OptionSpec>> extra_options;
+};
+
+// The hints of this mtrain: registry choices and the dynamic kinds above.
+Hints default_hints();
+
+// Hidden subcommands (group "", or named __*) are left out.
+std::vector<CommandSpec> describe(const CLI::App& root, const Hints& hints);
+
+std::string bash_script(const std::vector<CommandSpec>& cmds);
+std::string zsh_script(const std::vector<CommandSpec>& cmds);
+std::string fish_script(const std::vector<CommandSpec>& cmds);
+
+// `mtrain __complete KIND [ARG…]`: candidates, one per line. KIND: strategies, models,
+// partitions, hosts [--hostfile FILE], yaml PREFIX. Unknown kinds give nothing (completion must
+// never print errors into the user's prompt).
+using Runner = std::function<std::string(const std::vector<std::string>& argv)>;  // stdout of a command, "" on failure
+std::vector<std::string> dynamic_values(const std::string& kind, const std::vector<std::string>& args, const Runner& run);
+
+}  // namespace mtrain::completion

@@ -1,0 +1,43 @@
+#pragma once
+// `mtrain env`: the report people paste into bug reports. collect_report asks a SystemProbe
+// everything and returns one JSON document (schema "mtrain.env/1", checked by a test); the text
+// form is rendered from that same document, so both always say the same thing.
+//
+// Top-level keys: schema, mtrain {version, executable, worker{…}}, os, cpu, memory, gpus
+// {source, devices[], topology, cuda_driver_version, note}, network[], slurm, environment[],
+// user_config, shm, limits, warnings[{what, advice}].
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/envreport/system_probe.hpp"
+
+namespace mtrain::envreport {
+
+using json = nlohmann::json;
+
+struct ReportOptions {
+  std::string version;         // mtrain's version
+  std::string executable;      // mtrain's own path
+  std::string worker_path;     // mtrain-worker ("" when not installed)
+  int command_timeout_ms = 20000;  // each probe command (nvidia-smi, sinfo, the worker)
+};
+
+json collect_report(const SystemProbe& probe, const ReportOptions& opt);
+
+// Sections, each from the probe alone (also used by the tests one by one).
+json probe_gpus(const SystemProbe& probe, int timeout_ms);
+json probe_worker(const SystemProbe& probe, const std::string& worker_path, int timeout_ms);
+json probe_slurm(const SystemProbe& probe, int timeout_ms);
+json probe_environment(const std::map<std::string, std::string>& env);
+json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);
+
+// Warnings with advice from a collected report (without its "warnings" key) and the environment.
+json compute_warnings(const json& report, const std::map<std::string, std::string>& env);
+
+std::string render_text(const json& report);
+
+// "64.0 MiB", "15.6 GiB".
+std::string human_bytes(double bytes);
+
+}  // namespace mtrain::envreport

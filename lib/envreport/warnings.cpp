@@ -1,0 +1,150 @@
+// Warnings with advice: the problems that make distributed jobs hang, crash or crawl and that a
+// look at the machine can reveal before a job runs.
+#include <fmt/format.h>
+
+#include "mtrain/core/strings.hpp"
+#include "mtrain/envreport/report.hpp"
+
+namespace mtrain::envreport {
+
+namespace {
+
+constexpr uint64_t kMinShm = 1ull << 30;     // NCCL and DataLoader workers need far more than 64 MiB
+constexpr uint64_t kMinOpenFiles = 4096;     // Gloo opens sockets per peer and per pair
+
+std::string env_of(const std::map<std::string, std::string>& env, const std::string& k) {
+  auto it = env.find(k);
+  return it == env.end() ? "" : it->second;
+}
+
+std::vector<std::string> interface_names(const json& report) {
+  std::vector<std::string> names;
+  for (const auto& n : report.at("network")) names.push_back(n.at("name").get<std::string>());
+  return names;
+}
+
+// NCCL_SOCKET_IFNAME grammar: comma list; leading '^' excludes, leading '=' means exact names,
+// otherwise each entry is a prefix. Returns the entries that match no interface (an exclusion
+// list matches nothing by design, so it returns none).
+std::vector<std::string> unmatched_nccl(const std::string& spec, const std::vector<std::string>& names) {
+  std::string s = spec;
+  if (!s.empty() && s[0] == '^') return {};
+  bool exact = !s.empty() && s[0] == '=';
+  if (exact) s = s.substr(1);
+  std::vector<std::string> missing;
+  for (auto part : str::split(s, ',')) {
+    part = str::trim(part);
+    if (part.empty()) continue;
+    bool hit = false;
+    for (const auto& n : names) hit = hit || (exact ? n == part : str::starts_with(n, part));
+    if (!hit) missing.push_back(part);
+  }
+  return missing;
+}
+
+std::vector<std::string> unmatched_exact(const std::string& spec, const std::vector<std::string>& names) {
+  std::vector<std::string> missing;
+  for (auto part : str::split(spec, ',')) {
+    part = str::trim(part);
+    if (part.empty()) continue;
+    bool hit = false;
+    for (const auto& n : names) hit = hit || n == part;
+    if (!hit) missing.push_back(part);
+  }
+  return missing;
+}
+
+// Ranks this node would run by default: MTRAIN_NPROC_PER_NODE when it is a count, else one per
+// GPU, else one.
+int expected_local_ranks(const json& report, const std::map<std::string, std::string>& env) {
+  if (auto n = str::parse_uint(env_of(env, "MTRAIN_NPROC_PER_NODE")); n && *n > 0) return static_cast<int>(*n);
+  size_t gpus = report.at("gpus").at("devices").size();
+  return gpus > 0 ? static_cast<int>(gpus) : 1;
+}
+
+}  // namespace
+
+json compute_warnings(const json& report, const std::map<std::string, std::string>& env) {
+  json w = json::array();
+  auto add = [&](std::string what, std::string advice) { w.push_back({{"what", what}, {"advice", advice}}); };
+
+  const auto& shm = report.at("shm");
+  if (!shm.at("mounted").get<bool>()) {
+    add("/dev/shm is not mounted", "NCCL and data-loader workers need shared memory: mount a tmpfs on /dev/shm.");
+  } else if (shm.at("total_bytes").get<uint64_t>() < kMinShm) {
+    add(fmt::format("/dev/shm is only {} (containers default to 64 MiB)", human_bytes(shm.at("total_bytes").get<double>())),
+        "NCCL's shared-memory transport and data-loader workers fail with bus errors when it fills: run the "
+        "container with --shm-size=8g (or --ipc=host), or `mount -o remount,size=8G /dev/shm`.");
+  }
+
+  const int cores = report.at("cpu").at("cores").get<int>();
+  if (auto t = str::parse_uint(env_of(env, "OMP_NUM_THREADS")); t && *t > 0) {
+    const int ranks = expected_local_ranks(report, env);
+    if (*t * ranks > cores) {
+      add(fmt::format("OMP_NUM_THREADS={} with {} rank(s) on this node asks for {} threads on {} core(s)", *t, ranks,
+                      *t * ranks, cores),
+          fmt::format("Oversubscribed cores make every rank slow: unset OMP_NUM_THREADS (mtrain launch then sets "
+                      "cores/ranks = {} per rank) or lower it.",
+                      std::max(1, cores / ranks)));
+    }
+  } else if (!env_of(env, "OMP_NUM_THREADS").empty()) {
+    add(fmt::format("OMP_NUM_THREADS='{}' is not a positive count", env_of(env, "OMP_NUM_THREADS")),
+        "Set a number such as 4, or unset it and let mtrain launch choose.");
+  }
+
+  const auto names = interface_names(report);
+  const std::string nccl_if = env_of(env, "NCCL_SOCKET_IFNAME");
+  if (!nccl_if.empty()) {
+    auto missing = unmatched_nccl(nccl_if, names);
+    if (!missing.empty())
+      add(fmt::format("NCCL_SOCKET_IFNAME={} names no interface of this host ({} matches nothing)", nccl_if,
+                      str::join(missing, ", ")),
+          fmt::format("NCCL will fail to find a socket interface: use one of {} (see the network section).",
+                      str::join(names, ", ")));
+  }
+  for (const char* var : {"GLOO_SOCKET_IFNAME", "TP_SOCKET_IFNAME"}) {
+    const std::string v = env_of(env, var);
+    if (v.empty()) continue;
+    auto missing = unmatched_exact(v, names);
+    if (!missing.empty())
+      add(fmt::format("{}={} names no interface of this host ({} not found)", var, v, str::join(missing, ", ")),
+          fmt::format("Gloo cannot bind to it and the job fails at start: use one of {}.", str::join(names, ", ")));
+  }
+  bool routable = false;
+  for (const auto& n : report.at("network"))
+    routable = routable || (n.at("up").get<bool>() && !n.at("loopback").get<bool>() && !n.at("addresses").empty());
+  if (!routable)
+    add("no network interface other than loopback is up", "Jobs can run on this machine only; multi-node jobs need a routable interface.");
+
+  const auto& lim = report.at("limits");
+  if (!lim.at("open_files_soft").is_null() && lim.at("open_files_soft").get<uint64_t>() < kMinOpenFiles)
+    add(fmt::format("the open-file limit (ulimit -n) is {}", lim.at("open_files_soft").get<uint64_t>()),
+        "Gloo and NCCL open sockets per peer and large jobs run out: `ulimit -n 65536` (up to the hard limit) or "
+        "raise nofile in /etc/security/limits.conf.");
+
+  const auto& gpus = report.at("gpus");
+  const std::string cvd = env_of(env, "CUDA_VISIBLE_DEVICES");
+  if (gpus.at("devices").empty() && env.count("CUDA_VISIBLE_DEVICES") && !cvd.empty())
+    add(fmt::format("CUDA_VISIBLE_DEVICES={} is set but no GPU was found", cvd),
+        "Ranks will run on CPU; check the NVIDIA driver (nvidia-smi) or unset the variable.");
+
+  const auto& worker = report.at("mtrain").at("worker");
+  if (worker.contains("error"))
+    add(worker.at("error").get<std::string>(),
+        "Only `mtrain launch -- PROGRAM` works without it; build mtrain with LibTorch for the bundled trainer and "
+        "`mtrain bench comm`.");
+
+  for (const auto& e : report.at("environment"))
+    if (e.contains("problem"))
+      add(fmt::format("{}={}: {}", e.at("name").get<std::string>(), e.at("value").get<std::string>(),
+                      e.at("problem").get<std::string>()),
+          "Fix or unset the variable: mtrain launch refuses bad MTRAIN_* values.");
+  if (report.at("user_config").contains("problem"))
+    add(report.at("user_config").at("problem").get<std::string>(), "Fix the user config file or remove it.");
+  if (report.at("slurm").contains("error"))
+    add("the Slurm environment is inconsistent: " + report.at("slurm").at("error").get<std::string>(),
+        "Run mtrain inside an `srun`/`sbatch` step started normally; stale SLURM_* variables can be unset.");
+  return w;
+}
+
+}  // namespace mtrain::envreport

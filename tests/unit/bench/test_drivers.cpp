@@ -1,0 +1,138 @@
+// The launch and train drivers with fake runners: what they run, and how results and failures
+// become rows.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include <catch2/catch.hpp>
+
+#include "mtrain/bench/launch_bench.hpp"
+#include "mtrain/bench/train_bench.hpp"
+#include "mtrain/core/error.hpp"
+
+using namespace mtrain::bench;
+using mtrain::envreport::CommandResult;
+using Catch::Matchers::Contains;
+namespace fs = std::filesystem;
+
+TEST_CASE("bench launch times each world size with both rank programs and the floor", "[bench][launch]") {
+  LaunchBenchOptions o;
+  o.nproc = {1, 4};
+  o.mtrain_path = "/x/mtrain";
+  o.worker_path = "/x/mtrain-worker";
+  auto cmds = launch_commands(o);
+  REQUIRE(cmds.size() == 5);
+  CHECK(cmds[0].nproc == 1);
+  CHECK(cmds[0].argv == std::vector<std::string>{"/x/mtrain", "launch", "--nproc-per-node", "1", "--master-port", "auto",
+                                                 "--launcher", "local", "--", "/x/mtrain", "__barrier"});
+  CHECK(cmds[1].argv.back() == "0");  // mtrain-worker bench-comm --ops barrier … --warmup 0
+  CHECK(cmds[1].argv[9] == "/x/mtrain-worker");
+  CHECK(cmds[4].nproc == 0);
+  CHECK(cmds[4].argv == std::vector<std::string>{"/usr/bin/python3", "-c", "import torch.distributed.run"});
+
+  int calls = 0;
+  time_commands(cmds, 3, 1000, [&](const std::vector<std::string>&, int) {
+    ++calls;
+    return CommandResult{true, 0, "", ""};
+  });
+  CHECK(calls == 15);
+  for (const auto& c : cmds) CHECK(c.seconds.size() == 3);
+  // Fixed samples: the report's medians and the ratio to the floor.
+  for (auto& c : cmds) c.seconds = c.nproc == 0 ? std::vector<double>{1.0, 1.2, 0.8} : std::vector<double>{0.05, 0.04, 0.06};
+  auto r = launch_report(cmds, 3);
+  REQUIRE(r.doc.at("rows").size() == 5);
+  CHECK(r.doc.at("rows").at(0).at("median_s").get<double>() == Approx(0.05));
+  CHECK(r.doc.at("rows").at(0).at("vs_floor").get<double>() == Approx(0.05));
+  CHECK(r.doc.at("floor_s").get<double>() == Approx(1.0));
+  CHECK_THAT(render_text(r), Contains("torchrun floor"));
+  CHECK(r.plot.series.size() == 3);  // two rank programs + the floor line
+}
+
+TEST_CASE("a failing launch command stops the benchmark with its output", "[bench][launch]") {
+  LaunchBenchOptions o;
+  o.nproc = {2};
+  o.mtrain_path = "/x/mtrain";
+  o.python = "";
+  auto cmds = launch_commands(o);
+  REQUIRE(cmds.size() == 1);
+  CHECK_THROWS_WITH(time_commands(cmds, 1, 1000,
+                                  [](const std::vector<std::string>&, int) {
+                                    return CommandResult{true, 1, "error: rank 1 could not reach rank 0", ""};
+                                  }),
+                    Contains("could not reach rank 0"));
+}
+
+namespace {
+struct TempDir {
+  std::string path = "/tmp/mtrain_test_bench_" + std::to_string(::getpid());
+  TempDir() { fs::create_directories(path); }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+}  // namespace
+
+TEST_CASE("bench train runs one mtrain launch per cell", "[bench][train]") {
+  TrainBenchOptions o;
+  o.strategies = {"ddp", "zero3"};
+  o.nproc = {1, 2};
+  o.model = "mlp";
+  o.steps = 7;
+  o.sets = {"train.batch_size=4"};
+  o.mtrain_path = "/x/mtrain";
+  auto cells = train_cells(o, "/w");
+  REQUIRE(cells.size() == 4);
+  CHECK(cells[3].strategy == "zero3");
+  CHECK(cells[3].nproc == 2);
+  CHECK(cells[3].work_dir == "/w/zero3-n2");
+  CHECK(cells[3].argv == std::vector<std::string>{"/x/mtrain", "launch", "--nproc-per-node", "2", "--master-port", "auto",
+                                                  "--launcher", "local", "--strategy", "zero3", "--model", "mlp", "--set",
+                                                  "train.max_steps=7", "--set", "train.work_dir=/w/zero3-n2", "--set",
+                                                  "train.batch_size=4"});
+}
+
+TEST_CASE("bench train reads summary.json; a failing cell is a row with the worker's error", "[bench][train]") {
+  TempDir d;
+  TrainBenchOptions o;
+  o.strategies = {"ddp", "zero1"};
+  o.nproc = {2};
+  o.steps = 5;
+  o.mtrain_path = "/x/mtrain";
+  auto cells = train_cells(o, d.path);
+  auto r = run_train_cells(cells, o, [&](const std::vector<std::string>& argv, const std::string& log, int) {
+    const bool ddp = argv[9] == "ddp";
+    std::ofstream(log) << (ddp ? "Iter(train) [5/5] loss: 1.0\n"
+                               : "[host:0] [rank 0] error: strategy 'zero1' is not part of this trainer build yet. use ddp\n");
+    if (ddp) {
+      std::ofstream(d.path + "/ddp-n2/summary.json") << R"({"strategy":"ddp","world_size":2,"num_params":1000,"steps":5,
+        "final_loss":0.5,"step_time_median_s":0.02,"peak_memory_bytes":1048576,"wire_bytes_per_step":4000,
+        "model_state_bytes_per_rank":{"params":4000,"grads":4000,"optimizer":8000},
+        "throughput":{"samples_per_s":800.0}})";
+    }
+    return CommandResult{true, ddp ? 0 : 2, "", ""};
+  });
+  REQUIRE(r.doc.at("rows").size() == 2);
+  const auto& ok = r.doc.at("rows").at(0);
+  CHECK(ok.at("status") == "ok");
+  CHECK(ok.at("step_time_median_s") == 0.02);
+  CHECK(ok.at("model_state_bytes_total_per_rank") == 16000);
+  CHECK(ok.at("throughput").at("samples_per_s") == 800.0);
+  const auto& bad = r.doc.at("rows").at(1);
+  CHECK(bad.at("status") == "failed");
+  CHECK_THAT(bad.at("error").get<std::string>(), Contains("strategy 'zero1' is not part of this trainer build"));
+  CHECK(r.doc.at("failed") == 1);
+  const std::string text = render_text(r);
+  CHECK_THAT(text, Contains("failed [1]"));
+  CHECK_THAT(text, Contains("[1] zero1 on 2 rank(s): exit 2: [host:0] [rank 0] error: strategy 'zero1'"));
+  CHECK_THAT(text, Contains("800.0"));
+  REQUIRE(r.plot.series.size() == 1);
+  CHECK(r.plot.series[0].points == std::vector<std::pair<double, double>>{{2, 800.0}});
+}
+
+TEST_CASE("failure_reason picks the last error line", "[bench][train]") {
+  CHECK(failure_reason("a\nerror: first\nb\nerror: second\nc\n") == "error: second");
+  CHECK(failure_reason("only output\nlast line\n") == "last line");
+  CHECK(failure_reason("") == "no output");
+}
