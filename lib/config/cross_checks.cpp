@@ -83,6 +83,8 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   // Knobs of a strategy that is not in use: accepted, but they do nothing.
   for (const auto& [prefix, owner] : {std::pair<std::string, std::string>{"fsdp.", "fsdp"}, {"ddp.", "ddp"}}) {
     for (const auto& s : reg.all()) {
+      // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
+      if (s.key == "fsdp.activation_checkpointing") continue;
       if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy != owner) {
         out.push_back({false, {s.key, "strategy"},
                        fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),

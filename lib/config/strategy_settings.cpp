@@ -65,7 +65,8 @@ void add_strategy_settings(Registry& r) {
                 "Limit in-flight all-gathers so memory stays bounded."));
   r.add(boolean("fsdp.cpu_offload", false, "Keep parameter shards in CPU memory between uses."));
   r.add(boolean("fsdp.activation_checkpointing", false,
-                "Recompute each unit's activations in backward instead of keeping them."));
+                "Recompute each block's activations in backward instead of keeping them "
+                "(every strategy honours it; the name follows accelerate's fsdp_config)."));
 }
 
 void add_precision_settings(Registry& r) {

@@ -27,7 +27,10 @@ Layout layout_of(const std::string& strategy, const std::string& sharding) {
     if (sharding.empty() || sharding == "FULL_SHARD" || sharding == "HYBRID_SHARD") {
       return {true, true, true};
     }
-    if (sharding == "SHARD_GRAD_OP") return {false, true, true};
+    // SHARD_GRAD_OP keeps parameters gathered from forward through backward, then reshards
+    // them (as torch's FSDP does): between steps, which is what the ledger counts, it holds
+    // the same as FULL_SHARD; the difference is the gathered units during the step.
+    if (sharding == "SHARD_GRAD_OP") return {true, true, true};
     if (sharding == "NO_SHARD") return {};
     throw Error(fmt::format("fsdp.sharding_strategy '{}' is not known to the memory ledger",
                             sharding),

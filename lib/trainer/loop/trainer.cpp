@@ -15,7 +15,9 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/loop/console.hpp"
@@ -432,9 +434,33 @@ class Loop {
                               reader.manifest().world_size));
   }
 
+  // model.pt is streamed: rank 0 writes each parameter as its producer yields it, and a sharded
+  // strategy holds one gathered unit at a time, so no rank ever holds the whole model to save.
+  // Every rank runs every producer in order (they are collective), also when rank 0's write
+  // fails part-way, so that the others are not left waiting in an all-gather.
   void write_model() {
-    auto params = strategy_->consolidated_parameters();
-    if (comm_.rank() == 0) write_tensor_dict(job_.work_dir + "/model.pt", params);
+    const auto params = strategy_->export_parameters();
+    size_t produced = 0;
+    auto drain = [&] {
+      for (; produced < params.size(); ++produced) params[produced].data();
+    };
+    if (comm_.rank() != 0) return drain();
+    std::vector<ArchiveEntry> entries;
+    for (const auto& p : params) {
+      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p] {
+                           ++produced;
+                           return p.data();
+                         }});
+    }
+    try {
+      DurableWriter out(job_.work_dir + "/model.pt");
+      write_tensor_archive(out, entries);
+      out.commit();
+    } catch (...) {
+      drain();
+      throw;
+    }
+    drain();
   }
 
   TrainResult finish(const CommCounters& counters, int64_t start_step, int stopped_by) {

@@ -131,12 +131,14 @@ class ShardedEngine final : public Strategy {
   std::vector<TensorPiece> state_pieces() override;
   void load_state(const TensorSource& src) override;
   std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override;
+  std::vector<ParameterExport> export_parameters() override;
 
   // The op-input callback lands here for storages of this engine's units.
   void on_use(size_t unit);
 
  private:
   enum class Phase { Idle, Forward, Backward };
+  at::Tensor gather_for_save(Unit& u, at::ScalarType dt);
   void build_groups();
   void build_unit(const UnitPlan& plan);
   void gather_async(size_t u);

@@ -135,30 +135,65 @@ void ShardedEngine::load_state(const TensorSource& src) {
   }
 }
 
+// The unit's full flat values (fp32 masters, or 16-bit when asked to save in 16 bits), gathered
+// from every shard; collective over the shard group.
+at::Tensor ShardedEngine::gather_for_save(Unit& u, at::ScalarType dt) {
+  at::Tensor flat = at::empty({u.padded}, at::TensorOptions().dtype(dt).device(device_));
+  at::Tensor mine = u.master.to(device_, dt).contiguous();
+  if (shard_comm_ != nullptr) {
+    shard_comm_->all_gather(mine, flat).wait();
+  } else {
+    flat.copy_(mine);
+  }
+  return flat;
+}
+
 std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::consolidated_parameters() {
-  at::NoGradGuard no_grad;
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  for (auto& e : export_parameters()) out.emplace_back(e.name, e.data());
+  return out;
+}
+
+std::vector<ParameterExport> ShardedEngine::export_parameters() {
   release_all();
   const bool half = c_.gather_16bit_on_save && prec_.param != at::kFloat;
   const at::ScalarType dt = half ? prec_.param : at::kFloat;
-  std::vector<at::Tensor> full_param(params_.size());
-  for (auto& u : units_) {
-    at::Tensor flat = at::empty({u.padded}, at::TensorOptions().dtype(dt).device(device_));
-    at::Tensor mine = u.master.to(device_, dt).contiguous();
-    if (shard_comm_ != nullptr) {
-      shard_comm_->all_gather(mine, flat).wait();
-    } else {
-      flat.copy_(mine);
-    }
-    for (const auto& s : u.slots) {
-      full_param[s.param] =
-          flat.narrow(0, s.offset, s.numel).view(params_[s.param].sizes()).to(at::kCPU).clone();
-    }
-  }
-  std::vector<std::pair<std::string, at::Tensor>> out;
+  // One gathered unit at a time, shared by the producers: asking for a parameter of another unit
+  // drops the current one first. Every rank asks in the same (named_parameters) order, so the
+  // all-gathers match across ranks.
+  struct Cursor {
+    size_t unit = SIZE_MAX;
+    at::Tensor flat;
+  };
+  auto cursor = std::make_shared<Cursor>();
+  std::vector<ParameterExport> out;
   for (size_t i = 0; i < all_params_.size(); ++i) {
     const int k = all_index_[i];
-    out.emplace_back(all_names_[i], k >= 0 ? full_param[static_cast<size_t>(k)]
-                                           : all_params_[i].detach().to(at::kCPU, dt).clone());
+    ParameterExport e;
+    e.name = all_names_[i];
+    e.shape = all_params_[i].sizes().vec();
+    e.dtype = dt;
+    if (k < 0) {
+      at::Tensor frozen = all_params_[i].detach();
+      e.data = [frozen, dt] { return frozen.to(at::kCPU, dt).clone(); };
+    } else {
+      const size_t p = static_cast<size_t>(k);
+      e.data = [this, cursor, p, dt] {
+        at::NoGradGuard no_grad;
+        const size_t ui = unit_of_param_[p];
+        Unit& u = units_[ui];
+        if (cursor->unit != ui) {
+          cursor->flat = at::Tensor();  // drop the previous unit before gathering the next
+          cursor->flat = gather_for_save(u, dt);
+          cursor->unit = ui;
+        }
+        for (const auto& s : u.slots) {
+          if (s.param == p) return cursor->flat.narrow(0, s.offset, s.numel).view(params_[p].sizes()).to(at::kCPU).clone();
+        }
+        throw Error(fmt::format("{}: parameter '{}' is missing from its unit", c_.name, names_[p]));
+      };
+    }
+    out.push_back(std::move(e));
   }
   return out;
 }

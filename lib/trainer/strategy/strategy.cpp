@@ -29,6 +29,15 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
   throw Error("strategy '" + name + "' is unknown", "use ddp, zero1, zero2, zero3 or fsdp");
 }
 
+std::vector<ParameterExport> Strategy::export_parameters() {
+  std::vector<ParameterExport> out;
+  for (auto& [name, t] : consolidated_parameters()) {
+    at::Tensor d = t;
+    out.push_back({name, d.sizes().vec(), d.scalar_type(), [d] { return d; }});
+  }
+  return out;
+}
+
 std::pair<int64_t, int64_t> even_split(int64_t n, int world, int rank) {
   return {n * rank / world, n * (rank + 1) / world};
 }

@@ -102,6 +102,13 @@ struct StrategyOptions {
   int local_world_size = 0;
 };
 
+struct ParameterExport {
+  std::string name;
+  std::vector<int64_t> shape;
+  at::ScalarType dtype = at::kFloat;
+  std::function<at::Tensor()> data;
+};
+
 class Strategy {
  public:
   virtual ~Strategy() = default;
@@ -131,6 +138,13 @@ class Strategy {
   // Full parameters in named_parameters() order, as fp32 CPU tensors; collective (sharded
   // strategies gather), the result is valid on rank 0.
   virtual std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() = 0;
+
+  // The same weights as lazily produced entries, so that writing model.pt never needs the whole
+  // model on any rank. Protocol: every rank calls data() of every entry, in order, exactly once
+  // (producers are collective — a sharded strategy gathers a unit when the first of its
+  // parameters is asked for and drops it when the next unit is); the tensors are valid on rank 0.
+  // The default wraps consolidated_parameters().
+  virtual std::vector<ParameterExport> export_parameters();
 };
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
