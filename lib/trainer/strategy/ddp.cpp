@@ -19,6 +19,7 @@
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/optim/clip.hpp"
 #include "mtrain/trainer/strategy/bucket.hpp"
+#include "mtrain/trainer/strategy/source_check.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 #include "mtrain/trainer/strategy/strategy.hpp"
 
@@ -161,16 +162,7 @@ class Ddp final : public Strategy {
   void load_state(const TensorSource& src) override {
     at::NoGradGuard no_grad;
     auto load = [&](const std::string& name, at::Tensor dst) {
-      if (!src.has(name)) {
-        throw Error("the checkpoint has no tensor '" + name + "'",
-                    "it was written for a different model or optimiser; resume with the same "
-                    "model.* and optim.name settings");
-      }
-      if (src.shape(name) != dst.sizes().vec()) {
-        throw Error(fmt::format("checkpoint tensor '{}' has shape {}, the model has {}", name,
-                                fmt::join(src.shape(name), "x"), fmt::join(dst.sizes(), "x")),
-                    "resume with the same model.* settings");
-      }
+      require_source_tensor(src, name, dst.sizes());
       dst.copy_(src.read(name, 0, dst.numel()).view(dst.sizes()));
     };
     for (size_t i = 0; i < params_.size(); ++i) load("model/" + names_[i], params_[i]);

@@ -12,6 +12,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "mtrain/trainer/strategy/source_check.hpp"
 
 namespace mtrain::trainer::detail {
 
@@ -96,16 +97,7 @@ void ShardedEngine::load_state(const TensorSource& src) {
   at::NoGradGuard no_grad;
   release_all();
   auto check = [&](const std::string& name, const at::Tensor& p) {
-    if (!src.has(name)) {
-      throw Error("the checkpoint has no tensor '" + name + "'",
-                  "it was written for a different model or optimiser; resume with the same "
-                  "model.* and optim.name settings");
-    }
-    if (src.shape(name) != p.sizes().vec()) {
-      throw Error(fmt::format("checkpoint tensor '{}' has shape {}, the model has {}", name,
-                              fmt::join(src.shape(name), "x"), fmt::join(p.sizes(), "x")),
-                  "resume with the same model.* settings");
-    }
+    require_source_tensor(src, name, p.sizes());
   };
   for (auto& u : units_) {
     const int64_t shard_begin = g_ * u.shard;
