@@ -31,6 +31,10 @@ no_survivors() {
   pkill -9 -f -- "$1"
 }
 
+# bound PID SECONDS: SIGKILLs PID if it outlives SECONDS (for a launcher run in the background so a
+# test can signal it — `timeout` would take the signal itself); sets $watchdog, kill it after wait.
+bound() { ( sleep "$2"; kill -9 "$1" 2>/dev/null ) >/dev/null 2>&1 & watchdog=$!; }
+
 need_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"; }
 
 finish() {

@@ -43,8 +43,7 @@ expect_in "$WORK/rerun" "Resumed from $WORK/wd/checkpoints/step_$step at step $s
 "$MTRAIN" launch --nproc-per-node 2 --strategy ddp --max-steps 1000000 --master-port auto \
   "${small[@]}" --work-dir "$WORK/wd2" >"$WORK/run2" 2>&1 &
 launcher=$!
-( sleep 150; kill -9 $launcher 2>/dev/null ) >/dev/null 2>&1 &
-watchdog=$!
+bound "$launcher" 150
 for _ in $(seq 600); do grep -q "Iter(train) \[ *10/" "$WORK/run2" && break; sleep 0.1; done
 kill -USR1 $launcher
 wait $launcher; rc=$?; kill $watchdog 2>/dev/null

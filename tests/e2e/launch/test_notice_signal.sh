@@ -6,9 +6,8 @@
 # Any free port: the default 29500 may be taken on a shared machine (a busy port is tested elsewhere).
 export MTRAIN_MASTER_PORT=auto
 m="7$$.31"
-# The launcher runs in the background so that the test can signal it (not through `timeout`,
-# which would take the signal itself); `bound` SIGKILLs it if it outlives its time.
-bound() { ( sleep "$2"; kill -9 "$1" 2>/dev/null ) >/dev/null 2>&1 & watchdog=$!; }
+# The launcher runs in the background so that the test can signal it; `bound` (lib.sh) SIGKILLs
+# it if it outlives its time.
 # Rank 0 ends at once on the notice (exit 138); rank 1 takes 1.5 s to "save" first.
 prog='trap "on=1" USR1; on=0; touch "'"$WORK"'/up$RANK"; for i in $(seq 600); do
   if [ $on = 1 ]; then [ "$RANK" = 1 ] && sleep 1.5 && echo saved > "'"$WORK"'/saved$RANK"; exit 138; fi
