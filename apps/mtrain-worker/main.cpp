@@ -2,6 +2,8 @@
 // mtrain-worker checkpoint …: the offline checkpoint tools `mtrain checkpoint` execs.
 // mtrain-worker bench-comm …: the rank side of `mtrain bench comm`; build-info: what
 // LibTorch/CUDA/NCCL it was built with, as JSON (read by `mtrain env`).
+#include <sys/stat.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -38,6 +40,11 @@ int guarded(const std::string& tag, F&& body) {
 }
 
 int main(int argc, char** argv) {
+  // Nothing the worker writes (metrics, checkpoints, model.pt, consolidated weights) is ever
+  // world-writable, whatever umask the job started under (000 on some shared clusters): anyone
+  // could otherwise swap the weights a resume loads. Group bits follow the user's umask, since
+  // teams share work dirs by group.
+  ::umask(::umask(0) | S_IWOTH);
   if (argc > 1 && std::strcmp(argv[1], "build-info") == 0) {
     std::cout << mtrain::trainer::build_info().dump() << std::endl;
     return 0;

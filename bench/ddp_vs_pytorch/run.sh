@@ -50,6 +50,12 @@ run_pytorch() {  # $1 = round
   $py -c 'import json,sys; print(json.load(open(sys.argv[1]))["step_time_median_s"])' "$tmp/pytorch_$1.json"
 }
 
+# Both sides call the same libtorch, so they multiply matrices with the same BLAS — whichever
+# libblas.so.3 is selected (netlib's reference BLAS makes both ~7x slower and hides the trainer).
+blas_py=$($py -c 'import torch; torch.ones(8,8) @ torch.ones(8,8); print(next((l.split()[-1] for l in open("/proc/self/maps") if "blas" in l.split("/")[-1]), "?"))')
+blas_m=$($py -c 'import json,sys; print(json.loads(sys.stdin.read()).get("blas") or "?")' < <("$worker" build-info))
+echo "BLAS: mtrain $blas_m, pytorch $blas_py"
+
 m_all=() p_all=()
 for round in $(seq 1 "$ROUNDS"); do  # alternate the sides so background load hits both alike
   m=$(run_mtrain "$round"); p=$(run_pytorch "$round")

@@ -39,6 +39,10 @@ std::string render_text(const json& r) {
     line(out, "CUDA", flag("cuda"));
     line(out, "NCCL", flag("nccl"));
     line(out, "Gloo", b.value("gloo", false) ? "compiled in" : "not compiled in");
+    if (b.contains("blas")) {
+      const std::string path = s(b.at("blas"));
+      line(out, "BLAS", path.empty() || path == "-" ? "-" : blas_kind(path) + " (" + path + ")");
+    }
   } else if (w.contains("error")) {
     line(out, "build", s(w.at("error")));
   }

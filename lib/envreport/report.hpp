@@ -37,6 +37,10 @@ json compute_warnings(const json& report, const std::map<std::string, std::strin
 
 std::string render_text(const json& report);
 
+// What a loaded BLAS library file is: "OpenBLAS", "BLIS", "MKL", "reference BLAS (netlib)",
+// or "unknown BLAS". Debian installs netlib's reference BLAS as /usr/lib/<triplet>/blas/.
+std::string blas_kind(const std::string& path);
+
 // "64.0 MiB", "15.6 GiB".
 std::string human_bytes(double bytes);
 

@@ -64,6 +64,15 @@ int expected_local_ranks(const json& report, const std::map<std::string, std::st
 
 }  // namespace
 
+std::string blas_kind(const std::string& path) {
+  const std::string base = path.substr(path.rfind('/') + 1);
+  if (path.find("openblas") != std::string::npos) return "OpenBLAS";
+  if (path.find("blis") != std::string::npos) return "BLIS";
+  if (path.find("mkl") != std::string::npos) return "MKL";
+  if (str::starts_with(base, "libblas.so") && path.find("/blas/") != std::string::npos) return "reference BLAS (netlib)";
+  return "unknown BLAS";
+}
+
 json compute_warnings(const json& report, const std::map<std::string, std::string>& env) {
   json w = json::array();
   auto add = [&](std::string what, std::string advice) { w.push_back({{"what", what}, {"advice", advice}}); };
@@ -129,6 +138,14 @@ json compute_warnings(const json& report, const std::map<std::string, std::strin
         "Ranks will run on CPU; check the NVIDIA driver (nvidia-smi) or unset the variable.");
 
   const auto& worker = report.at("mtrain").at("worker");
+  if (worker.contains("build") && worker.at("build").contains("blas") && worker.at("build").at("blas").is_string()) {
+    const std::string blas = worker.at("build").at("blas").get<std::string>();
+    if (!blas.empty() && blas_kind(blas) == "reference BLAS (netlib)")
+      add(fmt::format("the bundled trainer's matrix products run on the reference BLAS ({})", blas),
+          "It is several times slower than an optimised one: install OpenBLAS (`apt-get install libopenblas0-openmp`; "
+          "Debian then points libblas.so.3 at it) or select one with `update-alternatives --config "
+          "libblas.so.3-x86_64-linux-gnu`.");
+  }
   if (worker.contains("error"))
     add(worker.at("error").get<std::string>(),
         "Only `mtrain launch -- PROGRAM` works without it; build mtrain with LibTorch for the bundled trainer and "

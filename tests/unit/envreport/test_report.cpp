@@ -167,6 +167,20 @@ TEST_CASE("warnings name the problem and the advice", "[envreport]") {
       }
     CHECK(found);
   }
+  SECTION("the trainer on the reference BLAS, not on OpenBLAS") {
+    CommandResult w = p.commands["/opt/mtrain/bin/mtrain-worker build-info"];
+    w.out = R"({"libtorch":"1.13.0","gloo":true,"threads":4,"blas":"/usr/lib/x86_64-linux-gnu/blas/libblas.so.3"})";
+    p.commands["/opt/mtrain/bin/mtrain-worker build-info"] = w;
+    auto r = collect_report(p, opts());
+    CHECK(has_warning(r, "run on the reference BLAS (/usr/lib/x86_64-linux-gnu/blas/libblas.so.3)"));
+    CHECK(render_text(r).find("reference BLAS (netlib) (/usr/lib/x86_64-linux-gnu/blas/libblas.so.3)") !=
+          std::string::npos);
+    w.out = R"({"libtorch":"1.13.0","gloo":true,"threads":4,"blas":"/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3"})";
+    p.commands["/opt/mtrain/bin/mtrain-worker build-info"] = w;
+    r = collect_report(p, opts());
+    CHECK_FALSE(has_warning(r, "BLAS"));
+    CHECK(render_text(r).find("OpenBLAS (/usr/lib/x86_64-linux-gnu/openblas-openmp/libblas.so.3)") != std::string::npos);
+  }
   SECTION("no worker installed") {
     auto o = opts();
     o.worker_path = "";
