@@ -26,6 +26,7 @@ def main():
     p.add_argument("--classes", type=int, default=10)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--bucket-mb", type=float, default=25)
     p.add_argument("--out", required=True)
     a = p.parse_args()
 
@@ -40,7 +41,7 @@ def main():
         layers.append(nn.Linear(fan_in, fan_out))
         if i + 1 < a.depth:
             layers.append(nn.GELU())
-    model = DDP(nn.Sequential(*layers))
+    model = DDP(nn.Sequential(*layers), bucket_cap_mb=a.bucket_mb)
     opt = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=0.0)
 
     g = torch.Generator().manual_seed(0)

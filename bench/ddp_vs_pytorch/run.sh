@@ -6,6 +6,7 @@
 #
 # usage: bench/ddp_vs_pytorch/run.sh [BUILD_DIR]
 #   env: STEPS (60) BATCH (64) THREADS (1) HIDDEN (1024) DEPTH (4) INPUT_DIM (512) ROUNDS (2)
+#        BUCKET_MB (25, both sides' bucket_cap_mb; the first bucket is 1 MB on both)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
@@ -13,6 +14,7 @@ worker=$build/bin/mtrain-worker
 py=/usr/bin/python3
 STEPS=${STEPS:-60} BATCH=${BATCH:-64} THREADS=${THREADS:-1}
 HIDDEN=${HIDDEN:-1024} DEPTH=${DEPTH:-4} INPUT_DIM=${INPUT_DIM:-512} ROUNDS=${ROUNDS:-2}
+BUCKET_MB=${BUCKET_MB:-25}
 [ -x "$worker" ] || { echo "run.sh: $worker not found; build with: ninja -C $build mtrain-worker" >&2; exit 2; }
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -29,6 +31,7 @@ run_mtrain() {  # $1 = round
       --set model.depth=$DEPTH --set data.num_samples=4096 --set train.batch_size=$BATCH \
       --set train.max_steps=$STEPS --set train.log_interval=$STEPS --set train.val_steps=1 \
       --set optim.name=adamw --set sched.name=constant --set train.threads=$THREADS \
+      --set ddp.bucket_cap_mb=$BUCKET_MB \
       --set train.work_dir="$wd" >"$tmp/mtrain_$1_rank$r.log" 2>&1 &
     pids+=($!)
   done
@@ -42,7 +45,7 @@ run_pytorch() {  # $1 = round
   for r in 0 1; do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
     OMP_NUM_THREADS=$THREADS timeout 600 $py "$here/pytorch_ddp.py" --steps $STEPS --batch $BATCH \
-      --input-dim $INPUT_DIM --hidden $HIDDEN --depth $DEPTH --threads $THREADS \
+      --input-dim $INPUT_DIM --hidden $HIDDEN --depth $DEPTH --threads $THREADS --bucket-mb $BUCKET_MB \
       --out "$tmp/pytorch_$1.json" >"$tmp/pytorch_$1_rank$r.log" 2>&1 &
     pids+=($!)
   done
@@ -69,5 +72,5 @@ p = statistics.median(map(float, sys.argv[2].split()))
 print(f"median step time: mtrain DDP {m:.4f} s, PyTorch DDP {p:.4f} s, "
       f"mtrain/pytorch = {m / p:.3f} (mtrain {100 * (p - m) / p:+.1f}% faster)")
 PY
-echo "workload: mlp ${INPUT_DIM}->${HIDDEN}x$((DEPTH-1))->10, batch $BATCH/rank, 2 ranks (gloo), $THREADS thread(s)/rank, AdamW, $STEPS steps, $ROUNDS rounds"
-echo "command: STEPS=$STEPS BATCH=$BATCH THREADS=$THREADS HIDDEN=$HIDDEN DEPTH=$DEPTH INPUT_DIM=$INPUT_DIM ROUNDS=$ROUNDS bench/ddp_vs_pytorch/run.sh $build"
+echo "workload: mlp ${INPUT_DIM}->${HIDDEN}x$((DEPTH-1))->10, batch $BATCH/rank, 2 ranks (gloo), $THREADS thread(s)/rank, AdamW, buckets $BUCKET_MB MB, $STEPS steps, $ROUNDS rounds"
+echo "command: BUCKET_MB=$BUCKET_MB STEPS=$STEPS BATCH=$BATCH THREADS=$THREADS HIDDEN=$HIDDEN DEPTH=$DEPTH INPUT_DIM=$INPUT_DIM ROUNDS=$ROUNDS bench/ddp_vs_pytorch/run.sh $build"

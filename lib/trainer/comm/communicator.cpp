@@ -25,6 +25,16 @@ void check_flat(const at::Tensor& t, const char* what) {
 }  // namespace
 
 void CommHandle::wait() {
+  if (local_.valid()) {
+    // ShmAllReduce bounds each of its waits by the same timeout; the margin only covers a
+    // queue of several collectives ahead of this one.
+    if (local_.wait_for(timeout_ * 2 + std::chrono::seconds(5)) != std::future_status::ready) {
+      throw Error(fmt::format("{} did not complete within {} s", what_, timeout_.count() / 500.0), "", kExitFailure);
+    }
+    auto f = std::move(local_);
+    local_ = {};
+    f.get();  // rethrows the peer timeout as its mtrain::Error
+  }
   if (work_) {
     bool ok = false;
     try {
@@ -64,6 +74,31 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
                  ? compat::make_nccl(store, o.rank, o.world, o.timeout)
                  : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname);
   flat_collectives_ = compat::has_flat_collectives(backend_);
+  if (o.shm_all_reduce && o.world > 1 && o.backend == BackendKind::Gloo) join_shared_memory();
+}
+
+// The ranks agree on one segment through the store: rank 0 publishes its name, each rank adds
+// whether it mapped it, and the last to add releases the others.
+void Communicator::join_shared_memory() {
+  auto bytes = [](const std::string& s) { return std::vector<uint8_t>(s.begin(), s.end()); };
+  ShmRendezvous r;
+  r.publish = [&](const std::string& name) { store_->set("mtrain/shm/name", bytes(name)); };
+  r.lookup = [&] {
+    const auto v = store_->get("mtrain/shm/name");
+    return std::string(v.begin(), v.end());
+  };
+  r.count_ok = [&](bool ok) {
+    store_->add("mtrain/shm/ok", ok ? 1 : 0);
+    if (store_->add("mtrain/shm/arrived", 1) == opt_.world) store_->set("mtrain/shm/all", bytes("1"));
+    store_->wait({"mtrain/shm/all"});
+    return static_cast<int>(store_->add("mtrain/shm/ok", 0));
+  };
+  ShmAllReduceOptions so;
+  so.rank = opt_.rank;
+  so.world = opt_.world;
+  so.timeout = opt_.timeout;
+  so.chunk_floats = opt_.shm_chunk_floats;
+  shm_ = ShmAllReduce::join(so, r);
 }
 
 std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
@@ -113,6 +148,13 @@ CommHandle Communicator::all_reduce(at::Tensor t, const std::string& counter) {
   const double n = opt_.world;
   count(counter, bytes_of(t), 2.0 * (n - 1) / n);
   if (opt_.world == 1) return {};
+  if (shm_ && t.scalar_type() == at::kFloat && t.device().is_cpu()) {
+    CommHandle h;
+    h.timeout_ = opt_.timeout;
+    h.what_ = fmt::format("all_reduce of {} bytes (shared memory)", bytes_of(t));
+    h.local_ = shm_->submit(t.data_ptr<float>(), t.numel(), std::make_shared<at::Tensor>(t));
+    return h;
+  }
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
   opts.timeout = opt_.timeout;

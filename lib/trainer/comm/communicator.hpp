@@ -15,6 +15,7 @@
 #include <string>
 
 #include "mtrain/trainer/comm/compat.hpp"
+#include "mtrain/trainer/comm/shm_all_reduce.hpp"
 
 namespace mtrain::trainer {
 
@@ -31,11 +32,12 @@ class CommHandle {
  public:
   CommHandle() = default;
   void wait();
-  bool done() const { return !work_ && !finish_; }
+  bool done() const { return !work_ && !local_.valid() && !finish_; }
 
  private:
   friend class Communicator;
   compat::WorkPtr work_;
+  std::shared_future<void> local_;  // a shared-memory all-reduce (ShmAllReduce)
   std::function<void()> finish_;  // local step after the wire part (e.g. the reduce-scatter sum)
   std::chrono::milliseconds timeout_{0};
   std::string what_;
@@ -49,6 +51,11 @@ struct CommOptions {
   std::chrono::milliseconds timeout{300000};
   BackendKind backend = BackendKind::Gloo;
   std::string hostname;  // Gloo: the address to bind; empty = this host's default
+  // Every rank of the world is on this host: fp32 CPU all-reduces go through shared memory
+  // (ShmAllReduce) instead of Gloo; the rest stays on Gloo. Falls back to Gloo by itself when
+  // the segment cannot be made (the group agrees).
+  bool shm_all_reduce = false;
+  int64_t shm_chunk_floats = 0;  // 0: ShmAllReduce's default (tests use small chunks)
 };
 
 class Communicator {
@@ -88,6 +95,7 @@ class Communicator {
   };
   Communicator(const compat::StorePtr& store, const CommOptions& o, std::shared_ptr<Counters> sink);
   void count(const std::string& name, double payload, double wire_factor);
+  void join_shared_memory();
   CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
 
   CommOptions opt_;
@@ -95,6 +103,10 @@ class Communicator {
   compat::BackendPtr backend_;
   bool flat_collectives_ = false;
   std::shared_ptr<Counters> sink_;
+  std::unique_ptr<ShmAllReduce> shm_;
+
+ public:
+  bool uses_shared_memory() const { return shm_ != nullptr; }
 };
 
 }  // namespace mtrain::trainer

@@ -55,3 +55,63 @@ TEST_CASE("a collective whose peer never comes times out with an error", "[train
   CHECK_THROWS(Communicator(store, o));
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
 }
+
+TEST_CASE("the shared-memory all-reduce sums like Gloo, chunk by chunk, for worlds 2..5", "[trainer][comm]") {
+  at::set_num_threads(1);
+  for (int world = 2; world <= 5; ++world) {
+    INFO("world " << world);
+    testing::run_ranks(world, [](Communicator& comm) {
+      const int r = comm.rank(), n = comm.world();
+      RANK_REQUIRE(comm.uses_shared_memory());
+      // Sizes around the 64-float slot: empty, smaller, exact, ragged multi-chunk, and a slice
+      // per rank smaller than one element (3 floats over up to 5 ranks).
+      std::vector<at::Tensor> ts;
+      std::vector<CommHandle> hs;
+      for (int64_t len : {0, 3, 63, 64, 65, 1000}) {
+        auto t = at::arange(len, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(r);
+        ts.push_back(t);
+        hs.push_back(comm.all_reduce(t));  // several in flight: they run in submission order
+      }
+      for (auto& h : hs) h.wait();
+      const float s1 = n * (n + 1) / 2.0f, s0 = n * (n - 1) / 2.0f;
+      for (auto& t : ts) {
+        auto want = at::arange(t.numel(), at::kFloat) * s1 + s0;
+        RANK_CHECK(t.equal(want));
+      }
+      // Doubles (the loop's metrics) still go through Gloo, in step with the shared memory.
+      auto d = at::full({2}, static_cast<double>(r), at::kDouble);
+      comm.all_reduce(d).wait();
+      RANK_CHECK(d[0].item<double>() == s0);
+      RANK_CHECK(comm.counters()["all_reduce"].calls == 7);
+    }, /*shm_chunk=*/64);
+  }
+}
+
+TEST_CASE("a shared-memory all-reduce whose peer never arrives fails with an error naming it", "[trainer][comm]") {
+  auto store = compat::make_hash_store();
+  std::vector<std::future<void>> done;
+  std::string what;
+  std::mutex mu;
+  for (int r = 0; r < 2; ++r) {
+    done.push_back(std::async(std::launch::async, [&, r] {
+      CommOptions o;
+      o.rank = r;
+      o.world = 2;
+      o.timeout = std::chrono::milliseconds(1500);
+      o.hostname = "127.0.0.1";
+      o.shm_all_reduce = true;
+      Communicator comm(store, o);
+      if (r == 1) return;  // joins, then never takes part
+      auto t = at::ones({10}, at::kFloat);
+      try {
+        comm.all_reduce(t).wait();
+      } catch (const std::exception& e) {
+        std::lock_guard<std::mutex> lock(mu);
+        what = e.what();
+      }
+    }));
+  }
+  for (auto& d : done) REQUIRE(d.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  for (auto& d : done) d.get();
+  CHECK_THAT(what, Catch::Contains("rank 1 did not reach step 1"));
+}

@@ -83,12 +83,13 @@ double max_diff(const std::vector<at::Tensor>& a, const std::vector<at::Tensor>&
   return d;
 }
 
-std::vector<at::Tensor> run(int world, int steps, int accum, const StrategyOptions& o) {
+std::vector<at::Tensor> run(int world, int steps, int accum, const StrategyOptions& o, int64_t shm_chunk = 0) {
   std::vector<at::Tensor> result;
   testing::run_ranks(world, [&](Communicator& comm) {
+    if (shm_chunk > 0 && world > 1) RANK_REQUIRE(comm.uses_shared_memory());
     auto w = train(comm, steps, accum, o);
     if (comm.rank() == world - 1) result = w;  // the last rank: proves the replicas agree too
-  });
+  }, shm_chunk);
   return result;
 }
 
@@ -106,6 +107,18 @@ TEST_CASE("DDP at world 2 and 3 ends with the weights of world 1 (20 AdamW steps
   // And training did move the weights (the comparison is not vacuous).
   auto w0 = run(1, 0, 1, o);
   CHECK(max_diff(w0, w1) > 1e-3);
+}
+
+TEST_CASE("DDP with the shared-memory all-reduce at world 2, 3 and 4 matches world 1", "[trainer][ddp]") {
+  at::set_num_threads(1);
+  auto o = opts();
+  o.grad_clip = 0.5;
+  auto w1 = run(1, 20, 1, o);
+  // 1000-float slots: every bucket crosses several chunks, with a ragged last one.
+  for (int world : {2, 3, 4}) {
+    INFO("world " << world);
+    CHECK(max_diff(w1, run(world, 20, 1, o, 1000)) <= 1e-5);
+  }
 }
 
 TEST_CASE("DDP with SGD momentum + nesterov and clipping matches world 1", "[trainer][ddp]") {

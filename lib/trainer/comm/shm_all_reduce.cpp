@@ -1,0 +1,234 @@
+#include "mtrain/trainer/comm/shm_all_reduce.hpp"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x6d747261696e5348ULL;  // "mtrainSH"
+constexpr size_t kLine = 64;
+constexpr int64_t kMaxSlotFloats = int64_t{1} << 20;       // 4 MiB per slot
+constexpr int64_t kSegmentFloats = int64_t{8} << 20;       // 32 MiB for all slots together
+constexpr int64_t kMinSlotFloats = int64_t{16} << 10;      // 64 KiB
+
+struct Header {
+  uint64_t magic;
+  uint64_t world;
+  uint64_t chunk;
+};
+
+constexpr int kArrive = 0, kReduced = 1, kPid = 2;  // the three flag arrays
+
+struct alignas(kLine) Flag {
+  std::atomic<uint64_t> seq;
+};
+static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
+
+size_t flags_offset() { return kLine; }
+size_t data_offset(int world) {
+  const size_t end = flags_offset() + 3 * static_cast<size_t>(world) * sizeof(Flag);
+  return (end + 4095) / 4096 * 4096;
+}
+size_t segment_bytes(int world, int64_t chunk) {
+  return data_offset(world) + static_cast<size_t>(world + 1) * static_cast<size_t>(chunk) * sizeof(float);
+}
+
+Flag* flag_at(void* base, int world, int which, int rank) {
+  auto* flags = reinterpret_cast<Flag*>(static_cast<char*>(base) + flags_offset());
+  return flags + static_cast<size_t>(which) * static_cast<size_t>(world) + static_cast<size_t>(rank);
+}
+
+float* slot_at(void* base, int world, int64_t chunk, int slot) {
+  return reinterpret_cast<float*>(static_cast<char*>(base) + data_offset(world)) +
+         static_cast<size_t>(slot) * static_cast<size_t>(chunk);
+}
+
+std::string segment_name() {
+  std::random_device rd;
+  return fmt::format("/mtrain-ar-{}-{:08x}{:08x}", getpid(), rd(), rd());
+}
+
+// Maps the named segment; `create` also sizes it (and reserves the pages, so a full /dev/shm
+// fails here instead of with SIGBUS on first touch). nullptr when anything fails.
+void* map_segment(const std::string& name, size_t bytes, bool create) {
+  const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
+  if (fd < 0) return nullptr;
+  bool ok = true;
+  if (create) ok = ftruncate(fd, static_cast<off_t>(bytes)) == 0 && posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0;
+  void* p = ok ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  close(fd);
+  return p == MAP_FAILED ? nullptr : p;
+}
+
+}  // namespace
+
+std::unique_ptr<ShmAllReduce> ShmAllReduce::join(const ShmAllReduceOptions& o, const ShmRendezvous& rdzv) {
+  int64_t chunk = o.chunk_floats;
+  if (chunk <= 0) chunk = std::clamp(kSegmentFloats / (o.world + 1), kMinSlotFloats, kMaxSlotFloats);
+  const size_t bytes = segment_bytes(o.world, chunk);
+  void* base = nullptr;
+  std::string name;
+  if (o.rank == 0) {
+    name = segment_name();
+    base = map_segment(name, bytes, true);
+    if (base) {
+      auto* h = static_cast<Header*>(base);
+      h->magic = kMagic;
+      h->world = static_cast<uint64_t>(o.world);
+      h->chunk = static_cast<uint64_t>(chunk);
+    }
+    rdzv.publish(base ? name : std::string());
+  } else {
+    name = rdzv.lookup();
+    if (!name.empty()) base = map_segment(name, bytes, false);
+    if (base) {
+      const auto* h = static_cast<const Header*>(base);
+      if (h->magic != kMagic || h->world != static_cast<uint64_t>(o.world) || h->chunk != static_cast<uint64_t>(chunk)) {
+        munmap(base, bytes);
+        base = nullptr;
+      }
+    }
+  }
+  if (base) flag_at(base, o.world, kPid, o.rank)->seq.store(static_cast<uint64_t>(getpid()), std::memory_order_release);
+  const int ok = rdzv.count_ok(base != nullptr);
+  // Every rank has mapped (or failed to map) it by now: the name is no longer needed.
+  if (o.rank == 0 && !name.empty()) shm_unlink(name.c_str());
+  if (ok != o.world) {
+    if (base) munmap(base, bytes);
+    return nullptr;
+  }
+  auto g = std::unique_ptr<ShmAllReduce>(new ShmAllReduce(o, base, bytes, chunk));
+  // Watch peers' processes only where all of them are visible (one PID namespace), so a rank in
+  // another namespace is never taken for dead.
+  g->watch_pids_ = true;
+  for (int q = 0; q < o.world; ++q) {
+    const auto pid = static_cast<pid_t>(flag_at(base, o.world, kPid, q)->seq.load(std::memory_order_acquire));
+    if (pid <= 0 || kill(pid, 0) != 0) g->watch_pids_ = false;
+  }
+  return g;
+}
+
+ShmAllReduce::ShmAllReduce(const ShmAllReduceOptions& o, void* base, size_t bytes, int64_t chunk)
+    : o_(o), base_(base), bytes_(bytes), chunk_(chunk) {
+  thread_ = std::thread([this] { run(); });
+}
+
+ShmAllReduce::~ShmAllReduce() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  thread_.join();
+  munmap(base_, bytes_);
+}
+
+std::shared_future<void> ShmAllReduce::submit(float* data, int64_t n, std::shared_ptr<void> keep) {
+  Job j{data, n, std::move(keep), {}};
+  std::shared_future<void> f = j.done.get_future().share();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(j));
+  }
+  cv_.notify_one();
+  return f;
+}
+
+void ShmAllReduce::run() {
+  for (;;) {
+    Job j;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ with nothing left
+      j = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    try {
+      if (failed_) throw Error("an earlier shared-memory all_reduce failed; the ranks are out of step", "",
+                               kExitFailure);
+      reduce(j.data, j.n);
+      j.keep.reset();
+      j.done.set_value();
+    } catch (...) {
+      failed_ = true;
+      j.keep.reset();
+      j.done.set_exception(std::current_exception());
+    }
+  }
+}
+
+void ShmAllReduce::wait_all(int which, uint64_t seq, const char* phase) const {
+  const auto deadline = std::chrono::steady_clock::now() + o_.timeout;
+  for (int q = 0; q < o_.world; ++q) {
+    const Flag* f = flag_at(base_, o_.world, which, q);
+    const auto pid = static_cast<pid_t>(flag_at(base_, o_.world, kPid, q)->seq.load(std::memory_order_relaxed));
+    // Spin briefly (the common case: peers are microseconds apart), then yield the core (ranks
+    // usually share cores with their own compute threads), then sleep, watching the clock and
+    // whether the peer's process still exists (a killed rank would otherwise cost the whole
+    // timeout; Gloo notices a dead peer at once through its closed socket).
+    for (uint32_t spins = 0; f->seq.load(std::memory_order_acquire) < seq; ++spins) {
+      if (spins < 64) continue;
+      if (spins < 2048) {
+        sched_yield();
+        continue;
+      }
+      if (std::chrono::steady_clock::now() > deadline) {
+        throw Error(fmt::format("shared-memory all_reduce: rank {} did not reach step {} ({}) within {} s", q, seq,
+                                phase, o_.timeout.count() / 1000.0),
+                    "check that every rank is alive and runs the same job; raise comm.timeout_s if steps are "
+                    "legitimately slow",
+                    kExitFailure);
+      }
+      if (watch_pids_ && spins % 256 == 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+        throw Error(fmt::format("shared-memory all_reduce: rank {} (pid {}) exited before step {} ({})", q, pid, seq,
+                                phase),
+                    "the launcher's report names why it exited", kExitFailure);
+      }
+      struct timespec ts{0, 20000};
+      nanosleep(&ts, nullptr);
+    }
+  }
+}
+
+void ShmAllReduce::reduce(float* data, int64_t n) {
+  const int world = o_.world, rank = o_.rank;
+  float* mine = slot_at(base_, world, chunk_, rank);
+  float* result = slot_at(base_, world, chunk_, world);
+  for (int64_t off = 0; off < n; off += chunk_) {
+    const int64_t len = std::min(chunk_, n - off);
+    const uint64_t seq = ++seq_;
+    std::memcpy(mine, data + off, static_cast<size_t>(len) * sizeof(float));
+    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kArrive, seq, "arrive");
+
+    const int64_t b = len * rank / world, e = len * (rank + 1) / world;
+    float* out = result + b;
+    const float* first = slot_at(base_, world, chunk_, 0) + b;
+    std::memcpy(out, first, static_cast<size_t>(e - b) * sizeof(float));
+    for (int q = 1; q < world; ++q) {
+      const float* in = slot_at(base_, world, chunk_, q) + b;
+      for (int64_t i = 0; i < e - b; ++i) out[i] += in[i];
+    }
+    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kReduced, seq, "reduce");
+    std::memcpy(data + off, result, static_cast<size_t>(len) * sizeof(float));
+  }
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,95 @@
+#pragma once
+// Sum-all-reduce of fp32 buffers through one POSIX shared-memory segment, for a group whose ranks
+// all run on one host. Gloo moves the same bytes through TCP on the loopback (each byte copied
+// through the kernel twice per ring step, plus Gloo's own staging); here every rank copies its
+// buffer in once, sums one slice of every rank's buffer, and copies the result out once.
+//
+// Segment: a header, two sequence flags per rank ("arrived", "reduced"; one cache line each) and
+// its pid (so a wait notices a peer that died), N
+// input slots and one result slot of `chunk` floats. A buffer goes through in chunks; chunk s:
+//   1. rank r copies its chunk into slot r, then publishes arrived[r] = s (release);
+//   2. waits until every arrived[q] >= s (acquire);
+//   3. sums its slice (an even split of the chunk) of slots 0..N-1, in rank order, into the
+//      result slot — every element is summed by one rank in one order, so all ranks get the
+//      same bits — then publishes reduced[r] = s;
+//   4. waits until every reduced[q] >= s, and copies the result slot out.
+// Why no slot is overwritten while a peer still reads it: slot r is rewritten (chunk s+1, step 1)
+// only after every rank published reduced >= s, i.e. finished reading the slots of chunk s; the
+// result slot is rewritten (s+1, step 3) only after every rank published arrived >= s+1, which a
+// rank does after it copied the result of chunk s out.
+//
+// Collectives are queued to one thread per group and run in submission order, so every rank
+// must submit the same sequence (as with any collective). Every wait is bounded by the timeout:
+// a rank that never arrives fails the others' futures with an error naming it.
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace mtrain::trainer {
+
+struct ShmAllReduceOptions {
+  int rank = 0;
+  int world = 1;
+  std::chrono::milliseconds timeout{300000};
+  int64_t chunk_floats = 0;  // floats per slot; 0: up to 4 MiB per slot, 32 MiB for the segment
+};
+
+// How the ranks agree on the segment: rank 0 publishes its name, the others look it up, and
+// `count_ok(ok)` adds each rank's success to a shared count and returns the total once every
+// rank has added (the group uses the segment only if all N opened it).
+struct ShmRendezvous {
+  std::function<void(const std::string&)> publish;
+  std::function<std::string()> lookup;
+  std::function<int(bool)> count_ok;
+};
+
+class ShmAllReduce {
+ public:
+  // Collective. Returns nullptr on every rank when any rank could not create or map the segment
+  // (no /dev/shm, too small): the caller keeps using its network backend. The segment's name is
+  // unlinked as soon as all ranks have mapped it, so nothing is left in /dev/shm after a crash.
+  static std::unique_ptr<ShmAllReduce> join(const ShmAllReduceOptions& o, const ShmRendezvous& rdzv);
+  ~ShmAllReduce();
+  ShmAllReduce(const ShmAllReduce&) = delete;
+  ShmAllReduce& operator=(const ShmAllReduce&) = delete;
+
+  // Queues data[0, n) += every other rank's; `keep` is held until the sum is written. The future
+  // is ready when it is done, or carries the error (mtrain::Error) when a peer timed out.
+  std::shared_future<void> submit(float* data, int64_t n, std::shared_ptr<void> keep);
+
+  int64_t chunk_floats() const { return chunk_; }
+
+ private:
+  struct Job {
+    float* data;
+    int64_t n;
+    std::shared_ptr<void> keep;
+    std::promise<void> done;
+  };
+  ShmAllReduce(const ShmAllReduceOptions& o, void* base, size_t bytes, int64_t chunk);
+  void run();
+  void reduce(float* data, int64_t n);
+  void wait_all(int flag, uint64_t seq, const char* phase) const;
+
+  ShmAllReduceOptions o_;
+  void* base_;
+  size_t bytes_;
+  int64_t chunk_;
+  uint64_t seq_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<Job> queue_;
+  bool stop_ = false;
+  bool failed_ = false;  // after a timeout the peers are out of step: fail every later call
+  bool watch_pids_ = false;
+  std::thread thread_;
+};
+
+}  // namespace mtrain::trainer
