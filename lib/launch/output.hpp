@@ -2,6 +2,13 @@
 // Rank output: each rank's stdout/stderr are split into lines, tagged "[host:rank] ", filtered
 // for the console (--ranks-filter), written to per-rank log files (--log-dir), and the last
 // stderr lines are kept for the failure report.
+//
+// Permissions do not depend on the umask being sane: folders are created with an explicit mode
+// (the attempt and rank folders 0750, inside the 0750 run folder), log files 0640 (a program's
+// output may hold secrets); a stricter umask narrows them further, a looser one (000) cannot
+// widen them.
+#include <sys/types.h>
+
 #include <cstdio>
 #include <deque>
 #include <memory>
@@ -39,6 +46,12 @@ class RankOutput {
   std::FILE* file_[2] = {nullptr, nullptr};
   std::deque<std::string> tail_;
 };
+
+// Creates `path` and its missing parents with `mode` (never wider, whatever the umask). Folders
+// that exist are left as they are; one that is writable by every user and not sticky (others
+// could replace the logs) is warned about on `warn`, once per folder per process. Throws
+// mtrain::Error naming the folder if it cannot be created.
+void create_folders(const std::string& path, mode_t mode, std::FILE* warn = stderr);
 
 std::string format_prefix(const std::string& fmt, const std::string& host, int rank, int local_rank,
                           const std::string& role);

@@ -5,13 +5,16 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <system_error>
 
 #include <boost/process.hpp>
 #include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/launch/guardian.hpp"
 #include "mtrain/launch/process.hpp"
 
 namespace bp = boost::process;
@@ -23,6 +26,7 @@ namespace {
 // Runs in the child between fork and exec: async-signal-safe calls only.
 struct RankSetup {
   pid_t launcher;
+  int guard_fd;  // the guardian's launcher end (close-on-exec), or -1
   template <class Executor>
   void operator()(Executor&) const {
     // Its own process group: a terminal's Ctrl-C reaches only the launcher, which forwards it,
@@ -32,6 +36,9 @@ struct RankSetup {
     // prctl, the signal would never come: exit now instead.
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (getppid() != launcher) _exit(127);
+    // The guardian kills this group if the launcher dies: watched from before the exec, so
+    // nothing the program forks can slip through.
+    Guardian::watch_self(guard_fd);
     // Undo the launcher's signal handling: children start with default dispositions.
     sigset_t none;
     sigemptyset(&none);
@@ -39,18 +46,40 @@ struct RankSetup {
   }
 };
 
+// Also in the child: the exec failed, the child exits and its group with it.
+struct ExecFailed {
+  int guard_fd;
+  template <class Executor>
+  void operator()(Executor&, const std::error_code&) const {
+    Guardian::forget_self(guard_fd);
+  }
+};
+
 }  // namespace
 
+PosixProcessRunner::PosixProcessRunner() : guardian_(std::make_unique<Guardian>()) {}
+
+PosixProcessRunner::~PosixProcessRunner() = default;
+
 Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
+  if (!guardian_->running()) {
+    try {
+      guardian_->start();
+    } catch (const Error& e) {
+      std::fprintf(stderr, "mtrain: warning: %s; processes started by ranks may outlive a killed launcher\n",
+                   e.what());
+    }
+  }
   bp::environment env;
   for (const auto& [k, v] : req.env) env[k] = v;
   bp::pipe out, err, in;
-  RankSetup setup{getpid()};
+  RankSetup setup{getpid(), guardian_->fd()};
+  ExecFailed failed{guardian_->fd()};
   std::vector<std::string> args(req.argv.begin() + 1, req.argv.end());
   try {
     auto start = [&](auto&& stdin_spec) {
       return bp::child(bp::exe = req.argv.at(0), bp::args = args, env, bp::std_out > out, bp::std_err > err,
-                       stdin_spec, bp::extend::on_exec_setup = setup);
+                       stdin_spec, bp::extend::on_exec_setup = setup, bp::extend::on_exec_error = failed);
     };
     bp::child child = req.stdin_pipe ? start(bp::std_in < in) : start(bp::std_in < bp::null);
     Spawned s;
@@ -60,6 +89,9 @@ Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
     }
     s.pid = child.id();
     child.detach();  // the supervisor reaps through SIGCHLD + waitpid
+    // Again from here (the child's record may have met a guardian that was killed since: this
+    // one notices and starts another).
+    if (guardian_->running() && getpgid(s.pid) == s.pid) guardian_->watch(s.pid);
     s.stdout_fd = dup(out.native_source());
     s.stderr_fd = dup(err.native_source());
     fcntl(s.stdout_fd, F_SETFD, FD_CLOEXEC);
@@ -82,7 +114,12 @@ std::vector<Reaped> PosixProcessRunner::reap(const std::vector<pid_t>& pids) {
   for (pid_t pid : pids) {
     int status = 0;
     pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid) out.push_back({pid, status});
+    if (r == pid) {
+      // Reaped, and the supervisor signals no reaped rank: the number is free for reuse now,
+      // so the guardian must stop watching it.
+      guardian_->forget(pid);
+      out.push_back({pid, status});
+    }
   }
   return out;
 }

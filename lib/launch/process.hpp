@@ -4,6 +4,7 @@
 #include <sys/types.h>
 
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,18 +34,29 @@ class ProcessRunner {
   // Start a child in its own process group that dies with the launcher (parent-death signal).
   // Throws mtrain::Error if the program cannot be executed.
   virtual Spawned spawn(const SpawnRequest& req) = 0;
-  // Signal the child's whole process group (the rank and anything it started).
+  // Signal the child's whole process group (the rank and anything it started). Never called
+  // for a pid that reap() has returned: its number may belong to someone else by then.
   virtual void signal(pid_t pid, int sig) = 0;
   // Collect children that have exited, without blocking.
   virtual std::vector<Reaped> reap(const std::vector<pid_t>& pids) = 0;
 };
 
-// The real runner: Boost.Process for the spawn, setpgid + PR_SET_PDEATHSIG in the child.
+class Guardian;
+
+// The real runner: Boost.Process for the spawn, setpgid + PR_SET_PDEATHSIG in the child, and a
+// guardian process (guardian.hpp), started with the first spawn, that kills each child's group
+// if the launcher dies without reaping the child: even a SIGKILLed launcher leaves nothing the
+// ranks started. A group is watched from the child's exec until reap() returns it.
 class PosixProcessRunner : public ProcessRunner {
  public:
+  PosixProcessRunner();
+  ~PosixProcessRunner() override;  // releases the guardian: groups not reaped yet are killed
   Spawned spawn(const SpawnRequest& req) override;
   void signal(pid_t pid, int sig) override;
   std::vector<Reaped> reap(const std::vector<pid_t>& pids) override;
+
+ private:
+  std::unique_ptr<Guardian> guardian_;
 };
 
 }  // namespace mtrain::launch

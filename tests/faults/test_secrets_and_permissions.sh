@@ -27,10 +27,16 @@ timeout 30 tail --pid="$launcher" -f /dev/null
 wait "$launcher"
 if grep -rqF "$secret" "$WORK/out" "$WORK/logs" 2>/dev/null; then fail "token in no output or log" "absent" "present"
 else ok "token in no output or log" "absent" "absent"; fi
-ww=$(find "$WORK/logs" -perm -o+w ! -type l 2>/dev/null)
+# Rank folders and logs (lib/launch/output.cpp: <run folder>/attempt_<k>/<rank>/*.log), then the
+# folders above them that mtrain creates when missing: --log-dir, the job's folder and, with the
+# node rendezvous, the node's (lib/launch/launch.cpp).
 [ -n "$(find "$WORK/logs" -type f 2>/dev/null)" ] || fail "rank logs written" "files" "none"
-[ -z "$ww" ] && ok "no world-writable log file or folder (umask 000)" "none" "none" \
-  || fail "no world-writable log file or folder (umask 000)" "none" "$(echo $ww)"
+ww=$(find "$WORK/logs" -path '*/attempt_*' -perm -o+w ! -type l 2>/dev/null | sed "s|^$WORK|\$WORK|")
+[ -z "$ww" ] && ok "no world-writable rank log file or folder (umask 000)" "none" "none" \
+  || fail "no world-writable rank log file or folder (umask 000)" "none" "$(echo $ww)"
+ww=$(find "$WORK/logs" ! -path '*/attempt_*' -perm -o+w ! -type l 2>/dev/null | sed "s|^$WORK|\$WORK|")
+[ -z "$ww" ] && ok "no world-writable --log-dir, job or node folder (umask 000)" "none" "none" \
+  || fail "no world-writable --log-dir, job or node folder (umask 000)" "none" "$(echo $ww)"
 no_survivors
 
 if [ -x "$WORKER" ]; then
