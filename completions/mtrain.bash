@@ -16,7 +16,7 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -45,7 +45,7 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -71,6 +71,7 @@ _mtrain_values() {
   case "$1|$2" in
     'mtrain launch|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain launch|--gpus') _mtrain_kind=none ;;
+    'mtrain launch|--device') _mtrain_kind=list; _mtrain_r=(auto cpu gpu) ;;
     'mtrain launch|--include') _mtrain_kind=hosts ;;
     'mtrain launch|--exclude') _mtrain_kind=hosts ;;
     'mtrain launch|--master-addr') _mtrain_kind=hosts ;;

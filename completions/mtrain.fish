@@ -22,7 +22,7 @@ function __mtrain_opts
         case 'mtrain'
             printf '%s\n' '--help' '-h' '--version'
         case 'mtrain launch'
-            printf '%s\n' '--help' '-h' '--nproc-per-node' '--gpus' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--rdzv-backend' '--rdzv-endpoint' '--rdzv-timeout' '--rdzv-last-call' '--node-timeout' '--node-name' '--hostfile' '--num-nodes' '--num-gpus' '--remote-mtrain' '--ssh-option' '--ssh-port' '--ssh-identity' '--export' '--export-env-file' '--ssh-agent' '--max-restarts' '--heartbeat-timeout' '--grace-period' '--log-dir' '--tee' '--prefix' '--no-prefix' '--ranks-filter' '--module' '-m' '--local-rank-arg' '--no-local-rank' '--dry-run' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
+            printf '%s\n' '--help' '-h' '--nproc-per-node' '--gpus' '--device' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--rdzv-backend' '--rdzv-endpoint' '--rdzv-timeout' '--rdzv-last-call' '--node-timeout' '--node-name' '--hostfile' '--num-nodes' '--num-gpus' '--remote-mtrain' '--ssh-option' '--ssh-port' '--ssh-identity' '--export' '--export-env-file' '--ssh-agent' '--max-restarts' '--heartbeat-timeout' '--grace-period' '--log-dir' '--tee' '--prefix' '--no-prefix' '--ranks-filter' '--module' '-m' '--local-rank-arg' '--no-local-rank' '--dry-run' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
         case 'mtrain checkpoint'
             printf '%s\n' '--help' '-h'
         case 'mtrain checkpoint consolidate'
@@ -74,7 +74,7 @@ end
 function __mtrain_valopts
     switch $argv[1]
         case 'mtrain launch'
-            printf '%s\n' '--nproc-per-node' '--gpus' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--rdzv-backend' '--rdzv-endpoint' '--rdzv-timeout' '--rdzv-last-call' '--node-timeout' '--node-name' '--hostfile' '--num-nodes' '--num-gpus' '--remote-mtrain' '--ssh-option' '--ssh-port' '--ssh-identity' '--export' '--export-env-file' '--max-restarts' '--heartbeat-timeout' '--grace-period' '--log-dir' '--prefix' '--ranks-filter' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
+            printf '%s\n' '--nproc-per-node' '--gpus' '--device' '--include' '--exclude' '--master-addr' '--master-port' '--launcher' '--nnodes' '--node-rank' '--rdzv-id' '--job-id' '--role' '--rdzv-backend' '--rdzv-endpoint' '--rdzv-timeout' '--rdzv-last-call' '--node-timeout' '--node-name' '--hostfile' '--num-nodes' '--num-gpus' '--remote-mtrain' '--ssh-option' '--ssh-port' '--ssh-identity' '--export' '--export-env-file' '--max-restarts' '--heartbeat-timeout' '--grace-period' '--log-dir' '--prefix' '--ranks-filter' '--format' '--strategy' '--model' '--data' '--data-path' '--max-steps' '--max-epochs' '--batch-size' '--grad-accum' '--global-batch-size' '--precision' '--seed' '--work-dir' '--optim' '--lr' '--grad-clip' '--sched' '--checkpoint-interval' '--resume' '--config' '--set'
         case 'mtrain checkpoint consolidate'
             printf '%s\n' '--output' '-o' '--dtype'
         case 'mtrain checkpoint inspect'
@@ -117,6 +117,8 @@ function __mtrain_values
             printf '%s\n' 'none'
         case 'mtrain launch|--gpus'
             printf '%s\n' 'none'
+        case 'mtrain launch|--device'
+            printf '%s\n' 'list' 'auto' 'cpu' 'gpu'
         case 'mtrain launch|--include'
             printf '%s\n' 'hosts'
         case 'mtrain launch|--exclude'

@@ -60,6 +60,7 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   };
   str("launch.nproc_per_node", "--nproc-per-node", o.plan.nproc_per_node);
   str("launch.gpus", "--gpus", o.plan.gpus);
+  str("launch.device", "--device", o.plan.device);
   str("launch.include", "--include", o.plan.include);
   str("launch.exclude", "--exclude", o.plan.exclude);
   str("launch.master_addr", "--master-addr", o.plan.master_addr);
@@ -97,6 +98,12 @@ void add_launch(CLI::App& root, Exit& exit) {
             "nproc-per-node"), kRanks);
   group(env(sub->add_option("--gpus", o.plan.gpus, "GPU ids to use, e.g. 0,3 (from CUDA_VISIBLE_DEVICES if set)"),
             "gpus"), kRanks);
+  group(env(sub->add_option("--device", o.plan.device,
+                            "What ranks compute on: auto (GPUs when present), cpu (no GPU is assigned, "
+                            "CUDA_VISIBLE_DEVICES is empty) or gpu (fail when this node has none)")
+                ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
+                ->default_str("auto"),
+            "device"), kRanks);
   group(env(sub->add_option("--include", o.plan.include, "DeepSpeed-style selection, e.g. localhost:0,2"), "include"),
         kRanks);
   group(env(sub->add_option("--exclude", o.plan.exclude, "DeepSpeed-style exclusion, e.g. localhost:1"), "exclude"),

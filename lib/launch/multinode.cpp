@@ -88,6 +88,7 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
                              "--grace-period", number(opt.grace_period_s),
                              "--nproc-per-node", std::to_string(h.slots.size())};
   if (!default_slots(h.slots)) a.insert(a.end(), {"--gpus", topology::format_gpu_list(h.slots)});
+  if (p.device != "auto") a.insert(a.end(), {"--device", p.device});
   if (!p.rdzv_id.empty()) a.insert(a.end(), {"--rdzv-id", p.rdzv_id});
   if (!p.master_addr.empty()) a.insert(a.end(), {"--master-addr", p.master_addr});
   if (opt.heartbeat_timeout_s > 0) a.insert(a.end(), {"--heartbeat-timeout", number(opt.heartbeat_timeout_s)});

@@ -29,6 +29,20 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
     throw Error("--gpus, --include and --exclude select GPUs in different ways and cannot be combined",
                 "Use one of them.");
   explicit_sel = given == 1;
+  if (o.device != "auto" && o.device != "cpu" && o.device != "gpu")
+    throw Error(fmt::format("--device '{}' is not a device kind", o.device), "Use auto, cpu or gpu.");
+  if (o.device == "cpu") {
+    if (explicit_sel)
+      throw Error("--device cpu runs CPU ranks, but GPUs were selected too",
+                  "Drop the GPU selection (--gpus/--include/--exclude) or use --device gpu.");
+    if (o.nproc_per_node == "gpu")
+      throw Error("--device cpu with --nproc-per-node gpu asks for no GPU and one rank per GPU",
+                  "Give a rank count (--nproc-per-node N or cpu), or use --device gpu.");
+    return {};
+  }
+  if (o.device == "gpu" && f.gpu_pool.empty())
+    throw Error("--device gpu: " + pool_text(f),
+                "Check nvidia-smi and CUDA_VISIBLE_DEVICES on this node, or run CPU ranks with --device cpu.");
   if (o.nproc_per_node == "cpu") {
     if (explicit_sel)
       throw Error("--nproc-per-node cpu runs CPU ranks, but GPUs were selected too",

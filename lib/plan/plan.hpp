@@ -18,6 +18,7 @@ using Env = std::map<std::string, std::string>;
 struct PlanOptions {
   std::string nproc_per_node;     // N | auto | cpu | gpu | "" (GPUs selected, else 1)
   std::string gpus;               // --gpus 0,3
+  std::string device = "auto";    // auto (GPUs when present) | cpu (none assigned) | gpu (required)
   std::string include, exclude;   // DeepSpeed grammar over the inventory
   std::string master_addr;        // default 127.0.0.1 on a single node; required with nnodes > 1
   int nnodes = 1;                 // static multi-node: every node runs its own launcher with

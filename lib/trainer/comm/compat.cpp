@@ -56,6 +56,14 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::mi
 #endif
 }
 
+int cuda_device_count() {
+#ifdef MTRAIN_WITH_CUDA
+  return static_cast<int>(c10::cuda::device_count());
+#else
+  return 0;
+#endif
+}
+
 void select_cuda_device(int index) {
 #ifdef MTRAIN_WITH_CUDA
   c10::cuda::set_device(static_cast<c10::DeviceIndex>(index));

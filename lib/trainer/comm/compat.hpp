@@ -68,6 +68,8 @@ std::shared_ptr<void> autocast_scope(const at::Device& device, at::ScalarType dt
 
 // Makes `index` the current CUDA device (before NCCL is created); no-op in CPU builds.
 void select_cuda_device(int index);
+// CUDA devices this process can see (CUDA_VISIBLE_DEVICES applied); 0 in CPU builds.
+int cuda_device_count();
 
 // Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
 int64_t device_peak_bytes(const at::Device& device);

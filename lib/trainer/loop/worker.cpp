@@ -112,16 +112,20 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   co.rank = rank;
   co.world = world;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(tj.comm_timeout_s * 1000));
+  // CUDA when this worker has it and this rank sees a device. The launcher decides what a rank
+  // sees (--device cpu: CUDA_VISIBLE_DEVICES is empty; gpu/auto: the node's selected GPUs, which
+  // LOCAL_RANK indexes), so the worker needs no device setting of its own.
   at::Device device = at::kCPU;
-#ifdef MTRAIN_WITH_CUDA
-  if (compat::nccl_available()) {
+  const int gpus = compat::cuda_device_count();
+  if (gpus > 0 && compat::nccl_available()) {
+    if (local_rank >= gpus) {
+      throw Error(fmt::format("local rank {} has no GPU: this node shows {} CUDA device(s)", local_rank, gpus),
+                  "run at most one rank per GPU (--nproc-per-node gpu), or --device cpu");
+    }
     co.backend = BackendKind::Nccl;
     device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
     compat::select_cuda_device(local_rank);
   }
-#else
-  (void)local_rank;
-#endif
   const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
   if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
   compat::StorePtr store;

@@ -88,6 +88,31 @@ TEST_CASE("rank counts: default, auto, cpu, gpu", "[plan]") {
   CHECK_THROWS(build_plan(o, host(4, {})));
 }
 
+TEST_CASE("device kinds: cpu assigns no GPU, gpu requires one, auto takes what is there", "[plan]") {
+  auto o = base();
+  o.device = "cpu";
+  auto p = build_plan(o, host(4, {0, 1}));
+  CHECK(p.world_size == 1);
+  CHECK(p.nodes[0].gpus.empty());
+  for (const auto& w : p.nodes[0].workers) CHECK(w.env.at("CUDA_VISIBLE_DEVICES").empty());
+  o.nproc_per_node = "2";
+  CHECK(build_plan(o, host(4, {0, 1})).nodes[0].gpus.empty());
+  o.gpus = "1";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {0, 1})), Catch::Contains("--device cpu runs CPU ranks"));
+  o.gpus = "";
+  o.nproc_per_node = "gpu";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {0, 1})), Catch::Contains("--device cpu with --nproc-per-node gpu"));
+  o.nproc_per_node = "";
+  o.device = "gpu";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("--device gpu: this host has no GPUs"));
+  CHECK(build_plan(o, host(4, {3, 5})).world_size == 2);
+  o.device = "auto";
+  CHECK(build_plan(o, host(4, {3, 5})).world_size == 2);
+  CHECK(build_plan(o, host(4, {})).world_size == 1);
+  o.device = "tpu";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("--device 'tpu'"));
+}
+
 TEST_CASE("GPU selection: pool, --gpus, --include, --exclude", "[plan]") {
   auto o = base();
   auto p = build_plan(o, host(8, {2, 3, 5}));
