@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Strategies x world sizes with the launcher itself: `mtrain launch --nproc-per-node N
 # --strategy S` on a model whose model states dominate (gpt, ~25M parameters by default), a few
-# steps each (no validation split, so every collective counted is a training one). Reads every run's summary.json and prints median step time, samples/s, peak memory
-# per rank, model-state bytes per rank (params+grads+optimizer, the fullest rank), comm bytes per
-# step, and the command line of each run.
+# steps each (no validation split, so every collective counted is a training one). Reads every
+# run's summary.json and prints median step time, samples/s, peak memory per rank, model-state
+# bytes per rank (params+grads+optimizer, the fullest rank), the strategy's transient peaks
+# (summary "memory": gathered parameter units; gathered units + unsharded gradients at the same
+# moment), comm bytes per step, and the command line of each run.
 #
 # usage: bench/strategies/run.sh [BUILD_DIR]
 #   env: STRATEGIES ("ddp zero1 zero2 zero3 fsdp")  WORLDS ("1 2 4")  STEPS (6)  BATCH (1)
@@ -55,7 +57,7 @@ done
 $py - "${rows[@]}" <<'PY'
 import json, sys
 print(f"{'strategy':<9}{'N':>3}{'step s':>9}{'samples/s':>11}{'peak MB/rank':>14}{'states MB/rank':>16}"
-      f"{'comm MB/step':>14}{'psi':>12}")
+      f"{'gathered MB':>13}{'transient MB':>14}{'comm MB/step':>14}{'psi':>12}")
 base = {}
 out = []
 for arg in sys.argv[1:]:
@@ -63,12 +65,15 @@ for arg in sys.argv[1:]:
     s = json.load(open(path))
     st = s["model_state_bytes_per_rank"]
     states = st["params"] + st["grads"] + st["optimizer"]
+    mem = s.get("memory", {})
     row = (s["strategy"], s["world_size"], s["step_time_median_s"], s["throughput"]["samples_per_s"],
-           s["peak_memory_bytes"] / 2**20, states / 2**20, s["wire_bytes_per_step"] / 2**20, s["num_params"])
+           s["peak_memory_bytes"] / 2**20, states / 2**20, s["wire_bytes_per_step"] / 2**20, s["num_params"],
+           mem.get("gathered_peak_bytes", 0) / 2**20, mem.get("transient_peak_bytes", 0) / 2**20)
     out.append((row, cmd))
     if row[0] == "ddp":
         base[row[1]] = row
-    print(f"{row[0]:<9}{row[1]:>3}{row[2]:>9.3f}{row[3]:>11.2f}{row[4]:>14.1f}{row[5]:>16.1f}{row[6]:>14.1f}{row[7]:>12}")
+    print(f"{row[0]:<9}{row[1]:>3}{row[2]:>9.3f}{row[3]:>11.2f}{row[4]:>14.1f}{row[5]:>16.1f}"
+          f"{row[8]:>13.1f}{row[9]:>14.1f}{row[6]:>14.1f}{row[7]:>12}")
 print()
 for row, _ in out:
     b = base.get(row[1])

@@ -89,14 +89,23 @@ ModelStateBytes expected_model_state_bytes(const std::string& strategy,
   return b;
 }
 
+int ledger_group_size(const std::string& strategy, const std::string& sharding_strategy, int world,
+                      int local_world_size) {
+  const bool hybrid = strategy == "fsdp" && sharding_strategy == "HYBRID_SHARD";
+  return hybrid && local_world_size > 0 ? local_world_size : world;
+}
+
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e) {
   std::string name = r.strategy;
   if (r.strategy == "fsdp") {
     name += "/" + (r.sharding_strategy.empty() ? std::string("FULL_SHARD") : r.sharding_strategy);
   }
+  const std::string n = r.world_size > 0 && r.world_size != r.world
+                            ? fmt::format("{} ranks per shard group of world {}", r.world, r.world_size)
+                            : fmt::format("{}", r.world);
   std::string out = fmt::format(
       "Memory ledger ({}, {}, Ψ = {} parameters, N = {}): model-state bytes per rank\n", name,
-      r.precision, r.psi, r.world);
+      r.precision, r.psi, n);
   out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "part", "measured", "formula", "ratio");
   auto row = [&](const char* part, double measured, double expected) {
     const std::string ratio = expected > 0 ? fmt::format("{:.3f}", measured / expected) : "-";

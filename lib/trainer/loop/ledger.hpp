@@ -9,7 +9,8 @@
 //     zero1                    8Ψ + 8Ψ/N             4Ψ + 12Ψ/N
 //     zero2 / fsdp SHARD_GRAD_OP 4Ψ + 12Ψ/N          2Ψ + 14Ψ/N
 //     zero3 / fsdp FULL_SHARD  16Ψ/N                 16Ψ/N
-//     fsdp HYBRID_SHARD        16Ψ/N with N = ranks of one node (pass that as `world`)
+//     fsdp HYBRID_SHARD        16Ψ/N with N = the shard group, the ranks of one node
+//                              (ledger_group_size() gives the N to pass as `world`)
 // Gathered units (ZeRO-3/FSDP) are excluded: they are transient, reported separately.
 #include <cstdint>
 #include <string>
@@ -33,6 +34,12 @@ ModelStateBytes expected_model_state_bytes(const std::string& strategy,
                                            const std::string& sharding_strategy,
                                            const std::string& precision, int64_t psi, int world);
 
+// N of the formula for a run on `world` ranks: for fsdp HYBRID_SHARD the shard group of
+// local_world_size ranks (the strategy's StrategyOptions::local_world_size; 0 = the whole world,
+// as the strategy itself treats it), for every other strategy the world.
+int ledger_group_size(const std::string& strategy, const std::string& sharding_strategy, int world,
+                      int local_world_size);
+
 // The table rank 0 prints at start: measured bytes per rank (params, grads, optimizer and the
 // largest gathered unit when `gathered` ≥ 0) beside the formula, with Ψ and N.
 struct LedgerReport {
@@ -40,7 +47,8 @@ struct LedgerReport {
   std::string sharding_strategy;
   std::string precision;
   int64_t psi = 0;
-  int world = 1;
+  int world = 1;       // N, the ranks the state is sharded over (ledger_group_size)
+  int world_size = 0;  // all ranks, printed beside N when it differs (HYBRID_SHARD); 0 = same
   int64_t params = 0;  // measured, from Strategy::memory() (fullest rank)
   int64_t grads = 0;
   int64_t optimizer = 0;

@@ -300,9 +300,10 @@ class Loop {
     return n;
   }
 
+  // N of the formula, from the options the strategy itself was made with.
   int ledger_world() const {
-    const bool hybrid = strategy_->name() == "fsdp" && parts_.sharding_strategy == "HYBRID_SHARD";
-    return hybrid && parts_.local_world > 0 ? parts_.local_world : comm_.world();
+    return ledger_group_size(ledger_strategy(), job_.strat.fsdp.sharding_strategy, comm_.world(),
+                             job_.strat.local_world_size);
   }
 
   // Rank 0 prints measured model-state bytes (fullest rank) beside ARCHITECTURE section 6.
@@ -312,7 +313,7 @@ class Loop {
                                     static_cast<double>(m.optimizer),
                                     static_cast<double>(gathered_of(m, 0))});
     try {
-      ledger_expected_ = expected_model_state_bytes(ledger_strategy(), parts_.sharding_strategy,
+      ledger_expected_ = expected_model_state_bytes(ledger_strategy(), job_.strat.fsdp.sharding_strategy,
                                                     job_.precision, strategy_->num_parameters(),
                                                     ledger_world());
     } catch (const Error&) {
@@ -321,10 +322,11 @@ class Loop {
     }
     LedgerReport rep;
     rep.strategy = ledger_strategy();
-    rep.sharding_strategy = parts_.sharding_strategy;
+    rep.sharding_strategy = job_.strat.fsdp.sharding_strategy;
     rep.precision = job_.precision;
     rep.psi = strategy_->num_parameters();
     rep.world = ledger_world();
+    rep.world_size = comm_.world();
     rep.params = static_cast<int64_t>(mx[0]);
     rep.grads = static_cast<int64_t>(mx[1]);
     rep.optimizer = static_cast<int64_t>(mx[2]);
@@ -484,7 +486,10 @@ class Loop {
     const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
                                     static_cast<double>(m.optimizer),
                                     static_cast<double>(peak_memory()),
-                                    static_cast<double>(gathered_of(m, 0))});
+                                    static_cast<double>(gathered_of(m, 0)),
+                                    static_cast<double>(m.gathered_peak),
+                                    static_cast<double>(m.unsharded_grads_peak),
+                                    static_cast<double>(m.transient_peak)});
     std::vector<double> times(step_times_.begin() + (step_times_.size() > 2 ? 1 : 0),
                               step_times_.end());
     const double med = median(times);
@@ -519,6 +524,11 @@ class Loop {
            {"wire_bytes_per_step", wire},
            {"comm_metrics_per_step", other},
            {"peak_memory_bytes", static_cast<int64_t>(mx[3])},
+           // What the strategy held transiently (fullest rank, high-water marks over the run).
+           {"memory",
+            {{"gathered_peak_bytes", static_cast<int64_t>(mx[5])},
+             {"unsharded_grads_peak_bytes", static_cast<int64_t>(mx[6])},
+             {"transient_peak_bytes", static_cast<int64_t>(mx[7])}}},
            {"step_time_median_s", med},
            {"throughput", thr}};
     if (mx[4] >= 0) s["model_state_bytes_per_rank"]["gathered"] = static_cast<int64_t>(mx[4]);

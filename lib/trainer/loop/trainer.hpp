@@ -34,11 +34,9 @@ struct TrainerParts {
   // Testing: stop right after this step as if the process were killed (no final checkpoint,
   // no model.pt, no summary); -1 = run to the end.
   int64_t interrupt_after = -1;
-  // For the memory ledger: fsdp.sharding_strategy, zero.stage (when the strategy is "zero"), and
-  // the ranks of one node (HYBRID_SHARD shards within a node); 0 = the world size.
-  std::string sharding_strategy;
+  // For the memory ledger: zero.stage (when the strategy is "zero"). The fsdp sharding strategy
+  // and HYBRID_SHARD's shard group come from the job's StrategyOptions.
   int zero_stage = 0;
-  int local_world = 0;
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE: touched after every step; "" = off
   // Testing: called on every rank after each optimizer step (e.g. to raise a stop signal).
   std::function<void(int64_t step)> on_step;

@@ -95,6 +95,8 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   install_stop_signal_handlers();
   const json job = read_job(o);
   TrainJob tj = train_job_from_json(job);
+  // HYBRID_SHARD's shard group is the ranks of this node; the strategy reads only its options.
+  tj.strat.local_world_size = env_int(o, "LOCAL_WORLD_SIZE", 0);
 
   const int rank = env_int(o, "RANK", 0);
   const int world = env_int(o, "WORLD_SIZE", 1);
@@ -155,9 +157,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
   if (val->size() > 0) parts.val = val;
   parts.device = device;
-  parts.sharding_strategy = config::get(job, "fsdp.sharding_strategy").get<std::string>();
   parts.zero_stage = static_cast<int>(config::get(job, "zero.stage").get<int64_t>());
-  parts.local_world = env_int(o, "LOCAL_WORLD_SIZE", 0);
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
   if (rank == 0) {
     console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "

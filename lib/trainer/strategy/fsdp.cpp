@@ -9,36 +9,29 @@
 //   SHARD_GRAD_OP  params stay gathered from forward until their backward, then are released
 //                  (2Ψ(N−1)/N per step; between steps only shards are resident).
 //   NO_SHARD       replicated like DDP, gradients all-reduced.
-//   HYBRID_SHARD   FULL_SHARD within a node (local_world_size ranks: a shard sub-group),
-//                  replicated across nodes (the gradient shards are all-reduced over a replica
-//                  sub-group of the ranks with the same local rank).
+//   HYBRID_SHARD   FULL_SHARD within a node (StrategyOptions::local_world_size ranks, which the
+//                  worker takes from LOCAL_WORLD_SIZE: a shard sub-group), replicated across
+//                  nodes (the gradient shards are all-reduced over a replica sub-group of the
+//                  ranks with the same local rank).
 //   forward_prefetch: the next unit of the recorded order is gathered ahead in forward;
-//   backward_prefetch BACKWARD_PRE gathers the next unit (reverse order) when one is gathered in
-//   backward, BACKWARD_POST when one has been reduced; limit_all_gathers allows one unit ahead;
+//   backward_prefetch BACKWARD_PRE gathers the next unit (reverse order) when a unit's backward
+//   begins, BACKWARD_POST when one has been reduced; limit_all_gathers allows one unit ahead;
 //   cpu_offload keeps parameter shards, master and optimiser state in host memory.
+//   Gradient reduce-scatters overlap the next unit's backward (one in flight), except over Gloo:
+//   its reduce-scatter is an all-to-all into a second buffer of the unit's full size
+//   (communicator.cpp), so one left in flight costs two block-sized buffers at the moment the
+//   next block's gathered parameters, its gradients and the prefetched block are all alive —
+//   the step's memory peak. Over Gloo each is completed where it is launched (the parameter
+//   prefetch still overlaps the backward).
 // ddp in bf16/fp16 is this engine with NO_SHARD units = DDP's buckets (make_ddp).
-#include <cstdlib>
-
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/model/model.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer {
-
-namespace {
-
-int local_world(const StrategyOptions& o, int world) {
-  if (o.local_world_size > 0) return o.local_world_size;
-  if (const char* v = std::getenv("LOCAL_WORLD_SIZE")) {
-    const int n = std::atoi(v);
-    if (n > 0) return n;
-  }
-  return world;
-}
-
-}  // namespace
 
 std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm, const std::string& name) {
   const FsdpOptions& f = o.fsdp;
@@ -49,7 +42,7 @@ std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm
     c.grads_sharded = true;
     c.params_resident = false;
     c.reshard_after_forward = true;
-    c.shard_size = ss == "HYBRID_SHARD" ? local_world(o, comm.world()) : 0;
+    c.shard_size = ss == "HYBRID_SHARD" && o.local_world_size > 0 ? o.local_world_size : 0;
   } else if (ss == "SHARD_GRAD_OP") {
     c.grads_sharded = true;
     c.params_resident = false;
@@ -72,6 +65,8 @@ std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm
   c.backward_prefetch_post = f.backward_prefetch == "BACKWARD_POST";
   c.max_prefetch_units = f.limit_all_gathers ? 1 : 2;
   c.offload_params = f.cpu_offload;
+  const int shard_group = c.shard_size > 0 ? c.shard_size : comm.world();
+  c.overlap_comm = !(c.grads_sharded && shard_group > 1 && comm.backend() == BackendKind::Gloo);
   c.offload_optimizer = f.cpu_offload;
   const std::string policy = f.wrap_policy;
   const int64_t min_params = f.min_num_params;

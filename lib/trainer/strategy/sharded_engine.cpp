@@ -229,6 +229,7 @@ void ShardedEngine::gather_async(size_t ui) {
     u.full.copy_(src);
   }
   u.gathered = true;
+  count_gathered(u.padded * u.full.element_size());
 }
 
 void ShardedEngine::ensure(size_t ui) {
@@ -244,10 +245,23 @@ void ShardedEngine::release(size_t ui) {
   u.gather.wait();
   compat::release_storage(u.full);
   u.gathered = false;
+  count_gathered(-u.padded * u.full.element_size());
 }
 
 void ShardedEngine::release_all() {
   for (size_t u = 0; u < units_.size(); ++u) release(u);
+}
+
+void ShardedEngine::count_gathered(int64_t delta) {
+  gathered_bytes_ += delta;
+  gathered_peak_ = std::max(gathered_peak_, gathered_bytes_);
+  transient_peak_ = std::max(transient_peak_, gathered_bytes_ + grad_bytes_);
+}
+
+void ShardedEngine::count_grads(int64_t delta) {
+  grad_bytes_ += delta;
+  grad_peak_ = std::max(grad_peak_, grad_bytes_);
+  transient_peak_ = std::max(transient_peak_, gathered_bytes_ + grad_bytes_);
 }
 
 void ShardedEngine::on_use(size_t ui) {
@@ -258,9 +272,12 @@ void ShardedEngine::on_use(size_t ui) {
   Unit& u = units_[ui];
   u.last_use = ++clock_;
   if (phase_ == Phase::Backward) {
-    const bool was = u.gathered;
     ensure(ui);
-    if (!was && c_.backward_prefetch > 0 && !c_.backward_prefetch_post) prefetch_backward(ui);
+    // BACKWARD_PRE: the next unit's gather is issued when this unit's backward begins, whether
+    // this unit was gathered just now or by an earlier prefetch.
+    const bool first = !u.bwd_started;
+    u.bwd_started = true;
+    if (first && c_.backward_prefetch > 0 && !c_.backward_prefetch_post) prefetch_backward(ui);
     return;
   }
   if (current_ != static_cast<int>(ui)) {
@@ -376,6 +393,7 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   for (auto& u : units_) {
     u.waiting = u.slots.size();
     u.reduced = false;
+    u.bwd_started = false;
   }
   const double factor = scale * scaler_.scale();
   try {
@@ -396,6 +414,10 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
 void ShardedEngine::on_grad(size_t i) {
   if (phase_ != Phase::Backward || got_grad_[i]) return;
   got_grad_[i] = 1;
+  if (c_.grads_sharded) {
+    const at::Tensor& g = params_[i].grad();
+    if (g.defined()) count_grads(g.numel() * g.element_size());
+  }
   const size_t ui = unit_of_param_[i];
   if (--units_[ui].waiting == 0) unit_done(ui);
 }
@@ -404,8 +426,10 @@ void ShardedEngine::unit_done(size_t ui) {
   Unit& u = units_[ui];
   if (u.reduced) return;
   u.reduced = true;
-  if (c_.grads_sharded || sync_) launch_reduce(ui);
+  // The gathered values are not needed to reduce the gradients: they are freed first, so the
+  // unit's flat gradient buffer is never allocated on top of them.
   if (!u.resident) release(ui);
+  if (c_.grads_sharded || sync_) launch_reduce(ui);
   if (c_.backward_prefetch > 0 && c_.backward_prefetch_post) prefetch_backward(ui);
 }
 
@@ -417,15 +441,30 @@ void ShardedEngine::launch_reduce(size_t ui) {
   Reduction red;
   red.unit = ui;
   if (c_.grads_sharded) {
+    // The previous unit's reduction has overlapped this unit's backward; it is completed (its
+    // flat buffers freed) before this unit's buffer is allocated.
+    while (!inflight_.empty()) finish_oldest();
     red.in = at::zeros({u.padded}, at::TensorOptions().dtype(prec_.reduce).device(device_));
+    red.bytes = red.in.numel() * red.in.element_size();
+    count_grads(red.bytes);
     for (const auto& s : u.slots) {
       auto& p = params_[s.param];
       const at::Tensor g = p.grad();
-      if (g.defined()) red.in.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
+      if (g.defined()) {
+        red.in.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
+        // Counted only if on_grad saw it (a gradient left from before this backward is not).
+        if (got_grad_[s.param]) count_grads(-g.numel() * g.element_size());
+      }
       p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
     }
     red.in.mul_(inv_world);
-    red.out = shard_comm_ != nullptr ? at::empty({u.shard}, red.in.options()) : red.in;
+    if (shard_comm_ != nullptr) {
+      red.out = at::empty({u.shard}, red.in.options());
+      red.bytes += red.out.numel() * red.out.element_size();
+      count_grads(red.out.numel() * red.out.element_size());
+    } else {
+      red.out = red.in;
+    }
   } else {
     red.in = u.gfull;
     red.in.mul_(inv_world);
@@ -438,9 +477,7 @@ void ShardedEngine::launch_reduce(size_t ui) {
     red.h = replica_comm_->all_reduce(red.out);
   }
   inflight_.push_back(std::move(red));
-  // Sharded gradients: at most two units' flat gradients alive at once; overlap_comm off: none.
-  const size_t keep = !c_.overlap_comm ? 0 : (c_.grads_sharded ? 2 : inflight_.size());
-  while (inflight_.size() > keep) finish_oldest();
+  if (!c_.overlap_comm) finish_oldest();
 }
 
 void ShardedEngine::finish_oldest() {
@@ -450,6 +487,7 @@ void ShardedEngine::finish_oldest() {
   red.h.wait();
   if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
   if (c_.grads_sharded) units_[red.unit].gacc.add_(red.out);
+  count_grads(-red.bytes);
 }
 
 void ShardedEngine::finish_backward() {

@@ -37,8 +37,15 @@
 //     within max_reuse_distance elements; gathered units beyond max_live elements are released
 //     least recently used first; everything left is released when the forward returns.
 //     Prefetch: the next units of the previous trace, up to forward_prefetch elements.
-//   backward: a unit is released as soon as its gradients are reduced; prefetch walks the
-//     trace backwards (BACKWARD_PRE: when a unit is gathered, BACKWARD_POST: when it is reduced).
+//   backward: a unit is released as soon as all its gradients have arrived, before they are
+//     reduced; prefetch walks the trace backwards (BACKWARD_PRE: when a unit's backward begins,
+//     i.e. its first use in backward, BACKWARD_POST: when it has been reduced).
+// Reductions (sharded gradients): the previous unit's reduction is completed before the next
+// unit's flat gradient buffer is allocated, so at most one unit's flat gradients are in flight
+// (overlapping the next unit's backward); overlap_comm off: none, each is waited for at launch.
+// Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
+// unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
+// and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
 // Every collective is issued in an order fixed by the (deterministic) autograd schedule and the
 // trace, the same on every rank, which is what keeps Gloo/NCCL matched. Per step ZeRO-3/FSDP
 // full-shard sends all-gather (forward) + all-gather (backward) + reduce-scatter = 3Ψ(N−1)/N.
@@ -105,6 +112,7 @@ struct Unit {
   CommHandle gather;  // a gather in flight
   size_t waiting = 0;
   bool reduced = false;
+  bool bwd_started = false;  // used in this backward already (BACKWARD_PRE prefetches once)
   int64_t last_use = 0;
 };
 
@@ -113,6 +121,7 @@ struct Reduction {
   CommHandle h;
   bool replica_pending = false;  // hybrid: all-reduce across replicas after the reduce-scatter
   at::Tensor in, out;
+  int64_t bytes = 0;  // flat buffers this reduction allocated (0 when it reduces gfull in place)
 };
 
 class ShardedEngine final : public Strategy {
@@ -145,6 +154,9 @@ class ShardedEngine final : public Strategy {
   void ensure(size_t u);
   void release(size_t u);
   void release_all();
+  // Transient-byte accounting (see the header comment); `delta` may be negative.
+  void count_gathered(int64_t delta);
+  void count_grads(int64_t delta);
   void after_forward_use(size_t prev);
   void prefetch_forward();
   void prefetch_backward(size_t u);
@@ -189,6 +201,8 @@ class ShardedEngine final : public Strategy {
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
   int64_t clock_ = 0;
+  int64_t gathered_bytes_ = 0, grad_bytes_ = 0;  // held now
+  int64_t gathered_peak_ = 0, grad_peak_ = 0, transient_peak_ = 0;
 };
 
 }  // namespace detail

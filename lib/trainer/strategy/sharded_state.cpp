@@ -48,6 +48,9 @@ MemoryLedger ShardedEngine::memory() const {
     const at::Tensor& g = c_.grads_sharded ? u.gacc : u.gfull;
     m.grads += g.numel() * g.element_size();
   }
+  m.gathered_peak = gathered_peak_;
+  m.unsharded_grads_peak = grad_peak_;
+  m.transient_peak = transient_peak_;
   return m;
 }
 

@@ -28,12 +28,19 @@ namespace mtrain::trainer {
 
 class Communicator;
 
-// Model-state bytes resident on this rank between steps (ARCHITECTURE section 5/6).
+// Model-state bytes resident on this rank between steps (ARCHITECTURE section 5/6), and the
+// high-water marks of what the strategy held transiently during steps so far.
 struct MemoryLedger {
   int64_t params = 0;
   int64_t grads = 0;
   int64_t optimizer = 0;  // optimiser state, and the fp32 master shard in bf16/fp16
   int64_t gathered = 0;   // largest parameter unit gathered transiently (ZeRO-3/FSDP), not resident
+  // Peaks since setup (0 for strategies that hold nothing transiently): gathered parameter units;
+  // unsharded gradients awaiting reduction (sharded-gradient modes: autograd's gradients and the
+  // flat reduction buffers); and the two together at the same moment.
+  int64_t gathered_peak = 0;
+  int64_t unsharded_grads_peak = 0;
+  int64_t transient_peak = 0;
 };
 
 struct StepResult {
@@ -98,7 +105,8 @@ struct StrategyOptions {
   FsdpOptions fsdp;
   std::string precision = "fp32";  // fp32 | bf16 | fp16 (train.precision)
   LossScaleOptions loss_scale;     // fp16 only
-  // HYBRID_SHARD: ranks per node (shard group size); 0 = LOCAL_WORLD_SIZE, else the whole world.
+  // HYBRID_SHARD: ranks per node (the shard group size); 0 = the whole world. The worker sets
+  // it from LOCAL_WORLD_SIZE; strategies read only this.
   int local_world_size = 0;
 };
 

@@ -132,3 +132,34 @@ TEST_CASE("an unknown job key is an error naming the closest valid one", "[train
   CHECK(rc4 == 2);
   CHECK_THAT(out4, Catch::Contains("rank 3"));
 }
+
+TEST_CASE("the worker passes LOCAL_WORLD_SIZE to HYBRID_SHARD and the ledger: two nodes of one rank",
+          "[trainer][worker]") {
+  const auto d = fresh_dir("hybrid");
+  const int port = free_port();
+  std::string cmd;
+  for (int r = 0; r < 2; ++r) {
+    cmd += "RANK=" + std::to_string(r) + " WORLD_SIZE=2 LOCAL_RANK=0 LOCAL_WORLD_SIZE=1" +
+           " MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " " + kWorker + kSmall +
+           " --set strategy=fsdp --set fsdp.sharding_strategy=HYBRID_SHARD --set comm.timeout_s=60" +
+           " --set train.work_dir=" + d.string() + " > " + (d / ("rank" + std::to_string(r) + ".log")).string() +
+           " 2>&1 & p" + std::to_string(r) + "=$!; ";
+  }
+  cmd += "wait $p0; a=$?; wait $p1; b=$?; cat " + (d / "rank0.log").string() + " " +
+         (d / "rank1.log").string() + "; exit $((a + b))";
+  auto [rc, out] = sh(cmd, 180);
+  INFO(out);
+  REQUIRE(rc == 0);
+  CHECK_THAT(out, Catch::Contains("N = 1 ranks per shard group of world 2"));
+  std::ifstream in(d / "summary.json");
+  const json s = json::parse(in);
+  CHECK(s["model_state_formula_bytes"]["ledger_world"] == 1);
+  // A shard group of one rank: every rank holds all 16Ψ bytes, replicas all-reduce the
+  // gradients (2Ψ·(R−1)/R elements on the wire with R = 2 replicas) and nothing is gathered.
+  const double psi = s["num_params"].get<double>();
+  const auto& m = s["model_state_bytes_per_rank"];
+  const double measured = m["params"].get<double>() + m["grads"].get<double>() + m["optimizer"].get<double>();
+  CHECK(measured == Approx(16 * psi).epsilon(0.05));
+  CHECK(s["comm_per_step"]["all_reduce"]["wire_bytes"].get<double>() == Approx(2 * psi * 0.5 * 4).epsilon(0.05));
+  CHECK(s["comm_per_step"].count("all_gather") == 0);
+}

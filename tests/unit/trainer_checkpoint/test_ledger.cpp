@@ -58,6 +58,64 @@ TEST_CASE("expected model-state bytes follow ARCHITECTURE section 6", "[ledger]"
                     Catch::Contains("4Ψ + 12Ψ/N = 7000 bytes") && Catch::Contains("1.050"));
 }
 
+TEST_CASE("HYBRID_SHARD's ledger uses N = the shard group (ranks per node), not the world",
+          "[ledger]") {
+  CHECK(ledger_group_size("fsdp", "HYBRID_SHARD", 4, 2) == 2);
+  CHECK(ledger_group_size("fsdp", "HYBRID_SHARD", 4, 0) == 4);  // no group given: the world
+  CHECK(ledger_group_size("fsdp", "FULL_SHARD", 4, 2) == 4);
+  CHECK(ledger_group_size("zero3", "HYBRID_SHARD", 4, 2) == 4);  // fsdp.* applies to fsdp only
+  CHECK(ledger_group_size("ddp", "", 1, 0) == 1);
+
+  LedgerReport r;
+  r.strategy = "fsdp";
+  r.sharding_strategy = "HYBRID_SHARD";
+  r.precision = "fp32";
+  r.psi = 1000;
+  r.world = 2;
+  r.world_size = 4;
+  r.params = 2000;
+  r.grads = 2000;
+  r.optimizer = 4000;
+  const auto e = expected_model_state_bytes("fsdp", "HYBRID_SHARD", "fp32", 1000, r.world);
+  const std::string t = format_ledger_table(r, e);
+  CHECK_THAT(t, Catch::Contains("fsdp/HYBRID_SHARD") && Catch::Contains("Ψ = 1000") &&
+                    Catch::Contains("N = 2 ranks per shard group of world 4") &&
+                    Catch::Contains("16Ψ/N = 8000 bytes") && Catch::Contains("1.000"));
+
+  // The loop: 4 thread ranks as 2 nodes of 2 (StrategyOptions::local_world_size, which the
+  // worker takes from LOCAL_WORLD_SIZE). Each rank holds 16Ψ/2 bytes, and the ledger says so.
+  at::set_num_threads(1);
+  const auto d = fresh_dir("ledger_hybrid");
+  auto j = small_job(d, "mlp");
+  mtrain::config::set(j, "strategy", "fsdp");
+  mtrain::config::set(j, "fsdp.sharding_strategy", "HYBRID_SHARD");
+  mtrain::config::set(j, "train.max_steps", 2);
+  mtrain::config::set(j, "checkpoint.interval", 0);
+  std::ostringstream out0;
+  run_ranks(4, [&](Communicator& comm) {
+    std::ostringstream sink;
+    auto parts = parts_for(j);
+    TrainJob tj = train_job_from_json(j);
+    tj.strat.local_world_size = 2;
+    train(tj, comm, parts, comm.rank() == 0 ? out0 : sink);
+  });
+  const std::string console = out0.str();
+  CHECK_THAT(console, Catch::Contains("Memory ledger (fsdp/HYBRID_SHARD, fp32") &&
+                          Catch::Contains("N = 2 ranks per shard group of world 4") &&
+                          Catch::Contains("16Ψ/N ="));
+  const json s = read_json(d / "summary.json");
+  const double psi = s["num_params"].get<double>();
+  CHECK(s["model_state_formula_bytes"]["ledger_world"] == 2);
+  CHECK(s["model_state_formula_bytes"]["total"].get<double>() == Approx(16 * psi / 2).margin(1));
+  const auto& m = s["model_state_bytes_per_rank"];
+  const double measured = m["params"].get<double>() + m["grads"].get<double>() + m["optimizer"].get<double>();
+  CHECK(std::abs(measured - 16 * psi / 2) <= 0.05 * 16 * psi / 2);
+  // The transient high-water marks FSDP reports.
+  CHECK(s["memory"]["gathered_peak_bytes"].get<int64_t>() > 0);
+  CHECK(s["memory"]["transient_peak_bytes"].get<int64_t>() >=
+        s["memory"]["gathered_peak_bytes"].get<int64_t>());
+}
+
 TEST_CASE("the loop prints the ledger and writes measured and formula bytes", "[ledger]") {
   at::set_num_threads(1);
   const auto d = fresh_dir("ledger");

@@ -1,9 +1,13 @@
 // Every strategy at world 2, 3, 4 trains to the weights of world 1; bytes on the wire and the
-// memory ledger follow ARCHITECTURE section 6.
+// memory ledger follow ARCHITECTURE section 6; FSDP's transient memory (gathered units,
+// unsharded gradients) stays within what its units and prefetch allow.
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <map>
 #include <mutex>
 #include <tuple>
 
@@ -192,5 +196,117 @@ TEST_CASE("memory(): model-state bytes per rank within 5% of ARCHITECTURE §6", 
         }
       }
     }
+  }
+}
+
+namespace {
+
+// Bytes of FSDP's units for the tiny gpt under the layer policy at shard group size `s`: each
+// block "blocks.<i>" one unit, everything else the root; flat and padded to a multiple of s.
+struct UnitBytes {
+  int64_t root_padded = 0, layer_padded = 0, layer_shard = 0;  // layers have equal sizes
+  int64_t root_grads = 0, layer_grads = 0;                     // unpadded, as autograd holds them
+};
+
+UnitBytes fsdp_unit_bytes(torch::nn::Module& m, int s) {
+  int64_t root = 0;
+  std::map<std::string, int64_t> layers;
+  for (const auto& p : m.named_parameters()) {
+    const std::string& k = p.key();
+    if (k.rfind("blocks.", 0) == 0) {
+      layers[k.substr(0, k.find('.', 7))] += p.value().numel();
+    } else {
+      root += p.value().numel();
+    }
+  }
+  auto pad = [s](int64_t n) { return (n + s - 1) / s * s; };
+  REQUIRE(layers.size() == 2);
+  const int64_t layer = layers.begin()->second;
+  UnitBytes b;
+  b.root_padded = 4 * pad(root);
+  b.layer_padded = 4 * pad(layer);
+  b.layer_shard = b.layer_padded / s;
+  b.root_grads = 4 * root;
+  b.layer_grads = 4 * layer;
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("FSDP transient memory: the root plus the current and one prefetched block gathered, "
+          "one block's unsharded gradients",
+          "[trainer][strategy][memory]") {
+  at::set_num_threads(1);
+  const int world = 2;
+  for (const char* prefetch : {"BACKWARD_PRE", "NONE"}) {
+    Config c = all_configs(world)[5];
+    REQUIRE(c.label == "fsdp-FULL_SHARD");
+    c.opts.fsdp.backward_prefetch = prefetch;
+    run_ranks(world, [&](Communicator& comm) {
+      const ModelSpec spec = tiny_gpt();
+      auto model = make_model(spec, 3);
+      const UnitBytes u = fsdp_unit_bytes(*model, world);
+      auto s = make_strategy(c.strategy, c.opts, comm);
+      s->setup(model);
+      for (int step = 0; step < 2; ++step) {
+        Batch b = gpt_batch(step, comm.rank(), world, spec);
+        s->forward_backward([&] { return model->loss(b); }, true, 1.0);
+        s->step(1e-3);
+      }
+      const MemoryLedger m = s->memory();
+      // Forward: the root stays gathered beside the current block. Backward: BACKWARD_PRE
+      // gathers the next block as each block's backward begins (limit_all_gathers: one ahead).
+      const int64_t layers = std::string(prefetch) == "NONE" ? 1 : 2;
+      RANK_CHECK(m.gathered_peak == u.root_padded + layers * u.layer_padded);
+      // One block's gradients as autograd made them plus its flat reduce-scatter buffers (the
+      // previous block's reduction is complete before they are allocated), beside the root's
+      // gradients that wait for the embedding's.
+      RANK_CHECK(m.unsharded_grads_peak >= u.layer_grads + u.layer_padded);
+      RANK_CHECK(m.unsharded_grads_peak <=
+                 u.root_grads + u.layer_grads + u.layer_padded + u.layer_shard);
+      RANK_CHECK(m.transient_peak >= std::max(m.gathered_peak, m.unsharded_grads_peak));
+      RANK_CHECK(m.transient_peak <= m.gathered_peak + m.unsharded_grads_peak);
+    });
+  }
+  // DDP holds nothing transiently that it would report.
+  run_ranks(world, [&](Communicator& comm) {
+    auto model = make_model(tiny_gpt(), 3);
+    auto s = make_strategy("ddp", base_options(), comm);
+    s->setup(model);
+    Batch b = gpt_batch(0, comm.rank(), world, tiny_gpt());
+    s->forward_backward([&] { return model->loss(b); }, true, 1.0);
+    s->step(1e-3);
+    const MemoryLedger m = s->memory();
+    RANK_CHECK(m.gathered_peak == 0);
+    RANK_CHECK(m.transient_peak == 0);
+  });
+}
+
+TEST_CASE("HYBRID_SHARD takes its shard group from StrategyOptions only, not LOCAL_WORLD_SIZE",
+          "[trainer][strategy]") {
+  at::set_num_threads(1);
+  const char* before = std::getenv("LOCAL_WORLD_SIZE");
+  const std::string saved = before != nullptr ? before : "";
+  ::setenv("LOCAL_WORLD_SIZE", "2", 1);
+  for (int local : {0, 2}) {
+    Config c = all_configs(4).back();
+    REQUIRE(c.label == "fsdp-HYBRID_SHARD");
+    c.opts.local_world_size = local;
+    const int group = local > 0 ? local : 4;  // 0: the whole world
+    run_ranks(4, [&](Communicator& comm) {
+      auto model = make_model(tiny_gpt(), 3);
+      auto s = make_strategy(c.strategy, c.opts, comm);
+      s->setup(model);
+      const double psi = static_cast<double>(s->num_parameters());
+      const MemoryLedger m = s->memory();
+      // fp32 parameter shards: 4Ψ/S bytes, up to the padding of 3 units (< S elements each).
+      RANK_CHECK(static_cast<double>(m.params) >= 4 * psi / group);
+      RANK_CHECK(static_cast<double>(m.params) <= 4 * (psi + 3 * group) / group);
+    });
+  }
+  if (before != nullptr) {
+    ::setenv("LOCAL_WORLD_SIZE", saved.c_str(), 1);
+  } else {
+    ::unsetenv("LOCAL_WORLD_SIZE");
   }
 }
