@@ -1,11 +1,11 @@
 #include "mtrain/launch/launch.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <random>
 
 #include <fmt/format.h>
@@ -194,12 +194,17 @@ int run_launch(LaunchOptions opt) {
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
   if (!agent && lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
 
-  std::error_code ec;
-  fs::create_directories(run_dir, ec);
-  if (ec) throw Error(fmt::format("cannot create {}: {}", run_dir, ec.message()), "Check --log-dir.");
+  // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.
+  create_folders(run_dir, 0755);
   chmod(run_dir.c_str(), 0750);
   if (p.program.empty()) {
-    std::ofstream(fs::path(run_dir) / "job.json") << opt.job_spec_json;
+    const std::string job_file = (fs::path(run_dir) / "job.json").string();
+    const int fd = ::open(job_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+    const std::string& text = opt.job_spec_json;
+    const bool ok = fd >= 0 && fchmod(fd, 0640) == 0 &&
+                    ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    if (fd >= 0) ::close(fd);
+    if (!ok) throw Error(fmt::format("cannot write {}", job_file), "Check --log-dir (free space, permissions).");
   }
 
   so.grace_period = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
@@ -213,6 +218,7 @@ int run_launch(LaunchOptions opt) {
   PosixProcessRunner runner;
   int rc = agent ? run_node_agent(p, facts, *agent_opt, so, runner) : supervise(lp, runner, so);
   if (temp_run_dir) {
+    std::error_code ec;
     fs::remove_all(run_dir, ec);
     if (agent) fs::remove(fs::path(run_dir).parent_path(), ec);  // only when no other node's folder is left
   }
