@@ -115,9 +115,10 @@ Registry build() {
 
   // Communication.
   r.add(number("comm.timeout_s", 300, 1, 86400, "Timeout of every collective, in seconds."));
-  r.add(boolean("comm.shm_all_reduce", true,
-                "When every rank is on one host and trains on the CPU, sum fp32 gradients through shared "
-                "memory instead of Gloo over the loopback (falls back to Gloo if /dev/shm cannot hold it)."));
+  r.add(boolean("comm.shared_memory", true,
+                "When every rank is on one host and trains on the CPU, fp32 all-reduce, reduce-scatter and "
+                "all-gather go through shared memory instead of Gloo over the loopback (falls back to Gloo "
+                "if /dev/shm cannot hold the segment)."));
 
   add_precision_settings(r);
   add_launch_settings(r);

@@ -26,7 +26,7 @@ void check_flat(const at::Tensor& t, const char* what) {
 
 void CommHandle::wait() {
   if (local_.valid()) {
-    // ShmAllReduce bounds each of its waits by the same timeout; the margin only covers a
+    // ShmCollectives bounds each of its waits by the same timeout; the margin only covers a
     // queue of several collectives ahead of this one.
     if (local_.wait_for(timeout_ * 2 + std::chrono::seconds(5)) != std::future_status::ready) {
       throw Error(fmt::format("{} did not complete within {} s", what_, timeout_.count() / 500.0), "", kExitFailure);
@@ -74,7 +74,7 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
                  ? compat::make_nccl(store, o.rank, o.world, o.timeout)
                  : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname);
   flat_collectives_ = compat::has_flat_collectives(backend_);
-  if (o.shm_all_reduce && o.world > 1 && o.backend == BackendKind::Gloo) join_shared_memory();
+  if (o.shared_memory && o.world > 1 && o.backend == BackendKind::Gloo) join_shared_memory();
 }
 
 // The ranks agree on one segment through the store: rank 0 publishes its name, each rank adds
@@ -93,12 +93,12 @@ void Communicator::join_shared_memory() {
     store_->wait({"mtrain/shm/all"});
     return static_cast<int>(store_->add("mtrain/shm/ok", 0));
   };
-  ShmAllReduceOptions so;
+  ShmOptions so;
   so.rank = opt_.rank;
   so.world = opt_.world;
   so.timeout = opt_.timeout;
   so.chunk_floats = opt_.shm_chunk_floats;
-  shm_ = ShmAllReduce::join(so, r);
+  shm_ = ShmCollectives::join(so, r);
 }
 
 std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
@@ -143,17 +143,26 @@ CommHandle Communicator::handle(compat::WorkPtr w, std::string what, std::functi
   return h;
 }
 
+bool Communicator::shm_fp32(const at::Tensor& t) const {
+  return shm_ && t.scalar_type() == at::kFloat && t.device().is_cpu();
+}
+
+CommHandle Communicator::local(std::shared_future<void> f, std::string what) const {
+  CommHandle h;
+  h.timeout_ = opt_.timeout;
+  h.what_ = std::move(what);
+  h.local_ = std::move(f);
+  return h;
+}
+
 CommHandle Communicator::all_reduce(at::Tensor t, const std::string& counter) {
   check_flat(t, "all_reduce");
   const double n = opt_.world;
   count(counter, bytes_of(t), 2.0 * (n - 1) / n);
   if (opt_.world == 1) return {};
-  if (shm_ && t.scalar_type() == at::kFloat && t.device().is_cpu()) {
-    CommHandle h;
-    h.timeout_ = opt_.timeout;
-    h.what_ = fmt::format("all_reduce of {} bytes (shared memory)", bytes_of(t));
-    h.local_ = shm_->submit(t.data_ptr<float>(), t.numel(), std::make_shared<at::Tensor>(t));
-    return h;
+  if (shm_fp32(t)) {
+    return local(shm_->all_reduce(t.data_ptr<float>(), t.numel(), std::make_shared<at::Tensor>(t)),
+                 fmt::format("all_reduce of {} bytes (shared memory)", bytes_of(t)));
   }
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;
@@ -183,6 +192,11 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
     return {};
   }
   const std::string what = fmt::format("reduce_scatter of {} bytes", bytes_of(input));
+  if (shm_fp32(input) && shm_fp32(output)) {
+    return local(shm_->reduce_scatter(input.data_ptr<float>(), output.data_ptr<float>(), k,
+                                      std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output)),
+                 what + " (shared memory)");
+  }
   if (flat_collectives_) {
     c10d::ReduceScatterOptions opts;
     opts.reduceOp = c10d::ReduceOp::SUM;
@@ -223,6 +237,11 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
     return {};
   }
   const std::string what = fmt::format("all_gather of {} bytes", bytes_of(output));
+  if (shm_fp32(input) && shm_fp32(output)) {
+    return local(shm_->all_gather(input.data_ptr<float>(), output.data_ptr<float>(), k,
+                                  std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output)),
+                 what + " (shared memory)");
+  }
   c10d::AllgatherOptions opts;
   opts.timeout = opt_.timeout;
   if (flat_collectives_) {

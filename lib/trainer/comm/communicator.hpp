@@ -15,7 +15,7 @@
 #include <string>
 
 #include "mtrain/trainer/comm/compat.hpp"
-#include "mtrain/trainer/comm/shm_all_reduce.hpp"
+#include "mtrain/trainer/comm/shm_collectives.hpp"
 
 namespace mtrain::trainer {
 
@@ -37,7 +37,7 @@ class CommHandle {
  private:
   friend class Communicator;
   compat::WorkPtr work_;
-  std::shared_future<void> local_;  // a shared-memory all-reduce (ShmAllReduce)
+  std::shared_future<void> local_;  // a shared-memory all-reduce (ShmCollectives)
   std::function<void()> finish_;  // local step after the wire part (e.g. the reduce-scatter sum)
   std::chrono::milliseconds timeout_{0};
   std::string what_;
@@ -51,11 +51,12 @@ struct CommOptions {
   std::chrono::milliseconds timeout{300000};
   BackendKind backend = BackendKind::Gloo;
   std::string hostname;  // Gloo: the address to bind; empty = this host's default
-  // Every rank of the world is on this host: fp32 CPU all-reduces go through shared memory
-  // (ShmAllReduce) instead of Gloo; the rest stays on Gloo. Falls back to Gloo by itself when
+  // Every rank of the world is on this host: fp32 CPU all-reduces, reduce-scatters and
+  // all-gathers go through shared memory (ShmCollectives) instead of Gloo; the rest (other
+  // dtypes, broadcast, barrier) stays on Gloo. Falls back to Gloo by itself when
   // the segment cannot be made (the group agrees).
-  bool shm_all_reduce = false;
-  int64_t shm_chunk_floats = 0;  // 0: ShmAllReduce's default (tests use small chunks)
+  bool shared_memory = false;
+  int64_t shm_chunk_floats = 0;  // 0: ShmCollectives's default (tests use small chunks)
 };
 
 class Communicator {
@@ -96,6 +97,8 @@ class Communicator {
   Communicator(const compat::StorePtr& store, const CommOptions& o, std::shared_ptr<Counters> sink);
   void count(const std::string& name, double payload, double wire_factor);
   void join_shared_memory();
+  bool shm_fp32(const at::Tensor& t) const;
+  CommHandle local(std::shared_future<void> f, std::string what) const;
   CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
 
   CommOptions opt_;
@@ -103,7 +106,7 @@ class Communicator {
   compat::BackendPtr backend_;
   bool flat_collectives_ = false;
   std::shared_ptr<Counters> sink_;
-  std::unique_ptr<ShmAllReduce> shm_;
+  std::unique_ptr<ShmCollectives> shm_;
 
  public:
   bool uses_shared_memory() const { return shm_ != nullptr; }

@@ -73,7 +73,7 @@ TrainJob train_job_from_json(const nlohmann::json& job) {
   t.checkpoint_keep = get(job, "checkpoint.keep").get<int64_t>();
   t.resume = get(job, "checkpoint.resume").get<std::string>();
   t.comm_timeout_s = get(job, "comm.timeout_s").get<double>();
-  t.comm_shm_all_reduce = get(job, "comm.shm_all_reduce").get<bool>();
+  t.comm_shared_memory = get(job, "comm.shared_memory").get<bool>();
   return t;
 }
 

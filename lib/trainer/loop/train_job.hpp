@@ -32,7 +32,7 @@ struct TrainJob {
   int64_t checkpoint_keep = 2;
   std::string resume;
   double comm_timeout_s = 300;
-  bool comm_shm_all_reduce = true;
+  bool comm_shared_memory = true;
 };
 
 TrainJob train_job_from_json(const nlohmann::json& job);

@@ -126,7 +126,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
     device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
     compat::select_cuda_device(local_rank);
   }
-  co.shm_all_reduce = tj.comm_shm_all_reduce && device.is_cpu() && world > 1 &&
+  co.shared_memory = tj.comm_shared_memory && device.is_cpu() && world > 1 &&
                       env_int(o, "LOCAL_WORLD_SIZE", 0) == world;
   const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
   if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
@@ -164,7 +164,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
                            "work_dir {}\n",
                            tj.strategy, world,
                            co.backend == BackendKind::Nccl ? "nccl"
-                           : comm.uses_shared_memory()     ? "gloo, all-reduce in shared memory"
+                           : comm.uses_shared_memory()     ? "gloo, fp32 collectives in shared memory"
                                                            : "gloo",
                            ms.name, ds.name, at::get_num_threads(), tj.work_dir);
   }

@@ -286,7 +286,7 @@ TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued a
                            "--signal", "USR1@60", "--requeue"});
   const fs::path metrics = wd / "metrics.jsonl";
   bool training = false;  // wait until a few steps are logged: the checkpoint must hold progress
-  for (int i = 0; i < 1200 && !training; ++i) {
+  for (int i = 0; i < 3000 && !training; ++i) {  // up to 300 s: the job may queue behind the last one
     std::ifstream in(metrics);
     std::string line;
     int n = 0;

@@ -45,7 +45,7 @@ inline std::mutex& catch_mutex() {
 
 // Runs fn(comm) on `world` threads; rethrows the first failure. Every collective has a 60 s
 // timeout and the join itself is bounded, so a broken protocol fails instead of hanging.
-// shm_chunk > 0: the ranks' fp32 all-reduces go through shared memory (ShmAllReduce) with slots of
+// shm_chunk > 0: the ranks' fp32 all-reduces go through shared memory (ShmCollectives) with slots of
 // that many floats, as the worker does when every rank is on one host.
 inline void run_ranks(int world, const std::function<void(Communicator&)>& fn, int64_t shm_chunk = 0) {
   auto store = compat::make_hash_store();
@@ -57,7 +57,7 @@ inline void run_ranks(int world, const std::function<void(Communicator&)>& fn, i
       o.world = world;
       o.timeout = std::chrono::seconds(60);
       o.hostname = "127.0.0.1";
-      o.shm_all_reduce = shm_chunk > 0;
+      o.shared_memory = shm_chunk > 0;
       o.shm_chunk_floats = shm_chunk;
       Communicator comm(store, o);
       fn(comm);

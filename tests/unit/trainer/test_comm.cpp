@@ -56,7 +56,8 @@ TEST_CASE("a collective whose peer never comes times out with an error", "[train
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(60));
 }
 
-TEST_CASE("the shared-memory all-reduce sums like Gloo, chunk by chunk, for worlds 2..5", "[trainer][comm]") {
+TEST_CASE("shared-memory all-reduce, reduce-scatter and all-gather agree with their definition, worlds 2..5",
+          "[trainer][comm]") {
   at::set_num_threads(1);
   for (int world = 2; world <= 5; ++world) {
     INFO("world " << world);
@@ -78,11 +79,30 @@ TEST_CASE("the shared-memory all-reduce sums like Gloo, chunk by chunk, for worl
         auto want = at::arange(t.numel(), at::kFloat) * s1 + s0;
         RANK_CHECK(t.equal(want));
       }
+      // Reduce-scatter and all-gather, interleaved with all-reduces in flight, for pieces
+      // smaller than, equal to and several times a chunk's part (64 / world floats).
+      for (int64_t k : {1, 5, 64 / n, 100}) {
+        auto in = at::arange(n * k, at::kFloat) * static_cast<float>(r + 1);
+        auto out = at::full({k}, -1.0f);
+        auto extra = at::full({3}, 1.0f);
+        auto h1 = comm.reduce_scatter(in, out);
+        auto h2 = comm.all_reduce(extra);
+        auto mine = at::arange(k, at::kFloat) + static_cast<float>(1000 * r);
+        auto all = at::full({n * k}, -1.0f);
+        auto h3 = comm.all_gather(mine, all);
+        h1.wait();
+        h2.wait();
+        h3.wait();
+        RANK_CHECK(out.equal(at::arange(r * k, (r + 1) * k, at::kFloat) * s1));
+        RANK_CHECK(extra.eq(static_cast<float>(n)).all().item<bool>());
+        for (int q = 0; q < n; ++q)
+          RANK_CHECK(all.narrow(0, q * k, k).equal(at::arange(k, at::kFloat) + static_cast<float>(1000 * q)));
+      }
       // Doubles (the loop's metrics) still go through Gloo, in step with the shared memory.
       auto d = at::full({2}, static_cast<double>(r), at::kDouble);
       comm.all_reduce(d).wait();
       RANK_CHECK(d[0].item<double>() == s0);
-      RANK_CHECK(comm.counters()["all_reduce"].calls == 7);
+      RANK_CHECK(comm.counters()["all_reduce"].calls == 11);
     }, /*shm_chunk=*/64);
   }
 }
@@ -99,7 +119,7 @@ TEST_CASE("a shared-memory all-reduce whose peer never arrives fails with an err
       o.world = 2;
       o.timeout = std::chrono::milliseconds(1500);
       o.hostname = "127.0.0.1";
-      o.shm_all_reduce = true;
+      o.shared_memory = true;
       Communicator comm(store, o);
       if (r == 1) return;  // joins, then never takes part
       auto t = at::ones({10}, at::kFloat);

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/comm/shm_all_reduce.hpp"
+#include "mtrain/trainer/comm/shm_collectives.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -77,9 +77,10 @@ void* map_segment(const std::string& name, size_t bytes, bool create) {
 
 }  // namespace
 
-std::unique_ptr<ShmAllReduce> ShmAllReduce::join(const ShmAllReduceOptions& o, const ShmRendezvous& rdzv) {
+std::unique_ptr<ShmCollectives> ShmCollectives::join(const ShmOptions& o, const ShmRendezvous& rdzv) {
   int64_t chunk = o.chunk_floats;
   if (chunk <= 0) chunk = std::clamp(kSegmentFloats / (o.world + 1), kMinSlotFloats, kMaxSlotFloats);
+  chunk = std::max<int64_t>(chunk, o.world);  // a reduce-scatter chunk holds at least one float per piece
   const size_t bytes = segment_bytes(o.world, chunk);
   void* base = nullptr;
   std::string name;
@@ -112,7 +113,7 @@ std::unique_ptr<ShmAllReduce> ShmAllReduce::join(const ShmAllReduceOptions& o, c
     if (base) munmap(base, bytes);
     return nullptr;
   }
-  auto g = std::unique_ptr<ShmAllReduce>(new ShmAllReduce(o, base, bytes, chunk));
+  auto g = std::unique_ptr<ShmCollectives>(new ShmCollectives(o, base, bytes, chunk));
   // Watch peers' processes only where all of them are visible (one PID namespace), so a rank in
   // another namespace is never taken for dead.
   g->watch_pids_ = true;
@@ -123,12 +124,12 @@ std::unique_ptr<ShmAllReduce> ShmAllReduce::join(const ShmAllReduceOptions& o, c
   return g;
 }
 
-ShmAllReduce::ShmAllReduce(const ShmAllReduceOptions& o, void* base, size_t bytes, int64_t chunk)
+ShmCollectives::ShmCollectives(const ShmOptions& o, void* base, size_t bytes, int64_t chunk)
     : o_(o), base_(base), bytes_(bytes), chunk_(chunk) {
   thread_ = std::thread([this] { run(); });
 }
 
-ShmAllReduce::~ShmAllReduce() {
+ShmCollectives::~ShmCollectives() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
@@ -138,8 +139,7 @@ ShmAllReduce::~ShmAllReduce() {
   munmap(base_, bytes_);
 }
 
-std::shared_future<void> ShmAllReduce::submit(float* data, int64_t n, std::shared_ptr<void> keep) {
-  Job j{data, n, std::move(keep), {}};
+std::shared_future<void> ShmCollectives::submit(Job j) {
   std::shared_future<void> f = j.done.get_future().share();
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -149,7 +149,21 @@ std::shared_future<void> ShmAllReduce::submit(float* data, int64_t n, std::share
   return f;
 }
 
-void ShmAllReduce::run() {
+std::shared_future<void> ShmCollectives::all_reduce(float* data, int64_t n, std::shared_ptr<void> keep) {
+  return submit(Job{Kind::AllReduce, data, data, n, std::move(keep), {}});
+}
+
+std::shared_future<void> ShmCollectives::reduce_scatter(const float* in, float* out, int64_t k,
+                                                        std::shared_ptr<void> keep) {
+  return submit(Job{Kind::ReduceScatter, in, out, k, std::move(keep), {}});
+}
+
+std::shared_future<void> ShmCollectives::all_gather(const float* in, float* out, int64_t k,
+                                                    std::shared_ptr<void> keep) {
+  return submit(Job{Kind::AllGather, in, out, k, std::move(keep), {}});
+}
+
+void ShmCollectives::run() {
   for (;;) {
     Job j;
     {
@@ -162,7 +176,11 @@ void ShmAllReduce::run() {
     try {
       if (failed_) throw Error("an earlier shared-memory all_reduce failed; the ranks are out of step", "",
                                kExitFailure);
-      reduce(j.data, j.n);
+      switch (j.kind) {
+        case Kind::AllReduce: all_reduce_now(j.out, j.n); break;
+        case Kind::ReduceScatter: reduce_scatter_now(j.in, j.out, j.n); break;
+        case Kind::AllGather: all_gather_now(j.in, j.out, j.n); break;
+      }
       j.keep.reset();
       j.done.set_value();
     } catch (...) {
@@ -173,7 +191,7 @@ void ShmAllReduce::run() {
   }
 }
 
-void ShmAllReduce::wait_all(int which, uint64_t seq, const char* phase) const {
+void ShmCollectives::wait_all(int which, uint64_t seq, const char* phase) const {
   const auto deadline = std::chrono::steady_clock::now() + o_.timeout;
   for (int q = 0; q < o_.world; ++q) {
     const Flag* f = flag_at(base_, o_.world, which, q);
@@ -206,7 +224,7 @@ void ShmAllReduce::wait_all(int which, uint64_t seq, const char* phase) const {
   }
 }
 
-void ShmAllReduce::reduce(float* data, int64_t n) {
+void ShmCollectives::all_reduce_now(float* data, int64_t n) {
   const int world = o_.world, rank = o_.rank;
   float* mine = slot_at(base_, world, chunk_, rank);
   float* result = slot_at(base_, world, chunk_, world);
@@ -228,6 +246,45 @@ void ShmAllReduce::reduce(float* data, int64_t n) {
     flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
     wait_all(kReduced, seq, "reduce");
     std::memcpy(data + off, result, static_cast<size_t>(len) * sizeof(float));
+  }
+}
+
+
+void ShmCollectives::reduce_scatter_now(const float* in, float* out, int64_t k) {
+  const int world = o_.world, rank = o_.rank;
+  const int64_t part = chunk_ / world;  // floats of each piece per chunk (chunk_ >= world)
+  float* mine = slot_at(base_, world, chunk_, rank);
+  for (int64_t off = 0; off < k; off += part) {
+    const int64_t len = std::min(part, k - off);
+    const uint64_t seq = ++seq_;
+    for (int q = 0; q < world; ++q)
+      std::memcpy(mine + q * part, in + q * k + off, static_cast<size_t>(len) * sizeof(float));
+    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kArrive, seq, "arrive");
+    float* dst = out + off;
+    std::memcpy(dst, slot_at(base_, world, chunk_, 0) + rank * part, static_cast<size_t>(len) * sizeof(float));
+    for (int q = 1; q < world; ++q) {
+      const float* src = slot_at(base_, world, chunk_, q) + rank * part;
+      for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
+    }
+    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kReduced, seq, "reduce");
+  }
+}
+
+void ShmCollectives::all_gather_now(const float* in, float* out, int64_t k) {
+  const int world = o_.world, rank = o_.rank;
+  float* mine = slot_at(base_, world, chunk_, rank);
+  for (int64_t off = 0; off < k; off += chunk_) {
+    const int64_t len = std::min(chunk_, k - off);
+    const uint64_t seq = ++seq_;
+    std::memcpy(mine, in + off, static_cast<size_t>(len) * sizeof(float));
+    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kArrive, seq, "arrive");
+    for (int q = 0; q < world; ++q)
+      std::memcpy(out + q * k + off, slot_at(base_, world, chunk_, q), static_cast<size_t>(len) * sizeof(float));
+    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
+    wait_all(kReduced, seq, "gather");
   }
 }
 

@@ -1,8 +1,9 @@
 #pragma once
-// Sum-all-reduce of fp32 buffers through one POSIX shared-memory segment, for a group whose ranks
-// all run on one host. Gloo moves the same bytes through TCP on the loopback (each byte copied
-// through the kernel twice per ring step, plus Gloo's own staging); here every rank copies its
-// buffer in once, sums one slice of every rank's buffer, and copies the result out once.
+// All-reduce (sum), reduce-scatter (sum) and all-gather of fp32 buffers through one POSIX
+// shared-memory segment, for a group whose ranks all run on one host. Gloo moves the same bytes
+// through TCP on the loopback (each byte copied through the kernel twice per ring step, plus
+// Gloo's staging; 1.13 emulates reduce-scatter with an all-to-all into a second full buffer);
+// here every rank copies its buffer in once and reads what it needs out once.
 //
 // Segment: a header, two sequence flags per rank ("arrived", "reduced"; one cache line each) and
 // its pid (so a wait notices a peer that died), N
@@ -13,6 +14,11 @@
 //      result slot — every element is summed by one rank in one order, so all ranks get the
 //      same bits — then publishes reduced[r] = s;
 //   4. waits until every reduced[q] >= s, and copies the result slot out.
+// Reduce-scatter: a chunk holds the same range of each of the N pieces (piece q in slot part q);
+// rank r sums part r of every slot straight into its output, then publishes reduced. All-gather:
+// rank r copies its chunk into slot r; after "arrived" each rank copies every slot into its
+// output, then publishes reduced. In both, a slot is rewritten only after every rank published
+// reduced for the chunk before, i.e. finished reading it.
 // Why no slot is overwritten while a peer still reads it: slot r is rewritten (chunk s+1, step 1)
 // only after every rank published reduced >= s, i.e. finished reading the slots of chunk s; the
 // result slot is rewritten (s+1, step 3) only after every rank published arrived >= s+1, which a
@@ -34,7 +40,7 @@
 
 namespace mtrain::trainer {
 
-struct ShmAllReduceOptions {
+struct ShmOptions {
   int rank = 0;
   int world = 1;
   std::chrono::milliseconds timeout{300000};
@@ -50,35 +56,46 @@ struct ShmRendezvous {
   std::function<int(bool)> count_ok;
 };
 
-class ShmAllReduce {
+class ShmCollectives {
  public:
   // Collective. Returns nullptr on every rank when any rank could not create or map the segment
   // (no /dev/shm, too small): the caller keeps using its network backend. The segment's name is
   // unlinked as soon as all ranks have mapped it, so nothing is left in /dev/shm after a crash.
-  static std::unique_ptr<ShmAllReduce> join(const ShmAllReduceOptions& o, const ShmRendezvous& rdzv);
-  ~ShmAllReduce();
-  ShmAllReduce(const ShmAllReduce&) = delete;
-  ShmAllReduce& operator=(const ShmAllReduce&) = delete;
+  static std::unique_ptr<ShmCollectives> join(const ShmOptions& o, const ShmRendezvous& rdzv);
+  ~ShmCollectives();
+  ShmCollectives(const ShmCollectives&) = delete;
+  ShmCollectives& operator=(const ShmCollectives&) = delete;
 
-  // Queues data[0, n) += every other rank's; `keep` is held until the sum is written. The future
-  // is ready when it is done, or carries the error (mtrain::Error) when a peer timed out.
-  std::shared_future<void> submit(float* data, int64_t n, std::shared_ptr<void> keep);
+  // Each queues one collective; `keep` is held until it is done. The future is ready when it is
+  // done, or carries the error (mtrain::Error) when a peer timed out or died.
+  // data[0, n) = Σ_ranks data[0, n).
+  std::shared_future<void> all_reduce(float* data, int64_t n, std::shared_ptr<void> keep);
+  // out[0, k) = Σ_ranks in[rank·k, (rank+1)·k).
+  std::shared_future<void> reduce_scatter(const float* in, float* out, int64_t k, std::shared_ptr<void> keep);
+  // out[q·k, (q+1)·k) = rank q's in[0, k).
+  std::shared_future<void> all_gather(const float* in, float* out, int64_t k, std::shared_ptr<void> keep);
 
   int64_t chunk_floats() const { return chunk_; }
 
  private:
+  enum class Kind { AllReduce, ReduceScatter, AllGather };
   struct Job {
-    float* data;
+    Kind kind;
+    const float* in;
+    float* out;
     int64_t n;
     std::shared_ptr<void> keep;
     std::promise<void> done;
   };
-  ShmAllReduce(const ShmAllReduceOptions& o, void* base, size_t bytes, int64_t chunk);
+  ShmCollectives(const ShmOptions& o, void* base, size_t bytes, int64_t chunk);
   void run();
-  void reduce(float* data, int64_t n);
+  std::shared_future<void> submit(Job j);
+  void all_reduce_now(float* data, int64_t n);
+  void reduce_scatter_now(const float* in, float* out, int64_t k);
+  void all_gather_now(const float* in, float* out, int64_t k);
   void wait_all(int flag, uint64_t seq, const char* phase) const;
 
-  ShmAllReduceOptions o_;
+  ShmOptions o_;
   void* base_;
   size_t bytes_;
   int64_t chunk_;
