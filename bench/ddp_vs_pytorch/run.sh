@@ -72,5 +72,5 @@ p = statistics.median(map(float, sys.argv[2].split()))
 print(f"median step time: mtrain DDP {m:.4f} s, PyTorch DDP {p:.4f} s, "
       f"mtrain/pytorch = {m / p:.3f} (mtrain {100 * (p - m) / p:+.1f}% faster)")
 PY
-echo "workload: mlp ${INPUT_DIM}->${HIDDEN}x$((DEPTH-1))->10, batch $BATCH/rank, 2 ranks (gloo), $THREADS thread(s)/rank, AdamW, buckets $BUCKET_MB MB, $STEPS steps, $ROUNDS rounds"
+echo "workload: mlp ${INPUT_DIM}->${HIDDEN}x$((DEPTH-1))->10, batch $BATCH/rank, 2 ranks (PyTorch: gloo; mtrain: gloo + fp32 collectives in shared memory), $THREADS thread(s)/rank, AdamW, buckets $BUCKET_MB MB, $STEPS steps, $ROUNDS rounds"
 echo "command: BUCKET_MB=$BUCKET_MB STEPS=$STEPS BATCH=$BATCH THREADS=$THREADS HIDDEN=$HIDDEN DEPTH=$DEPTH INPUT_DIM=$INPUT_DIM ROUNDS=$ROUNDS bench/ddp_vs_pytorch/run.sh $build"
