@@ -224,6 +224,12 @@ void ShmCollectives::wait_all(int which, uint64_t seq, const char* phase) const 
   }
 }
 
+// This rank reached `seq` in phase `which`; then wait until every rank has.
+void ShmCollectives::publish_and_wait(int which, uint64_t seq, const char* phase) const {
+  flag_at(base_, o_.world, which, o_.rank)->seq.store(seq, std::memory_order_release);
+  wait_all(which, seq, phase);
+}
+
 void ShmCollectives::all_reduce_now(float* data, int64_t n) {
   const int world = o_.world, rank = o_.rank;
   float* mine = slot_at(base_, world, chunk_, rank);
@@ -232,8 +238,7 @@ void ShmCollectives::all_reduce_now(float* data, int64_t n) {
     const int64_t len = std::min(chunk_, n - off);
     const uint64_t seq = ++seq_;
     std::memcpy(mine, data + off, static_cast<size_t>(len) * sizeof(float));
-    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kArrive, seq, "arrive");
+    publish_and_wait(kArrive, seq, "arrive");
 
     const int64_t b = len * rank / world, e = len * (rank + 1) / world;
     float* out = result + b;
@@ -243,8 +248,7 @@ void ShmCollectives::all_reduce_now(float* data, int64_t n) {
       const float* in = slot_at(base_, world, chunk_, q) + b;
       for (int64_t i = 0; i < e - b; ++i) out[i] += in[i];
     }
-    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kReduced, seq, "reduce");
+    publish_and_wait(kReduced, seq, "reduce");
     std::memcpy(data + off, result, static_cast<size_t>(len) * sizeof(float));
   }
 }
@@ -259,16 +263,14 @@ void ShmCollectives::reduce_scatter_now(const float* in, float* out, int64_t k) 
     const uint64_t seq = ++seq_;
     for (int q = 0; q < world; ++q)
       std::memcpy(mine + q * part, in + q * k + off, static_cast<size_t>(len) * sizeof(float));
-    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kArrive, seq, "arrive");
+    publish_and_wait(kArrive, seq, "arrive");
     float* dst = out + off;
     std::memcpy(dst, slot_at(base_, world, chunk_, 0) + rank * part, static_cast<size_t>(len) * sizeof(float));
     for (int q = 1; q < world; ++q) {
       const float* src = slot_at(base_, world, chunk_, q) + rank * part;
       for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
     }
-    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kReduced, seq, "reduce");
+    publish_and_wait(kReduced, seq, "reduce");
   }
 }
 
@@ -279,12 +281,10 @@ void ShmCollectives::all_gather_now(const float* in, float* out, int64_t k) {
     const int64_t len = std::min(chunk_, k - off);
     const uint64_t seq = ++seq_;
     std::memcpy(mine, in + off, static_cast<size_t>(len) * sizeof(float));
-    flag_at(base_, world, kArrive, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kArrive, seq, "arrive");
+    publish_and_wait(kArrive, seq, "arrive");
     for (int q = 0; q < world; ++q)
       std::memcpy(out + q * k + off, slot_at(base_, world, chunk_, q), static_cast<size_t>(len) * sizeof(float));
-    flag_at(base_, world, kReduced, rank)->seq.store(seq, std::memory_order_release);
-    wait_all(kReduced, seq, "gather");
+    publish_and_wait(kReduced, seq, "gather");
   }
 }
 

@@ -94,6 +94,7 @@ class ShmCollectives {
   void reduce_scatter_now(const float* in, float* out, int64_t k);
   void all_gather_now(const float* in, float* out, int64_t k);
   void wait_all(int flag, uint64_t seq, const char* phase) const;
+  void publish_and_wait(int flag, uint64_t seq, const char* phase) const;
 
   ShmOptions o_;
   void* base_;
