@@ -44,6 +44,8 @@ size_t data_offset(int world) {
   const size_t end = flags_offset() + 3 * static_cast<size_t>(world) * sizeof(Flag);
   return (end + 4095) / 4096 * 4096;
 }
+size_t bytes(int64_t floats) { return static_cast<size_t>(floats) * sizeof(float); }
+
 size_t segment_bytes(int world, int64_t chunk) {
   return data_offset(world) + static_cast<size_t>(world + 1) * static_cast<size_t>(chunk) * sizeof(float);
 }
@@ -230,62 +232,64 @@ void ShmCollectives::publish_and_wait(int which, uint64_t seq, const char* phase
   wait_all(which, seq, phase);
 }
 
-void ShmCollectives::all_reduce_now(float* data, int64_t n) {
-  const int world = o_.world, rank = o_.rank;
-  float* mine = slot_at(base_, world, chunk_, rank);
-  float* result = slot_at(base_, world, chunk_, world);
-  for (int64_t off = 0; off < n; off += chunk_) {
-    const int64_t len = std::min(chunk_, n - off);
+// The protocol every collective shares (see the header): per chunk of `step` floats, fill this
+// rank's slot, meet at "arrive", combine what the slots hold, meet at "reduced" (after which
+// slots may be rewritten), then drain what only this rank reads (the result slot).
+template <class Fill, class Combine, class Drain>
+void ShmCollectives::chunked(int64_t total, int64_t step, Fill fill, Combine combine, Drain drain) {
+  for (int64_t off = 0; off < total; off += step) {
+    const int64_t len = std::min(step, total - off);
     const uint64_t seq = ++seq_;
-    std::memcpy(mine, data + off, static_cast<size_t>(len) * sizeof(float));
+    fill(off, len);
     publish_and_wait(kArrive, seq, "arrive");
-
-    const int64_t b = len * rank / world, e = len * (rank + 1) / world;
-    float* out = result + b;
-    const float* first = slot_at(base_, world, chunk_, 0) + b;
-    std::memcpy(out, first, static_cast<size_t>(e - b) * sizeof(float));
-    for (int q = 1; q < world; ++q) {
-      const float* in = slot_at(base_, world, chunk_, q) + b;
-      for (int64_t i = 0; i < e - b; ++i) out[i] += in[i];
-    }
+    combine(off, len);
     publish_and_wait(kReduced, seq, "reduce");
-    std::memcpy(data + off, result, static_cast<size_t>(len) * sizeof(float));
+    drain(off, len);
   }
 }
 
+float* ShmCollectives::slot(int q) const { return slot_at(base_, o_.world, chunk_, q); }
+
+// dst[0, len) = Σ_q slot q[at, at + len), in rank order: every rank gets the same bits.
+void ShmCollectives::sum_slots(float* dst, int64_t at, int64_t len) const {
+  std::memcpy(dst, slot(0) + at, bytes(len));
+  for (int q = 1; q < o_.world; ++q) {
+    const float* src = slot(q) + at;
+    for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
+  }
+}
+
+void ShmCollectives::all_reduce_now(float* data, int64_t n) {
+  const int world = o_.world, rank = o_.rank;
+  float* result = slot(world);
+  chunked(
+      n, chunk_, [&](int64_t off, int64_t len) { std::memcpy(slot(rank), data + off, bytes(len)); },
+      [&](int64_t, int64_t len) {
+        const int64_t b = len * rank / world, e = len * (rank + 1) / world;
+        sum_slots(result + b, b, e - b);
+      },
+      [&](int64_t off, int64_t len) { std::memcpy(data + off, result, bytes(len)); });
+}
 
 void ShmCollectives::reduce_scatter_now(const float* in, float* out, int64_t k) {
   const int world = o_.world, rank = o_.rank;
   const int64_t part = chunk_ / world;  // floats of each piece per chunk (chunk_ >= world)
-  float* mine = slot_at(base_, world, chunk_, rank);
-  for (int64_t off = 0; off < k; off += part) {
-    const int64_t len = std::min(part, k - off);
-    const uint64_t seq = ++seq_;
-    for (int q = 0; q < world; ++q)
-      std::memcpy(mine + q * part, in + q * k + off, static_cast<size_t>(len) * sizeof(float));
-    publish_and_wait(kArrive, seq, "arrive");
-    float* dst = out + off;
-    std::memcpy(dst, slot_at(base_, world, chunk_, 0) + rank * part, static_cast<size_t>(len) * sizeof(float));
-    for (int q = 1; q < world; ++q) {
-      const float* src = slot_at(base_, world, chunk_, q) + rank * part;
-      for (int64_t i = 0; i < len; ++i) dst[i] += src[i];
-    }
-    publish_and_wait(kReduced, seq, "reduce");
-  }
+  chunked(
+      k, part,
+      [&](int64_t off, int64_t len) {
+        for (int q = 0; q < world; ++q) std::memcpy(slot(rank) + q * part, in + q * k + off, bytes(len));
+      },
+      [&](int64_t off, int64_t len) { sum_slots(out + off, rank * part, len); }, [](int64_t, int64_t) {});
 }
 
 void ShmCollectives::all_gather_now(const float* in, float* out, int64_t k) {
   const int world = o_.world, rank = o_.rank;
-  float* mine = slot_at(base_, world, chunk_, rank);
-  for (int64_t off = 0; off < k; off += chunk_) {
-    const int64_t len = std::min(chunk_, k - off);
-    const uint64_t seq = ++seq_;
-    std::memcpy(mine, in + off, static_cast<size_t>(len) * sizeof(float));
-    publish_and_wait(kArrive, seq, "arrive");
-    for (int q = 0; q < world; ++q)
-      std::memcpy(out + q * k + off, slot_at(base_, world, chunk_, q), static_cast<size_t>(len) * sizeof(float));
-    publish_and_wait(kReduced, seq, "gather");
-  }
+  chunked(
+      k, chunk_, [&](int64_t off, int64_t len) { std::memcpy(slot(rank), in + off, bytes(len)); },
+      [&](int64_t off, int64_t len) {
+        for (int q = 0; q < world; ++q) std::memcpy(out + q * k + off, slot(q), bytes(len));
+      },
+      [](int64_t, int64_t) {});
 }
 
 }  // namespace mtrain::trainer

@@ -95,6 +95,10 @@ class ShmCollectives {
   void all_gather_now(const float* in, float* out, int64_t k);
   void wait_all(int flag, uint64_t seq, const char* phase) const;
   void publish_and_wait(int flag, uint64_t seq, const char* phase) const;
+  template <class Fill, class Combine, class Drain>
+  void chunked(int64_t total, int64_t step, Fill fill, Combine combine, Drain drain);
+  float* slot(int q) const;
+  void sum_slots(float* dst, int64_t at, int64_t len) const;
 
   ShmOptions o_;
   void* base_;

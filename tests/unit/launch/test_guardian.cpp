@@ -69,6 +69,19 @@ struct Group {
   pid_t grandchild = -1;  // forked by the leader: re-parented when the leader dies
 };
 
+// A rank started by `runner` running `script`, which prints the pid of a child it forked first.
+Group spawn_rank_with_child(mtrain::launch::PosixProcessRunner& runner, const std::string& script) {
+  mtrain::launch::SpawnRequest req;
+  req.argv = {"/bin/sh", "-c", script};
+  req.env = {{"PATH", "/usr/bin:/bin"}};
+  auto s = runner.spawn(req);
+  std::string line = read_line(s.stdout_fd);
+  close(s.stdout_fd);
+  close(s.stderr_fd);
+  REQUIRE(!line.empty());
+  return {s.pid, std::stoi(line)};
+}
+
 // sh forks `sleep 300` in the background, prints its pid and becomes `sleep 301`.
 Group start_group() {
   int p[2];
@@ -198,16 +211,9 @@ TEST_CASE("PosixProcessRunner: what a rank forked dies with a runner that never 
   pid_t rank = -1, grandchild = -1;
   {
     mtrain::launch::PosixProcessRunner runner;
-    mtrain::launch::SpawnRequest req;
-    req.argv = {"/bin/sh", "-c", "sleep 300 & echo $!; exec sleep 301"};
-    req.env = {{"PATH", "/usr/bin:/bin"}};
-    auto s = runner.spawn(req);
-    rank = s.pid;
-    std::string line = read_line(s.stdout_fd);
-    close(s.stdout_fd);
-    close(s.stderr_fd);
-    REQUIRE(!line.empty());
-    grandchild = std::stoi(line);
+    const Group g = spawn_rank_with_child(runner, "sleep 300 & echo $!; exec sleep 301");
+    rank = g.leader;
+    grandchild = g.grandchild;
     CHECK(getpgid(rank) == rank);
     CHECK(alive(grandchild));
   }  // the runner goes away without reaping, as a killed launcher would
@@ -222,17 +228,10 @@ TEST_CASE("PosixProcessRunner: a reaped rank's group is forgotten", "[launch][gu
   pid_t rank = -1, grandchild = -1;
   {
     mtrain::launch::PosixProcessRunner runner;
-    mtrain::launch::SpawnRequest req;
     // The rank exits at once; its background child stays in its group.
-    req.argv = {"/bin/sh", "-c", "sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 3"};
-    req.env = {{"PATH", "/usr/bin:/bin"}};
-    auto s = runner.spawn(req);
-    rank = s.pid;
-    std::string line = read_line(s.stdout_fd);
-    close(s.stdout_fd);
-    close(s.stderr_fd);
-    REQUIRE(!line.empty());
-    grandchild = std::stoi(line);
+    const Group g = spawn_rank_with_child(runner, "sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 3");
+    rank = g.leader;
+    grandchild = g.grandchild;
     std::vector<mtrain::launch::Reaped> got;
     REQUIRE(within(10s, [&] {
       auto r = runner.reap({rank});

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "captured.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/output.hpp"
 
@@ -43,16 +44,6 @@ mode_t mode_of(const std::string& p) {
   struct stat st;
   REQUIRE(::stat(p.c_str(), &st) == 0);
   return st.st_mode & 07777;
-}
-
-std::string slurp(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[512];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
-  return s;
 }
 
 }  // namespace

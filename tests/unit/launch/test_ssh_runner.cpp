@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "fakes/fake_process_runner.hpp"
+#include "captured.hpp"
 #include "mtrain/launch/ssh_runner.hpp"
 
 using namespace mtrain::launch;
@@ -42,16 +43,6 @@ std::string read_all(int fd) {
   char buf[256];
   ssize_t n;
   while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, static_cast<size_t>(n));
-  return s;
-}
-
-std::string slurp(std::FILE* f) {
-  std::fflush(f);
-  std::rewind(f);
-  std::string s;
-  char buf[512];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) s.append(buf, n);
   return s;
 }
 
