@@ -22,8 +22,11 @@ void add_strategy_settings(Registry& r) {
   r.add(with_auto(integer("zero.reduce_bucket_size", 500000000, 1, kBig,
                           "Elements reduced per reduce-scatter call; 'auto': n_embd^2 (as the "
                           "HuggingFace integration fills it).")));
-  r.add(boolean("zero.overlap_comm", false,
-                "Overlap gradient reduction with backward (costs bucket-sized buffers)."));
+  Setting overlap = with_auto(boolean("zero.overlap_comm", false,
+                                     "Overlap gradient reduction with backward (costs bucket-sized "
+                                     "buffers); 'auto': on for stage 3 only, as DeepSpeed."));
+  overlap.default_value = "auto";
+  r.add(std::move(overlap));
   r.add(boolean("zero.contiguous_gradients", true,
                 "Copy gradients into one contiguous buffer as they are produced (less "
                 "fragmentation)."));

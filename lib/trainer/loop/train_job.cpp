@@ -28,7 +28,7 @@ TrainJob train_job_from_json(const nlohmann::json& job) {
   z.stage = static_cast<int>(get(job, "zero.stage").get<int64_t>());
   z.allgather_bucket_size = get(job, "zero.allgather_bucket_size").get<int64_t>();
   z.reduce_bucket_size = auto_or(job, "zero.reduce_bucket_size", [&] { return embd * embd; });
-  z.overlap_comm = get(job, "zero.overlap_comm").get<bool>();
+  if (const auto& ov = get(job, "zero.overlap_comm"); !ov.is_string()) z.overlap_comm = ov.get<bool>();
   z.contiguous_gradients = get(job, "zero.contiguous_gradients").get<bool>();
   z.stage3_prefetch_bucket_size =
       auto_or(job, "zero.stage3_prefetch_bucket_size", [&] { return embd * embd * 9 / 10; });

@@ -444,22 +444,28 @@ void ShardedEngine::launch_reduce(size_t ui) {
     // The previous unit's reduction has overlapped this unit's backward; it is completed (its
     // flat buffers freed) before this unit's buffer is allocated.
     while (!inflight_.empty()) finish_oldest();
-    red.in = at::zeros({u.padded}, at::TensorOptions().dtype(prec_.reduce).device(device_));
+    red.in = take_buffer(u.padded);
     red.bytes = red.in.numel() * red.in.element_size();
     count_grads(red.bytes);
+    // Every element is written (the buffer may be a reused one): the gradients, zeros for
+    // missing gradients and the padding.
     for (const auto& s : u.slots) {
       auto& p = params_[s.param];
       const at::Tensor g = p.grad();
+      at::Tensor dst = red.in.narrow(0, s.offset, s.numel);
       if (g.defined()) {
-        red.in.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
+        dst.copy_(g.reshape({-1}));
         // Counted only if on_grad saw it (a gradient left from before this backward is not).
         if (got_grad_[s.param]) count_grads(-g.numel() * g.element_size());
+      } else {
+        dst.zero_();
       }
       p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
     }
+    if (u.padded > u.numel) red.in.narrow(0, u.numel, u.padded - u.numel).zero_();
     red.in.mul_(inv_world);
     if (shard_comm_ != nullptr) {
-      red.out = at::empty({u.shard}, red.in.options());
+      red.out = take_buffer(u.shard);
       red.bytes += red.out.numel() * red.out.element_size();
       count_grads(red.out.numel() * red.out.element_size());
     } else {
@@ -486,8 +492,27 @@ void ShardedEngine::finish_oldest() {
   inflight_.pop_front();
   red.h.wait();
   if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
-  if (c_.grads_sharded) units_[red.unit].gacc.add_(red.out);
+  if (c_.grads_sharded) {
+    units_[red.unit].gacc.add_(red.out);
+    if (!red.out.is_same(red.in)) give_back_buffer(std::move(red.out));
+    give_back_buffer(std::move(red.in));
+  }
   count_grads(-red.bytes);
+}
+
+at::Tensor ShardedEngine::take_buffer(int64_t numel) {
+  auto it = idle_buffers_.find(numel);
+  if (it == idle_buffers_.end()) {
+    return at::empty({numel}, at::TensorOptions().dtype(prec_.reduce).device(device_));
+  }
+  at::Tensor t = std::move(it->second);
+  idle_buffers_.erase(it);
+  return t;
+}
+
+void ShardedEngine::give_back_buffer(at::Tensor t) {
+  if (!device_.is_cpu()) return;  // the CUDA caching allocator reuses the memory itself
+  idle_buffers_.emplace(t.numel(), std::move(t));  // one per size: a second one is freed
 }
 
 void ShardedEngine::finish_backward() {
@@ -495,6 +520,7 @@ void ShardedEngine::finish_backward() {
   // in unit order on every rank.
   for (size_t u = 0; u < units_.size(); ++u) unit_done(u);
   while (!inflight_.empty()) finish_oldest();
+  idle_buffers_.clear();  // reused within a backward only: nothing is held between steps
   release_all();
 }
 

@@ -164,6 +164,13 @@ class ShardedEngine final : public Strategy {
   void on_grad(size_t param);
   void unit_done(size_t u);
   void launch_reduce(size_t u);
+  // Flat reduction buffers of `numel` elements (reduce dtype, engine device). On the CPU a
+  // finished reduction's buffers are kept, one per size, and handed to the next reduction of
+  // that size in the same backward: the units of a transformer have a few sizes, and a fresh
+  // buffer per unit costs a page fault per 4 KiB (the CUDA caching allocator already reuses
+  // memory on a GPU).
+  at::Tensor take_buffer(int64_t numel);
+  void give_back_buffer(at::Tensor t);
   void finish_oldest();
   void finish_backward();
   at::Tensor grad_shard(Unit& u);
@@ -198,6 +205,7 @@ class ShardedEngine final : public Strategy {
   bool busy_ = false;
   bool sync_ = false;
   std::deque<Reduction> inflight_;
+  std::unordered_map<int64_t, at::Tensor> idle_buffers_;  // numel → an unused reduction buffer
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
   int64_t clock_ = 0;

@@ -14,6 +14,7 @@
 // so a checkpoint written by one strategy/world size can be read by another (resharding).
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -73,7 +74,8 @@ struct ZeroOptions {
   int stage = 0;  // 0: follow the strategy name
   int64_t allgather_bucket_size = 500000000;
   int64_t reduce_bucket_size = 500000000;
-  bool overlap_comm = false;
+  // Unset ('auto', the default): on for stage 3 only, as DeepSpeed decides when the key is absent.
+  std::optional<bool> overlap_comm;
   bool contiguous_gradients = true;
   int64_t stage3_prefetch_bucket_size = 50000000;
   int64_t stage3_param_persistence_threshold = 100000;

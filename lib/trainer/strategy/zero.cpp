@@ -14,7 +14,8 @@
 //            model.pt 16-bit.
 // offload_optimizer_device cpu: fp32 master + optimiser state live in host memory and the
 // update runs there (a no-op on CPU training). overlap_comm off: every reduction is waited for
-// where it is launched. contiguous_gradients: gradients are always copied into one contiguous
+// where it is launched; unset, it is on for stage 3 only (DeepSpeed's rule: stage 3 gains the most
+// from overlapping its reduce-scatters with backward and already holds the buffers). contiguous_gradients: gradients are always copied into one contiguous
 // flat buffer per unit before they are reduced. allgather_bucket_size: the post-update
 // all-gather runs per reduce bucket, so it is bounded by min(allgather, reduce) bucket sizes.
 #include <fmt/format.h>
@@ -45,7 +46,7 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
   c.grads_sharded = stage >= 2;
   c.params_resident = stage < 3;
   c.reshard_after_forward = stage == 3;
-  c.overlap_comm = z.overlap_comm;
+  c.overlap_comm = z.overlap_comm.value_or(stage == 3);
   c.offload_optimizer = z.offload_optimizer_device == "cpu";
   c.offload_params = z.offload_param_device == "cpu";
   if (stage == 3) {

@@ -102,6 +102,9 @@ TEST_CASE("issue 6 keys exist with their allowed values", "[config]") {
   CHECK_THROWS_WITH(reg.parse_text(nproc, "0"), Catch::Contains("at least one"));
   CHECK_THROWS_WITH(reg.parse_text(nproc, "many"), Catch::Contains("a count, auto, cpu or gpu"));
   CHECK(reg.parse_text(reg.require("zero.reduce_bucket_size"), "auto") == "auto");
+  CHECK(reg.parse_text(reg.require("zero.overlap_comm"), "auto") == "auto");
+  CHECK(reg.parse_text(reg.require("zero.overlap_comm"), "true") == true);
+  CHECK(reg.require("zero.overlap_comm").default_value == "auto");
   CHECK_THROWS(reg.parse_text(reg.require("zero.allgather_bucket_size"), "auto"));
   CHECK_THROWS_WITH(reg.parse_text(reg.require("fsdp.sharding_strategy"), "FULL_SHARDD"),
                     Catch::Contains("did you mean 'FULL_SHARD'"));

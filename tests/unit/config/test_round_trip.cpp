@@ -20,7 +20,7 @@ json sample(const Setting& s) {
       {"sched.min_lr", 0.0005}};
   if (auto it = fitting.find(s.key); it != fitting.end()) return it->second;
   switch (s.type) {
-    case Type::Bool: return !s.default_value.get<bool>();
+    case Type::Bool: return s.default_value.is_boolean() ? !s.default_value.get<bool>() : true;  // 'auto'
     case Type::Int: {
       long long d = s.default_value.get<long long>();
       long long v = (s.max && d + 1 > *s.max) ? d - 1 : d + 1;

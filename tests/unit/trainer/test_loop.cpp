@@ -185,4 +185,16 @@ TEST_CASE("TrainJob defaults mirror the job settings table", "[trainer][loop]") 
   CHECK(from_table.strat.optim.name == plain.strat.optim.name);
   CHECK(from_table.strat.optim.beta2 == plain.strat.optim.beta2);
   CHECK(from_table.comm_timeout_s == plain.comm_timeout_s);
+  CHECK(from_table.strat.zero.overlap_comm == plain.strat.zero.overlap_comm);
+}
+
+TEST_CASE("zero.overlap_comm: 'auto' (the default) leaves the stage to decide, a boolean is kept", "[trainer][loop]") {
+  auto job = mtrain::config::job_registry().defaults();
+  CHECK_FALSE(train_job_from_json(job).strat.zero.overlap_comm.has_value());
+  for (bool v : {true, false}) {
+    mtrain::config::set(job, "zero.overlap_comm", v);
+    const auto z = train_job_from_json(job).strat.zero;
+    REQUIRE(z.overlap_comm.has_value());
+    CHECK(*z.overlap_comm == v);
+  }
 }
