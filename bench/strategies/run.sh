@@ -50,6 +50,9 @@ for s in $STRATEGIES; do
       tail -30 "$tmp/${s}_$n.log" >&2
       continue
     fi
+    # Only summary.json is read: the final checkpoint and model.pt (GBs for the large model)
+    # go now, not when the whole sweep ends.
+    rm -rf "$wd/checkpoints" "$wd/model.pt"
     rows+=("$wd/summary.json|$(printf '%q ' "${cmd[@]}")")
   done
 done

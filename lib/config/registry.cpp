@@ -48,7 +48,7 @@ std::string describe_type(const Setting& s) {
     range = fmt::format(" of at most {}", number_text(*s.max));
   std::string autos = s.allow_auto ? " or 'auto'" : "";
   switch (s.type) {
-    case Type::Bool: return "true or false";
+    case Type::Bool: return s.allow_auto ? "true, false or 'auto'" : "true or false";
     case Type::Int: return "an integer" + range + autos;
     case Type::Float: return "a number" + range + autos;
     case Type::String: return s.format.empty() ? "text" : s.format;

@@ -141,6 +141,7 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
       throw Error(fmt::format("{}: the unit plan leaves parameter '{}' out", c_.name, names_[i]));
     }
   }
+  slot_of_param_.assign(params_.size(), 0);
   units_.reserve(plans.size());
   for (const auto& plan : plans) build_unit(plan);
 
@@ -149,6 +150,7 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
     if (b.is_contiguous() && b.numel() > 0) comm_.broadcast(b, 0).wait();
   }
   got_grad_.assign(params_.size(), 0);
+  in_flat_.assign(params_.size(), 0);
   for (size_t i = 0; i < params_.size(); ++i) {
     hooks_.push_back(compat::after_grad_accumulated(params_[i], [this, i] { on_grad(i); }));
   }
@@ -162,6 +164,7 @@ void ShardedEngine::build_unit(const UnitPlan& plan) {
   Unit u;
   u.label = plan.label;
   for (size_t i : plan.params) {
+    slot_of_param_[i] = u.slots.size();
     u.slots.push_back({i, u.numel, params_[i].numel()});
     u.numel += params_[i].numel();
   }
@@ -390,10 +393,15 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   phase_ = Phase::Backward;
   current_ = -1;
   std::fill(got_grad_.begin(), got_grad_.end(), 0);
+  std::fill(in_flat_.begin(), in_flat_.end(), 0);
   for (auto& u : units_) {
     u.waiting = u.slots.size();
     u.reduced = false;
     u.bwd_started = false;
+    if (u.gflat.defined()) {  // left by a backward that threw
+      count_grads(-u.gflat.numel() * u.gflat.element_size());
+      u.gflat = at::Tensor();
+    }
   }
   const double factor = scale * scaler_.scale();
   try {
@@ -414,12 +422,31 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
 void ShardedEngine::on_grad(size_t i) {
   if (phase_ != Phase::Backward || got_grad_[i]) return;
   got_grad_[i] = 1;
-  if (c_.grads_sharded) {
-    const at::Tensor& g = params_[i].grad();
-    if (g.defined()) count_grads(g.numel() * g.element_size());
-  }
   const size_t ui = unit_of_param_[i];
+  if (c_.grads_sharded) {
+    at::Tensor& g = params_[i].mutable_grad();
+    if (g.defined()) {
+      count_grads(g.numel() * g.element_size());
+      if (c_.contiguous_gradients) copy_into_flat(ui, i);
+    }
+  }
   if (--units_[ui].waiting == 0) unit_done(ui);
+}
+
+void ShardedEngine::copy_into_flat(size_t ui, size_t i) {
+  BusyGuard busy(busy_);
+  at::NoGradGuard no_grad;
+  Unit& u = units_[ui];
+  if (!u.gflat.defined()) {
+    u.gflat = take_buffer(u.padded);
+    count_grads(u.gflat.numel() * u.gflat.element_size());
+  }
+  at::Tensor& g = params_[i].mutable_grad();
+  const Slot& s = u.slots[slot_of_param_[i]];
+  u.gflat.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
+  count_grads(-g.numel() * g.element_size());
+  g = at::Tensor();
+  in_flat_[i] = 1;
 }
 
 void ShardedEngine::unit_done(size_t ui) {
@@ -442,15 +469,21 @@ void ShardedEngine::launch_reduce(size_t ui) {
   red.unit = ui;
   if (c_.grads_sharded) {
     // The previous unit's reduction has overlapped this unit's backward; it is completed (its
-    // flat buffers freed) before this unit's buffer is allocated.
+    // flat buffers given back) before this unit's reduction starts.
     while (!inflight_.empty()) finish_oldest();
-    red.in = take_buffer(u.padded);
+    if (u.gflat.defined()) {
+      red.in = std::move(u.gflat);
+      u.gflat = at::Tensor();
+    } else {
+      red.in = take_buffer(u.padded);
+      count_grads(red.in.numel() * red.in.element_size());
+    }
     red.bytes = red.in.numel() * red.in.element_size();
-    count_grads(red.bytes);
-    // Every element is written (the buffer may be a reused one): the gradients, zeros for
-    // missing gradients and the padding.
+    // Every element is written (the buffer may be a reused one): the gradients not copied in on
+    // arrival, zeros for missing gradients and the padding.
     for (const auto& s : u.slots) {
       auto& p = params_[s.param];
+      if (in_flat_[s.param]) continue;
       const at::Tensor g = p.grad();
       at::Tensor dst = red.in.narrow(0, s.offset, s.numel);
       if (g.defined()) {

@@ -13,9 +13,10 @@
 //     .grad are views of; micro-steps without sync only accumulate (no communication); the sync
 //     micro-step reduce-scatters each unit as soon as its last gradient is accumulated (S = 1:
 //     all-reduce). Sent per step: reduce-scatter + all-gather = 2Ψ(N−1)/N elements.
-//   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; when a unit's last gradient
-//     arrives it is copied into a padded flat buffer, the .grad tensors are dropped and the flat
-//     buffer is reduce-scattered — EVERY micro-step, accumulating into the shard accumulator, so
+//   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; each one is copied into the
+//     unit's padded flat buffer as soon as it is final and the .grad is dropped (with
+//     contiguous_gradients off: all of them when the unit's last gradient arrives); the flat
+//     buffer is reduce-scattered once the unit is complete — EVERY micro-step, accumulating into the shard accumulator, so
 //     no rank ever keeps full unsharded gradients across micro-steps (the price: one
 //     reduce-scatter per micro-step under gradient accumulation).
 //   resident parameters (ZeRO-1/2, NO_SHARD, persistent units): `full` lives for the whole run;
@@ -40,9 +41,9 @@
 //   backward: a unit is released as soon as all its gradients have arrived, before they are
 //     reduced; prefetch walks the trace backwards (BACKWARD_PRE: when a unit's backward begins,
 //     i.e. its first use in backward, BACKWARD_POST: when it has been reduced).
-// Reductions (sharded gradients): the previous unit's reduction is completed before the next
-// unit's flat gradient buffer is allocated, so at most one unit's flat gradients are in flight
-// (overlapping the next unit's backward); overlap_comm off: none, each is waited for at launch.
+// Reductions (sharded gradients): the previous unit's reduction is completed when the next one
+// is launched, so at most one unit's reduction is in flight (overlapping the next unit's
+// backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
 // Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
 // unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
 // and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
@@ -79,6 +80,9 @@ struct ShardedConfig {
   int64_t max_live = std::numeric_limits<int64_t>::max();     // gathered elements (forward)
   int64_t max_reuse_distance = 0;
   bool overlap_comm = true;  // false: each reduction is waited for where it is launched
+  // Sharded gradients: copy each gradient into its unit's flat buffer as it arrives (else when
+  // the unit's last gradient arrives).
+  bool contiguous_gradients = true;
   bool offload_optimizer = false;
   bool offload_params = false;
   bool gather_16bit_on_save = false;
@@ -107,6 +111,7 @@ struct Unit {
   at::Tensor pshard;  // [shard] compute dtype: what is gathered (may be master itself)
   at::Tensor gfull;   // [padded] full-gradient mode
   at::Tensor gacc;    // [shard] sharded-gradient mode
+  at::Tensor gflat;   // [padded] this backward's gradients, filled as they arrive (contiguous)
   std::unique_ptr<FlatOptimizer> optim;
   bool gathered = true;
   CommHandle gather;  // a gather in flight
@@ -162,6 +167,7 @@ class ShardedEngine final : public Strategy {
   void prefetch_backward(size_t u);
   void enforce_live_limit(size_t current);
   void on_grad(size_t param);
+  void copy_into_flat(size_t unit, size_t param);
   void unit_done(size_t u);
   void launch_reduce(size_t u);
   // Flat reduction buffers of `numel` elements (reduce dtype, engine device). On the CPU a
@@ -195,8 +201,9 @@ class ShardedEngine final : public Strategy {
   std::vector<int> all_index_;  // all_params_[i] → index in params_, or -1
   int64_t num_params_ = 0;
   std::vector<Unit> units_;
-  std::vector<size_t> unit_of_param_;
+  std::vector<size_t> unit_of_param_, slot_of_param_;
   std::vector<char> got_grad_;
+  std::vector<char> in_flat_;  // this backward's gradient of param i is already in its unit's gflat
   std::vector<std::shared_ptr<void>> hooks_;
   std::shared_ptr<void> watch_;
   std::thread::id owner_;

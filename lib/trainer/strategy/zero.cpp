@@ -14,10 +14,13 @@
 //            model.pt 16-bit.
 // offload_optimizer_device cpu: fp32 master + optimiser state live in host memory and the
 // update runs there (a no-op on CPU training). overlap_comm off: every reduction is waited for
-// where it is launched; unset, it is on for stage 3 only (DeepSpeed's rule: stage 3 gains the most
-// from overlapping its reduce-scatters with backward and already holds the buffers). contiguous_gradients: gradients are always copied into one contiguous
-// flat buffer per unit before they are reduced. allgather_bucket_size: the post-update
-// all-gather runs per reduce bucket, so it is bounded by min(allgather, reduce) bucket sizes.
+// where it is launched; unset, it is on for stage 3 only (DeepSpeed's rule: stage 3 gains the
+// most from overlapping its reduce-scatters with backward). contiguous_gradients (stages 2-3):
+// each gradient is copied into its unit's flat reduction buffer the moment autograd finishes it
+// and dropped, so a reduce bucket never exists twice (as autograd's gradients and as the flat
+// copy); off, a unit's gradients are flattened when its last one arrives. allgather_bucket_size:
+// the post-update all-gather runs per reduce bucket, so it is bounded by min(allgather, reduce)
+// bucket sizes.
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -47,6 +50,7 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
   c.params_resident = stage < 3;
   c.reshard_after_forward = stage == 3;
   c.overlap_comm = z.overlap_comm.value_or(stage == 3);
+  c.contiguous_gradients = z.contiguous_gradients;
   c.offload_optimizer = z.offload_optimizer_device == "cpu";
   c.offload_params = z.offload_param_device == "cpu";
   if (stage == 3) {

@@ -205,7 +205,7 @@ namespace {
 // block "blocks.<i>" one unit, everything else the root; flat and padded to a multiple of s.
 struct UnitBytes {
   int64_t root_padded = 0, layer_padded = 0, layer_shard = 0;  // layers have equal sizes
-  int64_t root_grads = 0, layer_grads = 0;                     // unpadded, as autograd holds them
+  int64_t layer_grads = 0;                                     // unpadded, as autograd holds them
 };
 
 UnitBytes fsdp_unit_bytes(torch::nn::Module& m, int s) {
@@ -226,7 +226,6 @@ UnitBytes fsdp_unit_bytes(torch::nn::Module& m, int s) {
   b.root_padded = 4 * pad(root);
   b.layer_padded = 4 * pad(layer);
   b.layer_shard = b.layer_padded / s;
-  b.root_grads = 4 * root;
   b.layer_grads = 4 * layer;
   return b;
 }
@@ -258,12 +257,15 @@ TEST_CASE("FSDP transient memory: the root plus the current and one prefetched b
       // gathers the next block as each block's backward begins (limit_all_gathers: one ahead).
       const int64_t layers = std::string(prefetch) == "NONE" ? 1 : 2;
       RANK_CHECK(m.gathered_peak == u.root_padded + layers * u.layer_padded);
-      // One block's gradients as autograd made them plus its flat reduce-scatter buffers (the
-      // previous block's reduction is complete before they are allocated), beside the root's
-      // gradients that wait for the embedding's.
-      RANK_CHECK(m.unsharded_grads_peak >= u.layer_grads + u.layer_padded);
-      RANK_CHECK(m.unsharded_grads_peak <=
-                 u.root_grads + u.layer_grads + u.layer_padded + u.layer_shard);
+      // Gradients go into their unit's flat buffer as they arrive (autograd's copy is dropped
+      // at once). Over Gloo each FSDP reduction completes at launch, so the peak is one block's
+      // flat buffer and its reduce-scatter output, beside the root's flat buffer (allocated
+      // with ln_f's gradient, complete only with the tied embedding's at the end) — plus at
+      // most one gradient on its way in. Before copy-on-arrival it was a whole block's
+      // autograd gradients on top of that.
+      const int64_t floor = u.root_padded + u.layer_padded + u.layer_shard;
+      RANK_CHECK(m.unsharded_grads_peak >= floor);
+      RANK_CHECK(m.unsharded_grads_peak < floor + u.layer_grads);
       RANK_CHECK(m.transient_peak >= std::max(m.gathered_peak, m.unsharded_grads_peak));
       RANK_CHECK(m.transient_peak <= m.gathered_peak + m.unsharded_grads_peak);
     });
@@ -280,6 +282,48 @@ TEST_CASE("FSDP transient memory: the root plus the current and one prefetched b
     RANK_CHECK(m.gathered_peak == 0);
     RANK_CHECK(m.transient_peak == 0);
   });
+}
+
+TEST_CASE("ZeRO-2 with one reduce bucket: contiguous_gradients holds the bucket once, not twice",
+          "[trainer][strategy][memory]") {
+  // DeepSpeed's default reduce_bucket_size (5e8) makes most models one bucket. With
+  // contiguous_gradients each gradient is copied into the flat bucket as autograd finishes it;
+  // without, autograd's gradients of the whole model and the flat copy exist at once.
+  at::set_num_threads(1);
+  const int world = 2;
+  const ModelSpec spec = tiny_gpt(16, 2);
+  std::map<bool, int64_t> peak;
+  std::map<bool, std::vector<std::pair<std::string, at::Tensor>>> weights;
+  int64_t psi = 0, largest = 0;
+  for (bool contiguous : {true, false}) {
+    StrategyOptions o = base_options();
+    o.zero.reduce_bucket_size = int64_t{1} << 40;
+    o.zero.contiguous_gradients = contiguous;
+    std::mutex mu;
+    run_ranks(world, [&](Communicator& comm) {
+      auto model = make_model(spec, 3);
+      auto s = make_strategy("zero2", o, comm);
+      s->setup(model);
+      for (int step = 0; step < 3; ++step) {
+        Batch b = gpt_batch(step, comm.rank(), world, spec);
+        s->forward_backward([&] { return model->loss(b); }, true, 1.0);
+        s->step(1e-3);
+      }
+      auto all = s->consolidated_parameters();  // collective: every rank takes part
+      if (comm.rank() != 0) return;
+      std::lock_guard<std::mutex> lock(mu);
+      peak[contiguous] = s->memory().unsharded_grads_peak;
+      weights[contiguous] = std::move(all);
+      psi = s->num_parameters();
+      for (const auto& p : model->parameters()) largest = std::max<int64_t>(largest, p.numel());
+    });
+  }
+  const int64_t padded = 4 * ((psi + world - 1) / world * world), shard = padded / world;
+  INFO("psi " << psi << " peak contiguous " << peak[true] << " flattened at the end " << peak[false]);
+  CHECK(peak[false] >= 4 * psi + padded);                     // every gradient twice
+  CHECK(peak[true] >= padded + shard);                        // the bucket and its reduce-scatter output
+  CHECK(peak[true] <= padded + shard + 4 * largest);          // ... and one gradient on its way in
+  CHECK(max_diff(weights[true], weights[false]) == 0.0);      // the same numbers either way
 }
 
 TEST_CASE("HYBRID_SHARD takes its shard group from StrategyOptions only, not LOCAL_WORLD_SIZE",
