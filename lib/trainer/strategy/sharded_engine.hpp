@@ -16,9 +16,9 @@
 //   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; each one is copied into the
 //     unit's padded flat buffer as soon as it is final and the .grad is dropped (with
 //     contiguous_gradients off: all of them when the unit's last gradient arrives); the flat
-//     buffer is reduce-scattered once the unit is complete — EVERY micro-step, accumulating into the shard accumulator, so
-//     no rank ever keeps full unsharded gradients across micro-steps (the price: one
-//     reduce-scatter per micro-step under gradient accumulation).
+//     buffer is reduce-scattered once the unit is complete — EVERY micro-step, accumulating
+//     into the shard accumulator, so no rank ever keeps full unsharded gradients across
+//     micro-steps (the price: one reduce-scatter per micro-step under gradient accumulation).
 //   resident parameters (ZeRO-1/2, NO_SHARD, persistent units): `full` lives for the whole run;
 //     after the update each rank all-gathers the new values.
 //   non-resident parameters (ZeRO-3, FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD): the memory behind
@@ -44,6 +44,8 @@
 // Reductions (sharded gradients): the previous unit's reduction is completed when the next one
 // is launched, so at most one unit's reduction is in flight (overlapping the next unit's
 // backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
+// On the CPU the flat buffers of a finished reduction are reused by the next reduction of the same
+// size within the same backward (nothing is held between steps).
 // Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
 // unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
 // and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
