@@ -144,8 +144,13 @@ int run_launch(LaunchOptions opt) {
     run_dir = (fs::path(opt.output.log_dir) / p.job_id).string() + sub;
     opt.output.log_dir = run_dir;
   } else {
+    // Private to this launcher: a job id is not unique on a machine (every fresh Slurm cluster
+    // numbers its jobs from 1, and --job-id is the user's), and a launcher that ends removes its
+    // run folder, which must never be another job's.
     const char* tmp = std::getenv("TMPDIR");
-    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / p.job_id).string() + sub;
+    std::random_device rd;
+    const std::string unique = fmt::format("{}.{:08x}{:08x}", p.job_id, rd(), rd());
+    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / unique).string() + sub;
     temp_run_dir = true;
   }
   p.error_file_dir = run_dir;
