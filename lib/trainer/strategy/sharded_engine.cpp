@@ -1,5 +1,6 @@
-// The sharded engine: setup, forward/backward with gather-on-use and gradient reduction, and the
-// update. Protocol in sharded_engine.hpp; checkpoint state and the ledger in sharded_state.cpp.
+// The sharded engine: setup, forward/backward with gather-on-use, and the update. Protocol in
+// sharded_engine.hpp; gradient reduction in sharded_reduce.cpp; checkpoint state and the ledger
+// in sharded_state.cpp.
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
 #include <ATen/core/grad_mode.h>
@@ -33,13 +34,6 @@ void dispatch(const void* storage) {
   }
   hit.first->on_use(hit.second);
 }
-
-struct BusyGuard {
-  explicit BusyGuard(bool& b) : b_(b), was_(b) { b_ = true; }
-  ~BusyGuard() { b_ = was_; }
-  bool& b_;
-  bool was_;
-};
 
 int64_t round_up(int64_t n, int64_t m) { return std::max<int64_t>(m, (n + m - 1) / m * m); }
 
@@ -417,144 +411,6 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   }
   phase_ = Phase::Idle;
   return loss.detach().to(at::kFloat);
-}
-
-void ShardedEngine::on_grad(size_t i) {
-  if (phase_ != Phase::Backward || got_grad_[i]) return;
-  got_grad_[i] = 1;
-  const size_t ui = unit_of_param_[i];
-  if (c_.grads_sharded) {
-    at::Tensor& g = params_[i].mutable_grad();
-    if (g.defined()) {
-      count_grads(g.numel() * g.element_size());
-      if (c_.contiguous_gradients) copy_into_flat(ui, i);
-    }
-  }
-  if (--units_[ui].waiting == 0) unit_done(ui);
-}
-
-void ShardedEngine::copy_into_flat(size_t ui, size_t i) {
-  BusyGuard busy(busy_);
-  at::NoGradGuard no_grad;
-  Unit& u = units_[ui];
-  if (!u.gflat.defined()) {
-    u.gflat = take_buffer(u.padded);
-    count_grads(u.gflat.numel() * u.gflat.element_size());
-  }
-  at::Tensor& g = params_[i].mutable_grad();
-  const Slot& s = u.slots[slot_of_param_[i]];
-  u.gflat.narrow(0, s.offset, s.numel).copy_(g.reshape({-1}));
-  count_grads(-g.numel() * g.element_size());
-  g = at::Tensor();
-  in_flat_[i] = 1;
-}
-
-void ShardedEngine::unit_done(size_t ui) {
-  Unit& u = units_[ui];
-  if (u.reduced) return;
-  u.reduced = true;
-  // The gathered values are not needed to reduce the gradients: they are freed first, so the
-  // unit's flat gradient buffer is never allocated on top of them.
-  if (!u.resident) release(ui);
-  if (c_.grads_sharded || sync_) launch_reduce(ui);
-  if (c_.backward_prefetch > 0 && c_.backward_prefetch_post) prefetch_backward(ui);
-}
-
-void ShardedEngine::launch_reduce(size_t ui) {
-  BusyGuard busy(busy_);
-  at::NoGradGuard no_grad;
-  Unit& u = units_[ui];
-  const double inv_world = 1.0 / static_cast<double>(comm_.world());
-  Reduction red;
-  red.unit = ui;
-  if (c_.grads_sharded) {
-    // The previous unit's reduction has overlapped this unit's backward; it is completed (its
-    // flat buffers given back) before this unit's reduction starts.
-    while (!inflight_.empty()) finish_oldest();
-    if (u.gflat.defined()) {
-      red.in = std::move(u.gflat);
-      u.gflat = at::Tensor();
-    } else {
-      red.in = take_buffer(u.padded);
-      count_grads(red.in.numel() * red.in.element_size());
-    }
-    red.bytes = red.in.numel() * red.in.element_size();
-    // Every element is written (the buffer may be a reused one): the gradients not copied in on
-    // arrival, zeros for missing gradients and the padding.
-    for (const auto& s : u.slots) {
-      auto& p = params_[s.param];
-      if (in_flat_[s.param]) continue;
-      const at::Tensor g = p.grad();
-      at::Tensor dst = red.in.narrow(0, s.offset, s.numel);
-      if (g.defined()) {
-        dst.copy_(g.reshape({-1}));
-        // Counted only if on_grad saw it (a gradient left from before this backward is not).
-        if (got_grad_[s.param]) count_grads(-g.numel() * g.element_size());
-      } else {
-        dst.zero_();
-      }
-      p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
-    }
-    if (u.padded > u.numel) red.in.narrow(0, u.numel, u.padded - u.numel).zero_();
-    red.in.mul_(inv_world);
-    if (shard_comm_ != nullptr) {
-      red.out = take_buffer(u.shard);
-      red.bytes += red.out.numel() * red.out.element_size();
-      count_grads(red.out.numel() * red.out.element_size());
-    } else {
-      red.out = red.in;
-    }
-  } else {
-    red.in = u.gfull;
-    red.in.mul_(inv_world);
-    red.out = u.gfull.narrow(0, g_ * u.shard, u.shard);
-  }
-  if (shard_comm_ != nullptr) {
-    red.h = shard_comm_->reduce_scatter(red.in, red.out);
-    red.replica_pending = replica_comm_ != nullptr;
-  } else if (replica_comm_ != nullptr) {
-    red.h = replica_comm_->all_reduce(red.out);
-  }
-  inflight_.push_back(std::move(red));
-  if (!c_.overlap_comm) finish_oldest();
-}
-
-void ShardedEngine::finish_oldest() {
-  BusyGuard busy(busy_);
-  Reduction red = std::move(inflight_.front());
-  inflight_.pop_front();
-  red.h.wait();
-  if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
-  if (c_.grads_sharded) {
-    units_[red.unit].gacc.add_(red.out);
-    if (!red.out.is_same(red.in)) give_back_buffer(std::move(red.out));
-    give_back_buffer(std::move(red.in));
-  }
-  count_grads(-red.bytes);
-}
-
-at::Tensor ShardedEngine::take_buffer(int64_t numel) {
-  auto it = idle_buffers_.find(numel);
-  if (it == idle_buffers_.end()) {
-    return at::empty({numel}, at::TensorOptions().dtype(prec_.reduce).device(device_));
-  }
-  at::Tensor t = std::move(it->second);
-  idle_buffers_.erase(it);
-  return t;
-}
-
-void ShardedEngine::give_back_buffer(at::Tensor t) {
-  if (!device_.is_cpu()) return;  // the CUDA caching allocator reuses the memory itself
-  idle_buffers_.emplace(t.numel(), std::move(t));  // one per size: a second one is freed
-}
-
-void ShardedEngine::finish_backward() {
-  // Units with parameters the step did not use: reduced now (missing gradients count as zero),
-  // in unit order on every rank.
-  for (size_t u = 0; u < units_.size(); ++u) unit_done(u);
-  while (!inflight_.empty()) finish_oldest();
-  idle_buffers_.clear();  // reused within a backward only: nothing is held between steps
-  release_all();
 }
 
 // ---- update -------------------------------------------------------------------------------

@@ -123,6 +123,14 @@ struct Unit {
   int64_t last_use = 0;
 };
 
+// Sets a flag for its scope (the engine's own tensor operations must not re-enter on_use).
+struct BusyGuard {
+  explicit BusyGuard(bool& b) : b_(b), was_(b) { b_ = true; }
+  ~BusyGuard() { b_ = was_; }
+  bool& b_;
+  bool was_;
+};
+
 struct Reduction {
   size_t unit = 0;
   CommHandle h;
