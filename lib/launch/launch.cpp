@@ -148,8 +148,7 @@ int run_launch(LaunchOptions opt) {
     // numbers its jobs from 1, and --job-id is the user's), and a launcher that ends removes its
     // run folder, which must never be another job's.
     const char* tmp = std::getenv("TMPDIR");
-    std::random_device rd;
-    const std::string unique = fmt::format("{}.{:08x}{:08x}", p.job_id, rd(), rd());
+    const std::string unique = p.job_id + "." + rendezvous::generate_token().substr(0, 16);
     run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / unique).string() + sub;
     temp_run_dir = true;
   }
