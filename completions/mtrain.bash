@@ -38,7 +38,7 @@ _mtrain_opts() {
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --reps --no-worker --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
     *) _mtrain_r=() ;;
   esac
@@ -62,7 +62,7 @@ _mtrain_valopts() {
     'mtrain env') _mtrain_r=(--format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --reps --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     *) _mtrain_r=() ;;
   esac
 }
@@ -246,6 +246,8 @@ _mtrain_values() {
     'mtrain bench train|--nproc') _mtrain_kind=none ;;
     'mtrain bench train|--model') _mtrain_kind=models ;;
     'mtrain bench train|--steps') _mtrain_kind=none ;;
+    'mtrain bench train|--warmup') _mtrain_kind=none ;;
+    'mtrain bench train|--rounds') _mtrain_kind=none ;;
     'mtrain bench train|--set') _mtrain_kind=none ;;
     'mtrain bench train|--config') _mtrain_kind=yaml ;;
     'mtrain bench train|--work-dir') _mtrain_kind=files ;;

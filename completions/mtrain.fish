@@ -66,7 +66,7 @@ function __mtrain_opts
         case 'mtrain bench launch'
             printf '%s\n' '--help' '-h' '--nproc' '--reps' '--no-worker' '--python' '--format' '--output' '--plot' '--plotter'
         case 'mtrain bench train'
-            printf '%s\n' '--help' '-h' '--strategies' '--nproc' '--model' '--steps' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
+            printf '%s\n' '--help' '-h' '--strategies' '--nproc' '--model' '--steps' '--warmup' '--rounds' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
         case 'mtrain completion'
             printf '%s\n' '--help' '-h'
     end
@@ -108,7 +108,7 @@ function __mtrain_valopts
         case 'mtrain bench launch'
             printf '%s\n' '--nproc' '--reps' '--python' '--format' '--output' '--plot' '--plotter'
         case 'mtrain bench train'
-            printf '%s\n' '--strategies' '--nproc' '--model' '--steps' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
+            printf '%s\n' '--strategies' '--nproc' '--model' '--steps' '--warmup' '--rounds' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
     end
 end
 function __mtrain_values
@@ -466,6 +466,10 @@ function __mtrain_values
         case 'mtrain bench train|--model'
             printf '%s\n' 'models'
         case 'mtrain bench train|--steps'
+            printf '%s\n' 'none'
+        case 'mtrain bench train|--warmup'
+            printf '%s\n' 'none'
+        case 'mtrain bench train|--rounds'
             printf '%s\n' 'none'
         case 'mtrain bench train|--set'
             printf '%s\n' 'none'

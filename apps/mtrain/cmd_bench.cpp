@@ -122,7 +122,9 @@ void add_bench(CLI::App& root, Exit& exit) {
   std::string model_help = "Model for every cell";
   if (const auto* s = config::job_registry().find("model.name")) model_help += " {" + str::join(s->choices, ",") + "}";
   tb->add_option("--model", tf->o.model, model_help);
-  tb->add_option("--steps", tf->o.steps, "Training steps per cell")->check(CLI::Range(1, 100000000))->default_str("20");
+  tb->add_option("--steps", tf->o.steps, "Timed training steps per run")->check(CLI::Range(1, 100000000))->default_str("10");
+  tb->add_option("--warmup", tf->o.warmup, "Untimed steps before them")->check(CLI::Range(0, 100000000))->default_str("2");
+  tb->add_option("--rounds", tf->o.rounds, "Runs per cell, interleaved across the cells")->check(CLI::Range(1, 1000))->default_str("3");
   tb->add_option("--set", tf->o.sets, "Any trainer setting for every cell: --set key=value (repeatable)");
   tb->add_option("--config", tf->o.config, "Job file (YAML) for every cell");
   tb->add_option("--work-dir", tf->o.work_root, "Keep each cell's work dir and log under this folder (default: a temporary one)");

@@ -73,6 +73,9 @@ Registry build() {
   r.add(text("train.work_dir", "work_dirs/default",
              "Folder for metrics.jsonl, summary.json, checkpoints and model.pt.", "work-dir"));
   r.add(integer("train.log_interval", 10, 1, 1 << 30, "Steps between console/metrics lines."));
+  r.add(integer("train.timing_warmup_steps", 1, 0, 1 << 30,
+                "First steps left out of summary.json's step-time figures (allocator and cache "
+                "warm-up); all steps count when the run has no more than this."));
   r.add(integer("train.val_interval", 0, 0, 1 << 30,
                 "Steps (or epochs when training by epochs) between validations; 0: at the end only."));
   r.add(integer("train.val_steps", 10, 0, 1 << 30, "Batches per validation (0: the whole split)."));

@@ -64,6 +64,7 @@ TrainJob train_job_from_json(const nlohmann::json& job) {
   t.seed = get(job, "train.seed").get<uint64_t>();
   t.work_dir = get(job, "train.work_dir").get<std::string>();
   t.log_interval = get(job, "train.log_interval").get<int64_t>();
+  t.timing_warmup_steps = get(job, "train.timing_warmup_steps").get<int64_t>();
   t.val_interval = get(job, "train.val_interval").get<int64_t>();
   t.val_steps = get(job, "train.val_steps").get<int64_t>();
   t.threads = get(job, "train.threads").get<int64_t>();

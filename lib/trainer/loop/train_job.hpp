@@ -23,6 +23,7 @@ struct TrainJob {
   uint64_t seed = 0;
   std::string work_dir = "work_dirs/default";
   int64_t log_interval = 10;
+  int64_t timing_warmup_steps = 1;
   int64_t val_interval = 0;
   int64_t val_steps = 10;
   int64_t threads = 0;

@@ -5,6 +5,7 @@
 
 #include <csignal>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -51,6 +52,27 @@ auto gathered_of(const L& m, int) -> decltype(static_cast<int64_t>(m.gathered)) 
 template <class L>
 int64_t gathered_of(const L&, long) {
   return -1;
+}
+
+// a - b, per collective (counters only grow, so every entry of b is in a).
+CommCounters counters_minus(CommCounters a, const CommCounters& b) {
+  for (const auto& [name, c] : b) {
+    CommStats& x = a[name];
+    x.calls -= c.calls;
+    x.payload_bytes -= c.payload_bytes;
+    x.wire_bytes -= c.wire_bytes;
+    if (x.calls == 0) a.erase(name);
+  }
+  return a;
+}
+
+void counters_add(CommCounters& into, const CommCounters& more) {
+  for (const auto& [name, c] : more) {
+    CommStats& x = into[name];
+    x.calls += c.calls;
+    x.payload_bytes += c.payload_bytes;
+    x.wire_bytes += c.wire_bytes;
+  }
 }
 
 Batch to_device(Batch b, const at::Device& d) {
@@ -167,7 +189,7 @@ class Loop {
       if (parts_.val && job_.val_interval > 0 &&
           (by_epochs_ ? epoch_end && (step_ / steps_per_epoch_) % job_.val_interval == 0
                       : step_ % job_.val_interval == 0)) {
-        validate();
+        outside_training("validation", [&] { validate(); });
         validated_last = true;
       }
       if (step_ == parts_.interrupt_after) {
@@ -177,7 +199,7 @@ class Loop {
         return r;
       }
       if (job_.checkpoint_interval > 0 && step_ % job_.checkpoint_interval == 0 && step_ < total_) {
-        save();
+        outside_training("checkpoint", [&] { save(); });
       }
       if (parts_.on_step) parts_.on_step(step_);
       heartbeat_.beat();
@@ -185,12 +207,10 @@ class Loop {
         if (const int sig = agreed_stop_signal()) return preempted(sig, start_step);
       }
     }
-    if (parts_.val && !validated_last) validate();
-    if (step_ > start_step) save();
-
-    const auto counters = comm_.counters();
-    write_model();
-    return finish(counters, start_step, 0);
+    if (parts_.val && !validated_last) outside_training("validation", [&] { validate(); });
+    if (step_ > start_step) outside_training("checkpoint", [&] { save(); });
+    outside_training("export", [&] { write_model(); });
+    return finish(comm_.counters(), start_step, 0);
   }
 
  private:
@@ -278,9 +298,8 @@ class Loop {
   }
 
   TrainResult preempted(int sig, int64_t start_step) {
-    if (last_saved_ != step_) save();
-    const auto counters = comm_.counters();
-    TrainResult r = finish(counters, start_step, sig);
+    if (last_saved_ != step_) outside_training("checkpoint", [&] { save(); });
+    TrainResult r = finish(comm_.counters(), start_step, sig);
     console_.line(fmt::format("preempted by {} at step {}: checkpoint saved to {}; rerun with "
                               "--resume auto",
                               signal_name(sig), step_, last_checkpoint_));
@@ -340,6 +359,16 @@ class Loop {
   // MMEngine's "memory": the CUDA allocator's peak on GPU, the process's peak RSS on CPU.
   int64_t peak_memory() const {
     return parts_.device.is_cpu() ? peak_rss_bytes() : compat::device_peak_bytes(parts_.device);
+  }
+
+  // Runs a phase that is not a training step (validation, checkpoint, model export) and books
+  // its collectives apart, so that comm_per_step means per training step: a validation pass
+  // of ZeRO-3/FSDP gathers every unit, and would otherwise be averaged into the steps.
+  template <class F>
+  void outside_training(const std::string& phase, F&& f) {
+    const CommCounters before = comm_.counters();
+    f();
+    counters_add(phase_comm_[phase], counters_minus(comm_.counters(), before));
   }
 
   void validate() {
@@ -465,8 +494,19 @@ class Loop {
     drain();
   }
 
-  TrainResult finish(const CommCounters& counters, int64_t start_step, int stopped_by) {
+  TrainResult finish(const CommCounters& all, int64_t start_step, int stopped_by) {
     const double steps_run = std::max<int64_t>(1, step_ - start_step);
+    CommCounters counters = all;
+    json phases = json::object();
+    for (const auto& [phase, pc] : phase_comm_) {
+      counters = counters_minus(counters, pc);
+      json e = json::object();
+      for (const auto& [name, c] : pc) {
+        if (is_metrics_counter(name)) continue;
+        e[name] = {{"calls", c.calls}, {"payload_bytes", c.payload_bytes}, {"wire_bytes", c.wire_bytes}};
+      }
+      phases[phase] = e;
+    }
     json comm = json::object();
     json other = json::object();
     double wire = 0;
@@ -490,9 +530,16 @@ class Loop {
                                     static_cast<double>(m.gathered_peak),
                                     static_cast<double>(m.unsharded_grads_peak),
                                     static_cast<double>(m.transient_peak)});
-    std::vector<double> times(step_times_.begin() + (step_times_.size() > 2 ? 1 : 0),
+    // Steps of this run after the warm-up ones (all of them when there are no more).
+    const size_t warm = static_cast<size_t>(job_.timing_warmup_steps);
+    std::vector<double> times(step_times_.begin() + (step_times_.size() > warm ? warm : 0),
                               step_times_.end());
     const double med = median(times);
+    json step_stats{{"warmup_steps", step_times_.size() > warm ? warm : 0},
+                    {"timed_steps", times.size()},
+                    {"min", times.empty() ? 0.0 : *std::min_element(times.begin(), times.end())},
+                    {"median", med},
+                    {"max", times.empty() ? 0.0 : *std::max_element(times.begin(), times.end())}};
     const double global_batch =
         static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world());
     json thr{{"samples_per_s", med > 0 ? global_batch / med : 0.0}};
@@ -523,6 +570,8 @@ class Loop {
            {"comm_per_step", comm},
            {"wire_bytes_per_step", wire},
            {"comm_metrics_per_step", other},
+           // Totals over the run of what was not a training step, per phase.
+           {"comm_outside_steps", phases},
            {"peak_memory_bytes", static_cast<int64_t>(mx[3])},
            // What the strategy held transiently (fullest rank, high-water marks over the run).
            {"memory",
@@ -530,6 +579,7 @@ class Loop {
              {"unsharded_grads_peak_bytes", static_cast<int64_t>(mx[6])},
              {"transient_peak_bytes", static_cast<int64_t>(mx[7])}}},
            {"step_time_median_s", med},
+           {"step_time_s", step_stats},
            {"throughput", thr}};
     if (mx[4] >= 0) s["model_state_bytes_per_rank"]["gathered"] = static_cast<int64_t>(mx[4]);
     s["model_state_bytes_per_rank"]["buffers"] = buffer_bytes();
@@ -567,6 +617,7 @@ class Loop {
   json last_val_;
   std::vector<double> step_times_;
   int64_t skipped_steps_ = 0;
+  std::map<std::string, CommCounters> phase_comm_;  // validation | checkpoint | export
 };
 
 }  // namespace

@@ -176,6 +176,7 @@ TEST_CASE("TrainJob defaults mirror the job settings table", "[trainer][loop]") 
   CHECK(from_table.grad_accum == plain.grad_accum);
   CHECK(from_table.work_dir == plain.work_dir);
   CHECK(from_table.log_interval == plain.log_interval);
+  CHECK(from_table.timing_warmup_steps == plain.timing_warmup_steps);
   CHECK(from_table.val_steps == plain.val_steps);
   CHECK(from_table.checkpoint_keep == plain.checkpoint_keep);
   CHECK(from_table.strat.bucket_cap_mb == plain.strat.bucket_cap_mb);
@@ -196,5 +197,56 @@ TEST_CASE("zero.overlap_comm: 'auto' (the default) leaves the stage to decide, a
     const auto z = train_job_from_json(job).strat.zero;
     REQUIRE(z.overlap_comm.has_value());
     CHECK(*z.overlap_comm == v);
+  }
+}
+
+TEST_CASE("comm_per_step counts training steps only: validation, checkpoints and export apart",
+          "[trainer][loop][comm]") {
+  at::set_num_threads(1);
+  // mlp 8 -> 32 -> 10: units of 288 and 330 elements, both divisible by 2 and 3, so no shard
+  // padding and the per-step bytes are exactly the formula. Every unit is gathered on use
+  // (persistence threshold 0), and validation runs twice: with ZeRO-3/FSDP each validation
+  // pass and the model export gather every unit, which must not leak into the per-step figure.
+  for (const char* strategy : {"zero3", "fsdp"}) {
+    for (int world : {2, 3}) {
+      DYNAMIC_SECTION(strategy << " world " << world) {
+        const auto dir = fresh_dir(std::string("comm_") + strategy + std::to_string(world));
+        auto j = small_job(dir);
+        using mtrain::config::set;
+        set(j, "strategy", strategy);
+        set(j, "model.depth", 2);
+        set(j, "zero.stage3_param_persistence_threshold", 0);
+        set(j, "optim.grad_clip", 0.0);
+        set(j, "train.max_steps", 6);
+        set(j, "train.val_interval", 3);
+        set(j, "checkpoint.interval", 2);
+        run_job(j, world, -1);
+        std::ifstream sj(dir / "summary.json");
+        const json s = json::parse(sj);
+        const double psi = s["num_params"].get<double>();
+        REQUIRE(psi == 288 + 330);
+        const double n = world;
+        CHECK(s["wire_bytes_per_step"].get<double>() == Approx(3 * psi * (n - 1) / n * 4).epsilon(1e-12));
+        const json& per = s["comm_per_step"];
+        CHECK(per["all_gather"]["calls"].get<double>() == Approx(4));  // 2 units, forward + backward
+        CHECK(per["all_gather"]["payload_bytes"].get<double>() == Approx(2 * psi * 4));
+        const json& outside = s["comm_outside_steps"];
+        // Every validation batch gathers both units (two passes of one or more batches); the
+        // export gathers each unit once.
+        const auto val_gathers = outside["validation"]["all_gather"]["calls"].get<int64_t>();
+        CHECK(val_gathers >= 4);
+        CHECK(val_gathers % 4 == 0);
+        CHECK(outside["validation"]["all_gather"]["payload_bytes"].get<double>() ==
+              Approx(static_cast<double>(val_gathers / 2) * psi * 4));
+        CHECK(outside["export"]["all_gather"]["calls"].get<int64_t>() == 2);
+        // Step-time figures: the first step is warm-up (train.timing_warmup_steps 1).
+        const json& st = s["step_time_s"];
+        CHECK(st["warmup_steps"] == 1);
+        CHECK(st["timed_steps"] == 5);
+        CHECK(st["min"].get<double>() <= st["median"].get<double>());
+        CHECK(st["median"].get<double>() <= st["max"].get<double>());
+        CHECK(st["median"].get<double>() == s["step_time_median_s"].get<double>());
+      }
+    }
   }
 }
