@@ -8,6 +8,11 @@ std::unique_ptr<Dataset> make_synthetic(const DataSpec& d, const ModelSpec& m, S
                                         uint64_t seed);
 std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split split);
 std::unique_ptr<Dataset> make_cifar10(const DataSpec& d, const ModelSpec& m, Split split);
+std::unique_ptr<Dataset> make_tokens(const DataSpec& d, const ModelSpec& m, Split split);
+
+// Throws mtrain::Error unless `m` is a language model (logits [B,T,V] against token targets
+// [B,T]): the one rule for the datasets of token windows (text, tokens).
+void require_language_model(const ModelSpec& m, const char* dataset);
 
 // Throws mtrain::Error unless 0 <= index < size.
 void check_index(int64_t index, int64_t size, const char* dataset);

@@ -59,10 +59,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split split) {
-  if (m.name != "gpt")
-    throw Error(fmt::format("text data needs a language model, not '{}'", m.name),
-                "use model gpt, or data synthetic/cifar10 for classifiers")
-        .at("data.name");
+  require_language_model(m, "text");
   if (m.vocab_size < 256)
     throw Error(fmt::format("text data is byte-level (256 token values) but model.vocab_size is {}",
                             m.vocab_size),
