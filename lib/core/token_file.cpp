@@ -25,8 +25,8 @@ uint32_t le32(const unsigned char* p) {
 
 std::string TokenFileLayout::describe() const {
   if (!llmc) return "nanoGPT raw uint16";
-  return token_bytes == 2 ? fmt::format("llm.c uint16 (magic {}, version 1)", kLlmcMagicU16)
-                          : fmt::format("llm.c uint32 (magic {}, version 7)", kLlmcMagicU32);
+  return token_bytes == 2 ? fmt::format("llm.c uint16, magic {} version 1", kLlmcMagicU16)
+                          : fmt::format("llm.c uint32, magic {} version 7", kLlmcMagicU32);
 }
 
 TokenFileLayout token_file_layout(const std::string& path, const std::string& setting,

@@ -22,7 +22,7 @@ struct TokenFileLayout {
   int64_t header_bytes = 0;   // 0 or 1024
   int token_bytes = 2;        // 2 (uint16) or 4 (uint32)
   int64_t count = 0;          // tokens after the header
-  // "llm.c uint32 (magic 20240801, version 7)" / "nanoGPT raw uint16".
+  // "llm.c uint32, magic 20240801 version 7" / "nanoGPT raw uint16".
   std::string describe() const;
 };
 

@@ -130,7 +130,7 @@ TEST_CASE("token files: the header tells llm.c from nanoGPT", "[tokens]") {
   CHECK(u32.llmc);
   CHECK(u32.token_bytes == 4);
   CHECK(u32.count == 10);
-  CHECK(u32.describe() == "llm.c uint32 (magic 20240801, version 7)");
+  CHECK(u32.describe() == "llm.c uint32, magic 20240801 version 7");
 
   // Shorter than a header: raw uint16 whatever its first bytes (two ids here).
   std::string tiny;
