@@ -104,36 +104,26 @@ class TokenWindows : public Dataset {
       : r_(std::move(r)), block_(block), vocab_(vocab) {}
   int64_t size() const override { return r_.count > 0 ? (r_.count - 1) / block_ : 0; }
   Batch batch(const std::vector<int64_t>& indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
-    at::Tensor x = at::empty({n, block_}, at::kLong);
-    at::Tensor y = at::empty({n, block_}, at::kLong);
-    int64_t* xp = x.data_ptr<int64_t>();
-    int64_t* yp = y.data_ptr<int64_t>();
     const int tb = r_.layout.token_bytes;
-    for (int64_t s = 0; s < n; ++s) {
-      const int64_t i = indices[static_cast<size_t>(s)];
+    return window_batch(indices, block_, [&](int64_t i, int64_t* w) {
       check_index(i, size(), "tokens");
       const int64_t start = r_.first + i * block_;  // token position in the file
-      const uint64_t offset = static_cast<uint64_t>(r_.layout.header_bytes + start * tb);
-      const unsigned char* w = r_.map->data() + offset;
+      const auto offset = static_cast<uint64_t>(r_.layout.header_bytes + start * tb);
+      const unsigned char* src = r_.map->data() + offset;
       for (int64_t t = 0; t <= block_; ++t) {
-        int64_t id;
         if (tb == 2) {
           uint16_t v;
-          std::memcpy(&v, w + t * 2, 2);
-          id = v;
+          std::memcpy(&v, src + t * 2, 2);
+          w[t] = v;
         } else {
           uint32_t v;
-          std::memcpy(&v, w + t * 4, 4);
-          id = v;
+          std::memcpy(&v, src + t * 4, 4);
+          w[t] = v;
         }
-        if (id >= vocab_) throw out_of_vocab(id, start + t);
-        if (t < block_) xp[s * block_ + t] = id;
-        if (t > 0) yp[s * block_ + t - 1] = id;
+        if (w[t] >= vocab_) throw out_of_vocab(w[t], start + t);
       }
       r_.map->release(offset, static_cast<uint64_t>((block_ + 1) * tb));
-    }
-    return {x, y};
+    });
   }
 
  private:

@@ -7,6 +7,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "data_files.hpp"
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -17,22 +19,10 @@
 #include <vector>
 
 using namespace mtrain::trainer;
+using namespace mtrain::trainer::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("mtrain_tokens_test_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
 
 void append_le(std::string& out, uint64_t v, int bytes) {
   for (int b = 0; b < bytes; ++b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xFF));
@@ -57,21 +47,6 @@ std::string llmc_bytes(const std::vector<uint32_t>& ids, int token_bytes, int64_
 }
 std::string llmc_bytes(const std::vector<uint32_t>& ids, int token_bytes) {
   return llmc_bytes(ids, token_bytes, static_cast<int64_t>(ids.size()));
-}
-
-fs::path write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out << bytes;
-  return p;
-}
-
-std::string error_text(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mtrain::Error& e) {
-    return e.paragraph();
-  }
-  return "";
 }
 
 ModelSpec lm(int64_t block, int64_t vocab) {
