@@ -43,6 +43,9 @@ std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Spl
       .at("data.name");
 }
 
+// Token windows need a model that maps ids [B,T] to logits [B,T,V] scored against the next ids:
+// the built-in gpt. The one place to admit another model of that shape (a TorchScript module
+// trained with model.loss lm_cross_entropy).
 void require_language_model(const ModelSpec& m, const char* dataset) {
   if (m.name == "gpt") return;
   throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, m.name),
