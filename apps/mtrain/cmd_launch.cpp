@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/config/data_files.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
@@ -273,6 +274,10 @@ void add_launch(CLI::App& root, Exit& exit) {
                       o.plan.program.front(),
                   "Drop them, or drop the program to run the bundled trainer.");
     }
+    // The bundled trainer's data files, on the host whose ranks read them: not on a launcher
+    // that only starts the hostfile's nodes over ssh (each node's agent checks its own).
+    if (!o.job_spec_json.empty() && !o.dry_run && (o.multi.ssh_agent || o.multi.hostfile.empty()))
+      config::check_data_files(config::json::parse(o.job_spec_json));
     exit.code = launch::run_launch(o);
   });
 }

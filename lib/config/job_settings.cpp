@@ -39,15 +39,19 @@ Registry build() {
   r.add(integer("model.num_classes", 10, 2, 1 << 20, "mlp and resnet: output classes."));
 
   // Data.
-  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10"},
+  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10", "tokens"},
                "Dataset: auto picks text for gpt (the embedded corpus unless data.path is set) "
-               "and synthetic otherwise.",
+               "and synthetic otherwise; tokens reads a pre-tokenized file (data.path).",
                "data"));
   r.add(text("data.path", "", "text: any file (byte-level tokens); cifar10: the folder of "
-                              "data_batch_*.bin / test_batch.bin.",
+                              "data_batch_*.bin / test_batch.bin; tokens: a nanoGPT .bin (raw "
+                              "uint16) or llm.c .bin (1024-byte header, uint16/uint32), "
+                              "memory-mapped.",
              "data-path"));
+  r.add(text("data.val_path", "", "tokens/tensors: validation file (else the tail data.val_fraction of data.path).", "data-val-path"));
   r.add(integer("data.num_samples", 4096, 1, 1LL << 40, "synthetic: samples per epoch."));
-  r.add(number("data.val_fraction", 0.1, 0, 0.9, "text/synthetic: share held out for validation."));
+  r.add(number("data.val_fraction", 0.1, 0, 0.9,
+               "text/synthetic/tokens: share held out for validation."));
   r.add(boolean("data.shuffle", true, "Shuffle by seed and epoch."));
   r.add(boolean("data.drop_last", true,
                 "Drop the tail that does not divide evenly over ranks (else pad by repeating)."));

@@ -16,6 +16,9 @@
 //  cifar10    the binary batches in folder data.path: data_batch_1..5.bin (Train) and
 //             test_batch.bin (Val), records of 1 label byte + 3072 pixel bytes (CHW, RGB);
 //             normalised by the usual per-channel mean/std. val_fraction is not used.
+//  tokens     token ids of a nanoGPT (raw uint16) or llm.c (headed uint16/uint32) file
+//             data.path, memory-mapped; windows as for text, ids below model.vocab_size. Val is
+//             data.val_path when set, else the tail val_fraction of the tokens.
 #include "mtrain/trainer/model/model.hpp"
 
 #include <nlohmann/json.hpp>
@@ -32,10 +35,12 @@ enum class Split { Train, Val };
 // Mirrors the job's "data" section; name is already resolved ("auto" → text for gpt,
 // synthetic otherwise).
 struct DataSpec {
-  std::string name = "synthetic";  // synthetic | text | cifar10
-  std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder
+  std::string name = "synthetic";  // synthetic | text | cifar10 | tokens
+  std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder;
+                                   // tokens: a token file
+  std::string val_path;            // tokens: the validation file ("" = the tail val_fraction)
   int64_t num_samples = 4096;      // synthetic
-  double val_fraction = 0.1;       // synthetic, text
+  double val_fraction = 0.1;       // synthetic, text, tokens
   bool shuffle = true;             // read by the sampler's caller
   bool drop_last = true;           // read by the sampler's caller
 };

@@ -134,23 +134,16 @@ class Tokens : public SyntheticBase {
   }
 
   Batch batch(const std::vector<int64_t>& indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
-    at::Tensor x = at::empty({n, block_}, at::kLong);
-    at::Tensor y = at::empty({n, block_}, at::kLong);
-    int64_t* xp = x.data_ptr<int64_t>();
-    int64_t* yp = y.data_ptr<int64_t>();
-    for (int64_t s = 0; s < n; ++s) {
-      const CounterRng rng(seed_, kWalk, global(indices[static_cast<size_t>(s)]));
+    return window_batch(indices, block_, [&](int64_t index, int64_t* w) {
+      const CounterRng rng(seed_, kWalk, global(index));
       auto tok = static_cast<int64_t>(rng.bits(0) % static_cast<uint64_t>(vocab_));
       for (int64_t t = 0; t <= block_; ++t) {
-        if (t < block_) xp[s * block_ + t] = tok;
-        if (t > 0) yp[s * block_ + t - 1] = tok;
+        w[t] = tok;
         const double u = rng.uniform(static_cast<uint64_t>(t) + 1);
         const int pick = u < 0.55 ? 0 : u < 0.80 ? 1 : u < 0.95 ? 2 : 3;
         tok = next_[static_cast<size_t>(tok * kFanOut + pick)];
       }
-    }
-    return {x, y};
+    });
   }
 
  private:

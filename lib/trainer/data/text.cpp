@@ -23,22 +23,11 @@ class TextWindows : public Dataset {
     return bytes_.size() > 0 ? static_cast<int64_t>(bytes_.size() - 1) / block_ : 0;
   }
   Batch batch(const std::vector<int64_t>& indices) const override {
-    const auto n = static_cast<int64_t>(indices.size());
-    at::Tensor x = at::empty({n, block_}, at::kLong);
-    at::Tensor y = at::empty({n, block_}, at::kLong);
-    int64_t* xp = x.data_ptr<int64_t>();
-    int64_t* yp = y.data_ptr<int64_t>();
     const auto* b = reinterpret_cast<const unsigned char*>(bytes_.data());
-    for (int64_t s = 0; s < n; ++s) {
-      const int64_t i = indices[static_cast<size_t>(s)];
+    return window_batch(indices, block_, [&](int64_t i, int64_t* w) {
       check_index(i, size(), "text");
-      const unsigned char* w = b + i * block_;
-      for (int64_t t = 0; t < block_; ++t) {
-        xp[s * block_ + t] = w[t];
-        yp[s * block_ + t] = w[t + 1];
-      }
-    }
-    return {x, y};
+      for (int64_t t = 0; t <= block_; ++t) w[t] = b[i * block_ + t];
+    });
   }
 
  private:
@@ -59,10 +48,7 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split split) {
-  if (m.name != "gpt")
-    throw Error(fmt::format("text data needs a language model, not '{}'", m.name),
-                "use model gpt, or data synthetic/cifar10 for classifiers")
-        .at("data.name");
+  require_language_model(m, "text");
   if (m.vocab_size < 256)
     throw Error(fmt::format("text data is byte-level (256 token values) but model.vocab_size is {}",
                             m.vocab_size),

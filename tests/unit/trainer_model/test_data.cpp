@@ -4,6 +4,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "data_files.hpp"
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -12,42 +14,16 @@
 #include <random>
 
 using namespace mtrain::trainer;
+using namespace mtrain::trainer::testing;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("mtrain_data_test_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-void write_file(const fs::path& p, const std::string& bytes) {
-  std::ofstream out(p, std::ios::binary);
-  out << bytes;
-}
 
 ModelSpec gpt_spec(int64_t block) {
   ModelSpec m;
   m.name = "gpt";
   m.block_size = block;
   return m;
-}
-
-std::string error_text(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mtrain::Error& e) {
-    return e.paragraph();
-  }
-  return "";
 }
 
 std::vector<int64_t> range(int64_t n) {
