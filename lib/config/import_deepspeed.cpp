@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "mtrain/config/import.hpp"
 #include "mtrain/core/error.hpp"
@@ -36,9 +37,21 @@ void import_fp16(Importer& im, const json& fp16, bool bf16_on) {
     throw Error("fp16.enabled and bf16.enabled are both true",
                 "DeepSpeed refuses this too: keep one of them (bf16 needs no loss scaling).");
   if (on) im.set("fp16.enabled", "train.precision", "fp16");
-  if (is_auto(enabled))
-    im.warn("fp16.enabled", "'auto' (the HuggingFace Trainer's --fp16) — mtrain keeps train.precision "
-                            "fp32; the loss-scaling values below are kept for --precision fp16");
+  // 'auto' (the HuggingFace Trainer fills it from --fp16) leaves fp32 here. The loss-scaling
+  // values are not imported then: kept, they would warn "applies only to fp16" on every command.
+  if (is_auto(enabled)) {
+    std::vector<std::string> scaling;
+    for (auto it = fp16.begin(); it != fp16.end(); ++it)
+      if (it.key() != "enabled") scaling.push_back(it.key());
+    im.warn("fp16.enabled", fmt::format("'auto' (the HuggingFace Trainer's --fp16) — mtrain keeps train.precision "
+                                        "fp32{}",
+                                        scaling.empty() ? std::string()
+                                                        : fmt::format(", and the loss scaling ({}) is not imported: it "
+                                                                      "applies to fp16 only (--precision fp16 "
+                                                                      "--set precision.…)",
+                                                                      fmt::join(scaling, ", "))));
+    return;
+  }
   static const std::map<std::string, std::string> keys = {
       {"loss_scale", "precision.loss_scale"},
       {"initial_scale_power", "precision.initial_scale_power"},

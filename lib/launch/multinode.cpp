@@ -103,6 +103,8 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
   if (!o.log_dir.empty()) a.insert(a.end(), {"--log-dir", fs::absolute(o.log_dir).string()});
   if (o.tee) a.push_back("--tee");
   if (p.module) a.push_back("-m");
+  if (p.no_python) a.push_back("--no-python");
+  if (p.python != "python3") a.insert(a.end(), {"--python", p.python});
   if (p.local_rank_arg) a.push_back("--local-rank-arg");
   if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
   a.push_back("--");
