@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mtrain/config/compat_flags.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/slurm/job_options.hpp"
 
@@ -86,6 +87,13 @@ Hints default_hints() {
   slurm_opts.push_back({{"--script-file"}, true, {}, "files", "Where to write the script"});
   slurm_opts.push_back({{"--format"}, true, {"text", "json"}, "", "Output format"});
   h.extra_options["mtrain slurm submit"] = slurm_opts;
+  // torchrun / deepspeed / accelerate spellings `mtrain launch` takes (compat_flags.hpp); the
+  // refused ones are not offered. A spelling that is also launch's own is listed once.
+  std::vector<OptionSpec> compat;
+  for (const auto& c : config::compat_flags())
+    if (c.action != config::CompatAction::Refuse)
+      for (const auto& name : c.spellings) compat.push_back({{name}, c.takes_value, {}, "", c.meaning});
+  h.extra_options["mtrain launch"] = compat;
   return h;
 }
 

@@ -137,8 +137,9 @@ std::vector<CompatFlag> build() {
        "offload_optimizer_device", "--set zero.offload_optimizer_device=none|cpu|nvme"},
       {{"--offload_param_device", "--offload-param-device"}, X, true, A::Translate, "offload_param_device",
        "--set zero.offload_param_device=none|cpu|nvme"},
-      {{"--config_file", "--config-file"}, X, true, A::Rename, "--config",
-       "the accelerate config.yaml (or ds_config.json), imported on the fly"},
+      {{"--config_file", "--config-file"}, X, true, A::Translate, "config_file",
+       "--config FILE: the accelerate config.yaml (or ds_config.json), imported on the fly "
+       "(--pass-config accelerate)"},
       {{"--num_cpu_threads_per_process", "--num-cpu-threads-per-process"}, X, true, A::Refuse, "",
        "mtrain sets OMP_NUM_THREADS to cores / ranks for every rank unless it is already set: run "
        "`OMP_NUM_THREADS=N mtrain launch …` to choose it."},
@@ -315,6 +316,9 @@ class Rewriter {
                     "Use no (fp32), fp16 or bf16 (fp8 is not supported).");
       produce(name, "--precision", p == "no" ? "fp32" : p);
       accelerate_ = true;
+    } else if (rule == "config_file") {
+      add("--config", v);
+      accelerate_ = true;
     } else if (rule == "use_deepspeed") {
       use_deepspeed_ = true;
       accelerate_ = true;
@@ -358,6 +362,8 @@ class Rewriter {
     if (torch_log_dir_) {
       produce("--log_dir", "--log-dir", *torch_log_dir_);
       if (redirects_ != "3" || tee_ == "3") produce("--log_dir", "--tee", "");
+    } else if (given_.count("--log-dir")) {
+      if (tee_ == "3") produce("--tee", "--tee", "");  // mtrain's --log-dir already redirects
     } else if (redirects_ == "3" || tee_ == "3") {
       throw Error(fmt::format("--{} 3 writes every rank's output under --log_dir, but none was given",
                               redirects_ == "3" ? "redirects" : "tee"),

@@ -84,7 +84,7 @@ static void write_run_file(const std::string& path, const std::string& text) {
 
 // The interpreter of PROGRAM.py and -m, as an absolute path so that --dry-run shows which one.
 static void resolve_python(plan::PlanOptions& p, const EnvMap& env) {
-  if (!plan::runs_with_python(p) || p.python.find('/') != std::string::npos) return;
+  if (!plan::runs_with_python(p)) return;
   try {
     p.python = resolve_program(p.python, env);
   } catch (const Error& e) {
@@ -185,8 +185,11 @@ int run_launch(LaunchOptions opt) {
   if (!p.program.empty() && !opt.job_spec_json.empty()) {
     p.extra_env["MTRAIN_JOB_FILE"] = job_file;
     if (opt.pass_config == "deepspeed") p.extra_args = {"--deepspeed_config", ds_file};
-    if (opt.pass_config == "accelerate")
-      for (const auto& [k, v] : config::accelerate_env(opt.job)) p.extra_env[k] = v;
+    if (opt.pass_config == "accelerate") {
+      config::json job = opt.job;
+      config::set(job, "launch.device", p.device);  // a flag's value is not in the job
+      for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
+    }
   }
 
   if (p.program.empty()) {

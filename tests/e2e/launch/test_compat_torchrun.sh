@@ -56,12 +56,6 @@ expect_in "$WORK/o6" "peer rank 1 of 2"
 [ -n "$(find "$WORK/logs" -name 'stdout.log' | head -1)" ] && ok "per-rank log files written" || fail "no log files under $WORK/logs"
 
 # Refused flags: exit 2 and the mtrain equivalent.
-refused() {  # refused EXPECTED_TEXT ARGS...
-  local text=$1; shift
-  run_mtrain "$WORK/r" launch "$@"
-  expect_rc 2 "refused: $*"
-  expect_in "$WORK/r" "$text"
-}
 refused "--python PATH" --run_path peer.py
 refused "--node-name NAME" --local_addr 10.0.0.1 peer.py
 refused "--node-name NAME" --local-addr=10.0.0.1 peer.py

@@ -65,6 +65,7 @@ TEST_CASE("torchrun's --rdzv_conf, --standalone, --tee/--redirects and --log_dir
   CHECK(rewrite({"--log_dir", "L", "--redirects", "3", "t.py"}) == Words{"--log-dir=L", "t.py"});
   CHECK(rewrite({"--log_dir", "L", "-r", "3", "--tee=3", "t.py"}) == Words{"--log-dir=L", "--tee", "t.py"});
   CHECK(rewrite({"--log-dir", "L", "--tee", "t.py"}) == Words{"--log-dir=L", "--tee", "t.py"});  // mtrain's own
+  CHECK(rewrite({"--log-dir", "L", "--tee", "3", "-r", "3", "t.py"}) == Words{"--log-dir=L", "--tee", "t.py"});
   CHECK(error_of({"--log_dir", "L", "--tee", "1", "t.py"}).find("--ranks-filter") != std::string::npos);
   CHECK(error_of({"--log_dir", "L", "-t", "0:3,1:0", "t.py"}).find("together") != std::string::npos);
   CHECK(error_of({"--redirects", "3", "t.py"}).find("--log_dir") != std::string::npos);
@@ -94,6 +95,7 @@ TEST_CASE("accelerate launch spellings", "[config][compat]") {
         Words{"--pass-config=none", "--device=cpu", "--strategy=fsdp", "t.py"});
   CHECK(rewrite({"--config_file", "a.yaml", "--gradient_accumulation_steps", "4", "t.py"}) ==
         Words{"--config=a.yaml", "--grad-accum=4", "--pass-config=accelerate", "t.py"});
+  CHECK(rewrite({"--config_file", "a.yaml", "t.py"}) == Words{"--config=a.yaml", "--pass-config=accelerate", "t.py"});
   CHECK(error_of({"--num_processes", "3", "--num_machines", "2", "t.py"}).find("multiple") != std::string::npos);
   CHECK(error_of({"--mixed_precision", "fp8", "t.py"}).find("fp8") != std::string::npos);
   CHECK(error_of({"--use_fsdp", "--strategy", "ddp", "t.py"}).find("also given") != std::string::npos);
