@@ -233,6 +233,9 @@ int run_launch(LaunchOptions opt) {
   // Input checks that touch the system, before anything starts.
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
+  if (plan::runs_with_python(p) && !p.module && ::access(p.program.front().c_str(), R_OK) != 0)
+    throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
+                "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
   if (!agent && lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
 
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.

@@ -37,6 +37,12 @@ run_mtrain "$WORK/d3" launch --dry-run --python /opt/none/python9 train.py
 expect_rc 2 "--python that does not exist"
 expect_in "$WORK/d3" "--python PATH"
 
+# A missing .py program: exit 2 before any rank starts (not Python's own error from every rank).
+run_mtrain "$WORK/m1" launch --nproc_per_node 2 /nonexistent/train.py
+expect_rc 2 "missing .py program"
+expect_in "$WORK/m1" "program '/nonexistent/train.py' does not exist"
+expect_not_in "$WORK/m1" "[vm:"
+
 # --no_python executes the program itself; -m runs a module with the same interpreter.
 printf '#!/bin/sh\necho "script rank $RANK"\n' >run.py && chmod +x run.py
 run_mtrain "$WORK/o3" launch --no_python --master_port 0 ./run.py
