@@ -207,7 +207,7 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
   e["ACCELERATE_MIXED_PRECISION"] = precision == "fp32" ? "no" : precision;
   e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(as_int(job, "train.grad_accum"));
   m.insert({"train.precision", "train.grad_accum", "strategy"});
-  if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "true";
+  if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
   const std::string strategy = as_text(job, "strategy");
   if (str::starts_with(strategy, "zero")) {
     e["ACCELERATE_USE_DEEPSPEED"] = "true";
