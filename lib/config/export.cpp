@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -21,13 +22,6 @@ bool as_bool(const json& job, const std::string& key) { return get(job, key).get
 int zero_stage(const json& job) {
   const std::string s = as_text(job, "strategy");
   return str::starts_with(s, "zero") ? s.back() - '0' : 0;
-}
-
-// A setting that takes 'auto' (filled from the model width, as the HuggingFace integration
-// and mtrain-worker do) as the number DeepSpeed needs.
-long long auto_or(const json& job, const std::string& key, long long when_auto) {
-  const json& v = get(job, key);
-  return v.is_string() ? when_auto : v.get<long long>();
 }
 
 std::string num_text(double v) { return json(v).dump(); }
@@ -55,14 +49,10 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   ds["bf16"] = {{"enabled", precision == "bf16"}};
   ds["fp16"] = {{"enabled", precision == "fp16"}};
   if (precision == "fp16") {
-    json& f = ds["fp16"];
-    f["loss_scale"] = as_num(job, "precision.loss_scale");
-    f["initial_scale_power"] = as_int(job, "precision.initial_scale_power");
-    f["loss_scale_window"] = as_int(job, "precision.loss_scale_window");
-    f["hysteresis"] = as_int(job, "precision.hysteresis");
-    f["min_loss_scale"] = as_num(job, "precision.min_loss_scale");
-    m.insert({"precision.loss_scale", "precision.initial_scale_power", "precision.loss_scale_window",
-              "precision.hysteresis", "precision.min_loss_scale"});
+    for (const auto& [name, key] : foreign::kFp16Keys) {
+      ds["fp16"][name] = get(job, key);
+      m.insert(key);
+    }
   }
 
   const std::string strategy = as_text(job, "strategy");
@@ -70,27 +60,26 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   const long long embd = as_int(job, "model.n_embd");
   json z;
   z["stage"] = stage;
-  z["allgather_bucket_size"] = as_int(job, "zero.allgather_bucket_size");
-  z["reduce_bucket_size"] = auto_or(job, "zero.reduce_bucket_size", embd * embd);
-  const json& overlap = get(job, "zero.overlap_comm");
-  z["overlap_comm"] = overlap.is_string() ? stage == 3 : overlap.get<bool>();  // 'auto': on for stage 3
-  z["contiguous_gradients"] = as_bool(job, "zero.contiguous_gradients");
-  z["stage3_prefetch_bucket_size"] = auto_or(job, "zero.stage3_prefetch_bucket_size", embd * embd * 9 / 10);
-  z["stage3_param_persistence_threshold"] = auto_or(job, "zero.stage3_param_persistence_threshold", 10 * embd);
-  z["stage3_max_live_parameters"] = as_int(job, "zero.stage3_max_live_parameters");
-  z["stage3_max_reuse_distance"] = as_int(job, "zero.stage3_max_reuse_distance");
-  z["stage3_gather_16bit_weights_on_model_save"] = as_bool(job, "zero.stage3_gather_16bit_weights_on_model_save");
+  for (const auto& [name, key] : foreign::kZeroKeys) {
+    const json& v = get(job, key);
+    z[name] = v;
+    m.insert(key);
+    if (!v.is_string()) continue;
+    // 'auto' becomes the number the worker would use (lib/trainer/loop/train_job.cpp); DeepSpeed
+    // itself takes no "auto".
+    const std::string k = key;
+    if (k == "zero.overlap_comm") z[name] = stage == 3;
+    else if (k == "zero.reduce_bucket_size") z[name] = embd * embd;
+    else if (k == "zero.stage3_prefetch_bucket_size") z[name] = embd * embd * 9 / 10;
+    else if (k == "zero.stage3_param_persistence_threshold") z[name] = 10 * embd;
+  }
   if (as_text(job, "zero.offload_optimizer_device") != "none")
     z["offload_optimizer"] = {{"device", as_text(job, "zero.offload_optimizer_device")}};
   if (as_text(job, "zero.offload_param_device") != "none")
     z["offload_param"] = {{"device", as_text(job, "zero.offload_param_device")}};
   ds["zero_optimization"] = z;
   if (strategy != "fsdp") m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
-  m.insert({"zero.stage", "zero.allgather_bucket_size", "zero.reduce_bucket_size", "zero.overlap_comm",
-            "zero.contiguous_gradients", "zero.stage3_prefetch_bucket_size",
-            "zero.stage3_param_persistence_threshold", "zero.stage3_max_live_parameters",
-            "zero.stage3_max_reuse_distance", "zero.stage3_gather_16bit_weights_on_model_save",
-            "zero.offload_optimizer_device", "zero.offload_param_device"});
+  m.insert({"zero.stage", "zero.offload_optimizer_device", "zero.offload_param_device"});
 
   const double lr = as_num(job, "optim.lr");
   if (as_text(job, "optim.name") == "adamw") {
@@ -169,9 +158,9 @@ ExportResult export_accelerate(const json& job) {
     const std::string prefetch = as_text(job, "fsdp.backward_prefetch");
     a["fsdp_config"] = {
         {"fsdp_sharding_strategy", as_text(job, "fsdp.sharding_strategy")},
-        {"fsdp_auto_wrap_policy", wrap == "layer" ? "TRANSFORMER_BASED_WRAP" : wrap == "size" ? "SIZE_BASED_WRAP" : "NO_WRAP"},
+        {"fsdp_auto_wrap_policy", foreign::to_foreign(foreign::kWrapPolicies, wrap)},
         {"fsdp_min_num_params", as_int(job, "fsdp.min_num_params")},
-        {"fsdp_backward_prefetch", prefetch == "NONE" ? "NO_PREFETCH" : prefetch},
+        {"fsdp_backward_prefetch", foreign::to_foreign(foreign::kPrefetch, prefetch)},
         {"fsdp_forward_prefetch", as_bool(job, "fsdp.forward_prefetch")},
         {"fsdp_offload_params", as_bool(job, "fsdp.cpu_offload")},
         {"fsdp_activation_checkpointing", as_bool(job, "fsdp.activation_checkpointing")}};
@@ -226,8 +215,8 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
     e["FSDP_SHARDING_STRATEGY"] = as_text(job, "fsdp.sharding_strategy");
     e["FSDP_OFFLOAD_PARAMS"] = as_bool(job, "fsdp.cpu_offload") ? "true" : "false";
     e["FSDP_MIN_NUM_PARAMS"] = std::to_string(as_int(job, "fsdp.min_num_params"));
-    e["FSDP_AUTO_WRAP_POLICY"] = wrap == "layer" ? "TRANSFORMER_BASED_WRAP" : wrap == "size" ? "SIZE_BASED_WRAP" : "NO_WRAP";
-    e["FSDP_BACKWARD_PREFETCH"] = prefetch == "NONE" ? "NO_PREFETCH" : prefetch;
+    e["FSDP_AUTO_WRAP_POLICY"] = foreign::to_foreign(foreign::kWrapPolicies, wrap);
+    e["FSDP_BACKWARD_PREFETCH"] = foreign::to_foreign(foreign::kPrefetch, prefetch);
     e["FSDP_FORWARD_PREFETCH"] = as_bool(job, "fsdp.forward_prefetch") ? "true" : "false";
     e["FSDP_ACTIVATION_CHECKPOINTING"] = as_bool(job, "fsdp.activation_checkpointing") ? "true" : "false";
     m.insert({"fsdp.sharding_strategy", "fsdp.cpu_offload", "fsdp.min_num_params", "fsdp.wrap_policy",

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/import.hpp"
 #include "mtrain/core/error.hpp"
 
@@ -52,22 +53,16 @@ void import_fp16(Importer& im, const json& fp16, bool bf16_on) {
                                                                       fmt::join(scaling, ", "))));
     return;
   }
-  static const std::map<std::string, std::string> keys = {
-      {"loss_scale", "precision.loss_scale"},
-      {"initial_scale_power", "precision.initial_scale_power"},
-      {"loss_scale_window", "precision.loss_scale_window"},
-      {"hysteresis", "precision.hysteresis"},
-      {"min_loss_scale", "precision.min_loss_scale"}};
   for (auto it = fp16.begin(); it != fp16.end(); ++it) {
     const std::string path = "fp16." + it.key();
     if (it.key() == "enabled") continue;
-    auto k = keys.find(it.key());
-    if (k == keys.end()) {
+    const std::string key = foreign::to_mtrain(foreign::kFp16Keys, it.key());
+    if (key == it.key()) {
       im.unmapped(path, *it);
     } else if (enabled == false) {
       im.warn(path, "fp16 is disabled, so loss scaling does not apply; not imported");
     } else {
-      map_or_auto(im, *it, path, k->second, "at its default");
+      map_or_auto(im, *it, path, key, "at its default");
     }
   }
 }
@@ -176,17 +171,6 @@ void import_offload(Importer& im, const json& off, const std::string& path, cons
 }
 
 void import_zero(Importer& im, const json& z) {
-  static const std::map<std::string, std::string> direct = {
-      {"allgather_bucket_size", "zero.allgather_bucket_size"},
-      {"reduce_bucket_size", "zero.reduce_bucket_size"},
-      {"overlap_comm", "zero.overlap_comm"},
-      {"contiguous_gradients", "zero.contiguous_gradients"},
-      {"stage3_prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
-      {"stage3_param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
-      {"stage3_max_live_parameters", "zero.stage3_max_live_parameters"},
-      {"stage3_max_reuse_distance", "zero.stage3_max_reuse_distance"},
-      {"stage3_gather_16bit_weights_on_model_save", "zero.stage3_gather_16bit_weights_on_model_save"},
-      {"stage3_gather_fp16_weights_on_model_save", "zero.stage3_gather_16bit_weights_on_model_save"}};
   for (auto it = z.begin(); it != z.end(); ++it) {
     const std::string path = "zero_optimization." + it.key();
     const json& v = *it;
@@ -194,8 +178,10 @@ void import_zero(Importer& im, const json& z) {
       im.set(path, "zero.stage", v);
       const long long stage = v.get<long long>();
       im.set(path, "strategy", stage == 0 ? "ddp" : fmt::format("zero{}", stage));
-    } else if (auto d = direct.find(it.key()); d != direct.end()) {
-      map_or_auto(im, v, path, d->second, "at its default");
+    } else if (it.key() == "stage3_gather_fp16_weights_on_model_save") {  // the older spelling
+      im.set(path, "zero.stage3_gather_16bit_weights_on_model_save", v);
+    } else if (const std::string key = foreign::to_mtrain(foreign::kZeroKeys, it.key()); key != it.key()) {
+      map_or_auto(im, v, path, key, "at its default");
     } else if (it.key() == "offload_optimizer" && v.is_object()) {
       import_offload(im, v, path, "zero.offload_optimizer_device");
     } else if (it.key() == "offload_param" && v.is_object()) {
