@@ -239,7 +239,7 @@ void add_launch(CLI::App& root, Exit& exit) {
             "ranks-filter"), kOut);
 
   const char* kProg = "Program";
-  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: python3 -m PROGRAM"),
+  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
             "module"), kProg);
   group(env(sub->add_flag("--no-python", o.plan.no_python,
                           "Execute PROGRAM itself even when it ends in .py (torchrun --no-python)"),
@@ -283,6 +283,9 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
+    if (o.plan.module && o.plan.no_python)
+      throw Error("-m/--module and --no-python contradict each other",
+                  "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
     o.master_port_given = sub->get_option("--master-port")->count() > 0;
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
@@ -310,9 +313,6 @@ void add_launch(CLI::App& root, Exit& exit) {
         if (!w.empty()) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
       }
     }
-    if (o.plan.module && o.plan.no_python)
-      throw Error("-m/--module and --no-python contradict each other",
-                  "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
     exit.code = launch::run_launch(o);
   });
 }
