@@ -294,10 +294,12 @@ void add_launch(CLI::App& root, Exit& exit) {
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
     auto shipped = mtrain::process_environment();
-    if (o.multi.ssh_agent && o.plan.program.empty() && shipped.count("MTRAIN_JOB_SPEC")) {
+    if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
-      o.worker_path = launch::find_worker(self_exe());
-      o.job_spec_json = config::json::parse(shipped.at("MTRAIN_JOB_SPEC")).dump(2);
+      const auto spec = config::json::parse(shipped.at("MTRAIN_JOB_SPEC"));
+      o.job_spec_json = spec.dump(2);
+      if (o.plan.program.empty()) o.worker_path = launch::find_worker(self_exe());
+      else o.job = config::load_job(config::job_registry(), spec, "MTRAIN_JOB_SPEC");
     } else if (o.plan.program.empty() || !f->config_file.empty() || !f->job_flags.empty() || !f->sets.empty() ||
                o.pass_config != "none") {
       auto r = resolve(*f);
