@@ -48,7 +48,11 @@ void walk(const CLI::App* app, const std::string& path, const Hints& h, std::vec
   }
   if (auto it = h.extra_options.find(path); it != h.extra_options.end())
     for (const auto& s : it->second)
-      if (std::none_of(c.options.begin(), c.options.end(), [&](const OptionSpec& x) { return x.names == s.names; }))
+      if (std::none_of(c.options.begin(), c.options.end(), [&](const OptionSpec& x) {
+            return std::any_of(s.names.begin(), s.names.end(), [&](const std::string& n) {
+              return std::find(x.names.begin(), x.names.end(), n) != x.names.end();
+            });
+          }))
         c.options.push_back(s);
   std::vector<const CLI::App*> subs;
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))

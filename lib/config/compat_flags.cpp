@@ -40,6 +40,7 @@ std::vector<CompatFlag> build() {
        "accepted and ignored: mtrain learns of a rank's exit at once, without polling"},
       {{"--start_method", "--start-method"}, T, true, A::Translate, "start_method",
        "spawn is accepted (every rank is a fresh process); fork and forkserver are refused"},
+      {{"--module"}, T | D | X, false, A::Rename, "--module", "run PROGRAM as a Python module (-m)"},
       {{"--no_python"}, T | D | X, false, A::Rename, "--no-python", "run the program itself, not with Python"},
       {{"--run_path", "--run-path"}, T, false, A::Refuse, "",
        "--run_path runs the script inside the launcher's own interpreter; mtrain starts every rank as "

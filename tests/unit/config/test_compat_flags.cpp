@@ -49,6 +49,7 @@ TEST_CASE("torchrun spellings become mtrain's; the program starts at the first n
   // Words after the program are the program's, foreign or not.
   CHECK(rewrite({"-m", "pkg.train", "--nproc_per_node=3", "--bogus"}) == Words{"-m", "pkg.train", "--nproc_per_node=3", "--bogus"});
   CHECK(rewrite({"--no_python", "./run.sh"}) == Words{"--no-python", "./run.sh"});
+  CHECK(rewrite({"--module", "pkg.train"}) == Words{"--module", "pkg.train"});
   CHECK(rewrite({"--dry-run"}) == Words{"--dry-run"});  // no program: the bundled trainer
 }
 
@@ -135,7 +136,7 @@ TEST_CASE("the table: unique spellings, every refusal names an equivalent, help 
   // Every flag the issue names is in the table (or is mtrain's own spelling).
   for (const char* s : {"--nproc_per_node", "--nnodes", "--node_rank", "--master_addr", "--master_port", "--rdzv_backend",
                         "--rdzv_endpoint", "--rdzv_id", "--rdzv_conf", "--max_restarts", "--monitor_interval",
-                        "--standalone", "--no_python", "--log_dir", "--redirects", "--tee", "--role", "--local_addr",
+                        "--standalone", "--no_python", "--module", "--log_dir", "--redirects", "--tee", "--role", "--local_addr",
                         "--num_gpus", "--num_nodes", "--no_local_rank", "--launcher", "--elastic_training",
                         "--min_elastic_nodes", "--max_elastic_nodes", "--force_multi", "--num_processes",
                         "--num_machines", "--machine_rank", "--main_process_ip", "--main_process_port",
