@@ -8,7 +8,7 @@ _mtrain_subs() {
     mtrain) _mtrain_r=(launch checkpoint slurm config env bench completion) ;;
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
-    'mtrain config') _mtrain_r=(init validate show import docs) ;;
+    'mtrain config') _mtrain_r=(init validate show import export docs) ;;
     'mtrain bench') _mtrain_r=(comm launch train) ;;
     *) _mtrain_r=() ;;
   esac
@@ -16,7 +16,7 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --no-python --python --pass-config --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -31,8 +31,9 @@ _mtrain_opts() {
     'mtrain config') _mtrain_r=(--help -h) ;;
     'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
     'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
+    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --pass-config --log-dir) ;;
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
+    'mtrain config export') _mtrain_r=(--help -h --to --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
@@ -45,7 +46,7 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --python --pass-config --format --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -56,8 +57,9 @@ _mtrain_valopts() {
     'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
     'mtrain config init') _mtrain_r=(--output -o --set) ;;
     'mtrain config validate') _mtrain_r=(--format) ;;
-    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --pass-config --log-dir) ;;
     'mtrain config import') _mtrain_r=(--output -o) ;;
+    'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
@@ -103,6 +105,8 @@ _mtrain_values() {
     'mtrain launch|--log-dir') _mtrain_kind=files ;;
     'mtrain launch|--prefix') _mtrain_kind=none ;;
     'mtrain launch|--ranks-filter') _mtrain_kind=none ;;
+    'mtrain launch|--python') _mtrain_kind=none ;;
+    'mtrain launch|--pass-config') _mtrain_kind=list; _mtrain_r=(none deepspeed accelerate) ;;
     'mtrain launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain launch|--strategy') _mtrain_kind=strategies ;;
     'mtrain launch|--model') _mtrain_kind=models ;;
@@ -125,6 +129,57 @@ _mtrain_values() {
     'mtrain launch|--resume') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
     'mtrain launch|--set') _mtrain_kind=none ;;
+    'mtrain launch|--nproc_per_node') _mtrain_kind=none ;;
+    'mtrain launch|--node_rank') _mtrain_kind=none ;;
+    'mtrain launch|--master_addr') _mtrain_kind=none ;;
+    'mtrain launch|--master_port') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv_backend') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv_endpoint') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv_id') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv_conf') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv-conf') _mtrain_kind=none ;;
+    'mtrain launch|--max_restarts') _mtrain_kind=none ;;
+    'mtrain launch|--monitor_interval') _mtrain_kind=none ;;
+    'mtrain launch|--monitor-interval') _mtrain_kind=none ;;
+    'mtrain launch|--start_method') _mtrain_kind=none ;;
+    'mtrain launch|--start-method') _mtrain_kind=none ;;
+    'mtrain launch|--log_dir') _mtrain_kind=none ;;
+    'mtrain launch|--redirects') _mtrain_kind=none ;;
+    'mtrain launch|-r') _mtrain_kind=none ;;
+    'mtrain launch|-t') _mtrain_kind=none ;;
+    'mtrain launch|--num_gpus') _mtrain_kind=none ;;
+    'mtrain launch|--num_accelerators') _mtrain_kind=none ;;
+    'mtrain launch|--num_nodes') _mtrain_kind=none ;;
+    'mtrain launch|-H') _mtrain_kind=none ;;
+    'mtrain launch|-i') _mtrain_kind=none ;;
+    'mtrain launch|-e') _mtrain_kind=none ;;
+    'mtrain launch|--enable_each_rank_log') _mtrain_kind=none ;;
+    'mtrain launch|--num_processes') _mtrain_kind=none ;;
+    'mtrain launch|--num-processes') _mtrain_kind=none ;;
+    'mtrain launch|--num_machines') _mtrain_kind=none ;;
+    'mtrain launch|--num-machines') _mtrain_kind=none ;;
+    'mtrain launch|--machine_rank') _mtrain_kind=none ;;
+    'mtrain launch|--machine-rank') _mtrain_kind=none ;;
+    'mtrain launch|--main_process_ip') _mtrain_kind=none ;;
+    'mtrain launch|--main-process-ip') _mtrain_kind=none ;;
+    'mtrain launch|--main_process_port') _mtrain_kind=none ;;
+    'mtrain launch|--main-process-port') _mtrain_kind=none ;;
+    'mtrain launch|--gpu_ids') _mtrain_kind=none ;;
+    'mtrain launch|--gpu-ids') _mtrain_kind=none ;;
+    'mtrain launch|--mixed_precision') _mtrain_kind=none ;;
+    'mtrain launch|--mixed-precision') _mtrain_kind=none ;;
+    'mtrain launch|--zero_stage') _mtrain_kind=none ;;
+    'mtrain launch|--zero-stage') _mtrain_kind=none ;;
+    'mtrain launch|--gradient_accumulation_steps') _mtrain_kind=none ;;
+    'mtrain launch|--gradient-accumulation-steps') _mtrain_kind=none ;;
+    'mtrain launch|--gradient_clipping') _mtrain_kind=none ;;
+    'mtrain launch|--gradient-clipping') _mtrain_kind=none ;;
+    'mtrain launch|--offload_optimizer_device') _mtrain_kind=none ;;
+    'mtrain launch|--offload-optimizer-device') _mtrain_kind=none ;;
+    'mtrain launch|--offload_param_device') _mtrain_kind=none ;;
+    'mtrain launch|--offload-param-device') _mtrain_kind=none ;;
+    'mtrain launch|--config_file') _mtrain_kind=none ;;
+    'mtrain launch|--config-file') _mtrain_kind=none ;;
     'mtrain checkpoint consolidate|--output'|'mtrain checkpoint consolidate|-o') _mtrain_kind=files ;;
     'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
     'mtrain checkpoint inspect|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
@@ -221,8 +276,11 @@ _mtrain_values() {
     'mtrain config show|--rdzv-port') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-timeout') _mtrain_kind=none ;;
     'mtrain config show|--max-restarts') _mtrain_kind=none ;;
+    'mtrain config show|--pass-config') _mtrain_kind=none ;;
     'mtrain config show|--log-dir') _mtrain_kind=files ;;
     'mtrain config import|--output'|'mtrain config import|-o') _mtrain_kind=files ;;
+    'mtrain config export|--to') _mtrain_kind=list; _mtrain_r=(deepspeed accelerate) ;;
+    'mtrain config export|--output'|'mtrain config export|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench comm|--nproc') _mtrain_kind=none ;;

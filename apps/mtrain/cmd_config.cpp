@@ -13,7 +13,7 @@ namespace mtrain::app {
 void add_config(CLI::App& root, Exit& exit) {
   namespace cfg = mtrain::config;
   const auto& reg = cfg::job_registry();
-  auto* config = root.add_subcommand("config", "Create (init wizard), validate, show and import job configurations");
+  auto* config = root.add_subcommand("config", "Create (init wizard), validate, show, import and export job configurations");
   config->require_subcommand(1);
 
   auto* init = config->add_subcommand("init", "Ask a few questions and write a job file for `mtrain launch --config`");
@@ -48,6 +48,17 @@ void add_config(CLI::App& root, Exit& exit) {
   import->add_option("-o,--output", imp_opt->output, "Job file to write (default: print it)");
   import->add_flag("--force", imp_opt->force, "Overwrite an existing output file");
   import->callback([&exit, imp_opt] { exit.code = cfg::config_import(cfg::job_registry(), *imp_opt, std::cout, std::cerr); });
+
+  auto* exp = config->add_subcommand("export", "Write a job as a DeepSpeed ds_config.json or an accelerate config.yaml");
+  auto exp_opt = std::make_shared<cfg::ExportOptions>();
+  exp->add_option("file", exp_opt->file, "Job file (or a DeepSpeed/accelerate config)")->required();
+  exp->add_option("--to", exp_opt->to, "deepspeed or accelerate")->required()->check(CLI::IsMember({"deepspeed", "accelerate"}));
+  exp->add_option("-o,--output", exp_opt->output, "File to write (default: print it)");
+  exp->add_flag("--force", exp_opt->force, "Overwrite an existing output file");
+  exp->callback([&exit, exp_opt] {
+    exp_opt->env = mtrain::process_environment();
+    exit.code = cfg::config_export(cfg::job_registry(), *exp_opt, std::cout, std::cerr);
+  });
 
   auto* docs = config->add_subcommand("docs", "Print the settings reference (docs/settings.md) generated from the registry");
   auto docs_opt = std::make_shared<cfg::DocsOptions>();

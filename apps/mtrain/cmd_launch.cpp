@@ -4,7 +4,9 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/config/compat_flags.hpp"
 #include "mtrain/config/data_files.hpp"
+#include "mtrain/config/export.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
@@ -67,6 +69,7 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   str("launch.master_addr", "--master-addr", o.plan.master_addr);
   str("launch.master_port", "--master-port", o.master_port);
   str("launch.log_dir", "--log-dir", o.output.log_dir);
+  str("launch.pass_config", "--pass-config", o.pass_config);
   if (from_file("launch.max_restarts", "--max-restarts"))
     o.plan.max_restarts = config::get(r.job, "launch.max_restarts").get<int>();
   if (from_file("launch.nnodes", "--nnodes")) o.multi.nnodes = text_of(config::get(r.job, "launch.nnodes"));
@@ -74,6 +77,17 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   str("launch.rdzv_backend", "--rdzv-backend", o.multi.rdzv_backend);
   if (from_file("launch.rdzv_timeout_s", "--rdzv-timeout"))
     o.multi.rdzv_timeout_s = config::get(r.job, "launch.rdzv_timeout_s").get<double>();
+}
+
+// launch's own flags as the compatibility rewrite needs them: spelling → takes a value.
+config::KnownFlags known_flags(const CLI::App& sub) {
+  config::KnownFlags k{{"-h", false}, {"--help", false}};
+  for (const CLI::Option* opt : sub.get_options()) {
+    const bool value = opt->get_items_expected_max() > 0;  // flags expect 0 items
+    for (const auto& n : opt->get_lnames()) k["--" + n] = value;
+    for (const auto& n : opt->get_snames()) k["-" + n] = value;
+  }
+  return k;
 }
 
 }  // namespace
@@ -85,7 +99,15 @@ void add_launch(CLI::App& root, Exit& exit) {
   auto* sub = root.add_subcommand("launch", "Start one process per rank with the torchrun environment and supervise them");
   sub->allow_extras();
   sub->prefix_command();  // everything from the program name on belongs to the program
-  sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.");
+  sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.\n"
+              "PROGRAM.py runs with Python (--python, MTRAIN_PYTHON, else python3 on PATH) unless --no-python.\n\n" +
+              config::compat_help());
+  // torchrun, deepspeed and accelerate spellings become mtrain's before CLI11 parses (compat_flags.hpp).
+  exit.rewrite["launch"] = [sub](const std::vector<std::string>& words) {
+    auto r = config::rewrite_launch_args(words, known_flags(*sub));
+    for (const auto& n : r.notes) std::fprintf(stderr, "mtrain: note: %s\n", n.c_str());
+    return r.args;
+  };
   auto env = [](CLI::Option* opt, const std::string& flag) {
     opt->envname(config::env_name(flag));
     return opt;
@@ -218,8 +240,21 @@ void add_launch(CLI::App& root, Exit& exit) {
             "ranks-filter"), kOut);
 
   const char* kProg = "Program";
-  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: python3 -m PROGRAM"),
+  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
             "module"), kProg);
+  group(env(sub->add_flag("--no-python", o.plan.no_python,
+                          "Execute PROGRAM itself even when it ends in .py (torchrun --no-python)"),
+            "no-python"), kProg);
+  group(env(sub->add_option("--python", o.plan.python,
+                            "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run)")
+                ->default_str("python3"),
+            "python"), kProg);
+  group(env(sub->add_option("--pass-config", o.pass_config,
+                            "How the job's trainer settings reach PROGRAM besides MTRAIN_JOB_FILE: none, "
+                            "deepspeed (--deepspeed_config FILE per rank) or accelerate (ACCELERATE_* variables)")
+                ->check(CLI::IsMember({"none", "deepspeed", "accelerate"}))
+                ->default_str("none"),
+            "pass-config"), kProg);
   group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
                           "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
             "local-rank-arg"), kProg);
@@ -249,6 +284,9 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
+    if (o.plan.module && o.plan.no_python)
+      throw Error("-m/--module and --no-python contradict each other",
+                  "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
     o.master_port_given = sub->get_option("--master-port")->count() > 0;
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
@@ -257,26 +295,30 @@ void add_launch(CLI::App& root, Exit& exit) {
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
     auto shipped = mtrain::process_environment();
-    if (o.multi.ssh_agent && o.plan.program.empty() && shipped.count("MTRAIN_JOB_SPEC")) {
+    if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
-      o.worker_path = launch::find_worker(self_exe());
-      o.job_spec_json = config::json::parse(shipped.at("MTRAIN_JOB_SPEC")).dump(2);
-    } else if (o.plan.program.empty() || !f->config_file.empty()) {
+      const auto spec = config::json::parse(shipped.at("MTRAIN_JOB_SPEC"));
+      o.job_spec_json = spec.dump(2);
+      if (o.plan.program.empty()) o.worker_path = launch::find_worker(self_exe());
+      else o.job = config::load_job(config::job_registry(), spec, "MTRAIN_JOB_SPEC");
+    } else if (o.plan.program.empty() || !f->config_file.empty() || !f->job_flags.empty() || !f->sets.empty() ||
+               o.pass_config != "none") {
       auto r = resolve(*f);
       apply_file_launch_settings(r, *sub, o);
+      o.job_spec_json = config::job_spec(config::job_registry(), r.job).dump(2);
       if (o.plan.program.empty()) {
         o.worker_path = launch::find_worker(self_exe());
-        o.job_spec_json = config::job_spec(config::job_registry(), r.job).dump(2);
+      } else {
+        // The program gets the job in MTRAIN_JOB_FILE, and as DeepSpeed or accelerate hand it
+        // over with --pass-config; what nothing carries is named, never dropped silently.
+        o.job = r.job;
+        auto w = config::unread_warning(config::unread_settings(config::job_registry(), r, o.pass_config), o.pass_config);
+        if (!w.empty()) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
       }
-    }
-    if (!o.plan.program.empty() && (!f->job_flags.empty() || !f->sets.empty())) {
-      throw Error("trainer settings (--strategy, --model, --set, …) apply to the bundled trainer, but a program was given: " +
-                      o.plan.program.front(),
-                  "Drop them, or drop the program to run the bundled trainer.");
     }
     // The bundled trainer's data files, on the host whose ranks read them: not on a launcher
     // that only starts the hostfile's nodes over ssh (each node's agent checks its own).
-    if (!o.job_spec_json.empty() && !o.dry_run && (o.multi.ssh_agent || o.multi.hostfile.empty()))
+    if (o.plan.program.empty() && !o.job_spec_json.empty() && !o.dry_run && (o.multi.ssh_agent || o.multi.hostfile.empty()))
       config::check_data_files(config::json::parse(o.job_spec_json));
     exit.code = launch::run_launch(o);
   });

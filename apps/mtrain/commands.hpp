@@ -1,6 +1,8 @@
 #pragma once
 // Each subcommand registers itself on the root app. A subcommand is thin: flags → an options
 // struct → one library call; it returns the process exit code through `Exit`.
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -14,6 +16,8 @@ struct Exit {
   int code = 0;
   bool has_dashdash = false;
   std::vector<std::string> after_dashdash;
+  // Per subcommand name: rewrites its words (those before a first `--`) before parsing.
+  std::map<std::string, std::function<std::vector<std::string>(const std::vector<std::string>&)>> rewrite;
 
   // A subcommand's trailing program: what CLI11 left over (prefix_command) followed by
   // `-- …`, or just the words after `--`.

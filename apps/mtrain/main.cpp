@@ -1,4 +1,5 @@
 // mtrain: one native binary to launch, configure and benchmark distributed training.
+#include <algorithm>
 #include <cstdio>
 
 #include "commands.hpp"
@@ -19,17 +20,24 @@ int main(int argc, char** argv) {
   mtrain::app::add_bench(root, exit);
   mtrain::app::add_completion(root, exit);
   mtrain::app::add_unbuilt(root, exit);
-  std::vector<std::string> args;
-  for (int i = argc - 1; i >= 1; --i) args.emplace_back(argv[i]);  // CLI11 wants them reversed
-  for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--") {
-      exit.has_dashdash = true;
-      exit.after_dashdash.assign(argv + i + 1, argv + argc);
-      args.erase(args.begin(), args.begin() + (argc - i));
-      break;
-    }
-  }
   try {
+    std::vector<std::string> words(argv + 1, argv + argc);
+    auto dd = std::find(words.begin(), words.end(), std::string("--"));
+    if (dd != words.end()) {
+      exit.has_dashdash = true;
+      exit.after_dashdash.assign(dd + 1, words.end());
+      words.erase(dd, words.end());
+    }
+    // A subcommand may rewrite its words before CLI11 sees them (launch: foreign flag spellings).
+    if (!words.empty()) {
+      auto rw = exit.rewrite.find(words[0]);
+      if (rw != exit.rewrite.end()) {
+        std::vector<std::string> rest = rw->second(std::vector<std::string>(words.begin() + 1, words.end()));
+        words.resize(1);
+        words.insert(words.end(), rest.begin(), rest.end());
+      }
+    }
+    std::vector<std::string> args(words.rbegin(), words.rend());  // CLI11 wants them reversed
     root.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = root.exit(e);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "mtrain/config/compat_flags.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/slurm/job_options.hpp"
 
@@ -47,7 +48,11 @@ void walk(const CLI::App* app, const std::string& path, const Hints& h, std::vec
   }
   if (auto it = h.extra_options.find(path); it != h.extra_options.end())
     for (const auto& s : it->second)
-      if (std::none_of(c.options.begin(), c.options.end(), [&](const OptionSpec& x) { return x.names == s.names; }))
+      if (std::none_of(c.options.begin(), c.options.end(), [&](const OptionSpec& x) {
+            return std::any_of(s.names.begin(), s.names.end(), [&](const std::string& n) {
+              return std::find(x.names.begin(), x.names.end(), n) != x.names.end();
+            });
+          }))
         c.options.push_back(s);
   std::vector<const CLI::App*> subs;
   for (const CLI::App* sub : app->get_subcommands([](const CLI::App*) { return true; }))
@@ -86,6 +91,13 @@ Hints default_hints() {
   slurm_opts.push_back({{"--script-file"}, true, {}, "files", "Where to write the script"});
   slurm_opts.push_back({{"--format"}, true, {"text", "json"}, "", "Output format"});
   h.extra_options["mtrain slurm submit"] = slurm_opts;
+  // torchrun / deepspeed / accelerate spellings `mtrain launch` takes (compat_flags.hpp); the
+  // refused ones are not offered. A spelling that is also launch's own is listed once.
+  std::vector<OptionSpec> compat;
+  for (const auto& c : config::compat_flags())
+    if (c.action != config::CompatAction::Refuse)
+      for (const auto& name : c.spellings) compat.push_back({{name}, c.takes_value, {}, "", c.meaning});
+  h.extra_options["mtrain launch"] = compat;
   return h;
 }
 

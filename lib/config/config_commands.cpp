@@ -7,13 +7,16 @@
 #include <ostream>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include "mtrain/config/docs.hpp"
+#include "mtrain/config/export.hpp"
 #include "mtrain/config/import.hpp"
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/config/validate.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
 
@@ -80,6 +83,63 @@ int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& o
                        "show --config {} --sources\n",
                        opt.output, to_string(r.format), r.values.size(), r.warnings.size(), opt.output);
   }
+  return kExitOk;
+}
+
+namespace {
+
+// accelerate's config.yaml: a flat mapping with nested deepspeed_config / fsdp_config.
+void emit_yaml(YAML::Emitter& y, const json& v) {
+  if (v.is_object()) {
+    y << YAML::BeginMap;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      y << YAML::Key << it.key() << YAML::Value;
+      emit_yaml(y, *it);
+    }
+    y << YAML::EndMap;
+  } else if (v.is_boolean()) {
+    y << v.get<bool>();
+  } else if (v.is_string()) {
+    y << v.get<std::string>();
+  } else if (v.is_number_integer()) {
+    y << v.get<long long>();
+  } else {
+    y << v.dump();  // a double as JSON writes it: shortest exact form, always with a '.' or exponent
+  }
+}
+
+}  // namespace
+
+int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& out, std::ostream& err) {
+  if (opt.to != "deepspeed" && opt.to != "accelerate")
+    throw Error(fmt::format("--to '{}' is not deepspeed or accelerate", opt.to));
+  JobInputs in;
+  in.job_file = opt.file;
+  in.env = opt.env;
+  Resolved r = resolve_job(reg, in);
+  for (const auto& w : r.warnings) err << "warning: " << w << "\n";
+  ExportResult e = opt.to == "deepspeed" ? export_deepspeed(r.job) : export_accelerate(r.job);
+  std::string text;
+  if (opt.to == "deepspeed") {
+    text = e.doc.dump(2) + "\n";
+  } else {
+    YAML::Emitter y;
+    emit_yaml(y, e.doc);
+    text = std::string(y.c_str()) + "\n";
+  }
+  std::vector<std::string> left;
+  for (const auto& s : reg.all()) {
+    auto it = r.provenance.find(s.key);
+    if (e.mapped.count(s.key) || s.scope == Scope::Slurm || it == r.provenance.end() ||
+        it->second.first == Source::Default)
+      continue;
+    left.push_back(s.key);
+  }
+  if (!left.empty())
+    err << fmt::format("warning: a {} config has no place for: {}\n", opt.to == "deepspeed" ? "DeepSpeed" : "accelerate",
+                       str::join(left, ", "));
+  if (opt.output.empty()) out << text;
+  else write_file(opt.output, text, opt.force);
   return kExitOk;
 }
 

@@ -36,6 +36,17 @@ struct ImportOptions {
 };
 int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& out, std::ostream& err);
 
+struct ExportOptions {
+  std::string file;                           // job file (or a DeepSpeed/accelerate config)
+  std::string to;                             // deepspeed | accelerate
+  std::string output;                         // empty: stdout
+  bool force = false;
+  std::map<std::string, std::string> env;     // MTRAIN_* take part, as for launch
+};
+// Writes the resolved job as a ds_config.json or an accelerate config.yaml; the settings the
+// target has no place for are named on `err`.
+int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& out, std::ostream& err);
+
 int config_init(const Registry& reg, const InitOptions& opt, std::istream& in, std::ostream& out);
 
 struct DocsOptions {

@@ -104,19 +104,36 @@ std::string dir_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
+// Keys only a DeepSpeed config has at its top level (mtrain's sections are other words).
+bool has_deepspeed_key(const json& doc) {
+  for (const char* k : {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size", "fp16", "bf16",
+                        "gradient_accumulation_steps", "gradient_clipping", "steps_per_print", "optimizer",
+                        "scheduler", "wall_clock_breakdown"})
+    if (doc.contains(k)) return true;
+  return false;
+}
+
+bool has_accelerate_key(const json& doc) {
+  for (const char* k : {"distributed_type", "compute_environment", "num_processes", "mixed_precision"})
+    if (doc.contains(k)) return true;
+  return false;
+}
+
+bool is_json_text(const std::string& text) {
+  const std::string t = str::trim(text);
+  return !t.empty() && (t[0] == '{' || str::starts_with(t, "//") || str::starts_with(t, "/*"));
+}
+
 ImportResult import_text_in(const Registry& reg, const std::string& text, const std::string& origin,
                             const std::string& base_dir) {
-  const std::string t = str::trim(text);
-  if (!t.empty() && (t[0] == '{' || str::starts_with(t, "//") || str::starts_with(t, "/*"))) {
+  if (is_json_text(text)) {
     json ds = parse_json_with_comments(text, origin);
     return import_deepspeed(reg, ds, origin);
   }
   json doc = yaml_to_json(text, origin);
   if (doc.is_object()) {
-    for (const char* k : {"distributed_type", "compute_environment", "num_processes", "mixed_precision"})
-      if (doc.contains(k)) return import_accelerate(reg, doc, origin, base_dir);
-    for (const char* k : {"zero_optimization", "train_micro_batch_size_per_gpu", "train_batch_size"})
-      if (doc.contains(k)) return import_deepspeed(reg, doc, origin);
+    if (has_accelerate_key(doc)) return import_accelerate(reg, doc, origin, base_dir);
+    if (has_deepspeed_key(doc)) return import_deepspeed(reg, doc, origin);
     auto is_mtrain = [&](const std::string& k) {
       for (const auto& s : reg.all())
         if (s.key == k || s.key.rfind(k + ".", 0) == 0) return true;
@@ -171,6 +188,17 @@ json yaml_to_json(const std::string& text, const std::string& origin) {
     throw Error(fmt::format("{}:{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg),
                 "Check the indentation and quoting near that spot.");
   }
+}
+
+std::optional<ImportFormat> detect_foreign(const std::string& text) {
+  try {
+    json doc = is_json_text(text) ? parse_json_with_comments(text, "") : yaml_to_json(text, "");
+    if (!doc.is_object()) return std::nullopt;
+    if (has_accelerate_key(doc)) return ImportFormat::Accelerate;
+    if (has_deepspeed_key(doc)) return ImportFormat::DeepSpeed;
+  } catch (const Error&) {
+  }
+  return std::nullopt;  // an mtrain job file, or text the job-file reader reports on
 }
 
 ImportResult import_text(const Registry& reg, const std::string& text, const std::string& origin) {

@@ -5,6 +5,7 @@
 // The format is detected from the content. Every key is either mapped to a setting or listed as a
 // warning saying why it was not: nothing is dropped silently.
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ ImportResult import_deepspeed(const Registry& reg, const json& ds, const std::st
 // deepspeed_config_file.
 ImportResult import_accelerate(const Registry& reg, const json& doc, const std::string& origin,
                                const std::string& base_dir);
+
+// A DeepSpeed or accelerate config (by its top-level keys), or nullopt: an mtrain job file (or
+// text that is not a mapping; the job-file reader reports on it). Never throws.
+std::optional<ImportFormat> detect_foreign(const std::string& text);
 
 // Detects the format from the text and imports it.
 ImportResult import_text(const Registry& reg, const std::string& text, const std::string& origin);

@@ -2,6 +2,7 @@
 // counts num_processes over all machines; mtrain counts ranks per node.
 #include <fmt/format.h>
 
+#include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/import.hpp"
 #include "mtrain/core/error.hpp"
 
@@ -69,16 +70,14 @@ void import_fsdp_plugin(Importer& im, const json& f) {
     if (k == "fsdp_sharding_strategy") {
       im.set(path, "fsdp.sharding_strategy", fsdp_strategy(v));
     } else if (k == "fsdp_auto_wrap_policy") {
-      const std::string p = text(v);
-      if (p == "TRANSFORMER_BASED_WRAP") im.set(path, "fsdp.wrap_policy", "layer");
-      else if (p == "SIZE_BASED_WRAP") im.set(path, "fsdp.wrap_policy", "size");
-      else if (p == "NO_WRAP") im.set(path, "fsdp.wrap_policy", "none");
+      const std::string p = text(v), policy = foreign::to_mtrain(foreign::kWrapPolicies, p);
+      if (policy != p) im.set(path, "fsdp.wrap_policy", policy);
       else im.unmapped(path, v);
     } else if (k == "fsdp_min_num_params") {
       im.set(path, "fsdp.min_num_params", v);
     } else if (k == "fsdp_backward_prefetch" || k == "fsdp_backward_prefetch_policy") {
       const std::string p = text(v);
-      im.set(path, "fsdp.backward_prefetch", p == "NO_PREFETCH" ? "NONE" : p);
+      im.set(path, "fsdp.backward_prefetch", foreign::to_mtrain(foreign::kPrefetch, p));
     } else if (k == "fsdp_forward_prefetch") {
       im.set(path, "fsdp.forward_prefetch", v);
     } else if (k == "fsdp_offload_params") {

@@ -4,7 +4,9 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/import.hpp"
 #include "mtrain/core/error.hpp"
 
@@ -36,25 +38,31 @@ void import_fp16(Importer& im, const json& fp16, bool bf16_on) {
     throw Error("fp16.enabled and bf16.enabled are both true",
                 "DeepSpeed refuses this too: keep one of them (bf16 needs no loss scaling).");
   if (on) im.set("fp16.enabled", "train.precision", "fp16");
-  if (is_auto(enabled))
-    im.warn("fp16.enabled", "'auto' (the HuggingFace Trainer's --fp16) — mtrain keeps train.precision "
-                            "fp32; the loss-scaling values below are kept for --precision fp16");
-  static const std::map<std::string, std::string> keys = {
-      {"loss_scale", "precision.loss_scale"},
-      {"initial_scale_power", "precision.initial_scale_power"},
-      {"loss_scale_window", "precision.loss_scale_window"},
-      {"hysteresis", "precision.hysteresis"},
-      {"min_loss_scale", "precision.min_loss_scale"}};
+  // 'auto' (the HuggingFace Trainer fills it from --fp16) leaves fp32 here. The loss-scaling
+  // values are not imported then: kept, they would warn "applies only to fp16" on every command.
+  if (is_auto(enabled)) {
+    std::vector<std::string> scaling;
+    for (auto it = fp16.begin(); it != fp16.end(); ++it)
+      if (it.key() != "enabled") scaling.push_back(it.key());
+    im.warn("fp16.enabled", fmt::format("'auto' (the HuggingFace Trainer's --fp16) — mtrain keeps train.precision "
+                                        "fp32{}",
+                                        scaling.empty() ? std::string()
+                                                        : fmt::format(", and the loss scaling ({}) is not imported: it "
+                                                                      "applies to fp16 only (--precision fp16 "
+                                                                      "--set precision.…)",
+                                                                      fmt::join(scaling, ", "))));
+    return;
+  }
   for (auto it = fp16.begin(); it != fp16.end(); ++it) {
     const std::string path = "fp16." + it.key();
     if (it.key() == "enabled") continue;
-    auto k = keys.find(it.key());
-    if (k == keys.end()) {
+    const std::string key = foreign::to_mtrain(foreign::kFp16Keys, it.key());
+    if (key == it.key()) {
       im.unmapped(path, *it);
     } else if (enabled == false) {
       im.warn(path, "fp16 is disabled, so loss scaling does not apply; not imported");
     } else {
-      map_or_auto(im, *it, path, k->second, "at its default");
+      map_or_auto(im, *it, path, key, "at its default");
     }
   }
 }
@@ -163,17 +171,6 @@ void import_offload(Importer& im, const json& off, const std::string& path, cons
 }
 
 void import_zero(Importer& im, const json& z) {
-  static const std::map<std::string, std::string> direct = {
-      {"allgather_bucket_size", "zero.allgather_bucket_size"},
-      {"reduce_bucket_size", "zero.reduce_bucket_size"},
-      {"overlap_comm", "zero.overlap_comm"},
-      {"contiguous_gradients", "zero.contiguous_gradients"},
-      {"stage3_prefetch_bucket_size", "zero.stage3_prefetch_bucket_size"},
-      {"stage3_param_persistence_threshold", "zero.stage3_param_persistence_threshold"},
-      {"stage3_max_live_parameters", "zero.stage3_max_live_parameters"},
-      {"stage3_max_reuse_distance", "zero.stage3_max_reuse_distance"},
-      {"stage3_gather_16bit_weights_on_model_save", "zero.stage3_gather_16bit_weights_on_model_save"},
-      {"stage3_gather_fp16_weights_on_model_save", "zero.stage3_gather_16bit_weights_on_model_save"}};
   for (auto it = z.begin(); it != z.end(); ++it) {
     const std::string path = "zero_optimization." + it.key();
     const json& v = *it;
@@ -181,8 +178,10 @@ void import_zero(Importer& im, const json& z) {
       im.set(path, "zero.stage", v);
       const long long stage = v.get<long long>();
       im.set(path, "strategy", stage == 0 ? "ddp" : fmt::format("zero{}", stage));
-    } else if (auto d = direct.find(it.key()); d != direct.end()) {
-      map_or_auto(im, v, path, d->second, "at its default");
+    } else if (it.key() == "stage3_gather_fp16_weights_on_model_save") {  // the older spelling
+      im.set(path, "zero.stage3_gather_16bit_weights_on_model_save", v);
+    } else if (const std::string key = foreign::to_mtrain(foreign::kZeroKeys, it.key()); key != it.key()) {
+      map_or_auto(im, v, path, key, "at its default");
     } else if (it.key() == "offload_optimizer" && v.is_object()) {
       import_offload(im, v, path, "zero.offload_optimizer_device");
     } else if (it.key() == "offload_param" && v.is_object()) {

@@ -103,6 +103,12 @@ void add_launch_settings(Registry& r) {
                "Seconds to wait for every node to join before giving up.", "rdzv-timeout"));
   r.add(integer("launch.max_restarts", 0, 0, 1000,
                 "Times the whole group is restarted after a rank fails.", "max-restarts"));
+  r.add(choice("launch.pass_config", "none", {"none", "deepspeed", "accelerate"},
+               "How the job's trainer settings reach a program given to `mtrain launch` (the resolved "
+               "job is always in the file MTRAIN_JOB_FILE names): none, deepspeed (each rank gets "
+               "--deepspeed_config FILE, a ds_config.json made from the job) or accelerate (the "
+               "ACCELERATE_*/FSDP_* variables `accelerate launch` sets).",
+               "pass-config"));
   r.add(text("launch.log_dir", "",
              "Folder for one log file per rank (empty: output only on the console).",
              "log-dir"));

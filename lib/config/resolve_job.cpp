@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/cross_checks.hpp"
+#include "mtrain/config/yaml_layer.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 
@@ -78,9 +79,17 @@ std::string default_user_file(const std::map<std::string, std::string>& env) {
 
 Resolved resolve_job(const Registry& reg, const JobInputs& in) {
   std::vector<Layer> layers;
+  std::vector<std::string> file_warnings;  // e.g. what an on-the-fly DeepSpeed import left out
+  auto load = [&](const std::string& path, Source source) {
+    YamlLayer y = read_yaml_layer(reg, path, source);
+    throw_if_errors(y.issues, path);
+    for (const auto& i : y.issues)
+      if (!i.error) file_warnings.push_back(i.where.str() + ": " + i.message + (i.hint.empty() ? "" : ". " + i.hint));
+    return y.layer;
+  };
   const std::string user = in.user_file.empty() ? default_user_file(in.env) : in.user_file;
-  if (!user.empty() && file_exists(user)) layers.push_back(load_yaml_layer(reg, user, Source::UserFile));
-  if (!in.job_file.empty()) layers.push_back(load_yaml_layer(reg, in.job_file, Source::JobFile));
+  if (!user.empty() && file_exists(user)) layers.push_back(load(user, Source::UserFile));
+  if (!in.job_file.empty()) layers.push_back(load(in.job_file, Source::JobFile));
   auto env = env_layers(reg, in.env);
   layers.insert(layers.end(), env.begin(), env.end());
   auto flags = flag_layers(reg, in.flags);
@@ -89,6 +98,7 @@ Resolved resolve_job(const Registry& reg, const JobInputs& in) {
   layers.insert(layers.end(), sets.begin(), sets.end());
 
   Resolved r = resolve(reg, layers);
+  r.warnings = file_warnings;
   std::vector<std::string> errors;
   for (const auto& p : cross_check(reg, r)) {
     std::vector<std::string> from;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "mtrain/config/import.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -166,6 +167,28 @@ YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const s
   return out;
 }
 
+// A raw DeepSpeed or accelerate config given where a job file goes (--config, config validate,
+// config show): imported on the fly; the import's warnings become warnings of the file.
+YamlLayer import_layer(const Registry& reg, const std::string& text, const std::string& path, Source source,
+                       ImportFormat format) {
+  YamlLayer out;
+  out.layer.source = source;
+  out.layer.origin = path;
+  try {
+    ImportResult r = import_text(reg, text, path);
+    out.layer.values = r.values;
+    out.issues.push_back({false, {path, 0, 0}, "",
+                          fmt::format("is {} {}; imported on the fly ({} settings, {} not imported)",
+                                      format == ImportFormat::DeepSpeed ? "a" : "an", to_string(format),
+                                      r.values.size(), r.warnings.size()),
+                          fmt::format("`mtrain config import {} -o job.yaml` writes it as a job file.", path)});
+    for (const auto& w : r.warnings) out.issues.push_back({false, {path, 0, 0}, "", w, ""});
+  } catch (const Error& e) {
+    out.issues.push_back({true, {path, 0, 0}, "", e.message(), e.hint()});
+  }
+  return out;
+}
+
 YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source) {
   std::ifstream in(path);
   if (!in) {
@@ -178,7 +201,9 @@ YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source s
   }
   std::stringstream ss;
   ss << in.rdbuf();
-  return parse_yaml_layer(reg, ss.str(), path, source);
+  const std::string text = ss.str();
+  if (auto format = detect_foreign(text)) return import_layer(reg, text, path, source, *format);
+  return parse_yaml_layer(reg, text, path, source);
 }
 
 void throw_if_errors(const std::vector<Issue>& issues, const std::string& what) {

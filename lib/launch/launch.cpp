@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/export.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -67,6 +68,30 @@ static void apply_slurm(LaunchOptions& opt, const EnvMap& env) {
   if (p.master_addr.empty()) p.master_addr = a->master_addr;
   if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
   if (p.job_id.empty()) p.job_id = "slurm-" + a->job_id;
+}
+
+// Written once per run, atomically (a temporary name, then rename): a rank that reads the file
+// sees all of it or none. 0640: a job may hold paths and names its owner keeps private.
+static void write_run_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
+  const bool ok = fd >= 0 && fchmod(fd, 0640) == 0 &&
+                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  if (fd >= 0) ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error(fmt::format("cannot write {}", path), "Check --log-dir (free space, permissions).");
+}
+
+// The interpreter of PROGRAM.py and -m, as an absolute path so that --dry-run shows which one.
+static void resolve_python(plan::PlanOptions& p, const EnvMap& env) {
+  if (!plan::runs_with_python(p)) return;
+  try {
+    p.python = resolve_program(p.python, env);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} runs with Python, but {}", p.program.front(), e.message()),
+                "Give the interpreter with --python PATH (or MTRAIN_PYTHON), or --no-python to execute the "
+                "program itself.");
+  }
 }
 
 int run_launch(LaunchOptions opt) {
@@ -154,6 +179,18 @@ int run_launch(LaunchOptions opt) {
   }
   p.error_file_dir = run_dir;
   p.heartbeat_file = opt.heartbeat_timeout_s > 0;
+  resolve_python(p, env);
+  const std::string job_file = (fs::path(run_dir) / "job.json").string();
+  const std::string ds_file = (fs::path(run_dir) / "ds_config.json").string();
+  if (!p.program.empty() && !opt.job_spec_json.empty()) {
+    p.extra_env["MTRAIN_JOB_FILE"] = job_file;
+    if (opt.pass_config == "deepspeed") p.extra_args = {"--deepspeed_config", ds_file};
+    if (opt.pass_config == "accelerate") {
+      config::json job = opt.job;
+      config::set(job, "launch.device", p.device);  // a flag's value is not in the job
+      for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
+    }
+  }
 
   if (p.program.empty()) {
     if (opt.worker_path.empty())
@@ -196,20 +233,17 @@ int run_launch(LaunchOptions opt) {
   // Input checks that touch the system, before anything starts.
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
+  if (plan::runs_with_python(p) && !p.module && ::access(p.program.front().c_str(), R_OK) != 0)
+    throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
+                "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
   if (!agent && lp.nodes.at(0).node_rank == 0) check_port_free(lp.master_addr, lp.master_port);
 
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.
   create_folders(run_dir, 0755);
   chmod(run_dir.c_str(), 0750);
-  if (p.program.empty()) {
-    const std::string job_file = (fs::path(run_dir) / "job.json").string();
-    const int fd = ::open(job_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
-    const std::string& text = opt.job_spec_json;
-    const bool ok = fd >= 0 && fchmod(fd, 0640) == 0 &&
-                    ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    if (fd >= 0) ::close(fd);
-    if (!ok) throw Error(fmt::format("cannot write {}", job_file), "Check --log-dir (free space, permissions).");
-  }
+  if (!opt.job_spec_json.empty()) write_run_file(job_file, opt.job_spec_json);
+  if (!p.program.empty() && opt.pass_config == "deepspeed" && !opt.job.is_null())
+    write_run_file(ds_file, config::export_deepspeed(opt.job, agent ? 0 : lp.world_size).doc.dump(2) + "\n");
 
   so.grace_period = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   so.error_file_dir = run_dir;

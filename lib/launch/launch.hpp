@@ -48,6 +48,11 @@ struct LaunchOptions {
   bool master_port_given = false;
   double heartbeat_timeout_s = 0;  // per rank; 0 = off (progress_watch.hpp)
   MultiNodeOptions multi;
+  // A program's view of the job (empty `job`: none was resolved): the job spec goes to
+  // <run dir>/job.json (MTRAIN_JOB_FILE); pass_config deepspeed adds --deepspeed_config
+  // <run dir>/ds_config.json to every rank, accelerate the ACCELERATE_* variables.
+  std::string pass_config = "none";
+  nlohmann::json job;
 };
 
 int run_launch(LaunchOptions opt);

@@ -103,6 +103,9 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
   if (!o.log_dir.empty()) a.insert(a.end(), {"--log-dir", fs::absolute(o.log_dir).string()});
   if (o.tee) a.push_back("--tee");
   if (p.module) a.push_back("-m");
+  if (p.no_python) a.push_back("--no-python");
+  if (p.python != "python3") a.insert(a.end(), {"--python", p.python});
+  if (opt.pass_config != "none") a.insert(a.end(), {"--pass-config", opt.pass_config});
   if (p.local_rank_arg) a.push_back("--local-rank-arg");
   if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
   a.push_back("--");
@@ -232,7 +235,8 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   std::error_code ec;
   r.workdir = fs::current_path(ec).string();
   r.token = token;
-  if (p.program.empty()) r.job_spec = nlohmann::json::parse(opt.job_spec_json).dump();  // one line
+  // The resolved job: for the bundled trainer, and for a program's MTRAIN_JOB_FILE on every host.
+  if (!opt.job_spec_json.empty()) r.job_spec = nlohmann::json::parse(opt.job_spec_json).dump();  // one line
   r.grace = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   r.job_status = [&server] { return server.status(); };
   r.abort_job = [&server](const std::string& why) { server.abort(why); };

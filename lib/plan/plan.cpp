@@ -104,12 +104,15 @@ std::vector<std::string> rank_argv(const PlanOptions& o, int local_rank) {
   std::vector<std::string> argv;
   if (o.program.empty()) {
     argv = o.worker_argv;
-  } else if (o.module) {
-    argv = {"python3", "-m"};
+  } else if (runs_with_python(o)) {
+    // As torchrun: unbuffered, so every line reaches the console as it is printed.
+    argv = {o.python, "-u"};
+    if (o.module) argv.push_back("-m");
     argv.insert(argv.end(), o.program.begin(), o.program.end());
   } else {
     argv = o.program;
   }
+  if (!o.program.empty()) argv.insert(argv.end(), o.extra_args.begin(), o.extra_args.end());
   if (o.local_rank_arg && !o.program.empty()) argv.push_back(fmt::format("--local_rank={}", local_rank));
   return argv;
 }
@@ -163,6 +166,7 @@ Node make_node(const PlanOptions& o, const LaunchPlan& p, const NodeLayout& l) {
     e["MTRAIN_JOB_ID"] = o.job_id;
     e["MTRAIN_HOST"] = l.host;
     e["MTRAIN_GPU"] = w.gpu ? std::to_string(*w.gpu) : "";
+    for (const auto& [k, v] : o.extra_env) e[k] = v;
     node.workers.push_back(std::move(w));
   }
   return node;
@@ -182,6 +186,11 @@ LaunchPlan plan_header(const PlanOptions& o, int world_size, int nnodes, const s
 }
 
 }  // namespace
+
+bool runs_with_python(const PlanOptions& o) {
+  if (o.program.empty()) return false;
+  return o.module || (!o.no_python && str::ends_with(o.program.front(), ".py"));
+}
 
 LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
   bool explicit_sel = false;

@@ -29,7 +29,12 @@ struct PlanOptions {
   std::string role = "default";
   int max_restarts = 0;
   std::vector<std::string> program;  // argv; empty → the bundled trainer (worker_argv)
-  bool module = false;               // -m: python3 -m program[0] program[1:]
+  bool module = false;               // -m: <python> -u -m program[0] program[1:]
+  // torchrun's rule: a program ending in .py runs as `<python> -u program…` unless no_python.
+  std::string python = "python3";    // --python / MTRAIN_PYTHON (the launcher resolves it on PATH)
+  bool no_python = false;            // --no-python: exec program[0] itself
+  std::vector<std::string> extra_args;  // appended to a program's arguments (--deepspeed_config F)
+  Env extra_env;                     // added to every rank's environment (MTRAIN_JOB_FILE, ACCELERATE_*)
   bool local_rank_arg = false;       // append --local_rank=N (DeepSpeed launcher style)
   std::vector<std::string> worker_argv;  // mtrain-worker --job FILE, when program is empty
   std::string error_file_dir;        // TORCHELASTIC_ERROR_FILE = <dir>/attempt_<k>/<rank>/error.json
@@ -82,6 +87,9 @@ struct LaunchPlan {
 };
 
 LaunchPlan build_plan(const PlanOptions& opt, const HostFacts& facts);
+
+// Whether the program runs through the Python interpreter (-m, or a .py file without --no-python).
+bool runs_with_python(const PlanOptions& opt);
 
 // A node of a multi-node job as the launcher sees it: a host and its selected slots (hostfile
 // slots=N are slots 0..N-1; gpus=LIST names them).

@@ -35,6 +35,14 @@ no_survivors() {
 # test can signal it — `timeout` would take the signal itself); sets $watchdog, kill it after wait.
 bound() { ( sleep "$2"; kill -9 "$1" 2>/dev/null ) >/dev/null 2>&1 & watchdog=$!; }
 
+# refused EXPECTED_TEXT ARGS... : `mtrain launch ARGS` exits 2 (bad input) and says EXPECTED_TEXT.
+refused() {
+  local text=$1; shift
+  run_mtrain "$WORK/refused.out" launch "$@"
+  expect_rc 2 "refused: $*"
+  expect_in "$WORK/refused.out" "$text"
+}
+
 need_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"; }
 
 finish() {

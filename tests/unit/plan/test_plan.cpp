@@ -173,8 +173,26 @@ TEST_CASE("program forms: plain, -m, --local_rank, bundled trainer", "[plan]") {
   o.module = true;
   o.program = {"pkg.train", "--x"};
   p = build_plan(o, host(2, {}));
-  CHECK(p.nodes[0].workers[0].argv == std::vector<std::string>{"python3", "-m", "pkg.train", "--x"});
+  CHECK(p.nodes[0].workers[0].argv == std::vector<std::string>{"python3", "-u", "-m", "pkg.train", "--x"});
   o.module = false;
+  // torchrun's rule: a .py program runs with the interpreter (unbuffered) unless --no-python.
+  o.python = "/opt/py/bin/python3";
+  o.program = {"train.py", "--lr", "1"};
+  o.extra_args = {"--deepspeed_config", "/run/ds_config.json"};
+  o.extra_env = {{"MTRAIN_JOB_FILE", "/run/job.json"}};
+  p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[0].argv == std::vector<std::string>{"/opt/py/bin/python3", "-u", "train.py", "--lr", "1",
+                                                               "--deepspeed_config", "/run/ds_config.json"});
+  CHECK(p.nodes[0].workers[1].env.at("MTRAIN_JOB_FILE") == "/run/job.json");
+  o.no_python = true;
+  p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[0].argv.front() == "train.py");
+  o.no_python = false;
+  o.program = {"./train.sh"};  // not .py: executed itself
+  p = build_plan(o, host(2, {}));
+  CHECK(p.nodes[0].workers[0].argv.front() == "./train.sh");
+  o.extra_args.clear();
+  o.extra_env.clear();
   o.program.clear();
   o.worker_argv = {"/opt/mtrain-worker", "--job", "/tmp/j.json"};
   p = build_plan(o, host(2, {}));

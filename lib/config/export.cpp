@@ -1,0 +1,257 @@
+// Job → DeepSpeed ds_config.json / accelerate config and environment. Key names and value types
+// follow DeepSpeed's config reference and accelerate's launcher; each is the inverse of what
+// import_deepspeed.cpp / import_accelerate.cpp map (tests/unit/config/test_export.cpp proves
+// import(export(job)) for every key listed in `mapped`).
+#include "mtrain/config/export.hpp"
+
+#include <fmt/format.h>
+
+#include "mtrain/config/foreign_keys.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::config {
+
+namespace {
+
+long long as_int(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
+double as_num(const json& job, const std::string& key) { return get(job, key).get<double>(); }
+std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
+bool as_bool(const json& job, const std::string& key) { return get(job, key).get<bool>(); }
+
+// ZeRO stage of the job's strategy: zero1-3 → 1-3, else 0.
+int zero_stage(const json& job) {
+  const std::string s = as_text(job, "strategy");
+  return str::starts_with(s, "zero") ? s.back() - '0' : 0;
+}
+
+std::string num_text(double v) { return json(v).dump(); }
+
+}  // namespace
+
+ExportResult export_deepspeed(const json& job, long long world_size) {
+  ExportResult r;
+  json& ds = r.doc;
+  auto& m = r.mapped;
+  const long long micro = as_int(job, "train.batch_size"), accum = as_int(job, "train.grad_accum");
+  ds["train_micro_batch_size_per_gpu"] = micro;
+  ds["gradient_accumulation_steps"] = accum;
+  m.insert({"train.batch_size", "train.grad_accum"});
+  // DeepSpeed's train_batch_size is the global batch: micro x accumulation x world size.
+  const long long global = as_int(job, "train.global_batch_size");
+  if (global > 0) ds["train_batch_size"] = global;
+  else if (world_size > 0) ds["train_batch_size"] = micro * accum * world_size;
+  m.insert("train.global_batch_size");
+  ds["gradient_clipping"] = as_num(job, "optim.grad_clip");
+  ds["steps_per_print"] = as_int(job, "train.log_interval");
+  m.insert({"optim.grad_clip", "train.log_interval", "train.precision"});
+
+  const std::string precision = as_text(job, "train.precision");
+  ds["bf16"] = {{"enabled", precision == "bf16"}};
+  ds["fp16"] = {{"enabled", precision == "fp16"}};
+  if (precision == "fp16") {
+    for (const auto& [name, key] : foreign::kFp16Keys) {
+      ds["fp16"][name] = get(job, key);
+      m.insert(key);
+    }
+  }
+
+  const std::string strategy = as_text(job, "strategy");
+  const int stage = zero_stage(job);
+  const long long embd = as_int(job, "model.n_embd");
+  json z;
+  z["stage"] = stage;
+  for (const auto& [name, key] : foreign::kZeroKeys) {
+    const json& v = get(job, key);
+    z[name] = v;
+    m.insert(key);
+    if (!v.is_string()) continue;
+    // 'auto' becomes the number the worker would use (lib/trainer/loop/train_job.cpp); DeepSpeed
+    // itself takes no "auto".
+    const std::string k = key;
+    if (k == "zero.overlap_comm") z[name] = stage == 3;
+    else if (k == "zero.reduce_bucket_size") z[name] = embd * embd;
+    else if (k == "zero.stage3_prefetch_bucket_size") z[name] = embd * embd * 9 / 10;
+    else if (k == "zero.stage3_param_persistence_threshold") z[name] = 10 * embd;
+  }
+  if (as_text(job, "zero.offload_optimizer_device") != "none")
+    z["offload_optimizer"] = {{"device", as_text(job, "zero.offload_optimizer_device")}};
+  if (as_text(job, "zero.offload_param_device") != "none")
+    z["offload_param"] = {{"device", as_text(job, "zero.offload_param_device")}};
+  ds["zero_optimization"] = z;
+  if (strategy != "fsdp") m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
+  m.insert({"zero.stage", "zero.offload_optimizer_device", "zero.offload_param_device"});
+
+  const double lr = as_num(job, "optim.lr");
+  if (as_text(job, "optim.name") == "adamw") {
+    ds["optimizer"] = {{"type", "AdamW"},
+                       {"params", {{"lr", lr},
+                                   {"betas", {as_num(job, "optim.beta1"), as_num(job, "optim.beta2")}},
+                                   {"eps", as_num(job, "optim.eps")},
+                                   {"weight_decay", as_num(job, "optim.weight_decay")}}}};
+    m.insert({"optim.beta1", "optim.beta2", "optim.eps"});
+  } else {
+    ds["optimizer"] = {{"type", "SGD"},
+                       {"params", {{"lr", lr},
+                                   {"momentum", as_num(job, "optim.momentum")},
+                                   {"weight_decay", as_num(job, "optim.weight_decay")},
+                                   {"nesterov", as_bool(job, "optim.nesterov")}}}};
+    m.insert({"optim.momentum", "optim.nesterov"});
+  }
+  m.insert({"optim.name", "optim.lr", "optim.weight_decay"});
+
+  // Schedules: DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR with a linear warmup from 0.
+  const std::string sched = as_text(job, "sched.name");
+  const long long warmup = as_int(job, "sched.warmup_steps");
+  const long long max_steps = as_int(job, "train.max_steps");
+  if (sched == "constant") {
+    ds["scheduler"] = {{"type", "WarmupLR"},
+                       {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
+                                   {"warmup_type", "linear"}}}};
+    m.insert({"sched.name", "sched.warmup_steps"});
+  } else if (sched == "linear" && as_num(job, "sched.start_factor") == 1.0 && as_num(job, "sched.end_factor") == 0.0) {
+    const long long iters = as_int(job, "sched.total_iters");
+    ds["scheduler"] = {{"type", "WarmupDecayLR"},
+                       {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
+                                   {"total_num_steps", warmup + (iters > 0 ? iters : max_steps)},
+                                   {"warmup_type", "linear"}}}};
+    m.insert({"sched.name", "sched.warmup_steps", "sched.start_factor", "sched.end_factor", "sched.total_iters"});
+  } else if (sched == "cosine") {
+    ds["scheduler"] = {{"type", "WarmupCosineLR"},
+                       {"params", {{"warmup_num_steps", warmup}, {"total_num_steps", max_steps},
+                                   {"cos_min_ratio", lr > 0 ? as_num(job, "sched.min_lr") / lr : 0.0},
+                                   {"warmup_type", "linear"}}}};
+    m.insert({"sched.name", "sched.warmup_steps", "sched.min_lr"});
+  }
+  // step, and linear with other factors: DeepSpeed has no such schedule (left unmapped).
+  return r;
+}
+
+ExportResult export_accelerate(const json& job) {
+  ExportResult r;
+  json& a = r.doc;
+  auto& m = r.mapped;
+  a["compute_environment"] = "LOCAL_MACHINE";
+  const std::string strategy = as_text(job, "strategy");
+  const std::string device = as_text(job, "launch.device");
+  const std::string precision = as_text(job, "train.precision");
+  a["mixed_precision"] = precision == "fp32" ? "no" : precision;
+  m.insert({"strategy", "train.precision"});
+  if (str::starts_with(strategy, "zero")) {
+    a["distributed_type"] = "DEEPSPEED";
+    json d;
+    d["zero_stage"] = zero_stage(job);
+    d["gradient_accumulation_steps"] = as_int(job, "train.grad_accum");
+    d["gradient_clipping"] = as_num(job, "optim.grad_clip");
+    d["offload_optimizer_device"] = as_text(job, "zero.offload_optimizer_device");
+    d["offload_param_device"] = as_text(job, "zero.offload_param_device");
+    d["zero3_save_16bit_model"] = as_bool(job, "zero.stage3_gather_16bit_weights_on_model_save");
+    if (!as_text(job, "launch.hostfile").empty()) d["deepspeed_hostfile"] = as_text(job, "launch.hostfile");
+    if (!as_text(job, "launch.include").empty()) d["deepspeed_inclusion_filter"] = as_text(job, "launch.include");
+    if (!as_text(job, "launch.exclude").empty()) d["deepspeed_exclusion_filter"] = as_text(job, "launch.exclude");
+    a["deepspeed_config"] = d;
+    m.insert({"zero.stage", "train.grad_accum", "optim.grad_clip", "zero.offload_optimizer_device",
+              "zero.offload_param_device", "zero.stage3_gather_16bit_weights_on_model_save", "launch.hostfile",
+              "launch.include", "launch.exclude"});
+  } else if (strategy == "fsdp") {
+    a["distributed_type"] = "FSDP";
+    const std::string wrap = as_text(job, "fsdp.wrap_policy");
+    const std::string prefetch = as_text(job, "fsdp.backward_prefetch");
+    a["fsdp_config"] = {
+        {"fsdp_sharding_strategy", as_text(job, "fsdp.sharding_strategy")},
+        {"fsdp_auto_wrap_policy", foreign::to_foreign(foreign::kWrapPolicies, wrap)},
+        {"fsdp_min_num_params", as_int(job, "fsdp.min_num_params")},
+        {"fsdp_backward_prefetch", foreign::to_foreign(foreign::kPrefetch, prefetch)},
+        {"fsdp_forward_prefetch", as_bool(job, "fsdp.forward_prefetch")},
+        {"fsdp_offload_params", as_bool(job, "fsdp.cpu_offload")},
+        {"fsdp_activation_checkpointing", as_bool(job, "fsdp.activation_checkpointing")}};
+    m.insert({"fsdp.sharding_strategy", "fsdp.wrap_policy", "fsdp.min_num_params", "fsdp.backward_prefetch",
+              "fsdp.forward_prefetch", "fsdp.cpu_offload", "fsdp.activation_checkpointing"});
+  } else {
+    a["distributed_type"] = device == "cpu" ? "MULTI_CPU" : "MULTI_GPU";
+  }
+  // Where ranks run. accelerate counts num_processes over all machines.
+  const long long nnodes = as_int(job, "launch.nnodes");
+  a["num_machines"] = nnodes;
+  m.insert("launch.nnodes");
+  if (auto n = str::parse_uint(as_text(job, "launch.nproc_per_node"))) {
+    a["num_processes"] = *n * nnodes;
+    m.insert("launch.nproc_per_node");
+  }
+  if (!as_text(job, "launch.master_addr").empty()) a["main_process_ip"] = as_text(job, "launch.master_addr");
+  a["main_process_port"] = as_int(job, "launch.master_port");
+  if (!as_text(job, "launch.gpus").empty()) a["gpu_ids"] = as_text(job, "launch.gpus");
+  a["use_cpu"] = device == "cpu";
+  const std::string rdzv = as_text(job, "launch.rdzv_backend");
+  a["rdzv_backend"] = rdzv == "mtrain" ? "c10d" : rdzv;
+  m.insert({"launch.master_addr", "launch.master_port", "launch.gpus", "launch.rdzv_backend"});
+  if (device != "gpu") m.insert("launch.device");  // accelerate has no "GPU required"
+  return r;
+}
+
+std::map<std::string, std::string> accelerate_env(const json& job, std::set<std::string>* mapped) {
+  // Names and value spellings as accelerate/utils/launch.py writes them.
+  std::map<std::string, std::string> e;
+  std::set<std::string> m;
+  const std::string precision = as_text(job, "train.precision");
+  e["ACCELERATE_MIXED_PRECISION"] = precision == "fp32" ? "no" : precision;
+  e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(as_int(job, "train.grad_accum"));
+  m.insert({"train.precision", "train.grad_accum", "strategy"});
+  if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
+  const std::string strategy = as_text(job, "strategy");
+  if (str::starts_with(strategy, "zero")) {
+    e["ACCELERATE_USE_DEEPSPEED"] = "true";
+    e["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = std::to_string(zero_stage(job));
+    e["ACCELERATE_GRADIENT_CLIPPING"] = num_text(as_num(job, "optim.grad_clip"));
+    e["ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"] = as_text(job, "zero.offload_optimizer_device");
+    e["ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"] = as_text(job, "zero.offload_param_device");
+    e["ACCELERATE_DEEPSPEED_ZERO3_SAVE_16BIT_MODEL"] =
+        as_bool(job, "zero.stage3_gather_16bit_weights_on_model_save") ? "true" : "false";
+    m.insert({"zero.stage", "optim.grad_clip", "zero.offload_optimizer_device", "zero.offload_param_device",
+              "zero.stage3_gather_16bit_weights_on_model_save"});
+  } else if (strategy == "fsdp") {
+    const std::string wrap = as_text(job, "fsdp.wrap_policy");
+    const std::string prefetch = as_text(job, "fsdp.backward_prefetch");
+    e["ACCELERATE_USE_FSDP"] = "true";
+    e["FSDP_SHARDING_STRATEGY"] = as_text(job, "fsdp.sharding_strategy");
+    e["FSDP_OFFLOAD_PARAMS"] = as_bool(job, "fsdp.cpu_offload") ? "true" : "false";
+    e["FSDP_MIN_NUM_PARAMS"] = std::to_string(as_int(job, "fsdp.min_num_params"));
+    e["FSDP_AUTO_WRAP_POLICY"] = foreign::to_foreign(foreign::kWrapPolicies, wrap);
+    e["FSDP_BACKWARD_PREFETCH"] = foreign::to_foreign(foreign::kPrefetch, prefetch);
+    e["FSDP_FORWARD_PREFETCH"] = as_bool(job, "fsdp.forward_prefetch") ? "true" : "false";
+    e["FSDP_ACTIVATION_CHECKPOINTING"] = as_bool(job, "fsdp.activation_checkpointing") ? "true" : "false";
+    m.insert({"fsdp.sharding_strategy", "fsdp.cpu_offload", "fsdp.min_num_params", "fsdp.wrap_policy",
+              "fsdp.backward_prefetch", "fsdp.forward_prefetch", "fsdp.activation_checkpointing"});
+  }
+  if (mapped) *mapped = std::move(m);
+  return e;
+}
+
+std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r, const std::string& pass_config) {
+  std::set<std::string> mapped;
+  if (pass_config == "deepspeed") mapped = export_deepspeed(r.job).mapped;
+  else if (pass_config == "accelerate") accelerate_env(r.job, &mapped);
+  std::vector<std::string> out;
+  for (const auto& s : reg.all()) {
+    if (s.scope != Scope::Job || mapped.count(s.key)) continue;
+    auto it = r.provenance.find(s.key);
+    if (it == r.provenance.end() || it->second.first == Source::Default) continue;
+    const json& v = get(r.job, s.key);
+    out.push_back(s.key + "=" + (v.is_string() ? v.get<std::string>() : v.dump()));
+  }
+  return out;
+}
+
+std::string unread_warning(const std::vector<std::string>& unread, const std::string& pass_config) {
+  if (unread.empty()) return "";
+  if (pass_config == "deepspeed" || pass_config == "accelerate")
+    return fmt::format("launch.pass_config {} has no place for these trainer settings, so the program gets them "
+                       "only in MTRAIN_JOB_FILE: {}",
+                       pass_config, str::join(unread, ", "));
+  return fmt::format("the program gets these trainer settings only in the file MTRAIN_JOB_FILE names, and "
+                     "nothing else hands them over: {}. Set launch.pass_config (--pass-config) to deepspeed "
+                     "(each rank gets --deepspeed_config FILE) or accelerate (the variables `accelerate "
+                     "launch` sets), or read MTRAIN_JOB_FILE in the program",
+                     str::join(unread, ", "));
+}
+
+}  // namespace mtrain::config
