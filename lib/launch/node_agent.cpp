@@ -236,7 +236,7 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
                             a.expected_node_rank, joined.node_rank),
                 "", kExitFailure);
 
-  p.nnodes = static_cast<int>(joined.assignment.nodes.size());
+  p.nnodes = joined.assignment.nnodes;
   p.node_rank = joined.node_rank;
   p.first_rank = self.first_rank;
   p.world_size = joined.assignment.world_size;

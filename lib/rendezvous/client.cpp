@@ -181,13 +181,13 @@ JoinResult Client::join() {
         throw Error(fmt::format("node '{}' is not part of the job that formed", opt_.host), "", kExitFailure);
       JoinResult r;
       try {
-        r.assignment = assignment_from_json(reply.at("assignment"));
+        r.assignment = node_assignment_from_json(reply.at("assignment"));
         r.node_rank = reply.at("node_rank").get<int>();
       } catch (const std::exception& e) {
         throw Error(fmt::format("rendezvous store sent a bad assignment: {}", e.what()), "", kExitFailure);
       }
-      if (r.node_rank < 0 || r.node_rank >= static_cast<int>(r.assignment.nodes.size()))
-        throw Error("rendezvous store sent a node rank outside the assignment", "", kExitFailure);
+      if (r.node_rank != r.assignment.self.node_rank)
+        throw Error("rendezvous store sent a node rank that is not the one in its assignment", "", kExitFailure);
       return r;
     }
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(opt_.poll_interval, time_left()));

@@ -33,8 +33,8 @@ struct ClientOptions {
 
 struct JoinResult {
   int node_rank = 0;
-  Assignment assignment;
-  const AssignedNode& self() const { return assignment.nodes.at(static_cast<size_t>(node_rank)); }
+  NodeAssignment assignment;  // this node's share (not the whole table)
+  const AssignedNode& self() const { return assignment.self; }
 };
 
 struct JobState {

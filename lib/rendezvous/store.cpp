@@ -34,6 +34,14 @@ std::optional<std::string> text_field(const json& req, const char* key, size_t m
   return s;
 }
 
+// "a, b, c" naming at most kListedHosts of `total`, then "and N more".
+std::string listed(const std::vector<std::string>& names, size_t total) {
+  std::vector<std::string> shown(names.begin(), names.begin() + static_cast<long>(std::min(names.size(), kListedHosts)));
+  std::string out = str::join(shown, ", ");
+  if (total > shown.size()) out += fmt::format(" and {} more", total - shown.size());
+  return out;
+}
+
 bool host_name_ok(const std::string& h) {
   return std::all_of(h.begin(), h.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '-' || c == '_' || c == ':' || c == '%';
@@ -60,13 +68,36 @@ Store::Store(StoreOptions options, const Clock& clock) : opt_(std::move(options)
     throw Error(fmt::format("--nnodes asks for at least {} nodes but only {} hosts are listed", opt_.min_nodes,
                             opt_.expected_hosts.size()),
                 "List more hosts or lower MIN.");
-  start_ = clock_.now();
+  for (size_t i = 0; i < opt_.expected_hosts.size(); ++i) {
+    expected_index_.emplace(opt_.expected_hosts[i], i);
+    missing_.insert(i);
+  }
+  start_ = last_tick_ = clock_.now();
 }
 
 Store::Participant* Store::find(const std::string& id) {
-  for (auto& p : nodes_)
-    if (p.id == id) return &p;
-  return nullptr;
+  auto it = index_.find(id);
+  return it == index_.end() ? nullptr : &nodes_[it->second];
+}
+
+void Store::reindex() {
+  index_.clear();
+  for (size_t i = 0; i < nodes_.size(); ++i) index_.emplace(nodes_[i].id, i);
+  missing_.clear();
+  for (size_t i = 0; i < opt_.expected_hosts.size(); ++i) missing_.insert(i);
+  for (const auto& p : nodes_) {
+    auto e = expected_index_.find(p.host);
+    if (e != expected_index_.end()) missing_.erase(e->second);
+  }
+}
+
+template <class Pred>
+void Store::remove_nodes(Pred drop) {
+  auto end = std::remove_if(nodes_.begin(), nodes_.end(), drop);
+  if (end == nodes_.end()) return;
+  nodes_.erase(end, nodes_.end());
+  reindex();
+  changed();
 }
 
 std::string Store::node_label(const Participant& p) const {
@@ -74,31 +105,39 @@ std::string Store::node_label(const Participant& p) const {
   return fmt::format("node '{}'", p.host);
 }
 
-std::vector<std::string> Store::waiting_for() const {
+std::vector<std::string> Store::waiting_for(size_t limit) const {
   std::vector<std::string> out;
-  for (const auto& h : opt_.expected_hosts)
-    if (std::none_of(nodes_.begin(), nodes_.end(), [&](const Participant& p) { return p.host == h; }))
-      out.push_back(h);
+  for (size_t i : missing_) {
+    if (out.size() >= limit) break;
+    out.push_back(opt_.expected_hosts[i]);
+  }
   return out;
 }
 
-std::string Store::progress() const {
+const std::string& Store::progress() const {
+  if (progress_version_ != version_) {
+    progress_ = build_progress();
+    progress_version_ = version_;
+  }
+  return progress_;
+}
+
+std::string Store::build_progress() const {
   std::vector<std::string> hosts;
-  for (const auto& p : nodes_) hosts.push_back(p.host);
+  for (size_t i = 0; i < nodes_.size() && i < kListedHosts; ++i) hosts.push_back(nodes_[i].host);
   switch (phase_) {
     case Phase::joining: {
       int n = static_cast<int>(nodes_.size());
       std::string line;
       if (!opt_.expected_hosts.empty()) {
         line = fmt::format("{}/{} nodes joined", n, opt_.expected_hosts.size());
-        auto missing = waiting_for();
-        if (!missing.empty()) line += "; waiting for: " + str::join(missing, ", ");
+        if (!missing_.empty()) line += "; waiting for: " + listed(waiting_for(kListedHosts), missing_.size());
       } else if (opt_.min_nodes == opt_.max_nodes) {
         line = fmt::format("{}/{} nodes joined", n, opt_.max_nodes);
-        if (n) line += " (" + str::join(hosts, ", ") + ")";
+        if (n) line += " (" + listed(hosts, nodes_.size()) + ")";
       } else {
         line = fmt::format("{} nodes joined (need {} to {})", n, opt_.min_nodes, opt_.max_nodes);
-        if (n) line += ": " + str::join(hosts, ", ");
+        if (n) line += ": " + listed(hosts, nodes_.size());
       }
       if (last_call_deadline_)
         line += fmt::format("; last call: starting with {} nodes unless more join within {}", n,
@@ -131,19 +170,25 @@ void Store::fail(std::string reason, std::vector<std::string> nodes) {
   phase_ = Phase::failed;
   reason_ = std::move(reason);
   failed_nodes_ = std::move(nodes);
+  changed();
 }
 
 void Store::abort(const std::string& reason) { fail(reason, {}); }
 
 void Store::update_last_call(TimePoint now) {
-  if (static_cast<int>(nodes_.size()) < opt_.min_nodes) last_call_deadline_.reset();
-  else if (!last_call_deadline_) last_call_deadline_ = now + opt_.last_call;
+  if (static_cast<int>(nodes_.size()) < opt_.min_nodes) {
+    if (last_call_deadline_) changed();
+    last_call_deadline_.reset();
+  } else if (!last_call_deadline_) {
+    last_call_deadline_ = now + opt_.last_call;
+    changed();
+  }
 }
 
 void Store::maybe_agree(TimePoint now) {
   if (phase_ != Phase::joining) return;
   int n = static_cast<int>(nodes_.size());
-  bool all_expected = !opt_.expected_hosts.empty() && waiting_for().empty();
+  bool all_expected = !opt_.expected_hosts.empty() && missing_.empty();
   bool last_call_over = last_call_deadline_ && now >= *last_call_deadline_;
   if (!(n >= opt_.max_nodes || (all_expected && n >= opt_.min_nodes) || last_call_over)) return;
 
@@ -163,25 +208,24 @@ void Store::maybe_agree(TimePoint now) {
   }
   assignment_ = assign_ranks(std::move(assigned), opt_.master_port, opt_.run_id);
   phase_ = Phase::running;
+  changed();
 }
 
 void Store::tick() {
   TimePoint now = clock_.now();
+  last_tick_ = now;
   if (phase_ == Phase::joining) {
     // A node that went silent before the job formed is not waited for (it may come back and rejoin).
-    nodes_.erase(std::remove_if(nodes_.begin(), nodes_.end(),
-                                [&](const Participant& p) { return now - p.last_seen > opt_.heartbeat_timeout; }),
-                 nodes_.end());
+    remove_nodes([&](const Participant& p) { return now - p.last_seen > opt_.heartbeat_timeout; });
     update_last_call(now);
     maybe_agree(now);
     if (phase_ == Phase::joining && now - start_ >= opt_.join_timeout) {
       auto missing = waiting_for();
-      std::string joined = fmt::format("{} joined", nodes_.size());
       std::string reason;
       if (!missing.empty())
         reason = fmt::format("rendezvous timed out after {}: {}/{} nodes joined; never joined: {}",
                              format_duration(opt_.join_timeout), nodes_.size(), opt_.expected_hosts.size(),
-                             str::join(missing, ", "));
+                             listed(missing, missing.size()));
       else
         reason = fmt::format("rendezvous timed out after {}: {} of the at least {} nodes joined",
                              format_duration(opt_.join_timeout), nodes_.size(), opt_.min_nodes);
@@ -196,7 +240,7 @@ void Store::tick() {
       }
     if (!silent.empty())
       fail(fmt::format("{} stopped sending heartbeats (none for more than {}); stopping the job",
-                       str::join(labels, ", "), format_duration(opt_.heartbeat_timeout)),
+                       listed(labels, labels.size()), format_duration(opt_.heartbeat_timeout)),
            silent);
   }
 }
@@ -207,15 +251,17 @@ json Store::state_for(const Participant& p) const {
          {"joined", nodes_.size()},
          {"min", opt_.min_nodes},
          {"max", opt_.max_nodes},
-         {"waiting_for", waiting_for()},
+         {"waiting_for", waiting_for(kListedHosts)},
+         {"waiting", missing_.size()},
          {"progress", progress()}};
   if (assignment_ && p.node_rank >= 0) {
     r["node_rank"] = p.node_rank;
-    r["assignment"] = to_json(*assignment_);
+    r["assignment"] = to_json(for_node(*assignment_, p.node_rank));
   }
   if (phase_ == Phase::failed) {
     r["reason"] = reason_;
-    r["failed_nodes"] = failed_nodes_;
+    r["failed_nodes"] = std::vector<std::string>(
+        failed_nodes_.begin(), failed_nodes_.begin() + static_cast<long>(std::min(failed_nodes_.size(), kListedHosts)));
   }
   return r;
 }
@@ -242,15 +288,18 @@ Reply Store::join(const json& req, const std::string& id) {
     return decline(fmt::format("the job already formed with {} nodes; node '{}' is not part of it",
                                assignment_ ? assignment_->nodes.size() : 0, *host));
   if (!opt_.expected_hosts.empty()) {
-    if (std::find(opt_.expected_hosts.begin(), opt_.expected_hosts.end(), *host) == opt_.expected_hosts.end())
+    auto e = expected_index_.find(*host);
+    if (e == expected_index_.end())
       return decline(fmt::format("host '{}' is not in this job's host list ({})", *host,
-                                 str::join(opt_.expected_hosts, ", ")));
-    if (std::any_of(nodes_.begin(), nodes_.end(), [&](const Participant& p) { return p.host == *host; }))
-      return decline(fmt::format("host '{}' has already joined this job", *host));
+                                 listed(opt_.expected_hosts, opt_.expected_hosts.size())));
+    if (!missing_.count(e->second)) return decline(fmt::format("host '{}' has already joined this job", *host));
+    missing_.erase(e->second);
   }
   if (static_cast<int>(nodes_.size()) >= opt_.max_nodes)
     return decline(fmt::format("the job is full ({} nodes)", opt_.max_nodes));
+  index_.emplace(id, nodes_.size());
   nodes_.push_back({id, *host, addr, static_cast<int>(*slots_it), now, -1, false});
+  changed();
   update_last_call(now);
   maybe_agree(now);
   return {state_for(nodes_.back()), false};
@@ -266,7 +315,7 @@ Reply Store::handle(const json& req) {
   if (!id) return refuse("malformed request: no 'node' id");
   // The sender is alive now: note that before time-driven transitions could count it as gone.
   if (Participant* known = find(*id)) known->last_seen = clock_.now();
-  tick();
+  if (clock_.now() - last_tick_ >= kTickGranularity) tick();
   if (*op == "join") return join(req, *id);
   if (*op != "heartbeat" && *op != "fail" && *op != "leave") return refuse(fmt::format("unknown op '{}'", *op));
 
@@ -282,14 +331,17 @@ Reply Store::handle(const json& req) {
   } else if (*op == "leave") {
     if (phase_ == Phase::joining) {
       json r = state_for(*p);
-      nodes_.erase(nodes_.begin() + (p - nodes_.data()));
+      const std::string gone = *id;
+      remove_nodes([&](const Participant& q) { return q.id == gone; });
       update_last_call(clock_.now());
       r["progress"] = progress();
       return {r, false};
     }
     p->left = true;
-    if (phase_ == Phase::running && std::all_of(nodes_.begin(), nodes_.end(), [](const Participant& q) { return q.left; }))
+    if (phase_ == Phase::running && std::all_of(nodes_.begin(), nodes_.end(), [](const Participant& q) { return q.left; })) {
       phase_ = Phase::finished;
+      changed();
+    }
   }
   return {state_for(*p), false};
 }

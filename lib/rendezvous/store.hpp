@@ -9,17 +9,25 @@
 //   {"op":"fail", "reason":R}                      my ranks failed: tear the job down
 //   {"op":"leave"}                                 I finished (or gave up before the start)
 // Every reply is {"ok":true, "phase":…, "progress":…, …} or {"ok":false, "error":…}; once the
-// job has formed, replies carry "node_rank" and the "assignment"; when it has failed, "reason"
-// and "failed_nodes". A message without the job's token, or malformed, is answered with an
-// error and the connection is closed.
+// job has formed, replies carry "node_rank" and that node's "assignment" (NodeAssignment, not the
+// whole table); when it has failed, "reason" and "failed_nodes". A message without the job's
+// token, or malformed, is answered with an error and the connection is closed.
+//
+// Scale: a reply's size does not grow with the node count (host lists in progress lines and
+// replies name at most kListedHosts, then "and N more"); a request costs O(log N) apart from
+// the time-driven checks, which run at most once per kTickGranularity; the progress line is
+// rebuilt only after a change (version()).
 //
 // Phases: joining → running (the agreement) → finished, or → failed from joining (join timeout)
 // or running (a node missed heartbeats, reported a failure, or the launcher aborted).
 // Agreement: as soon as MAX nodes (or every expected host) joined, or when the last-call window
 // that opens when MIN nodes have joined has passed. Node ranks follow the expected host order
 // when the server was given one, else join order.
+#include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +36,11 @@
 #include "mtrain/rendezvous/clock.hpp"
 
 namespace mtrain::rendezvous {
+
+// Host lists in progress lines and replies name this many, then "and N more".
+inline constexpr size_t kListedHosts = 8;
+// handle() applies the time-driven checks (an O(N) scan) at most this often; the server ticks too.
+inline constexpr Duration kTickGranularity{10};
 
 enum class Phase { joining, running, finished, failed };
 const char* phase_name(Phase p);
@@ -71,6 +84,11 @@ class Store {
   // The launcher's own decision to stop the job (its local ranks failed, a signal).
   void abort(const std::string& reason);
   StoreStatus status() const;
+  Phase phase() const { return phase_; }
+  // The progress line alone (cached; rebuilt after a change).
+  const std::string& progress() const;
+  // Changes whenever anything a progress line or status shows may have changed.
+  uint64_t version() const { return version_; }
 
  private:
   struct Participant {
@@ -87,15 +105,28 @@ class Store {
   void update_last_call(TimePoint now);
   void maybe_agree(TimePoint now);
   void fail(std::string reason, std::vector<std::string> nodes);
-  std::vector<std::string> waiting_for() const;
-  std::string progress() const;
+  // Remove the participants `drop` selects (joining phase), keeping the indexes right.
+  template <class Pred>
+  void remove_nodes(Pred drop);
+  void reindex();
+  // Expected hosts that have not joined, in host-list order; at most `limit` of them.
+  std::vector<std::string> waiting_for(size_t limit = SIZE_MAX) const;
+  std::string build_progress() const;
   std::string node_label(const Participant& p) const;
+  void changed() { ++version_; }
 
   StoreOptions opt_;
   const Clock& clock_;
   TimePoint start_;
   Phase phase_ = Phase::joining;
   std::vector<Participant> nodes_;  // join order
+  std::unordered_map<std::string, size_t> index_;            // node id → position in nodes_
+  std::unordered_map<std::string, size_t> expected_index_;   // expected host → position in the list
+  std::set<size_t> missing_;                                 // positions of expected hosts not joined
+  TimePoint last_tick_;
+  uint64_t version_ = 1;
+  mutable uint64_t progress_version_ = 0;
+  mutable std::string progress_;
   std::optional<TimePoint> last_call_deadline_;
   std::optional<Assignment> assignment_;
   std::string reason_;

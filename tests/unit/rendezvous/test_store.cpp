@@ -1,6 +1,8 @@
 // The store protocol, message by message, with a clock that only moves when the test says so.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "mtrain/core/error.hpp"
 #include "mtrain/rendezvous/store.hpp"
 
@@ -57,19 +59,23 @@ TEST_CASE("store: three uneven nodes join and agree on contiguous ranks", "[rend
   r = f.join("c", "worker-2", 3);
   REQUIRE(r["phase"] == "running");  // MAX reached: no last call
   CHECK(r["node_rank"] == 2);
-  Assignment a = assignment_from_json(r["assignment"]);
-  REQUIRE(a.nodes.size() == 3);
+  NodeAssignment a = node_assignment_from_json(r["assignment"]);
+  CHECK(a.nnodes == 3);
   CHECK(a.world_size == 9);
   CHECK(a.master_addr == "worker-0");
   CHECK(a.master_port == 29500);
   CHECK(a.run_id == "job-1");
-  CHECK(a.nodes[1].host == "worker-1");
-  CHECK(a.nodes[1].first_rank == 4);
-  CHECK(a.nodes[2].first_rank == 6);
-  CHECK(a.nodes[2].local_world_size == 3);
-  // The others learn their node ranks on their next heartbeat.
+  CHECK(a.self.host == "worker-2");
+  CHECK(a.self.first_rank == 6);
+  CHECK(a.self.local_world_size == 3);
+  // The others learn their node ranks (and only their own share) on their next heartbeat.
   CHECK(f.beat("a")["node_rank"] == 0);
-  CHECK(f.beat("b")["node_rank"] == 1);
+  auto b = f.beat("b");
+  CHECK(b["node_rank"] == 1);
+  CHECK(node_assignment_from_json(b["assignment"]).self.host == "worker-1");
+  CHECK(node_assignment_from_json(b["assignment"]).self.first_rank == 4);
+  REQUIRE(f.store->status().assignment);
+  CHECK(f.store->status().assignment->nodes[1].first_rank == 4);
   CHECK(f.store->status().progress == "job formed: 3 nodes, 9 ranks, master worker-0:29500");
 }
 
@@ -124,11 +130,12 @@ TEST_CASE("store: expected hosts set node order and name who is missing", "[rend
   CHECK_THAT(twice.body["error"].get<std::string>(), Contains("already joined"));
   r = f.join("v", "worker-1", 1);
   REQUIRE(r["phase"] == "running");
-  Assignment a = assignment_from_json(r["assignment"]);
+  Assignment a = *f.store->status().assignment;
   CHECK(a.nodes[0].host == "worker-0");  // host-list order, not join order
   CHECK(a.nodes[2].host == "worker-2");
   CHECK(a.nodes[2].first_rank == 3);
   CHECK(r["node_rank"] == 1);
+  CHECK(node_assignment_from_json(r["assignment"]).self.first_rank == 2);
 }
 
 TEST_CASE("store: a node that never joins times the rendezvous out, named", "[rendezvous][store]") {
@@ -269,6 +276,26 @@ TEST_CASE("store: a join retried with the same node id is idempotent", "[rendezv
   f.join("a", "n0", 1);
   f.join("a", "n0", 1);
   CHECK(f.store->status().joined.size() == 1);
+}
+
+TEST_CASE("store: replies and progress stay small with thousands of nodes", "[rendezvous][store]") {
+  auto o = nodes(4096, 4096);
+  for (int i = 0; i < 4096; ++i) o.expected_hosts.push_back(fmt::format("node-{:04}", i));
+  Fixture f(o);
+  for (int i = 0; i < 4095; ++i) f.join(fmt::format("id-{}", i), fmt::format("node-{:04}", i), 8);
+  auto r = f.beat("id-0");
+  CHECK(r["progress"] == "4095/4096 nodes joined; waiting for: node-4095");
+  r = f.join("id-4095", "node-4095", 8);
+  REQUIRE(r["phase"] == "running");
+  CHECK(r.dump().size() < 1000);  // the whole table would be ~300 KB
+  CHECK(node_assignment_from_json(r["assignment"]).self.first_rank == 4095 * 8);
+  CHECK(node_assignment_from_json(f.beat("id-17")["assignment"]).self.first_rank == 17 * 8);
+
+  Fixture g(nodes(3, 4096));
+  g.join("a", "h-a", 1);
+  for (int i = 0; i < 20; ++i) g.join(fmt::format("id-{}", i), fmt::format("h-{}", i), 1);
+  CHECK_THAT(g.store->progress(), Contains("21 nodes joined (need 3 to 4096): h-a, h-0, h-1") &&
+                                      Contains("h-6 and 13 more; last call"));
 }
 
 TEST_CASE("store: invalid options are errors", "[rendezvous][store]") {
