@@ -268,6 +268,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   a.join_timeout = seconds(m.rdzv_timeout_s);
   a.last_call = seconds(m.rdzv_last_call_s);
   a.node_timeout = seconds(m.node_timeout_s);
+  a.max_restarts = opt.plan.max_restarts;
   if (hosts)
     for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
   a.store_elsewhere = m.ssh_agent;

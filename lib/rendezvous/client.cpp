@@ -146,6 +146,8 @@ JobState Client::job_state(const json& reply) const {
   else if (phase == "failed") s.phase = Phase::failed;
   else throw Error(fmt::format("rendezvous store {} sent an unknown phase '{}'", opt_.server.str(), phase), "", kExitFailure);
   s.reason = reply.value("reason", std::string());
+  s.round = reply.value("round", 0);
+  s.restart_reason = reply.value("restart_reason", std::string());
   return s;
 }
 
@@ -183,6 +185,8 @@ JoinResult Client::join() {
       try {
         r.assignment = node_assignment_from_json(reply.at("assignment"));
         r.node_rank = reply.at("node_rank").get<int>();
+        r.round = reply.value("round", 0);
+        r.restarts = reply.value("restarts", 0);
       } catch (const std::exception& e) {
         throw Error(fmt::format("rendezvous store sent a bad assignment: {}", e.what()), "", kExitFailure);
       }

@@ -34,12 +34,16 @@ struct ClientOptions {
 struct JoinResult {
   int node_rank = 0;
   NodeAssignment assignment;  // this node's share (not the whole table)
+  int round = 0;              // the store's round this assignment belongs to
+  int restarts = 0;           // the job's restart count (TORCHELASTIC_RESTART_COUNT)
   const AssignedNode& self() const { return assignment.self; }
 };
 
 struct JobState {
   Phase phase = Phase::running;
   std::string reason;  // when failed: why, naming the node(s)
+  int round = 0;       // a round newer than the node's own: the job is restarting
+  std::string restart_reason;
 };
 
 class Client {

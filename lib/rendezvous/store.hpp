@@ -23,6 +23,19 @@
 // Agreement: as soon as MAX nodes (or every expected host) joined, or when the last-call window
 // that opens when MIN nodes have joined has passed. Node ranks follow the expected host order
 // when the server was given one, else join order.
+//
+// Restarts (max_restarts K > 0): the job, not each node, keeps the count. A failure while
+// running — a node reports its ranks failed, or a node misses its heartbeats (it is lost and
+// removed) — opens a new round instead of failing, K times: the phase goes back to joining,
+// every reply says "round" r+1, and each node's agent stops its ranks and joins again (same
+// node id). The round forms as soon as every surviving node of the last round is back (and
+// at least MIN), or on the usual MAX / last-call rules; node ranks are reassigned contiguously
+// (survivors keep their order, newcomers follow); "restarts" (TORCHELASTIC_RESTART_COUNT) is
+// the same on every node. A node that arrives while the job runs waits for the next round
+// (phase "joining" in its replies) and does not cause one: a membership change is not a
+// failure. Fewer than MIN nodes within join_timeout of the round opening fails the job,
+// naming the nodes lost. The (K+1)-th failure fails the job as without restarts. A failure
+// after some node already finished (left) fails the job: its work cannot be redone.
 #include <cstdint>
 #include <optional>
 #include <set>
@@ -55,6 +68,7 @@ struct StoreOptions {
   std::string token;
   int master_port = 29500;
   std::string run_id;
+  int max_restarts = 0;  // failures the job survives by re-forming (see "Restarts" above)
 };
 
 struct StoreStatus {
@@ -65,6 +79,10 @@ struct StoreStatus {
   std::string reason;                     // why it failed, naming the node(s)
   std::vector<std::string> failed_nodes;  // the hosts blamed
   std::optional<Assignment> assignment;
+  int round = 0;                          // 0, then +1 per restart
+  int restarts = 0;                       // failures survived so far (TORCHELASTIC_RESTART_COUNT)
+  std::string restart_reason;             // why the last restart happened
+  std::vector<std::string> lost;          // hosts lost (silent) over the job's life
 };
 
 struct Reply {
@@ -95,8 +113,9 @@ class Store {
     std::string id, host, addr;
     int slots = 0;
     TimePoint last_seen;
-    int node_rank = -1;
+    int node_rank = -1;  // in the last round it ran in (kept for the order of the next one)
     bool left = false;
+    int round = 0;       // the round it joined: < round_ must re-join, > round_ waits for the next
   };
 
   Participant* find(const std::string& id);
@@ -105,6 +124,12 @@ class Store {
   void update_last_call(TimePoint now);
   void maybe_agree(TimePoint now);
   void fail(std::string reason, std::vector<std::string> nodes);
+  // A failure while running: a new round when restarts are left, else fail(). `lost`: ids of
+  // nodes that are gone (removed), `blamed`: the hosts named.
+  void fail_or_restart(const std::string& reason, std::vector<std::string> blamed, const std::vector<std::string>& lost);
+  // Join the next round while this one runs, if the job is elastic and has room.
+  Reply wait_for_next_round(Participant& p);
+  int members() const { return joined_; }
   // Remove the participants `drop` selects (joining phase), keeping the indexes right.
   template <class Pred>
   void remove_nodes(Pred drop);
@@ -124,6 +149,11 @@ class Store {
   std::unordered_map<std::string, size_t> expected_index_;   // expected host → position in the list
   std::set<size_t> missing_;                                 // positions of expected hosts not joined
   TimePoint last_tick_;
+  TimePoint round_start_;
+  int round_ = 0, restarts_ = 0;
+  int joined_ = 0;  // participants with round == round_
+  std::string restart_reason_;
+  std::vector<std::string> lost_;
   uint64_t version_ = 1;
   mutable uint64_t progress_version_ = 0;
   mutable std::string progress_;

@@ -389,7 +389,7 @@ TEST_CASE("loopback: 300 idle connections and garbage senders do not keep a 2-no
   CHECK(ra.assignment.world_size == 3);
   CHECK(ra.node_rank + rb.node_rank == 1);
   auto c = server.counters();
-  CHECK(c.evicted >= 300 + 20 - static_cast<uint64_t>(cap));
+  CHECK(c.evicted >= static_cast<uint64_t>(300 - cap));  // the junk senders may be closed for bad magic first
   CHECK(c.over_capacity == 0);
   int closed = 0;
   for (auto& r : idle) closed += r.closed_now() ? 1 : 0;
