@@ -205,6 +205,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   so.store.token = token;
   so.store.master_port = p.master_port;
   so.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+  so.store.max_restarts = p.max_restarts;  // the job's restarts: a failed rank re-forms every node's ranks
   so.on_progress = [](const std::string& line) {
     std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str());
     std::fflush(stderr);
