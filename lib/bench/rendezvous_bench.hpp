@@ -2,7 +2,8 @@
 // `mtrain bench rendezvous`: the real rendezvous store (rendezvous::Server on 127.0.0.1, an
 // ephemeral port) and N simulated node agents (SimulatedNodes: real sockets, real protocol,
 // one thread) in this process, for each N:
-//   * form: from every node connecting at once until the last one holds its assignment;
+//   * form: from every node connecting at once until the last one holds its assignment (wall
+//     time, and the store thread's CPU time: the part that does not depend on machine load);
 //   * heartbeat CPU: the store's I/O-thread CPU time per second while every node heartbeats at
 //     the agents' cadence (every 2 s: --node-timeout 30 s / 5), and per heartbeat;
 //   * store memory: growth of this process's resident memory while the store starts and while
@@ -25,6 +26,7 @@ struct RendezvousBenchOptions {
 struct RendezvousRun {
   int nodes = 0;
   double form_s = 0;
+  double form_cpu_ms = 0;            // the store thread's CPU time while the job formed
   uint64_t reconnects = 0;
   double heartbeats_per_s = 0;
   double store_cpu_ms_per_s = 0;     // store CPU per second of heartbeating

@@ -139,8 +139,9 @@ class SimulatedNodes::Impl {
   // Forming: join, then heartbeat every poll_interval until the reply carries the assignment.
   void form_step(Node& n) {
     if (!n.sock.is_open()) return connect_then(n, [this, &n] { form_step(n); });
-    json msg = n.joined ? json{{"op", "heartbeat"}}
-                        : json{{"op", "join"}, {"host", n.host}, {"addr", n.host}, {"slots", opt.slots}};
+    const long long wait_ms = opt.hold.count();
+    json msg = n.joined ? json{{"op", "heartbeat"}, {"wait_ms", wait_ms}}
+                        : json{{"op", "join"}, {"host", n.host}, {"addr", n.host}, {"slots", opt.slots}, {"wait_ms", wait_ms}};
     exchange(n, msg, [this, &n](const json& r) {
       if (!r.value("ok", false)) {
         error = fmt::format("the store refused node {}: {}", n.index, r.value("error", std::string("?")));
@@ -175,7 +176,7 @@ class SimulatedNodes::Impl {
     n.timer.async_wait([this, &n, when, interval, end](const error_code& e) {
       if (e || stopping || when >= end) return;
       auto send = [this, &n, when, interval, end] {
-        exchange(n, {{"op", "heartbeat"}}, [this, &n, when, interval, end](const json& r) {
+        exchange(n, {{"op", "heartbeat"}, {"brief", true}}, [this, &n, when, interval, end](const json& r) {
           if (!r.value("ok", false) || r.value("phase", std::string()) != "running") {
             error = fmt::format("node {}: the job stopped running: {}", n.index,
                                 r.value("reason", r.value("error", std::string("?"))));

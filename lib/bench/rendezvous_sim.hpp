@@ -2,8 +2,9 @@
 // Many node agents' rendezvous clients in one thread: for `mtrain bench rendezvous` and the
 // scale tests. Each simulated node speaks the real protocol (frames, token, join, heartbeat)
 // over its own TCP connection to the real store, exactly as rendezvous::Client does — join,
-// then a heartbeat every poll_interval until the job forms, reconnect and join again after a
-// lost connection — but thousands of them share one Boost.Asio loop instead of a thread each.
+// then heartbeats (each may be held by the store for `hold`, then a pause of poll_interval)
+// until the job forms, reconnect and join again after a lost connection — but thousands of
+// them share one Boost.Asio loop instead of a thread each.
 //
 // Node k connects from its own loopback address 127.0.(1 + k/250).(1 + k%250) when the store
 // listens on a loopback address (as real nodes come from their own addresses; the store limits
@@ -24,7 +25,8 @@ struct SimOptions {
   std::string token;
   int nodes = 64;
   int slots = 8;                               // ranks per node
-  rendezvous::Duration poll_interval{200};     // rendezvous::ClientOptions' default
+  rendezvous::Duration poll_interval{200};     // rendezvous::ClientOptions' defaults
+  rendezvous::Duration hold{1000};
   std::string host_prefix = "node-";
 };
 

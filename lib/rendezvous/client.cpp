@@ -165,8 +165,11 @@ JoinResult Client::join() {
                   "Check that the launcher holding the store runs and that this host can reach it.", kExitFailure);
     json reply;
     try {
-      if (!joined) reply = request({{"op", "join"}, {"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}});
-      else reply = request({{"op", "heartbeat"}});
+      // Both may be held by the store until the job forms (or `hold` passes): see server.hpp.
+      const long long wait_ms = std::min(opt_.hold, opt_.op_timeout / 2).count();
+      if (!joined)
+        reply = request({{"op", "join"}, {"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}, {"wait_ms", wait_ms}});
+      else reply = request({{"op", "heartbeat"}, {"wait_ms", wait_ms}});
     } catch (const Error& e) {
       last_error = e.message();  // not up yet or unreachable for now: retry until the deadline
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(opt_.poll_interval, time_left()));
@@ -198,7 +201,7 @@ JoinResult Client::join() {
   }
 }
 
-JobState Client::heartbeat() { return job_state(request({{"op", "heartbeat"}})); }
+JobState Client::heartbeat() { return job_state(request({{"op", "heartbeat"}, {"brief", true}})); }
 
 JobState Client::report_failure(const std::string& reason) {
   return job_state(request({{"op", "fail"}, {"reason", reason}}));

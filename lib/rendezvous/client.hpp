@@ -25,7 +25,8 @@ struct ClientOptions {
   int slots = 1;        // local ranks this node runs
   Duration join_timeout{600000};  // connect + join + wait for the agreement
   Duration op_timeout{10000};     // one request and its reply
-  Duration poll_interval{200};    // heartbeat cadence while waiting for the agreement
+  Duration poll_interval{200};    // pause between polls while waiting for the agreement
+  Duration hold{1000};            // the store may hold a waiting reply this long ("wait_ms", long poll)
   size_t max_frame_bytes = kDefaultMaxFrameBytes;
   // Called when the store's progress line changes while waiting ("2/3 nodes joined; …").
   std::function<void(const std::string&)> on_progress;

@@ -33,7 +33,7 @@ class Server::Impl {
   asio::steady_timer ticker{io};
   std::thread thread;
 
-  mutable std::mutex mu;  // guards store and the progress fields
+  mutable std::mutex mu;  // guards store, the progress fields and epoch
   mutable std::condition_variable changed;
   Store store;
   uint64_t seen_version = 0;
@@ -41,12 +41,17 @@ class Server::Impl {
   std::string last_progress;     // the last line reported
   bool progress_pending = false;  // a newer line waits for the interval to end
   std::chrono::steady_clock::time_point last_report{};
+  // Bumped when the store's phase or round changes: held replies are answered then.
+  uint64_t epoch = 0, released_epoch = 0;
+  Phase epoch_phase = Phase::joining;
+  int epoch_round = 0;
 
   // I/O thread only: open connections, and the unauthenticated ones oldest first (the first to
   // be evicted) with their count per source address.
   int open_connections = 0;
   std::list<std::weak_ptr<Session>> unauthenticated;
   std::unordered_map<std::string, int> unauthenticated_by_peer;
+  std::vector<std::weak_ptr<Session>> held;  // sessions holding a waiting reply
   struct {
     std::atomic<uint64_t> accepted{0}, requests{0}, refused{0}, bad_frames{0}, timed_out{0}, over_capacity{0},
         evicted{0}, peer_limited{0};
@@ -64,7 +69,16 @@ class Server::Impl {
     if (changed_now) {
       seen_version = store.version();
       if (store.progress() != last_progress) progress_pending = true;
+      int round = store.round();
+      if (store.phase() != epoch_phase || round != epoch_round) {
+        epoch_phase = store.phase();
+        epoch_round = round;
+        ++epoch;
+      }
     }
+    const uint64_t now_epoch = epoch;
+    const bool release = now_epoch != released_epoch;
+    released_epoch = now_epoch;
     if (progress_pending) {
       auto now = std::chrono::steady_clock::now();
       Phase phase = store.phase();
@@ -78,9 +92,12 @@ class Server::Impl {
     lock.unlock();
     if (changed_now) changed.notify_all();
     if (!line.empty() && opt.on_progress) opt.on_progress(line);
+    if (release) release_held();
     return result;
   }
 
+  // The phase or round changed: answer every held reply (after the current handler).
+  void release_held();
   void accept();
   void admit(tcp::socket sock);
   void tick();
@@ -153,15 +170,45 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string().swap(body_);
     ++srv_.count.requests;
-    Reply r;
-    try {
-      r = srv_.with_store([&](Store& s) { return s.handle(req); });
-    } catch (const std::exception& e) {
-      r = {{{"ok", false}, {"error", std::string("internal error: ") + e.what()}}, true};
-    }
+    Reply r = answer(req);
     if (r.close) ++srv_.count.refused;
     else authenticated();
+    // A waiting node asked to be answered when something happens: hold the reply.
+    auto wait = req.find("wait_ms");
+    if (!r.close && r.body.value("phase", std::string()) == "joining" && wait != req.end() &&
+        wait->is_number_integer() && *wait > 0) {
+      // A change that happens from now on posts release_held, which runs after this handler.
+      const Duration hold = std::min(Duration(wait->get<long long>()), srv_.opt.max_hold);
+      held_request_ = std::move(req);
+      srv_.held.push_back(weak_from_this());
+      timer_.expires_after(hold);
+      timer_.async_wait([self = shared_from_this()](const error_code& ec) {
+        if (ec || self->closed_) return;
+        self->release();
+      });
+      return;
+    }
     send(encode_frame(r.body), r.close);
+  }
+
+ public:
+  // Answer a held request now (the phase or round changed, or its time is up).
+  void release() {
+    if (closed_ || held_request_.is_null()) return;
+    nlohmann::json req = std::move(held_request_);
+    held_request_ = nullptr;
+    timer_.cancel();
+    Reply r = answer(req);
+    send(encode_frame(r.body), r.close);
+  }
+
+ private:
+  Reply answer(const nlohmann::json& req) {
+    try {
+      return srv_.with_store([&](Store& s) { return s.handle(req); });
+    } catch (const std::exception& e) {
+      return {{{"ok", false}, {"error", std::string("internal error: ") + e.what()}}, true};
+    }
   }
 
   void authenticated() {
@@ -213,11 +260,23 @@ class Session : public std::enable_shared_from_this<Session> {
   std::array<unsigned char, kFrameHeaderBytes> header_{};
   std::string body_;
   std::string out_;
+  nlohmann::json held_request_;  // null unless a waiting reply is held
   bool authed_ = false;
   bool closed_ = false;
 };
 
 }  // namespace
+
+// Posted (with_store may run on another thread, e.g. abort()): on the I/O thread, after the
+// handler running now, every reply held by then is answered.
+void Server::Impl::release_held() {
+  asio::post(io, [this] {
+    std::vector<std::weak_ptr<Session>> now;
+    now.swap(held);
+    for (const auto& w : now)
+      if (auto s = w.lock()) s->release();
+  });
+}
 
 void Server::Impl::admit(tcp::socket sock) {
   error_code ec;

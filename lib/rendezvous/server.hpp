@@ -18,6 +18,11 @@
 // The capacity (`max_connections`, 0 = derived) is 2 per node of MAX plus headroom, within
 // the descriptor limit, which start() raises when short (capacity.hpp). Authenticated
 // connections then get `frame_timeout` per frame and `idle_timeout` between requests.
+//
+// Waiting replies: a join or heartbeat carrying "wait_ms" whose answer is "joining" is held
+// for up to min(wait_ms, max_hold) and answered as soon as the job's phase or round changes
+// (not on every join: that would answer every waiting node N times). So thousands of waiting
+// nodes learn that the job formed at once instead of at their next poll, and poll less.
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -44,6 +49,7 @@ struct ServerOptions {
   Duration write_timeout{5000};   // a peer that does not read its reply is dropped
   int max_connections = 0;        // 0: connection_capacity(store.max_nodes, the descriptor limit)
   int max_unauthenticated_per_peer = 64;
+  Duration max_hold{2000};        // the longest a waiting reply is held
   size_t max_unauthenticated_frame_bytes = 4096;
   Duration tick_interval{100};    // how often time-driven transitions are applied
   // Progress lines are reported at most this often while nodes join (4096 joins are not 4096

@@ -497,6 +497,10 @@ Reply Store::handle(const json& req) {
       changed();
     }
   }
+  if (*op == "heartbeat" && member && phase_ == Phase::running && req.value("brief", false)) {
+    // A running node's keep-alive: all it needs is whether its round still runs.
+    return {{{"ok", true}, {"phase", "running"}, {"round", round_}, {"restarts", restarts_}}, false};
+  }
   return {state_for(*p), false};
 }
 

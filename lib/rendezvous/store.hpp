@@ -5,7 +5,8 @@
 //
 // Requests (JSON objects; every one carries "token" and "node", the node's random id):
 //   {"op":"join", "host":H, "slots":N, "addr":A?}  enter the rendezvous (idempotent per node id)
-//   {"op":"heartbeat"}                             I am alive; what is the state?
+//   {"op":"heartbeat", "brief":B?}                 I am alive; what is the state? (brief, while
+//                                                  running: only phase, round and restarts)
 //   {"op":"fail", "reason":R}                      my ranks failed: tear the job down
 //   {"op":"leave"}                                 I finished (or gave up before the start)
 // Every reply is {"ok":true, "phase":…, "progress":…, …} or {"ok":false, "error":…}; once the
@@ -103,6 +104,7 @@ class Store {
   void abort(const std::string& reason);
   StoreStatus status() const;
   Phase phase() const { return phase_; }
+  int round() const { return round_; }
   // The progress line alone (cached; rebuilt after a change).
   const std::string& progress() const;
   // Changes whenever anything a progress line or status shows may have changed.

@@ -290,6 +290,9 @@ TEST_CASE("store: replies and progress stay small with thousands of nodes", "[re
   CHECK(r.dump().size() < 1000);  // the whole table would be ~300 KB
   CHECK(node_assignment_from_json(r["assignment"]).self.first_rank == 4095 * 8);
   CHECK(node_assignment_from_json(f.beat("id-17")["assignment"]).self.first_rank == 17 * 8);
+  // A running node's brief keep-alive: phase and round only.
+  auto brief = f.send("id-17", {{"op", "heartbeat"}, {"brief", true}}).body;
+  CHECK(brief == json{{"ok", true}, {"phase", "running"}, {"round", 0}, {"restarts", 0}});
 
   Fixture g(nodes(3, 4096));
   g.join("a", "h-a", 1);
