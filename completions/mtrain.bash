@@ -9,7 +9,7 @@ _mtrain_subs() {
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import export docs) ;;
-    'mtrain bench') _mtrain_r=(comm launch train) ;;
+    'mtrain bench') _mtrain_r=(comm launch train rendezvous) ;;
     *) _mtrain_r=() ;;
   esac
 }
@@ -40,6 +40,7 @@ _mtrain_opts() {
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --reps --no-worker --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
     *) _mtrain_r=() ;;
   esac
@@ -65,6 +66,7 @@ _mtrain_valopts() {
     'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --reps --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
     *) _mtrain_r=() ;;
   esac
 }
@@ -315,6 +317,13 @@ _mtrain_values() {
     'mtrain bench train|--output') _mtrain_kind=files ;;
     'mtrain bench train|--plot') _mtrain_kind=files ;;
     'mtrain bench train|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
+    'mtrain bench rendezvous|--nodes') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--slots') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--heartbeat-seconds') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain bench rendezvous|--output') _mtrain_kind=files ;;
+    'mtrain bench rendezvous|--plot') _mtrain_kind=files ;;
+    'mtrain bench rendezvous|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
     *) _mtrain_kind=none ;;
   esac
 }

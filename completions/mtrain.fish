@@ -14,7 +14,7 @@ function __mtrain_subs
         case 'mtrain config'
             printf '%s\n' 'init' 'validate' 'show' 'import' 'export' 'docs'
         case 'mtrain bench'
-            printf '%s\n' 'comm' 'launch' 'train'
+            printf '%s\n' 'comm' 'launch' 'train' 'rendezvous'
     end
 end
 function __mtrain_opts
@@ -69,6 +69,8 @@ function __mtrain_opts
             printf '%s\n' '--help' '-h' '--nproc' '--reps' '--no-worker' '--python' '--format' '--output' '--plot' '--plotter'
         case 'mtrain bench train'
             printf '%s\n' '--help' '-h' '--strategies' '--nproc' '--model' '--steps' '--warmup' '--rounds' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
+        case 'mtrain bench rendezvous'
+            printf '%s\n' '--help' '-h' '--nodes' '--slots' '--heartbeat-seconds' '--format' '--output' '--plot' '--plotter'
         case 'mtrain completion'
             printf '%s\n' '--help' '-h'
     end
@@ -113,6 +115,8 @@ function __mtrain_valopts
             printf '%s\n' '--nproc' '--reps' '--python' '--format' '--output' '--plot' '--plotter'
         case 'mtrain bench train'
             printf '%s\n' '--strategies' '--nproc' '--model' '--steps' '--warmup' '--rounds' '--set' '--config' '--work-dir' '--format' '--output' '--plot' '--plotter'
+        case 'mtrain bench rendezvous'
+            printf '%s\n' '--nodes' '--slots' '--heartbeat-seconds' '--format' '--output' '--plot' '--plotter'
     end
 end
 function __mtrain_values
@@ -604,6 +608,20 @@ function __mtrain_values
         case 'mtrain bench train|--plot'
             printf '%s\n' 'files'
         case 'mtrain bench train|--plotter'
+            printf '%s\n' 'list' 'auto' 'gnuplot' 'matplotlib'
+        case 'mtrain bench rendezvous|--nodes'
+            printf '%s\n' 'none'
+        case 'mtrain bench rendezvous|--slots'
+            printf '%s\n' 'none'
+        case 'mtrain bench rendezvous|--heartbeat-seconds'
+            printf '%s\n' 'none'
+        case 'mtrain bench rendezvous|--format'
+            printf '%s\n' 'list' 'text' 'json'
+        case 'mtrain bench rendezvous|--output'
+            printf '%s\n' 'files'
+        case 'mtrain bench rendezvous|--plot'
+            printf '%s\n' 'files'
+        case 'mtrain bench rendezvous|--plotter'
             printf '%s\n' 'list' 'auto' 'gnuplot' 'matplotlib'
         case '*'
             echo none

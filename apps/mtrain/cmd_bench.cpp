@@ -1,4 +1,4 @@
-// `mtrain bench comm|launch|train`: flags → options → one lib/bench driver → emit (table or
+// `mtrain bench comm|launch|train|rendezvous`: flags → options → one lib/bench driver → emit (table or
 // JSON, --output, --plot). Also the hidden `mtrain __barrier`, the rank program of bench launch.
 #include <filesystem>
 
@@ -6,6 +6,7 @@
 #include "mtrain/bench/comm.hpp"
 #include "mtrain/bench/launch_bench.hpp"
 #include "mtrain/bench/measures.hpp"
+#include "mtrain/bench/rendezvous_bench.hpp"
 #include "mtrain/bench/report.hpp"
 #include "mtrain/bench/tcp_barrier.hpp"
 #include "mtrain/bench/train_bench.hpp"
@@ -138,6 +139,31 @@ void add_bench(CLI::App& root, Exit& exit) {
     auto r = bench::run_train_bench(o);
     bench::emit(r, tf->e);
     exit.code = r.doc.at("failed").get<int>() > 0 ? kExitFailure : 0;
+  });
+
+  // rendezvous
+  struct RdzvFlags {
+    bench::RendezvousBenchOptions o;
+    std::string nodes = "64,512,4096";
+    double heartbeat_s = 6;
+    bench::EmitOptions e;
+  };
+  auto rf = std::make_shared<RdzvFlags>();
+  auto* rb = bench->add_subcommand(
+      "rendezvous", "The node rendezvous store with N simulated agents on loopback: time to form, heartbeat CPU, memory");
+  rb->add_option("--nodes", rf->nodes, "Node counts to simulate, e.g. 64,512,4096")->default_str(rf->nodes);
+  rb->add_option("--slots", rf->o.slots, "Ranks per simulated node")->check(CLI::Range(1, 4096))->default_str("8");
+  rb->add_option("--heartbeat-seconds", rf->heartbeat_s, "How long to measure the store's heartbeat CPU")
+      ->check(CLI::Range(1.0, 3600.0))
+      ->default_str("6");
+  add_emit_flags(rb, rf->e);
+  rb->callback([rf, &exit] {
+    auto& o = rf->o;
+    o.nodes = bench::parse_int_list(rf->nodes, "--nodes", 1);
+    o.heartbeat_span = rendezvous::Duration(static_cast<long long>(rf->heartbeat_s * 1000));
+    check_plot(rf->e);
+    bench::emit(bench::run_rendezvous_bench(o), rf->e);
+    exit.code = 0;
   });
 
   // The rank program of `bench launch` (hidden).

@@ -208,6 +208,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   so.store.token = token;
   so.store.master_port = p.master_port;
   so.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+  so.store.max_restarts = p.max_restarts;  // the job's restarts: a failed rank re-forms every node's ranks
   so.on_progress = [](const std::string& line) {
     std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str());
     std::fflush(stderr);
@@ -272,6 +273,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   a.join_timeout = seconds(m.rdzv_timeout_s);
   a.last_call = seconds(m.rdzv_last_call_s);
   a.node_timeout = seconds(m.node_timeout_s);
+  a.max_restarts = opt.plan.max_restarts;
   if (hosts)
     for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
   a.store_elsewhere = m.ssh_agent;

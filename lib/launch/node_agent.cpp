@@ -30,14 +30,15 @@ namespace {
 
 using rendezvous::Duration;
 
-// Heartbeats run on their own thread; when the job stops being "running" the attempt is
-// stopped on the supervisor's loop. A local failure is reported over a second connection
+// Heartbeats run on their own thread; when the job stops being "running" in this node's round
+// (it failed, or the store opened a new round to restart it) the attempt is stopped on the
+// supervisor's loop. A local failure is reported over a second connection
 // (the heartbeat thread owns the first).
 class RendezvousWatcher : public AttemptWatcher {
  public:
   RendezvousWatcher(rendezvous::Client& hb_client, rendezvous::ClientOptions report_opt, Duration interval,
-                    Duration give_up)
-      : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up) {}
+                    Duration give_up, int round)
+      : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up), round_(round) {}
 
   void start(asio::io_context& io, std::function<void(ExternalStop)> stop) override {
     {
@@ -45,11 +46,13 @@ class RendezvousWatcher : public AttemptWatcher {
       io_ = &io;
       stop_ = std::move(stop);
     }
-    loop_ = std::make_unique<rendezvous::HeartbeatLoop>(hb_client_, interval_, give_up_, [this](const rendezvous::JobState& s) {
-      if (s.phase != rendezvous::Phase::failed) return;
+    auto on_end = [this](const rendezvous::JobState& s) {
+      std::string reason;
+      if (s.phase == rendezvous::Phase::failed) reason = s.reason;
+      else if (s.round != round_) reason = "the job restarts: " + s.restart_reason;
+      else return;
       std::lock_guard<std::mutex> lock(mu_);
       if (!io_) return;
-      std::string reason = s.reason;
       asio::post(*io_, [this, reason] {
         std::function<void(ExternalStop)> stop;
         {
@@ -58,7 +61,8 @@ class RendezvousWatcher : public AttemptWatcher {
         }
         if (stop) stop({reason, kExitFailure});
       });
-    });
+    };
+    loop_ = std::make_unique<rendezvous::HeartbeatLoop>(hb_client_, interval_, give_up_, on_end, round_);
   }
 
   void rank_failed(const std::string& what) override {
@@ -81,6 +85,7 @@ class RendezvousWatcher : public AttemptWatcher {
   rendezvous::Client& hb_client_;
   rendezvous::ClientOptions report_opt_;
   Duration interval_, give_up_;
+  int round_;
   std::mutex mu_;
   asio::io_context* io_ = nullptr;
   std::function<void(ExternalStop)> stop_;
@@ -178,10 +183,8 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   // Lives until the process ends: its thread may still hold it after this function returns.
   static StdinWatcher stdin_watch;
   if (a.watch_stdin) stdin_watch.watch(record.path);
-  if (p.max_restarts > 0) {
-    std::fprintf(stderr, "mtrain: note: --max-restarts is ignored with node rendezvous (a failed node ends the job)\n");
-    p.max_restarts = 0;
-  }
+  // Restarts are the job's (the store counts them and opens a new round), not this node's.
+  p.max_restarts = 0;
 
   // This node's rank count, from its own GPUs and --nproc-per-node, before joining.
   plan::PlanOptions probe = p;
@@ -204,6 +207,7 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     so_store.store.token = a.token;
     so_store.store.master_port = p.master_port;
     so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+    so_store.store.max_restarts = a.max_restarts;
     server = std::make_unique<rendezvous::Server>(so_store);
     try {
       server->start();
@@ -229,45 +233,63 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   if (!a.quiet_progress)
     co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
   rendezvous::Client client(co);
-  rendezvous::JoinResult joined = client.join();
-  const auto& self = joined.self();
-  if (a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
-    throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
-                            a.expected_node_rank, joined.node_rank),
-                "", kExitFailure);
-
-  p.nnodes = static_cast<int>(joined.assignment.nodes.size());
-  p.node_rank = joined.node_rank;
-  p.first_rank = self.first_rank;
-  p.world_size = joined.assignment.world_size;
-  if (p.master_addr.empty()) p.master_addr = joined.assignment.master_addr;
-  p.master_port = joined.assignment.master_port;
-  p.node_name = node;
-  p.rdzv_backend = "mtrain";
-  p.rdzv_endpoint = a.endpoint.str();
-  plan::LaunchPlan lp = plan::build_plan(p, facts);
-  std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d\n", node.c_str(),
-               joined.node_rank, p.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1, p.world_size,
-               p.master_addr.c_str(), p.master_port);
-
   rendezvous::ClientOptions report = co;
   report.node_id = client.node_id();
   report.on_progress = nullptr;
   report.op_timeout = Duration(3000);
   Duration interval = std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5));
-  RendezvousWatcher rdzv(client, report, interval, a.node_timeout);
-  so.watchers.push_back(&rdzv);
-  if (a.watch_stdin) so.watchers.push_back(&stdin_watch);
 
+  // One round per pass: join, run the ranks, and when they end ask the store whether the job
+  // opened a new round (a failure here or elsewhere, a lost node, with restarts left): then
+  // join it again, else finish.
   int rc = 0;
-  try {
-    rc = supervise(lp, runner, so);
-  } catch (...) {
+  for (;;) {
+    rendezvous::JoinResult joined = client.join();
+    const auto& self = joined.self();
+    if (joined.round == 0 && a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
+      throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
+                              a.expected_node_rank, joined.node_rank),
+                  "", kExitFailure);
+
+    plan::PlanOptions rp = p;
+    rp.nnodes = joined.assignment.nnodes;
+    rp.node_rank = joined.node_rank;
+    rp.first_rank = self.first_rank;
+    rp.world_size = joined.assignment.world_size;
+    if (rp.master_addr.empty()) rp.master_addr = joined.assignment.master_addr;
+    rp.master_port = joined.assignment.master_port;
+    rp.node_name = node;
+    rp.rdzv_backend = "mtrain";
+    rp.rdzv_endpoint = a.endpoint.str();
+    plan::LaunchPlan lp = plan::build_plan(rp, facts);
+    std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d%s\n", node.c_str(),
+                 joined.node_rank, rp.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1,
+                 rp.world_size, rp.master_addr.c_str(), rp.master_port,
+                 joined.restarts ? fmt::format(", restart {}", joined.restarts).c_str() : "");
+
+    RendezvousWatcher rdzv(client, report, interval, a.node_timeout, joined.round);
+    SuperviseOptions round_so = so;
+    round_so.watchers.push_back(&rdzv);
+    if (a.watch_stdin) round_so.watchers.push_back(&stdin_watch);
+    round_so.first_attempt = joined.restarts;
     try {
-      client.report_failure("the node agent could not start its ranks");
+      rc = supervise(lp, runner, round_so);
     } catch (...) {
+      try {
+        client.report_failure("the node agent could not start its ranks");
+      } catch (...) {
+      }
+      throw;
     }
-    throw;
+    rendezvous::JobState now;
+    try {
+      now = rendezvous::Client(report).heartbeat();
+    } catch (const Error&) {
+      break;  // the store is gone or no longer knows this node: nothing to re-join
+    }
+    if (now.phase == rendezvous::Phase::failed || now.round <= joined.round) break;
+    std::fprintf(stderr, "mtrain: node %s: the job restarts (%s); joining again\n", node.c_str(),
+                 now.restart_reason.c_str());
   }
   try {
     if (rc == 0) client.leave();

@@ -9,6 +9,9 @@
 //   * A local rank failing or stalling is reported to the store, so every node stops; a failure
 //     elsewhere (a report, or a node whose heartbeats stopped) stops this node's ranks with the
 //     store's reason, which names the node.
+//   * With --max-restarts K the store opens a new round for such a failure (K times for the
+//     job): every agent stops its ranks, joins again, and runs the new assignment with
+//     TORCHELASTIC_RESTART_COUNT = the job's restart count (store.hpp, "Restarts").
 //   * With watch_stdin (ssh agents): EOF on stdin means the launcher's connection is gone.
 //   * The agent records its process group in <record_dir>/<node name>.pgid so the launcher can
 //     stop it by group (never by name).
@@ -30,6 +33,7 @@ struct AgentOptions {
   rendezvous::Duration join_timeout{300000};
   rendezvous::Duration last_call{30000};
   rendezvous::Duration node_timeout{30000};  // heartbeat silence that counts as a dead node
+  int max_restarts = 0;                     // --max-restarts: the store's (the job's) restart budget
   std::vector<std::string> expected_hosts;  // from a hostfile: the names and node-rank order
   bool store_elsewhere = false;             // do not host the store even if the endpoint is ours
   bool watch_stdin = false;

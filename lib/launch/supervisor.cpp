@@ -365,7 +365,7 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
   signals.add(SIGHUP);
   signals.add(SIGUSR1);
   signals.add(SIGUSR2);
-  for (int attempt = 0;; ++attempt) {
+  for (int attempt = opt.first_attempt;; ++attempt) {
     int stop_signal = 0, notice_signal = 0;
     std::optional<Failure> failure;
     {
@@ -390,7 +390,7 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       int code = failure->root.status.launcher_code();
       return code == 0 ? 1 : code;
     }
-    if (attempt < plan.max_restarts) {
+    if (attempt - opt.first_attempt < plan.max_restarts) {
       std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting all ranks (restart %d of %d)\n",
                    attempt, failure->root.rank, failure->root.host.c_str(), failure->root.status.describe().c_str(),
                    attempt + 1, plan.max_restarts);

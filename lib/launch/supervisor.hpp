@@ -48,6 +48,9 @@ struct SuperviseOptions {
   std::string program_path;                 // resolved argv[0] for every worker
   double heartbeat_timeout_s = 0;           // --heartbeat-timeout: 0 = off (see progress_watch.hpp)
   std::vector<AttemptWatcher*> watchers;
+  // The first attempt's number (TORCHELASTIC_RESTART_COUNT, attempt_<k> folders): a node agent
+  // passes the job's restart count from the rendezvous store, so every node agrees.
+  int first_attempt = 0;
 };
 
 // Returns the launcher's exit code: 0 when every rank succeeded, else the root-cause rank's

@@ -25,10 +25,26 @@ struct Assignment {
   std::string run_id;
 };
 
+// One node's share of an assignment: all its agent needs, and what the store sends it. Its size
+// does not grow with the node count (the whole table for 4096 nodes would be over 300 KB, past
+// the frame limit, and sent with every heartbeat).
+struct NodeAssignment {
+  AssignedNode self;  // this node: rank range and node rank
+  int nnodes = 0;
+  int world_size = 0;
+  std::string master_addr;
+  int master_port = 0;
+  std::string run_id;
+};
+
 // Number the nodes in the given order and lay out their ranks.
 Assignment assign_ranks(std::vector<AssignedNode> nodes_in_order, int master_port, std::string run_id);
 
 nlohmann::json to_json(const Assignment& a);
+NodeAssignment for_node(const Assignment& a, int node_rank);
+nlohmann::json to_json(const NodeAssignment& a);
+// Throws FrameError when the JSON does not have the shape to_json writes.
+NodeAssignment node_assignment_from_json(const nlohmann::json& j);
 // Throws FrameError when the JSON does not have the shape to_json writes.
 Assignment assignment_from_json(const nlohmann::json& j);
 

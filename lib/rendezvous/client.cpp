@@ -146,6 +146,8 @@ JobState Client::job_state(const json& reply) const {
   else if (phase == "failed") s.phase = Phase::failed;
   else throw Error(fmt::format("rendezvous store {} sent an unknown phase '{}'", opt_.server.str(), phase), "", kExitFailure);
   s.reason = reply.value("reason", std::string());
+  s.round = reply.value("round", 0);
+  s.restart_reason = reply.value("restart_reason", std::string());
   return s;
 }
 
@@ -163,8 +165,11 @@ JoinResult Client::join() {
                   "Check that the launcher holding the store runs and that this host can reach it.", kExitFailure);
     json reply;
     try {
-      if (!joined) reply = request({{"op", "join"}, {"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}});
-      else reply = request({{"op", "heartbeat"}});
+      // Both may be held by the store until the job forms (or `hold` passes): see server.hpp.
+      const long long wait_ms = std::min(opt_.hold, opt_.op_timeout / 2).count();
+      if (!joined)
+        reply = request({{"op", "join"}, {"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}, {"wait_ms", wait_ms}});
+      else reply = request({{"op", "heartbeat"}, {"wait_ms", wait_ms}});
     } catch (const Error& e) {
       last_error = e.message();  // not up yet or unreachable for now: retry until the deadline
       std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(opt_.poll_interval, time_left()));
@@ -181,20 +186,22 @@ JoinResult Client::join() {
         throw Error(fmt::format("node '{}' is not part of the job that formed", opt_.host), "", kExitFailure);
       JoinResult r;
       try {
-        r.assignment = assignment_from_json(reply.at("assignment"));
+        r.assignment = node_assignment_from_json(reply.at("assignment"));
         r.node_rank = reply.at("node_rank").get<int>();
+        r.round = reply.value("round", 0);
+        r.restarts = reply.value("restarts", 0);
       } catch (const std::exception& e) {
         throw Error(fmt::format("rendezvous store sent a bad assignment: {}", e.what()), "", kExitFailure);
       }
-      if (r.node_rank < 0 || r.node_rank >= static_cast<int>(r.assignment.nodes.size()))
-        throw Error("rendezvous store sent a node rank outside the assignment", "", kExitFailure);
+      if (r.node_rank != r.assignment.self.node_rank)
+        throw Error("rendezvous store sent a node rank that is not the one in its assignment", "", kExitFailure);
       return r;
     }
     std::this_thread::sleep_for(std::min<std::chrono::steady_clock::duration>(opt_.poll_interval, time_left()));
   }
 }
 
-JobState Client::heartbeat() { return job_state(request({{"op", "heartbeat"}})); }
+JobState Client::heartbeat() { return job_state(request({{"op", "heartbeat"}, {"brief", true}})); }
 
 JobState Client::report_failure(const std::string& reason) {
   return job_state(request({{"op", "fail"}, {"reason", reason}}));

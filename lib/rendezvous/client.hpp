@@ -25,7 +25,8 @@ struct ClientOptions {
   int slots = 1;        // local ranks this node runs
   Duration join_timeout{600000};  // connect + join + wait for the agreement
   Duration op_timeout{10000};     // one request and its reply
-  Duration poll_interval{200};    // heartbeat cadence while waiting for the agreement
+  Duration poll_interval{200};    // pause between polls while waiting for the agreement
+  Duration hold{1000};            // the store may hold a waiting reply this long ("wait_ms", long poll)
   size_t max_frame_bytes = kDefaultMaxFrameBytes;
   // Called when the store's progress line changes while waiting ("2/3 nodes joined; …").
   std::function<void(const std::string&)> on_progress;
@@ -33,13 +34,17 @@ struct ClientOptions {
 
 struct JoinResult {
   int node_rank = 0;
-  Assignment assignment;
-  const AssignedNode& self() const { return assignment.nodes.at(static_cast<size_t>(node_rank)); }
+  NodeAssignment assignment;  // this node's share (not the whole table)
+  int round = 0;              // the store's round this assignment belongs to
+  int restarts = 0;           // the job's restart count (TORCHELASTIC_RESTART_COUNT)
+  const AssignedNode& self() const { return assignment.self; }
 };
 
 struct JobState {
   Phase phase = Phase::running;
   std::string reason;  // when failed: why, naming the node(s)
+  int round = 0;       // a round newer than the node's own: the job is restarting
+  std::string restart_reason;
 };
 
 class Client {

@@ -7,8 +7,8 @@
 namespace mtrain::rendezvous {
 
 HeartbeatLoop::HeartbeatLoop(Client& client, Duration interval, Duration give_up_after,
-                             std::function<void(const JobState&)> on_end)
-    : client_(client), interval_(interval), give_up_(give_up_after), on_end_(std::move(on_end)) {
+                             std::function<void(const JobState&)> on_end, int round)
+    : client_(client), interval_(interval), give_up_(give_up_after), round_(round), on_end_(std::move(on_end)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -41,7 +41,7 @@ void HeartbeatLoop::run() {
       s.phase = Phase::failed;
       s.reason = fmt::format("lost the rendezvous store for more than {}: {}", format_duration(give_up_), last_error);
     }
-    if (s.phase != Phase::running) {
+    if (s.phase != Phase::running || s.round != round_) {
       if (on_end_) on_end_(s);
       return;
     }

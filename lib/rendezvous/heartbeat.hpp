@@ -1,8 +1,9 @@
 #pragma once
 // Keep-alive for a node agent once the job has formed: a thread sends a heartbeat every
 // `interval` and calls `on_end` once, with the job state, when the job stops being "running"
-// (another node failed or went silent, or the launcher aborted: the agent then tears its ranks
-// down and prints the reason, which names the node) or when the store has not answered for
+// in the agent's round `round` (another node failed or went silent, or the launcher aborted:
+// the agent then tears its ranks down and prints the reason, which names the node; or the
+// store opened a newer round: the job restarts) or when the store has not answered for
 // `give_up_after` (the launcher holding it is gone).
 #include <condition_variable>
 #include <functional>
@@ -15,7 +16,8 @@ namespace mtrain::rendezvous {
 
 class HeartbeatLoop {
  public:
-  HeartbeatLoop(Client& client, Duration interval, Duration give_up_after, std::function<void(const JobState&)> on_end);
+  HeartbeatLoop(Client& client, Duration interval, Duration give_up_after, std::function<void(const JobState&)> on_end,
+                int round = 0);
   ~HeartbeatLoop();  // stops the thread (waits at most one op_timeout)
   void stop();
 
@@ -23,6 +25,7 @@ class HeartbeatLoop {
   void run();
   Client& client_;
   Duration interval_, give_up_;
+  int round_;
   std::function<void(const JobState&)> on_end_;
   std::mutex mu_;
   std::condition_variable wake_;

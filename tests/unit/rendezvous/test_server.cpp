@@ -36,6 +36,7 @@ ServerOptions server_options(int min, int max, std::vector<std::string> hosts = 
   o.store.heartbeat_timeout = milliseconds(3000);
   o.store.run_id = "loopback";
   o.frame_timeout = milliseconds(500);
+  o.auth_timeout = milliseconds(500);
   o.tick_interval = milliseconds(20);
   return o;
 }
@@ -62,8 +63,19 @@ T get_within(std::future<T>& f, milliseconds bound = milliseconds(20000)) {
 // A plain socket for sending what no client would.
 struct Raw {
   int fd = -1;
-  explicit Raw(uint16_t port, const char* ip = "127.0.0.1") {
+  // `from`: the local address to connect from (a 127.x address stands for another machine).
+  explicit Raw(uint16_t port, const char* ip = "127.0.0.1", const char* from = nullptr) {
     fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (from) {
+      sockaddr_in l{};
+      l.sin_family = AF_INET;
+      ::inet_pton(AF_INET, from, &l.sin_addr);
+      if (::bind(fd, reinterpret_cast<sockaddr*>(&l), sizeof l) != 0) {
+        ::close(fd);
+        fd = -1;
+        return;
+      }
+    }
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -75,6 +87,14 @@ struct Raw {
   }
   ~Raw() {
     if (fd >= 0) ::close(fd);
+  }
+  Raw(Raw&& o) noexcept : fd(o.fd) { o.fd = -1; }
+  // Without waiting: has the server closed this connection (EOF or reset)?
+  bool closed_now() const {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return false;
+    char c;
+    return ::recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) <= 0;
   }
   void send(const std::string& bytes) { (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL); }
   // Everything the server sends until it closes the connection; `closed` is false if the
@@ -130,8 +150,8 @@ TEST_CASE("loopback: three nodes join and agree", "[rendezvous][server]") {
     ranks.insert(r.node_rank);
     CHECK(r.assignment.world_size == 7);
     CHECK(r.assignment.master_addr == "worker-0");
-    CHECK(r.assignment.nodes[1].first_rank == 4);
-    CHECK(r.assignment.nodes[2].first_rank == 6);
+    CHECK(r.assignment.nnodes == 3);
+    CHECK(r.self().first_rank == std::vector<int>{0, 4, 6}[static_cast<size_t>(r.node_rank)]);
     CHECK(r.self().host == nodes[&j - &joins[0]].first);
   }
   CHECK(ranks == std::set<int>{0, 1, 2});
@@ -148,7 +168,7 @@ TEST_CASE("loopback: MIN:MAX forms after the last call; a late node is refused",
   auto a = std::async(std::launch::async, [&] { return Client(client_options(server, "n0", 1)).join(); });
   auto b = std::async(std::launch::async, [&] { return Client(client_options(server, "n1", 3)).join(); });
   JoinResult ra = get_within(a), rb = get_within(b);
-  CHECK(ra.assignment.nodes.size() == 2);
+  CHECK(ra.assignment.nnodes == 2);
   CHECK(ra.assignment.world_size == 4);
   CHECK(ra.node_rank != rb.node_rank);
   Client late(client_options(server, "n2", 1));
@@ -340,4 +360,102 @@ TEST_CASE("loopback: an unreachable store is a bounded error naming the endpoint
   co.op_timeout = milliseconds(100);
   co.poll_interval = milliseconds(20);
   CHECK_THROWS_WITH(Client(co).join(), Contains("could not complete the rendezvous at 127.0.0.1:1"));
+}
+
+TEST_CASE("loopback: 300 idle connections and garbage senders do not keep a 2-node job from forming",
+          "[rendezvous][server][admission]") {
+  auto o = server_options(2, 2);
+  o.auth_timeout = milliseconds(60000);  // only eviction and the per-peer limit can let the nodes in
+  Server server(o);
+  server.start();
+  const int cap = server.max_connections();
+  CHECK(cap == 2 * 2 + 64);
+  std::vector<Raw> idle;
+  for (int i = 0; i < 300; ++i) {  // 30 each from 10 "machines", under the per-peer limit
+    std::string from = "127.0.1." + std::to_string(1 + i % 10);
+    idle.emplace_back(server.port(), "127.0.0.1", from.c_str());
+    REQUIRE(idle.back().fd >= 0);
+  }
+  std::vector<Raw> garbage;
+  for (int i = 0; i < 20; ++i) {
+    garbage.emplace_back(server.port(), "127.0.0.1", "127.0.2.1");
+    REQUIRE(garbage.back().fd >= 0);
+    // Half: a valid header announcing 4000 bytes, then a trickle (a slow loris); half: junk.
+    garbage.back().send(i % 2 ? std::string("MTR1\0\0\x0f\xa0{\"op\"", 13) : std::string("\x16\x03\x01 junk", 9));
+  }
+  auto a = std::async(std::launch::async, [&] { return Client(client_options(server, "n0", 1)).join(); });
+  auto b = std::async(std::launch::async, [&] { return Client(client_options(server, "n1", 2)).join(); });
+  JoinResult ra = get_within(a, milliseconds(15000)), rb = get_within(b, milliseconds(15000));
+  CHECK(ra.assignment.world_size == 3);
+  CHECK(ra.node_rank + rb.node_rank == 1);
+  auto c = server.counters();
+  CHECK(c.evicted >= static_cast<uint64_t>(300 - cap));  // the junk senders may be closed for bad magic first
+  CHECK(c.over_capacity == 0);
+  int closed = 0;
+  for (auto& r : idle) closed += r.closed_now() ? 1 : 0;
+  CHECK(closed >= 300 - cap);
+}
+
+TEST_CASE("loopback: one address cannot hold more than its share of unauthenticated connections",
+          "[rendezvous][server][admission]") {
+  auto o = server_options(1, 1);
+  o.auth_timeout = milliseconds(60000);
+  o.max_unauthenticated_per_peer = 16;
+  Server server(o);
+  server.start();
+  std::vector<Raw> flood;
+  for (int i = 0; i < 40; ++i) flood.emplace_back(server.port(), "127.0.0.1", "127.0.3.1");
+  // The node, from another address, is not affected; the flood's surplus was closed at accept.
+  CHECK(Client(client_options(server, "n0", 1)).join().assignment.world_size == 1);
+  CHECK(server.counters().peer_limited == 24);
+  CHECK(server.counters().evicted == 0);
+}
+
+TEST_CASE("loopback: when every connection is authenticated, a new one is closed, not an old one",
+          "[rendezvous][server][admission]") {
+  auto o = server_options(1, 3);
+  o.max_connections = 2;
+  o.store.last_call = milliseconds(60000);
+  Server server(o);
+  server.start();
+  Client c0(client_options(server, "n0", 1)), c1(client_options(server, "n1", 1));
+  CHECK(c0.request({{"op", "join"}, {"host", "n0"}, {"slots", 1}})["phase"] == "joining");
+  CHECK(c1.request({{"op", "join"}, {"host", "n1"}, {"slots", 1}})["phase"] == "joining");
+  Raw extra(server.port());
+  bool closed = false;
+  extra.read_until_closed(closed, milliseconds(5000));
+  CHECK(closed);
+  CHECK(server.counters().over_capacity == 1);
+  CHECK(server.counters().evicted == 0);
+  CHECK(c0.heartbeat().phase == Phase::joining);  // the authenticated ones are still served
+  CHECK(server.counters().accepted == 3);         // on their open connections
+}
+
+TEST_CASE("loopback: a waiting node's reply is held until the job forms, or max_hold", "[rendezvous][server][hold]") {
+  const bool forms = GENERATE(false, true);
+  auto o = server_options(2, 2);
+  o.max_hold = milliseconds(forms ? 60000 : 300);
+  Server server(o);
+  server.start();
+  auto co_for = [&](const std::string& host) {
+    auto co = client_options(server, host, 1);
+    co.op_timeout = milliseconds(30000);
+    return co;
+  };
+  Client a(co_for("n0"));
+  auto held = std::async(std::launch::async, [&] {
+    return a.request({{"op", "join"}, {"host", "n0"}, {"slots", 1}, {"wait_ms", 60000}});
+  });
+  if (!forms) {  // nothing changes: answered "joining" once max_hold (not wait_ms) has passed
+    CHECK(get_within(held, milliseconds(8000))["phase"] == "joining");
+    return;
+  }
+  // The job forms: the held reply is answered then, long before max_hold.
+  server.wait_until([](const StoreStatus& st) { return st.joined.size() == 1; }, milliseconds(5000));
+  CHECK(held.wait_for(milliseconds(200)) == std::future_status::timeout);  // held
+  JoinResult rb = Client(co_for("n1")).join();
+  CHECK(rb.assignment.nnodes == 2);
+  auto reply = get_within(held, milliseconds(10000));
+  CHECK(reply["phase"] == "running");
+  CHECK(reply["node_rank"] == 0);
 }

@@ -1,6 +1,8 @@
 // The store protocol, message by message, with a clock that only moves when the test says so.
 #include <catch2/catch.hpp>
 
+#include <fmt/format.h>
+
 #include "mtrain/core/error.hpp"
 #include "mtrain/rendezvous/store.hpp"
 
@@ -57,19 +59,23 @@ TEST_CASE("store: three uneven nodes join and agree on contiguous ranks", "[rend
   r = f.join("c", "worker-2", 3);
   REQUIRE(r["phase"] == "running");  // MAX reached: no last call
   CHECK(r["node_rank"] == 2);
-  Assignment a = assignment_from_json(r["assignment"]);
-  REQUIRE(a.nodes.size() == 3);
+  NodeAssignment a = node_assignment_from_json(r["assignment"]);
+  CHECK(a.nnodes == 3);
   CHECK(a.world_size == 9);
   CHECK(a.master_addr == "worker-0");
   CHECK(a.master_port == 29500);
   CHECK(a.run_id == "job-1");
-  CHECK(a.nodes[1].host == "worker-1");
-  CHECK(a.nodes[1].first_rank == 4);
-  CHECK(a.nodes[2].first_rank == 6);
-  CHECK(a.nodes[2].local_world_size == 3);
-  // The others learn their node ranks on their next heartbeat.
+  CHECK(a.self.host == "worker-2");
+  CHECK(a.self.first_rank == 6);
+  CHECK(a.self.local_world_size == 3);
+  // The others learn their node ranks (and only their own share) on their next heartbeat.
   CHECK(f.beat("a")["node_rank"] == 0);
-  CHECK(f.beat("b")["node_rank"] == 1);
+  auto b = f.beat("b");
+  CHECK(b["node_rank"] == 1);
+  CHECK(node_assignment_from_json(b["assignment"]).self.host == "worker-1");
+  CHECK(node_assignment_from_json(b["assignment"]).self.first_rank == 4);
+  REQUIRE(f.store->status().assignment);
+  CHECK(f.store->status().assignment->nodes[1].first_rank == 4);
   CHECK(f.store->status().progress == "job formed: 3 nodes, 9 ranks, master worker-0:29500");
 }
 
@@ -124,11 +130,12 @@ TEST_CASE("store: expected hosts set node order and name who is missing", "[rend
   CHECK_THAT(twice.body["error"].get<std::string>(), Contains("already joined"));
   r = f.join("v", "worker-1", 1);
   REQUIRE(r["phase"] == "running");
-  Assignment a = assignment_from_json(r["assignment"]);
+  Assignment a = *f.store->status().assignment;
   CHECK(a.nodes[0].host == "worker-0");  // host-list order, not join order
   CHECK(a.nodes[2].host == "worker-2");
   CHECK(a.nodes[2].first_rank == 3);
   CHECK(r["node_rank"] == 1);
+  CHECK(node_assignment_from_json(r["assignment"]).self.first_rank == 2);
 }
 
 TEST_CASE("store: a node that never joins times the rendezvous out, named", "[rendezvous][store]") {
@@ -269,6 +276,161 @@ TEST_CASE("store: a join retried with the same node id is idempotent", "[rendezv
   f.join("a", "n0", 1);
   f.join("a", "n0", 1);
   CHECK(f.store->status().joined.size() == 1);
+}
+
+TEST_CASE("store: replies and progress stay small with thousands of nodes", "[rendezvous][store]") {
+  auto o = nodes(4096, 4096);
+  for (int i = 0; i < 4096; ++i) o.expected_hosts.push_back(fmt::format("node-{:04}", i));
+  Fixture f(o);
+  for (int i = 0; i < 4095; ++i) f.join(fmt::format("id-{}", i), fmt::format("node-{:04}", i), 8);
+  auto r = f.beat("id-0");
+  CHECK(r["progress"] == "4095/4096 nodes joined; waiting for: node-4095");
+  r = f.join("id-4095", "node-4095", 8);
+  REQUIRE(r["phase"] == "running");
+  CHECK(r.dump().size() < 1000);  // the whole table would be ~300 KB
+  CHECK(node_assignment_from_json(r["assignment"]).self.first_rank == 4095 * 8);
+  CHECK(node_assignment_from_json(f.beat("id-17")["assignment"]).self.first_rank == 17 * 8);
+  // A running node's brief keep-alive: phase and round only.
+  auto brief = f.send("id-17", {{"op", "heartbeat"}, {"brief", true}}).body;
+  CHECK(brief == json{{"ok", true}, {"phase", "running"}, {"round", 0}, {"restarts", 0}});
+
+  Fixture g(nodes(3, 4096));
+  g.join("a", "h-a", 1);
+  for (int i = 0; i < 20; ++i) g.join(fmt::format("id-{}", i), fmt::format("h-{}", i), 1);
+  CHECK_THAT(g.store->progress(), Contains("21 nodes joined (need 3 to 4096): h-a, h-0, h-1") &&
+                                      Contains("h-6 and 13 more; last call"));
+}
+
+namespace {
+StoreOptions elastic(int min, int max, int restarts) {
+  StoreOptions o = nodes(min, max);
+  o.max_restarts = restarts;
+  return o;
+}
+NodeAssignment share(const json& reply) { return node_assignment_from_json(reply.at("assignment")); }
+}  // namespace
+
+TEST_CASE("store: restarts — a rank failure re-forms the job with every node, counted once for the job",
+          "[rendezvous][store][restart]") {
+  Fixture f(elastic(2, 3, 2));
+  f.join("a", "n0", 2);
+  f.join("b", "n1", 1);
+  REQUIRE(f.join("c", "n2", 1)["phase"] == "running");
+  auto r = f.send("b", {{"op", "fail"}, {"reason", "rank 2 exited with code 1"}}).body;
+  CHECK(r["phase"] == "joining");
+  CHECK(r["round"] == 1);
+  CHECK(r["restarts"] == 1);
+  // The others learn it on their next heartbeat: a newer round.
+  auto beat = f.beat("a");
+  CHECK(beat["phase"] == "joining");
+  CHECK(beat["round"] == 1);
+  CHECK_THAT(beat["restart_reason"].get<std::string>(), Contains("node 'n1' (node rank 1) reported a failure"));
+  // A late failure report from a node whose ranks died because the others stopped: no news.
+  f.send("c", {{"op", "fail"}, {"reason", "gloo: connection reset"}});
+  CHECK(f.store->status().restarts == 1);
+  CHECK(f.store->status().phase == Phase::joining);
+  CHECK_THAT(f.store->progress(), Contains("restart 1 of 2") && Contains("waiting for: n0, n1, n2"));
+  f.join("c", "n2", 1);
+  f.join("a", "n0", 2);
+  CHECK(f.store->status().phase == Phase::joining);  // n1 is alive and not back yet
+  r = f.join("b", "n1", 1);
+  REQUIRE(r["phase"] == "running");  // everyone back: no last call
+  CHECK(r["restarts"] == 1);
+  CHECK(r["round"] == 1);
+  // Survivors keep their order; ranks contiguous.
+  CHECK(share(f.beat("a")).self.first_rank == 0);
+  CHECK(share(r).self.node_rank == 1);
+  CHECK(share(r).self.first_rank == 2);
+  CHECK(share(f.beat("c")).self.first_rank == 3);
+  CHECK(f.beat("c")["restarts"] == 1);
+}
+
+TEST_CASE("store: restarts — a lost node re-forms the job with the survivors, renumbered",
+          "[rendezvous][store][restart]") {
+  Fixture f(elastic(2, 3, 3));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 2);
+  f.join("c", "n2", 4);
+  for (int i = 0; i < 2; ++i) {
+    f.clock.advance(seconds(6));
+    f.beat("a");
+    f.beat("c");  // n1 has died
+  }
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::joining);
+  CHECK(s.restarts == 1);
+  CHECK(s.lost == std::vector<std::string>{"n1"});
+  CHECK_THAT(s.restart_reason, Contains("node 'n1' (node rank 1) stopped sending heartbeats"));
+  f.join("c", "n2", 4);
+  auto r = f.join("a", "n0", 1);
+  REQUIRE(r["phase"] == "running");
+  CHECK(share(r).nnodes == 2);
+  CHECK(share(r).world_size == 5);
+  CHECK(share(f.beat("c")).self.node_rank == 1);
+  CHECK(share(f.beat("c")).self.first_rank == 1);
+  CHECK(f.beat("b")["ok"] == false);  // the lost node is no longer known
+}
+
+TEST_CASE("store: restarts — a node arriving while the job runs waits and costs no restart",
+          "[rendezvous][store][restart]") {
+  Fixture f(elastic(2, 3, 1));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  f.clock.advance(seconds(5));  // last call over
+  f.beat("a");
+  REQUIRE(f.store->status().phase == Phase::running);
+  auto w = f.join("w", "n9", 1);
+  CHECK(w["phase"] == "joining");  // waits
+  CHECK_FALSE(w.contains("assignment"));
+  CHECK(f.store->status().restarts == 0);
+  CHECK(f.beat("a")["phase"] == "running");  // the running nodes are not disturbed
+  CHECK_THAT(f.store->progress(), Contains("1 node waiting for the next round"));
+  // The next failure's round takes it in.
+  f.send("a", {{"op", "fail"}, {"reason", "boom"}});
+  f.join("a", "n0", 1);
+  auto r = f.join("b", "n1", 1);
+  REQUIRE(r["phase"] == "running");
+  CHECK(share(r).nnodes == 3);
+  CHECK(share(f.beat("w")).self.node_rank == 2);
+  // The budget is spent: the next failure fails the job.
+  f.send("w", {{"op", "fail"}, {"reason", "again"}});
+  CHECK(f.store->status().phase == Phase::failed);
+  CHECK_THAT(f.store->status().reason, Contains("no restarts left: all 1 used"));
+}
+
+TEST_CASE("store: restarts — fewer than MIN nodes back within the timeout fails, naming the lost",
+          "[rendezvous][store][restart]") {
+  auto o = elastic(2, 2, 1);
+  o.join_timeout = seconds(20);
+  Fixture f(o);
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  for (int i = 0; i < 2; ++i) {
+    f.clock.advance(seconds(6));
+    f.beat("a");
+  }
+  REQUIRE(f.store->status().phase == Phase::joining);
+  f.join("a", "n0", 1);
+  for (int i = 0; i < 4; ++i) {
+    f.clock.advance(seconds(6));
+    f.beat("a");
+  }
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::failed);
+  CHECK_THAT(s.reason, Contains("could not re-form after restart 1 of 1") && Contains("1 of the at least 2 nodes") &&
+                           Contains("nodes lost: n1"));
+  CHECK(s.failed_nodes == std::vector<std::string>{"n1"});
+}
+
+TEST_CASE("store: without restarts a failure still ends the job and late nodes are refused",
+          "[rendezvous][store][restart]") {
+  Fixture f(nodes(2, 2));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  CHECK(f.send("x", {{"op", "join"}, {"host", "n2"}, {"slots", 1}}).body["ok"] == false);
+  f.send("a", {{"op", "fail"}, {"reason", "boom"}});
+  CHECK(f.store->status().phase == Phase::failed);
+  CHECK(f.store->status().restarts == 0);
 }
 
 TEST_CASE("store: invalid options are errors", "[rendezvous][store]") {

@@ -1,10 +1,11 @@
-// Frames, tokens and the flag grammars.
+// Frames, tokens, the flag grammars and the connection capacity.
 #include <catch2/catch.hpp>
 
 #include <set>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/rendezvous/assignment.hpp"
+#include "mtrain/rendezvous/capacity.hpp"
 #include "mtrain/rendezvous/endpoint.hpp"
 #include "mtrain/rendezvous/frame.hpp"
 #include "mtrain/rendezvous/token.hpp"
@@ -98,4 +99,14 @@ TEST_CASE("assignment: contiguous ranks, master is node 0, JSON round trip", "[r
   auto b = assignment_from_json(to_json(a));
   CHECK(to_json(b) == to_json(a));
   CHECK_THROWS_AS(assignment_from_json({{"nodes", 3}}), FrameError);
+}
+
+TEST_CASE("connection capacity: 2 per node plus headroom, within the descriptor limit", "[rendezvous][capacity]") {
+  CHECK(wanted_connections(2) == 68);
+  CHECK(wanted_connections(4096) == 8256);
+  CHECK(connection_capacity(4096, 1 << 20) == 8256);
+  CHECK(connection_capacity(4096, 1024) == 1024 - kReservedDescriptors);  // the limit binds
+  CHECK(connection_capacity(512, 20000) == 1088);
+  CHECK(connection_capacity(1, 10) == 1);
+  CHECK(wanted_fd_limit(4096) == 8256 + kReservedDescriptors);
 }
