@@ -291,6 +291,10 @@ class Parser {
     if (fn->kind != Kind::Global) return make(Kind::Opaque);
     const std::string name = fn->s + "." + fn->s2;
     if (name == "collections.OrderedDict") return make(Kind::Dict);
+    // LibTorch's pickler (mtrain's model.pt) wraps a typed dict: restore_type_tag(dict, "Dict[str, Tensor]").
+    if (name == "torch.jit._pickle.restore_type_tag" && args->kind == Kind::Tuple && !args->items.empty()) {
+      return args->items[0];
+    }
     if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
       if (args->kind != Kind::Tuple || args->items.size() < 4 || args->items[0]->kind != Kind::Storage) {
         throw bad("a tensor whose arguments are not (storage, offset, size, stride)");

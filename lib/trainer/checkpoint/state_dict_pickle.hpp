@@ -4,11 +4,12 @@
 // No tensor data is touched, so a caller can read any element range later by pread.
 //
 // Why not torch::pickle_load: it materialises every tensor (the whole model in memory on every
-// rank), and LibTorch 1.13's C++ unpickler turns collections.OrderedDict — what
-// model.state_dict() returns, with its `_metadata` attribute — into None. This reads the
+// rank), and LibTorch 1.13's C++ unpickler does not rebuild collections.OrderedDict — what
+// model.state_dict() returns, with its `_metadata` attribute — as a dict. This reads the
 // opcodes torch.save emits (protocols 2–5): dicts, OrderedDicts (their BUILD state ignored),
-// lists, tuples, scalars, strings, and tensors rebuilt by torch._utils._rebuild_tensor_v2 /
-// _rebuild_parameter from persistent ('storage', torch.<T>Storage, key, location, numel) ids.
+// lists, tuples, scalars, strings, LibTorch's typed-dict tag (restore_type_tag), and tensors
+// rebuilt by torch._utils._rebuild_tensor_v2 / _rebuild_parameter from persistent
+// ('storage', torch.<T>Storage, key, location, numel) ids.
 // Any other class is kept as an opaque object (never executed).
 #include <cstdint>
 #include <string>
