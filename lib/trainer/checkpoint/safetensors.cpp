@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include <c10/util/accumulate.h>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -37,12 +38,6 @@ std::string supported_names() {
   std::string s;
   for (const auto& [n, t] : dtype_table()) s += (s.empty() ? "" : ", ") + n;
   return s;
-}
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
 }
 
 Error bad_file(const std::string& path, const std::string& what) {
@@ -80,7 +75,7 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
     if (e.name == "__metadata__" || header.contains(e.name)) {
       throw Error(fmt::format("internal: tensor name '{}' is reserved or repeated", e.name), "", kExitFailure);
     }
-    const uint64_t bytes = static_cast<uint64_t>(numel_of(e.shape)) * c10::elementSize(e.dtype);
+    const uint64_t bytes = static_cast<uint64_t>(c10::multiply_integers(e.shape)) * c10::elementSize(e.dtype);
     header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
                       {"shape", e.shape},
                       {"data_offsets", {offset, offset + bytes}}};
@@ -96,7 +91,7 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
   out.write(text.data(), text.size());
   for (const auto& e : entries) {
     at::Tensor t = e.data();
-    if (!t.defined() || t.numel() != numel_of(e.shape) || t.scalar_type() != e.dtype) {
+    if (!t.defined() || t.numel() != c10::multiply_integers(e.shape) || t.scalar_type() != e.dtype) {
       throw Error(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name),
                   "", kExitFailure);
     }
@@ -192,7 +187,7 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
       throw fail(fmt::format("tensor '{}': data_offsets [{}, {}] lie outside the {} bytes of data",
                              name, t.begin, t.end, data_bytes));
     }
-    const uint64_t want = static_cast<uint64_t>(numel_of(t.shape)) * c10::elementSize(t.dtype);
+    const uint64_t want = static_cast<uint64_t>(c10::multiply_integers(t.shape)) * c10::elementSize(t.dtype);
     if (t.end - t.begin != want) {
       throw fail(fmt::format("tensor '{}': shape [{}] of {} needs {} bytes, data_offsets give {}", name,
                              fmt::join(t.shape, ", "), dt.get<std::string>(), want, t.end - t.begin));
@@ -231,7 +226,7 @@ const SafetensorsTensor* SafetensorsReader::find(const std::string& name) const 
 at::Tensor SafetensorsReader::read(const std::string& name, int64_t offset, int64_t numel) const {
   const SafetensorsTensor* t = find(name);
   if (t == nullptr) throw Error(fmt::format("{}: no tensor '{}'", path_, name), "", kExitFailure);
-  const int64_t total = numel_of(t->shape);
+  const int64_t total = c10::multiply_integers(t->shape);
   if (offset < 0 || numel < 0 || offset + numel > total) {
     throw Error(fmt::format("{}: elements [{}, {}) of '{}' are outside its {} elements", path_, offset,
                             offset + numel, name, total), "", kExitFailure);

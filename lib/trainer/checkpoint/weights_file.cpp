@@ -4,6 +4,7 @@
 #include <fstream>
 #include <map>
 
+#include <c10/util/accumulate.h>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -21,12 +22,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string kModelPrefix = "model/";
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 class SafetensorsWeights final : public WeightsFile {
  public:
@@ -72,7 +67,7 @@ class TorchZipWeights final : public WeightsFile {
   }
   at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const override {
     const PickledTensor& t = sd_.tensors.at(index_.at(name));
-    const int64_t n = numel_of(t.shape);
+    const int64_t n = c10::multiply_integers(t.shape);
     if (n == 0 || numel == 0) return at::empty({0}, at::TensorOptions().dtype(t.dtype));
     // The elements of the storage the tensor spans (a view saved from Python may be strided).
     int64_t extent = 1;
