@@ -90,9 +90,8 @@ std::string format_init_mismatch(const InitMatch& m, size_t max_rows) {
   return out;
 }
 
-InitReport load_init_weights(const InitOptions& o, const std::vector<NamedShape>& layout,
-                             Strategy& strategy, torch::nn::Module& model) {
-  const std::unique_ptr<WeightsFile> file = open_weights_file(o.path);
+InitPlan check_init_weights(const InitOptions& o, const std::vector<NamedShape>& layout) {
+  std::shared_ptr<const WeightsFile> file = open_weights_file(o.path);
   std::vector<NamedShape> file_layout;
   for (const auto& e : file->entries()) file_layout.push_back({e.name, e.shape});
   const InitMatch m = match_init(layout, file_layout);
@@ -113,7 +112,8 @@ InitReport load_init_weights(const InitOptions& o, const std::vector<NamedShape>
                 "fix the model.* settings or the file; or set model.init_strict: false to load the "
                 "tensors that match (the others keep their initial values)");
   }
-  InitReport r;
+  InitPlan plan;
+  InitReport& r = plan.report;
   r.format = file->format();
   r.loaded = m.matched.size();
   r.model_tensors = m.matched.size() + m.missing.size() + m.wrong_shape.size() + m.missing_buffers.size();
@@ -129,7 +129,13 @@ InitReport load_init_weights(const InitOptions& o, const std::vector<NamedShape>
                                     "keep their initial values, unexpected tensors are ignored:\n{}",
                                     o.path, counts, format_init_mismatch(m)));
   }
-  const InitSource src(*file, std::set<std::string>(m.matched.begin(), m.matched.end()));
+  plan.file = std::move(file);
+  plan.matched = m.matched;
+  return plan;
+}
+
+void load_init_weights(const InitPlan& plan, Strategy& strategy, torch::nn::Module& model) {
+  const InitSource src(*plan.file, std::set<std::string>(plan.matched.begin(), plan.matched.end()));
   strategy.load_parameters(src);
   at::NoGradGuard no_grad;
   for (auto& b : model.named_buffers(/*recurse=*/true)) {
@@ -138,7 +144,6 @@ InitReport load_init_weights(const InitOptions& o, const std::vector<NamedShape>
     at::Tensor dst = b.value();
     dst.copy_(src.read(name, 0, dst.numel()).view(dst.sizes()));
   }
-  return r;
 }
 
 }  // namespace mtrain::trainer

@@ -9,6 +9,7 @@
 // (its shard under ZeRO/FSDP) and the model's buffers (replicated, small) — so no rank ever
 // holds the model twice.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -58,9 +59,22 @@ struct InitReport {
   std::vector<std::string> notices;  // lines worth printing (partial load table, file notes)
 };
 
-// Checks and loads (after strategy.setup). Throws mtrain::Error (exit 2): the file cannot be
+class WeightsFile;
+// A checked file, ready to load: the open file (headers only) and the tensors to take from it.
+struct InitPlan {
+  std::shared_ptr<const WeightsFile> file;
+  std::vector<std::string> matched;
+  InitReport report;
+};
+
+// Opens the file and compares names and shapes with `layout` (model_layout, taken before the
+// strategy's setup); reads no tensor data. Throws mtrain::Error (exit 2): the file cannot be
 // read, or strict and the names/shapes differ (the table in the message), or nothing matches.
-InitReport load_init_weights(const InitOptions& o, const std::vector<NamedShape>& layout,
-                             Strategy& strategy, torch::nn::Module& model);
+// The trainer runs it before it writes anything into the work dir.
+InitPlan check_init_weights(const InitOptions& o, const std::vector<NamedShape>& layout);
+
+// Loads a checked plan (after strategy.setup): the strategy's parameters (each rank its part)
+// and the model's buffers.
+void load_init_weights(const InitPlan& plan, Strategy& strategy, torch::nn::Module& model);
 
 }  // namespace mtrain::trainer

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -70,11 +71,12 @@ class Loop {
         heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
+    // model.init is opened and checked against the model's own shapes first: a bad file fails
+    // before anything is written, and before a sharded strategy replaces the parameters.
+    const auto init = job_.init.empty() ? std::optional<InitPlan>()
+                                        : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
-    // model.init is checked against the model's own shapes, taken before a sharded strategy
-    // replaces its parameters.
-    const auto init_layout = job_.init.empty() ? std::vector<NamedShape>{} : model_layout(*parts_.model);
     strategy_->setup(parts_.model);
 
     sampler_.dataset_size = parts_.train->size();
@@ -98,7 +100,7 @@ class Loop {
     print_ledger();
     heartbeat_.beat();
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
-    if (!resume() && !job_.init.empty()) load_init(init_layout);
+    if (!resume() && init) load_init(*init);
     const int64_t start_step = step_;
     if (comm_.rank() == 0) {
       metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
@@ -450,8 +452,9 @@ class Loop {
   }
 
   // Pretrained weights before step 0; every rank reads its own part of the file.
-  void load_init(const std::vector<NamedShape>& layout) {
-    const InitReport r = load_init_weights({job_.init, job_.init_strict}, layout, *strategy_, *parts_.model);
+  void load_init(const InitPlan& plan) {
+    load_init_weights(plan, *strategy_, *parts_.model);
+    const InitReport& r = plan.report;
     for (const auto& n : r.notices) console_.line(n);
     console_.line(fmt::format("Initialised {} of {} tensors from {} ({})", r.loaded, r.model_tensors,
                               job_.init, r.format));

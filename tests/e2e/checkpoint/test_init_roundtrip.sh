@@ -9,7 +9,7 @@
 #    tensor — and a plain dict under {"state_dict": ..., "epoch": 3} load (zero2, world 2);
 #  * `mtrain checkpoint consolidate -o x.safetensors` equals the .pt consolidation;
 #  * bad inputs: a missing file → exit 2 before any rank starts (no work dir); a damaged file and a
-#    mismatching model → one paragraph (the table) and no model.pt.
+#    mismatching model → one paragraph (the table) and nothing in the work dir.
 . "$(dirname "$0")/../lib.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_torch
@@ -163,11 +163,12 @@ launch "$WORK/cut" --nproc-per-node 2 --max-steps 1 --set model.init="$WORK/cut.
   --work-dir "$WORK/dst_cut"
 [ "$rc" -ne 0 ] && ok "a truncated safetensors file fails (exit $rc)" || fail "truncated file accepted"
 expect_in "$WORK/cut" "cut.safetensors: not a valid safetensors file"
-[ ! -e "$WORK/dst_cut/model.pt" ] && ok "no model.pt from a failed init" || fail "model.pt written"
+[ ! -e "$WORK/dst_cut" ] && ok "nothing written for a damaged file" || fail "work dir created: $(ls -A "$WORK/dst_cut")"
 launch "$WORK/mismatch" --nproc-per-node 2 --max-steps 1 --set model.n_layer=3 \
   --set model.init="$WORK/src/model.safetensors" --work-dir "$WORK/dst_mm"
 [ "$rc" -ne 0 ] && ok "a mismatching model fails (exit $rc)" || fail "mismatching file accepted"
 expect_in "$WORK/mismatch" "does not match the model"
 expect_in "$WORK/mismatch" "missing      blocks.2.attn.c_attn.weight"
 expect_in "$WORK/mismatch" "model.init_strict: false"
+[ ! -e "$WORK/dst_mm" ] && ok "nothing written for a mismatching model" || fail "work dir created: $(ls -A "$WORK/dst_mm")"
 finish
