@@ -17,6 +17,7 @@ namespace {
 
 struct CheckpointFlags {
   std::string dir, output, dtype = "fp32", format = "text";
+  std::string weights_format;  // consolidate: pt | safetensors ("" = from -o's extension)
 };
 
 [[noreturn]] void exec_worker(const std::vector<std::string>& words) {
@@ -48,13 +49,21 @@ void add_checkpoint(CLI::App& root, Exit& exit) {
   auto f = std::make_shared<CheckpointFlags>();
 
   auto* con = sub->add_subcommand(
-      "consolidate", "Stream a checkpoint's shards into one torch.load-able state dict, one tensor at a time");
+      "consolidate", "Stream a checkpoint's shards into one torch.load-able state dict or .safetensors "
+                     "file, one tensor at a time");
   con->add_option("DIR", f->dir, "Checkpoint folder (<work_dir>/checkpoints/step_<N>)")->required();
   con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt)")->required();
   con->add_option("--dtype", f->dtype, "Dtype of floating tensors")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
-  con->callback([f] { exec_worker({"consolidate", f->dir, "-o", f->output, "--dtype", f->dtype}); });
+  con->add_option("--format", f->weights_format,
+                  "pt (torch.load-able) or safetensors; default: safetensors for a .safetensors output, else pt")
+      ->check(CLI::IsMember({"pt", "safetensors"}));
+  con->callback([f] {
+    std::vector<std::string> words{"consolidate", f->dir, "-o", f->output, "--dtype", f->dtype};
+    if (!f->weights_format.empty()) words.insert(words.end(), {"--format", f->weights_format});
+    exec_worker(words);
+  });
 
   auto* ins = sub->add_subcommand(
       "inspect", "Strategy, world size, step, tensors, sizes and verification status of a checkpoint");

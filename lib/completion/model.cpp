@@ -74,7 +74,7 @@ Hints default_hints() {
                          {"--exclude", "hosts"},       {"--master-addr", "hosts"},      {"--partition", "partitions"},
                          {"-p", "partitions"},         {"--output", "files"},           {"--plot", "files"},
                          {"--log-dir", "files"},       {"--work-dir", "files"},         {"--script-file", "files"},
-                         {"--job", "files"},           {"-o", "files"}};
+                         {"--job", "files"},           {"-o", "files"},                 {"--init", "files"}};
   // `mtrain slurm script|submit` build their options when they run (from the Slurm job
   // settings); list them here so they complete too.
   std::vector<OptionSpec> slurm_opts;

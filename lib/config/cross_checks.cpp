@@ -1,5 +1,7 @@
 #include "mtrain/config/cross_checks.hpp"
 
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "mtrain/core/strings.hpp"
@@ -112,6 +114,16 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    fmt::format("model.n_embd {} is not divisible by model.n_head {}",
                                as_int(job, "model.n_embd"), as_int(job, "model.n_head")),
                    "Each attention head gets n_embd / n_head dimensions; pick values that divide."});
+  }
+
+  // Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
+  // files than this machine, so only local and Slurm launches are checked here).
+  const std::string init = as_text(job, "model.init");
+  std::error_code ec;
+  if (!init.empty() && as_text(job, "launch.launcher") != "ssh" && !std::filesystem::exists(init, ec)) {
+    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' does not exist", init),
+                   "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
+                   "checkpoint folder (relative paths are from the current folder)."});
   }
 
   // Schedule.

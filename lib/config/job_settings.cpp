@@ -37,6 +37,14 @@ Registry build() {
   r.add(integer("model.depth", 3, 1, 1024, "mlp: number of linear layers."));
   r.add(integer("model.input_dim", 32, 1, 1 << 20, "mlp: input features."));
   r.add(integer("model.num_classes", 10, 2, 1 << 20, "mlp and resnet: output classes."));
+  r.add(text("model.init", "",
+             "Pretrained weights to start from: a .safetensors file, a state dict written by "
+             "torch.save(model.state_dict(), path), mtrain's model.pt or a checkpoint folder. "
+             "Loaded after setup under every strategy; a resumed checkpoint takes precedence.",
+             "init"));
+  r.add(boolean("model.init_strict", true,
+                "model.init must name exactly the model's tensors with their shapes; false loads "
+                "the ones that match and keeps the initial values of the rest (a new head)."));
 
   // Data.
   r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10", "tokens"},

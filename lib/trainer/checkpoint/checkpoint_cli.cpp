@@ -12,11 +12,13 @@ namespace {
 
 const char* kUsage =
     "usage: mtrain-worker checkpoint consolidate DIR -o FILE [--dtype fp32|bf16|fp16]\n"
+    "                     [--format pt|safetensors]\n"
     "       mtrain-worker checkpoint inspect DIR [--format text|json]\n"
     "       mtrain-worker checkpoint verify DIR\n";
 
 struct Args {
   std::string verb, dir, output, dtype = "fp32", format = "text";
+  std::string weights_format;  // consolidate --format (pt | safetensors; "" = from -o's extension)
 };
 
 Args parse(const std::vector<std::string>& a) {
@@ -36,6 +38,8 @@ Args parse(const std::vector<std::string>& a) {
       r.output = value(w);
     } else if (w == "--dtype" && r.verb == "consolidate") {
       r.dtype = value(w);
+    } else if (w == "--format" && r.verb == "consolidate") {
+      r.weights_format = value(w);
     } else if (w == "--format" && r.verb == "inspect") {
       r.format = value(w);
       if (r.format != "text" && r.format != "json") {
@@ -65,10 +69,12 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     o.dir = a.dir;
     o.output = a.output;
     o.dtype = a.dtype;
+    o.format = a.weights_format;
+    const std::string format = consolidate_format(o);
     const ConsolidateResult r = consolidate_checkpoint(o);
-    out << fmt::format("wrote {} ({} tensors, {} parameters, {} bytes, {}; at most one tensor of "
+    out << fmt::format("wrote {} ({}; {} tensors, {} parameters, {} bytes, {}; at most one tensor of "
                        "{} bytes in memory)\n",
-                       a.output, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
+                       a.output, format, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
     return 0;
   }
   if (a.verb == "inspect") {

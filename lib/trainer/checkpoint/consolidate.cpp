@@ -7,6 +7,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/checkpoint/verify.hpp"
@@ -47,9 +48,19 @@ void require_checkpoint_dir(const std::string& dir) {
   }
 }
 
+std::string consolidate_format(const ConsolidateOptions& o) {
+  if (o.format.empty()) return fs::path(o.output).extension() == ".safetensors" ? "safetensors" : "pt";
+  if (o.format != "pt" && o.format != "safetensors") {
+    throw Error(fmt::format("--format '{}' is not pt or safetensors", o.format),
+                "pt writes a torch.load-able state dict, safetensors a .safetensors file");
+  }
+  return o.format;
+}
+
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   require_checkpoint_dir(o.dir);
   const at::ScalarType want = output_dtype(o.dtype);
+  const std::string format = consolidate_format(o);
   if (o.verify) {
     const VerifyReport rep = verify_checkpoint(o.dir);
     if (!rep.ok()) {
@@ -85,9 +96,13 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   const fs::path out = fs::absolute(o.output);
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
   DurableWriter w(out.string());
-  const ArchiveWritten written = write_tensor_archive(w, entries);
+  if (format == "safetensors") {
+    res.bytes = write_safetensors(w, entries, {{"format", "pt"}, {"producer", "mtrain"},
+                                               {"step", std::to_string(m.step)}, {"strategy", m.strategy}});
+  } else {
+    res.bytes = write_tensor_archive(w, entries).bytes;
+  }
   w.commit();
-  res.bytes = written.bytes;
   return res;
 }
 

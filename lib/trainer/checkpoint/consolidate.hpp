@@ -11,6 +11,8 @@ namespace mtrain::trainer {
 struct ConsolidateOptions {
   std::string dir;          // a checkpoint folder (step_<N>)
   std::string output;       // model.pt
+  // pt (torch.load-able zip) | safetensors; "" = from the output's extension (.safetensors).
+  std::string format;
   std::string dtype = "fp32";  // fp32 | bf16 | fp16 (floating tensors only)
   bool verify = true;       // check sizes and checksums first
 };
@@ -25,6 +27,9 @@ struct ConsolidateResult {
 // tensor, never a whole shard or model. Names are the model's parameter names, in the order the
 // strategy listed them. Throws mtrain::Error (damaged checkpoint, unwritable output).
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o);
+// The format consolidate writes: o.format, else "safetensors" for a .safetensors output, else "pt".
+// Throws mtrain::Error (exit 2) for another format name.
+std::string consolidate_format(const ConsolidateOptions& o);
 
 // Throws mtrain::Error (exit 2) unless `dir` is a folder with a manifest.json.
 void require_checkpoint_dir(const std::string& dir);

@@ -136,6 +136,15 @@ ArchiveReader::~ArchiveReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::string ArchiveReader::record(const std::string& name) {
+  if (!zip_->hasRecord(name)) {
+    throw Error(fmt::format("{}: the archive has no record {}", path_, name),
+                "the file is not a torch.save archive", kExitFailure);
+  }
+  auto [data, size] = zip_->getRecord(name);
+  return std::string(static_cast<const char*>(data.get()), size);
+}
+
 at::Tensor ArchiveReader::read(const std::string& key, at::ScalarType dtype, int64_t offset,
                                int64_t numel) {
   auto it = offsets_.find(key);

@@ -57,6 +57,8 @@ class ArchiveReader {
   // `numel` elements of `dtype` from element `offset` of record data/<key>.
   at::Tensor read(const std::string& key, at::ScalarType dtype, int64_t offset, int64_t numel);
   const std::string& path() const { return path_; }
+  // The whole record `name` (e.g. "data.pkl"), whatever folder prefix the archive uses.
+  std::string record(const std::string& name);
 
  private:
   std::string path_;

@@ -73,6 +73,9 @@ TrainJob train_job_from_json(const nlohmann::json& job) {
   t.checkpoint_interval = get(job, "checkpoint.interval").get<int64_t>();
   t.checkpoint_keep = get(job, "checkpoint.keep").get<int64_t>();
   t.resume = get(job, "checkpoint.resume").get<std::string>();
+  t.init = get(job, "model.init").get<std::string>();
+  t.init_strict = get(job, "model.init_strict").get<bool>();
+  t.settings = job;
   t.comm_timeout_s = get(job, "comm.timeout_s").get<double>();
   t.comm_shared_memory = get(job, "comm.shared_memory").get<bool>();
   return t;

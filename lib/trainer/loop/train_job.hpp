@@ -32,6 +32,9 @@ struct TrainJob {
   int64_t checkpoint_interval = 0;
   int64_t checkpoint_keep = 2;
   std::string resume;
+  std::string init;         // model.init: pretrained weights ("" = none)
+  bool init_strict = true;  // model.init_strict
+  nlohmann::json settings;  // the resolved job this was made from (model.safetensors metadata)
   double comm_timeout_s = 300;
   bool comm_shared_memory = true;
 };

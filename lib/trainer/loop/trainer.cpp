@@ -11,12 +11,15 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/init_weights.hpp"
+#include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
@@ -90,6 +93,10 @@ class Loop {
         heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
+    // model.init is opened and checked against the model's own shapes first: a bad file fails
+    // before anything is written, and before a sharded strategy replaces the parameters.
+    const auto init = job_.init.empty() ? std::optional<InitPlan>()
+                                        : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     strategy_->setup(parts_.model);
@@ -115,7 +122,7 @@ class Loop {
     print_ledger();
     heartbeat_.beat();
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
-    resume();
+    if (!resume() && init) load_init(*init);
     const int64_t start_step = step_;
     if (comm_.rank() == 0) {
       metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
@@ -443,13 +450,17 @@ class Loop {
     console_.line(fmt::format("Saving checkpoint at {} iterations: {}", step_, dir));
   }
 
-  void resume() {
+  // True when a checkpoint was loaded.
+  bool resume() {
     const auto choice = choose_resume(comm_, job_.resume, job_.work_dir + "/checkpoints",
                                       [this] { heartbeat_.beat(); });
     for (const auto& w : choice.warnings) console_.line(w);
     if (!choice.dir) {
-      if (job_.resume == "auto") console_.line("No checkpoint to resume from; training from scratch");
-      return;
+      if (job_.resume == "auto") {
+        console_.line(job_.init.empty() ? "No checkpoint to resume from; training from scratch"
+                                        : "No checkpoint to resume from; starting from model.init");
+      }
+      return false;
     }
     const std::string& dir = *choice.dir;
     CheckpointReader reader(dir);
@@ -463,13 +474,39 @@ class Loop {
     }
     console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", dir, step_,
                               reader.manifest().world_size));
+    if (!job_.init.empty()) {
+      console_.line(fmt::format("model.init {} not loaded: the resumed checkpoint takes precedence", job_.init));
+    }
+    return true;
   }
 
-  // model.pt is streamed: rank 0 writes each parameter as its producer yields it, and a sharded
-  // strategy holds one gathered unit at a time, so no rank ever holds the whole model to save.
-  // Every rank runs every producer in order (they are collective), also when rank 0's write
-  // fails part-way, so that the others are not left waiting in an all-gather.
+  // Pretrained weights before step 0; every rank reads its own part of the file.
+  void load_init(const InitPlan& plan) {
+    load_init_weights(plan, *strategy_, *parts_.model);
+    const InitReport& r = plan.report;
+    for (const auto& n : r.notices) console_.line(n);
+    console_.line(fmt::format("Initialised {} of {} tensors from {} ({})", r.loaded, r.model_tensors,
+                              job_.init, r.format));
+  }
+
+  // model.pt and model.safetensors are streamed: rank 0 writes each parameter as its producer
+  // yields it, and a sharded strategy holds one gathered unit at a time, so no rank ever holds
+  // the whole model to save. Every rank runs every producer in order (they are collective), also
+  // when rank 0's write fails part-way, so that the others are not left waiting in an all-gather.
   void write_model() {
+    write_weights("model.pt", [](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
+      write_tensor_archive(out, e);
+    });
+    const std::map<std::string, std::string> meta = {
+        {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(step_)},
+        {"strategy", strategy_->name()}, {"job", job_.settings.dump()}};
+    write_weights("model.safetensors", [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
+      write_safetensors(out, e, meta);
+    });
+  }
+
+  void write_weights(const std::string& file,
+                     const std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>& write) {
     const auto params = strategy_->export_parameters();
     size_t produced = 0;
     auto drain = [&] {
@@ -484,8 +521,8 @@ class Loop {
                          }});
     }
     try {
-      DurableWriter out(job_.work_dir + "/model.pt");
-      write_tensor_archive(out, entries);
+      DurableWriter out(job_.work_dir + "/" + file);
+      write(out, entries);
       out.commit();
     } catch (...) {
       drain();

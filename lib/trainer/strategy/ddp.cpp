@@ -179,6 +179,17 @@ class Ddp final : public Strategy {
     for (auto& b : buckets_) b.grads.zero_();
   }
 
+  // Replicated: every rank reads each tensor whole into its parameter (frozen ones included).
+  void load_parameters(const TensorSource& src) override {
+    at::NoGradGuard no_grad;
+    for (size_t i = 0; i < all_params_.size(); ++i) {
+      const std::string name = "model/" + all_names_[i];
+      if (!src.has(name)) continue;
+      require_source_tensor(src, name, all_params_[i].sizes());
+      all_params_[i].copy_(src.read(name, 0, all_params_[i].numel()).view(all_params_[i].sizes()));
+    }
+  }
+
   std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override {
     std::vector<std::pair<std::string, at::Tensor>> out;
     for (size_t i = 0; i < all_params_.size(); ++i) {

@@ -154,6 +154,7 @@ class ShardedEngine final : public Strategy {
   int64_t num_parameters() const override { return num_params_; }
   std::vector<TensorPiece> state_pieces() override;
   void load_state(const TensorSource& src) override;
+  void load_parameters(const TensorSource& src) override;
   std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override;
   std::vector<ParameterExport> export_parameters() override;
 
@@ -163,6 +164,9 @@ class ShardedEngine final : public Strategy {
  private:
   enum class Phase { Idle, Forward, Backward };
   at::Tensor gather_for_save(Unit& u, at::ScalarType dt);
+  // load_state (everything, every tensor required) and load_parameters (model/ tensors the
+  // source has) share this walk over the units.
+  void load_tensors(const TensorSource& src, bool whole_state);
   void build_groups();
   void build_unit(const UnitPlan& plan);
   void gather_async(size_t u);

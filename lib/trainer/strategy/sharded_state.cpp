@@ -96,7 +96,21 @@ std::vector<TensorPiece> ShardedEngine::state_pieces() {
   return out;
 }
 
-void ShardedEngine::load_state(const TensorSource& src) {
+void ShardedEngine::load_state(const TensorSource& src) { load_tensors(src, /*whole_state=*/true); }
+
+void ShardedEngine::load_parameters(const TensorSource& src) {
+  load_tensors(src, /*whole_state=*/false);
+  // Frozen parameters live outside the units, replicated: read whole.
+  at::NoGradGuard no_grad;
+  for (size_t i = 0; i < all_params_.size(); ++i) {
+    const std::string name = "model/" + all_names_[i];
+    if (all_index_[i] >= 0 || !src.has(name)) continue;
+    require_source_tensor(src, name, all_params_[i].sizes());
+    all_params_[i].copy_(src.read(name, 0, all_params_[i].numel()).view(all_params_[i].sizes()));
+  }
+}
+
+void ShardedEngine::load_tensors(const TensorSource& src, bool whole_state) {
   at::NoGradGuard no_grad;
   release_all();
   auto check = [&](const std::string& name, const at::Tensor& p) {
@@ -107,11 +121,13 @@ void ShardedEngine::load_state(const TensorSource& src) {
     auto states = u.optim->state();
     for (const auto& s : u.slots) {
       const std::string& pname = names_[s.param];
+      if (!whole_state && !src.has("model/" + pname)) continue;  // keeps its initial value
       check("model/" + pname, params_[s.param]);
       auto [b, e] = own_range(u, s);
       if (e > b) {
         u.master.narrow(0, b - shard_begin, e - b).copy_(src.read("model/" + pname, b - s.offset, e - b));
         for (auto& [sname, st] : states) {
+          if (!whole_state) break;
           const std::string key = "optim/" + sname + "/" + pname;
           check(key, params_[s.param]);
           st.narrow(0, b - shard_begin, e - b).copy_(src.read(key, b - s.offset, e - b));
@@ -121,11 +137,12 @@ void ShardedEngine::load_state(const TensorSource& src) {
       if (u.resident) u.full.narrow(0, s.offset, s.numel).copy_(src.read("model/" + pname, 0, s.numel));
     }
     if (!u.resident && !u.pshard.is_same(u.master)) u.pshard.copy_(u.master);
+    if (!whole_state) continue;
     (c_.grads_sharded ? u.gacc : u.gfull).zero_();
     const int64_t steps = src.has("optim/step") ? src.read("optim/step", 0, 1).item<int64_t>() : 0;
     u.optim->set_steps(steps);
   }
-  if (scaler_.enabled() && src.has("precision/loss_scale")) {
+  if (whole_state && scaler_.enabled() && src.has("precision/loss_scale")) {
     scaler_.set_scale(src.read("precision/loss_scale", 0, 1).item<double>());
   }
 }

@@ -144,6 +144,12 @@ class Strategy {
   // Checkpoint state: the pieces this rank saves, and loading them back from any layout.
   virtual std::vector<TensorPiece> state_pieces() = 0;
   virtual void load_state(const TensorSource& src) = 0;
+  // Pretrained weights (model.init): each parameter whose "model/<name>" tensor `src` has is
+  // set from it (the fp32 master copy too in bf16/fp16); parameters it lacks keep their values,
+  // optimiser state is untouched. Each rank reads only the elements it holds (its shard, or the
+  // whole tensor where parameters are replicated), so no rank holds the model twice. Not
+  // collective; every rank must see the same source.
+  virtual void load_parameters(const TensorSource& src) = 0;
 
   // Full parameters in named_parameters() order, as fp32 CPU tensors; collective (sharded
   // strategies gather), the result is valid on rank 0.

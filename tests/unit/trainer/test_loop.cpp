@@ -179,6 +179,8 @@ TEST_CASE("TrainJob defaults mirror the job settings table", "[trainer][loop]") 
   CHECK(from_table.timing_warmup_steps == plain.timing_warmup_steps);
   CHECK(from_table.val_steps == plain.val_steps);
   CHECK(from_table.checkpoint_keep == plain.checkpoint_keep);
+  CHECK(from_table.init == plain.init);
+  CHECK(from_table.init_strict == plain.init_strict);
   CHECK(from_table.strat.bucket_cap_mb == plain.strat.bucket_cap_mb);
   CHECK(from_table.strat.first_bucket_mb == plain.strat.first_bucket_mb);
   CHECK(from_table.sched.name == plain.sched.name);

@@ -1,0 +1,149 @@
+#include "mtrain/trainer/checkpoint/init_weights.hpp"
+
+#include <ATen/core/grad_mode.h>
+
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "mtrain/trainer/strategy/strategy.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+const std::string kModelPrefix = "model/";
+
+std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+
+// The file's tensors the match accepted, under the "model/<name>" names strategies look up,
+// as fp32 (floating) or int64 (integer) — the TensorSource contract.
+class InitSource final : public TensorSource {
+ public:
+  InitSource(const WeightsFile& f, std::set<std::string> names) : f_(f), names_(std::move(names)) {
+    for (const auto& e : f_.entries()) shapes_[e.name] = e.shape;
+  }
+  bool has(const std::string& name) const override { return names_.count(strip(name)) > 0; }
+  std::vector<int64_t> shape(const std::string& name) const override { return shapes_.at(strip(name)); }
+  at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const override {
+    at::Tensor t = f_.read(strip(name), offset, numel);
+    return t.to(at::isFloatingType(t.scalar_type()) ? at::kFloat : at::kLong);
+  }
+
+ private:
+  static std::string strip(const std::string& name) {
+    return name.rfind(kModelPrefix, 0) == 0 ? name.substr(kModelPrefix.size()) : std::string();
+  }
+  const WeightsFile& f_;
+  std::set<std::string> names_;
+  std::map<std::string, std::vector<int64_t>> shapes_;
+};
+
+}  // namespace
+
+std::vector<NamedShape> model_layout(const torch::nn::Module& model) {
+  std::vector<NamedShape> out;
+  for (const auto& p : model.named_parameters(/*recurse=*/true)) out.push_back({p.key(), p.value().sizes().vec()});
+  for (const auto& b : model.named_buffers(/*recurse=*/true)) out.push_back({b.key(), b.value().sizes().vec(), true});
+  return out;
+}
+
+InitMatch match_init(const std::vector<NamedShape>& model, const std::vector<NamedShape>& file) {
+  std::map<std::string, const NamedShape*> in_file;
+  for (const auto& f : file) in_file[f.name] = &f;
+  std::set<std::string> in_model;
+  InitMatch m;
+  for (const auto& p : model) {
+    if (!in_model.insert(p.name).second) continue;
+    auto it = in_file.find(p.name);
+    if (it == in_file.end()) {
+      (p.buffer ? m.missing_buffers : m.missing).push_back(p);
+    } else if (it->second->shape != p.shape) {
+      m.wrong_shape.push_back({p.name, p.shape, it->second->shape});
+    } else {
+      m.matched.push_back(p.name);
+    }
+  }
+  for (const auto& f : file)
+    if (!in_model.count(f.name)) m.unexpected.push_back(f);
+  return m;
+}
+
+std::string format_init_mismatch(const InitMatch& m, size_t max_rows) {
+  struct Row {
+    std::string problem, name, model, file;
+  };
+  std::vector<Row> rows;
+  for (const auto& x : m.missing) rows.push_back({"missing", x.name, shape_text(x.shape), "-"});
+  for (const auto& x : m.unexpected) rows.push_back({"unexpected", x.name, "-", shape_text(x.shape)});
+  for (const auto& x : m.wrong_shape) rows.push_back({"wrong shape", x.name, shape_text(x.model), shape_text(x.file)});
+  size_t w = 6;
+  for (size_t i = 0; i < rows.size() && i < max_rows; ++i) w = std::max(w, rows[i].name.size());
+  std::string out = fmt::format("  {:<12} {:<{}} {:<18} {}\n", "problem", "tensor", w, "model shape", "file shape");
+  for (size_t i = 0; i < rows.size() && i < max_rows; ++i) {
+    out += fmt::format("  {:<12} {:<{}} {:<18} {}\n", rows[i].problem, rows[i].name, w, rows[i].model, rows[i].file);
+  }
+  if (rows.size() > max_rows) out += fmt::format("  ... and {} more\n", rows.size() - max_rows);
+  return out;
+}
+
+InitPlan check_init_weights(const InitOptions& o, const std::vector<NamedShape>& layout) {
+  std::shared_ptr<const WeightsFile> file = open_weights_file(o.path);
+  std::vector<NamedShape> file_layout;
+  for (const auto& e : file->entries()) file_layout.push_back({e.name, e.shape});
+  const InitMatch m = match_init(layout, file_layout);
+  const std::string counts =
+      fmt::format("{} missing from the file, {} unexpected, {} with the wrong shape; {} of the model's {} "
+                  "tensors match", m.missing.size(), m.unexpected.size(), m.wrong_shape.size(),
+                  m.matched.size(),
+                  m.matched.size() + m.missing.size() + m.wrong_shape.size() + m.missing_buffers.size());
+  if (m.matched.empty()) {
+    throw Error(fmt::format("model.init {} ({}) shares no tensor with the model: {}\n{}", o.path,
+                            file->format(), counts, format_init_mismatch(m)),
+                "check that the file holds weights of this model (same model.* settings, parameter "
+                "names as model.state_dict() lists them)");
+  }
+  if (!m.exact() && o.strict) {
+    throw Error(fmt::format("model.init {} ({}) does not match the model: {}\n{}", o.path, file->format(),
+                            counts, format_init_mismatch(m)),
+                "fix the model.* settings or the file; or set model.init_strict: false to load the "
+                "tensors that match (the others keep their initial values)");
+  }
+  InitPlan plan;
+  InitReport& r = plan.report;
+  r.format = file->format();
+  r.loaded = m.matched.size();
+  r.model_tensors = m.matched.size() + m.missing.size() + m.wrong_shape.size() + m.missing_buffers.size();
+  if (!file->note().empty()) r.notices.push_back(fmt::format("model.init {}: {}", o.path, file->note()));
+  if (!m.missing_buffers.empty()) {
+    std::vector<std::string> names;
+    for (const auto& b : m.missing_buffers) names.push_back(b.name);
+    r.notices.push_back(fmt::format("model.init {}: {} buffer(s) not in the file keep their initial values: {}",
+                                    o.path, names.size(), fmt::join(names, ", ")));
+  }
+  if (!m.exact()) {
+    r.notices.push_back(fmt::format("model.init {}: partial load (model.init_strict: false): {}; the rest "
+                                    "keep their initial values, unexpected tensors are ignored:\n{}",
+                                    o.path, counts, format_init_mismatch(m)));
+  }
+  plan.file = std::move(file);
+  plan.matched = m.matched;
+  return plan;
+}
+
+void load_init_weights(const InitPlan& plan, Strategy& strategy, torch::nn::Module& model) {
+  const InitSource src(*plan.file, std::set<std::string>(plan.matched.begin(), plan.matched.end()));
+  strategy.load_parameters(src);
+  at::NoGradGuard no_grad;
+  for (auto& b : model.named_buffers(/*recurse=*/true)) {
+    const std::string name = kModelPrefix + b.key();
+    if (!src.has(name)) continue;
+    at::Tensor dst = b.value();
+    dst.copy_(src.read(name, 0, dst.numel()).view(dst.sizes()));
+  }
+}
+
+}  // namespace mtrain::trainer

@@ -1,0 +1,376 @@
+#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
+
+#include <cstring>
+#include <map>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+// A pickled value, as far as a state dict needs it. Containers are shared (the memo and the
+// stack refer to the same dict while SETITEMS fills it).
+struct Obj;
+using P = std::shared_ptr<Obj>;
+enum class Kind { None, Bool, Int, Float, Str, Tuple, List, Dict, Global, Storage, Tensor, Opaque };
+struct Obj {
+  Kind kind = Kind::None;
+  int64_t i = 0;
+  std::string s, s2;                    // Str / Global (module, name) / Storage (key)
+  std::vector<P> items;                 // Tuple, List
+  std::vector<std::pair<P, P>> dict;    // Dict
+  PickledTensor t;                      // Storage (dtype, key, numel), Tensor
+};
+
+P make(Kind k) {
+  auto p = std::make_shared<Obj>();
+  p->kind = k;
+  return p;
+}
+
+at::ScalarType storage_dtype(const std::string& type_name) {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
+      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
+      {"BoolStorage", at::kBool}};
+  auto it = m.find(type_name);
+  if (it == m.end()) {
+    throw Error(fmt::format("storage type torch.{} is not supported", type_name),
+                "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
+  }
+  return it->second;
+}
+
+class Parser {
+ public:
+  Parser(const std::string& b, const std::string& file) : b_(b), file_(file) {}
+
+  P run() {
+    while (true) {
+      const unsigned char op = u8();
+      switch (op) {
+        case 0x80: u8(); break;                      // PROTO
+        case 0x95: take(8); break;                   // FRAME
+        case '}': push(make(Kind::Dict)); break;     // EMPTY_DICT
+        case ']': push(make(Kind::List)); break;     // EMPTY_LIST
+        case ')': push(make(Kind::Tuple)); break;    // EMPTY_TUPLE
+        case '(': marks_.push_back(stack_.size()); break;  // MARK
+        case 't': push(seq(Kind::Tuple, pop_mark())); break;
+        case 'l': push(seq(Kind::List, pop_mark())); break;
+        case 'd': {
+          auto d = make(Kind::Dict);
+          set_items(d, pop_mark());
+          push(d);
+          break;
+        }
+        case 0x85: case 0x86: case 0x87: {           // TUPLE1..3
+          const size_t n = op - 0x84u;
+          need(n);
+          std::vector<P> v(stack_.end() - static_cast<long>(n), stack_.end());
+          stack_.resize(stack_.size() - n);
+          push(seq(Kind::Tuple, v));
+          break;
+        }
+        case 'q': memo_[u8()] = top(); break;        // BINPUT
+        case 'r': memo_[le(4)] = top(); break;       // LONG_BINPUT
+        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case 'h': push(get(u8())); break;            // BINGET
+        case 'j': push(get(le(4))); break;           // LONG_BINGET
+        case 'X': push(str(le(4))); break;           // BINUNICODE
+        case 0x8c: push(str(u8())); break;           // SHORT_BINUNICODE
+        case 0x8d: push(str(le(8))); break;          // BINUNICODE8
+        case 'T': push(str(le(4))); break;           // BINSTRING
+        case 'U': push(str(u8())); break;            // SHORT_BINSTRING
+        case 'B': push(str(le(4))); break;           // BINBYTES
+        case 'C': push(str(u8())); break;            // SHORT_BINBYTES
+        case 0x8e: push(str(le(8))); break;          // BINBYTES8
+        case 'K': push(integer(u8())); break;        // BININT1
+        case 'M': push(integer(static_cast<int64_t>(le(2)))); break;  // BININT2
+        case 'J': push(integer(static_cast<int32_t>(le(4)))); break;  // BININT
+        case 0x8a: push(integer(long_int(u8()))); break;              // LONG1
+        case 0x8b: push(integer(long_int(le(4)))); break;             // LONG4
+        case 'I': {                                  // INT (protocol 0; "I01" is True)
+          const std::string line = read_line();
+          if (line == "01" || line == "00") {
+            auto o = make(Kind::Bool);
+            o->i = line == "01";
+            push(o);
+          } else {
+            push(integer(std::stoll(line)));
+          }
+          break;
+        }
+        case 'N': push(make(Kind::None)); break;
+        case 0x88: case 0x89: {                      // NEWTRUE, NEWFALSE
+          auto o = make(Kind::Bool);
+          o->i = op == 0x88;
+          push(o);
+          break;
+        }
+        case 'G': take(8); push(make(Kind::Float)); break;  // BINFLOAT (value unused)
+        case 'c': {                                  // GLOBAL
+          auto g = make(Kind::Global);
+          g->s = read_line();
+          g->s2 = read_line();
+          push(g);
+          break;
+        }
+        case 0x93: {                                 // STACK_GLOBAL
+          P name = pop(), mod = pop();
+          auto g = make(Kind::Global);
+          g->s = mod->s;
+          g->s2 = name->s;
+          push(g);
+          break;
+        }
+        case 'R': {                                  // REDUCE
+          P args = pop(), fn = pop();
+          push(reduce(fn, args));
+          break;
+        }
+        case 0x81: {                                 // NEWOBJ
+          P args = pop(), cls = pop();
+          push(reduce(cls, args));
+          break;
+        }
+        case 0x92: {                                 // NEWOBJ_EX
+          pop();
+          P args = pop(), cls = pop();
+          push(reduce(cls, args));
+          break;
+        }
+        case 'b': pop(); break;                      // BUILD: state (OrderedDict._metadata) unused
+        case 's': {                                  // SETITEM
+          P v = pop(), k = pop();
+          dict_at_top()->dict.emplace_back(k, v);
+          break;
+        }
+        case 'u': {                                  // SETITEMS
+          auto v = pop_mark();
+          set_items(dict_at_top(), v);
+          break;
+        }
+        case 'a': {                                  // APPEND
+          P v = pop();
+          top()->items.push_back(v);
+          break;
+        }
+        case 'e': {                                  // APPENDS
+          auto v = pop_mark();
+          P l = top();
+          l->items.insert(l->items.end(), v.begin(), v.end());
+          break;
+        }
+        case 'Q': push(persistent(pop())); break;    // BINPERSID
+        case '0': pop(); break;                      // POP
+        case '1': pop_mark(); break;                 // POP_MARK
+        case '2': push(top()); break;                // DUP
+        case '.': return pop();                      // STOP
+        default:
+          throw bad(fmt::format("pickle opcode 0x{:02x} at byte {} is not one torch.save writes for a "
+                                "state dict", op, pos_ - 1));
+      }
+    }
+  }
+
+ private:
+  Error bad(const std::string& what) const {
+    return Error(fmt::format("{}: cannot read data.pkl: {}", file_, what),
+                 "save the weights with torch.save(model.state_dict(), path)");
+  }
+  unsigned char u8() {
+    if (pos_ >= b_.size()) throw bad("the pickle ends early");
+    return static_cast<unsigned char>(b_[pos_++]);
+  }
+  std::string take(uint64_t n) {
+    if (n > b_.size() - pos_) throw bad("the pickle ends early");
+    std::string s = b_.substr(pos_, n);
+    pos_ += n;
+    return s;
+  }
+  uint64_t le(int n) {
+    uint64_t v = 0;
+    for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(u8()) << (8 * i);
+    return v;
+  }
+  int64_t long_int(uint64_t n) {
+    if (n > 8) throw bad("an integer wider than 64 bits");
+    const std::string s = take(n);
+    uint64_t v = 0;
+    for (size_t i = 0; i < n; ++i) v |= static_cast<uint64_t>(static_cast<unsigned char>(s[i])) << (8 * i);
+    if (n > 0 && n < 8 && (static_cast<unsigned char>(s[n - 1]) & 0x80)) v |= ~uint64_t{0} << (8 * n);
+    return static_cast<int64_t>(v);
+  }
+  std::string read_line() {
+    const size_t e = b_.find('\n', pos_);
+    if (e == std::string::npos) throw bad("the pickle ends early");
+    std::string s = b_.substr(pos_, e - pos_);
+    pos_ = e + 1;
+    return s;
+  }
+  P str(uint64_t n) {
+    auto o = make(Kind::Str);
+    o->s = take(n);
+    return o;
+  }
+  P integer(int64_t v) {
+    auto o = make(Kind::Int);
+    o->i = v;
+    return o;
+  }
+  void push(P p) { stack_.push_back(std::move(p)); }
+  void need(size_t n) const {
+    const size_t floor = marks_.empty() ? 0 : marks_.back();
+    if (stack_.size() < floor + n) throw bad("the pickle's stack underflows");
+  }
+  P pop() {
+    need(1);
+    P p = stack_.back();
+    stack_.pop_back();
+    return p;
+  }
+  P top() {
+    need(1);
+    return stack_.back();
+  }
+  P get(uint64_t k) {
+    auto it = memo_.find(k);
+    if (it == memo_.end()) throw bad(fmt::format("memo entry {} is used before it is set", k));
+    return it->second;
+  }
+  std::vector<P> pop_mark() {
+    if (marks_.empty()) throw bad("a MARK is missing");
+    const size_t m = marks_.back();
+    marks_.pop_back();
+    std::vector<P> v(stack_.begin() + static_cast<long>(m), stack_.end());
+    stack_.resize(m);
+    return v;
+  }
+  P seq(Kind k, std::vector<P> v) {
+    auto o = make(k);
+    o->items = std::move(v);
+    return o;
+  }
+  P dict_at_top() {
+    P d = top();
+    if (d->kind != Kind::Dict) throw bad("SETITEMS on something that is not a dict");
+    return d;
+  }
+  void set_items(const P& d, const std::vector<P>& kv) {
+    if (kv.size() % 2 != 0) throw bad("a dict with an odd number of keys and values");
+    for (size_t i = 0; i < kv.size(); i += 2) d->dict.emplace_back(kv[i], kv[i + 1]);
+  }
+  int64_t as_int(const P& p, const char* what) const {
+    if (p->kind != Kind::Int && p->kind != Kind::Bool) throw bad(fmt::format("{} is not an integer", what));
+    return p->i;
+  }
+  std::vector<int64_t> ints(const P& p, const char* what) const {
+    if (p->kind != Kind::Tuple && p->kind != Kind::List) throw bad(fmt::format("{} is not a tuple", what));
+    std::vector<int64_t> v;
+    for (const auto& x : p->items) v.push_back(as_int(x, what));
+    return v;
+  }
+  // ('storage', torch.<T>Storage, key, location, numel)
+  P persistent(const P& pid) {
+    if (pid->kind != Kind::Tuple || pid->items.size() < 5 || pid->items[0]->s != "storage" ||
+        pid->items[1]->kind != Kind::Global || pid->items[2]->kind != Kind::Str) {
+      throw bad("a persistent id that is not a tensor storage");
+    }
+    auto o = make(Kind::Storage);
+    o->t.dtype = storage_dtype(pid->items[1]->s2);
+    o->t.storage_key = pid->items[2]->s;
+    o->t.storage_numel = as_int(pid->items[4], "a storage size");
+    return o;
+  }
+  P reduce(const P& fn, const P& args) {
+    if (fn->kind != Kind::Global) return make(Kind::Opaque);
+    const std::string name = fn->s + "." + fn->s2;
+    if (name == "collections.OrderedDict") return make(Kind::Dict);
+    // LibTorch's pickler (mtrain's model.pt) wraps a typed dict: restore_type_tag(dict, "Dict[str, Tensor]").
+    if (name == "torch.jit._pickle.restore_type_tag" && args->kind == Kind::Tuple && !args->items.empty()) {
+      return args->items[0];
+    }
+    if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
+      if (args->kind != Kind::Tuple || args->items.size() < 4 || args->items[0]->kind != Kind::Storage) {
+        throw bad("a tensor whose arguments are not (storage, offset, size, stride)");
+      }
+      auto o = make(Kind::Tensor);
+      o->t = args->items[0]->t;
+      o->t.storage_offset = as_int(args->items[1], "a storage offset");
+      o->t.shape = ints(args->items[2], "a tensor size");
+      o->t.stride = ints(args->items[3], "a tensor stride");
+      return o;
+    }
+    if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
+      if (args->kind == Kind::Tuple && !args->items.empty() && args->items[0]->kind == Kind::Tensor) {
+        return args->items[0];
+      }
+    }
+    return make(Kind::Opaque);
+  }
+
+  const std::string& b_;
+  const std::string& file_;
+  size_t pos_ = 0;
+  std::vector<P> stack_;
+  std::vector<size_t> marks_;
+  std::map<uint64_t, P> memo_;
+};
+
+bool holds_tensors(const P& d) {
+  for (const auto& [k, v] : d->dict)
+    if (v->kind == Kind::Tensor) return true;
+  return false;
+}
+
+}  // namespace
+
+PickledStateDict parse_state_dict_pickle(const std::string& pkl, const std::string& file) {
+  const P root = Parser(pkl, file).run();
+  const std::string hint =
+      "save a dict of tensors: torch.save(model.state_dict(), path) (a dict holding it under one "
+      "key such as 'state_dict' or 'model' is also accepted)";
+  if (root->kind != Kind::Dict) {
+    throw Error(fmt::format("{}: the saved object is not a dict of tensors", file), hint);
+  }
+  P sd = root;
+  PickledStateDict out;
+  if (!holds_tensors(root)) {
+    std::vector<std::pair<std::string, P>> candidates;
+    for (const auto& [k, v] : root->dict)
+      if (k->kind == Kind::Str && v->kind == Kind::Dict && holds_tensors(v)) candidates.emplace_back(k->s, v);
+    if (candidates.empty()) throw Error(fmt::format("{}: the saved dict holds no tensors", file), hint);
+    size_t pick = 0;
+    if (candidates.size() > 1) {
+      pick = candidates.size();
+      for (size_t i = 0; i < candidates.size() && pick == candidates.size(); ++i)
+        if (candidates[i].first == "state_dict" || candidates[i].first == "model") pick = i;
+      if (pick == candidates.size()) {
+        std::string keys;
+        for (const auto& c : candidates) keys += (keys.empty() ? "'" : ", '") + c.first + "'";
+        throw Error(fmt::format("{}: the saved dict holds several dicts of tensors ({}); which one is "
+                                "the model is ambiguous", file, keys), hint);
+      }
+    }
+    out.prefix = candidates[pick].first;
+    sd = candidates[pick].second;
+  }
+  for (const auto& [k, v] : sd->dict) {
+    if (k->kind != Kind::Str) continue;
+    if (v->kind != Kind::Tensor) {
+      out.skipped.push_back(k->s);
+      continue;
+    }
+    PickledTensor t = v->t;
+    t.name = k->s;
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+}  // namespace mtrain::trainer
