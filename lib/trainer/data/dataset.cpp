@@ -18,6 +18,7 @@ DataSpec data_spec_from_job(const nlohmann::json& job) {
   s.name = resolve_data_name(d.at("name").get<std::string>(),
                              full.at("model").at("name").get<std::string>());
   s.path = d.at("path").get<std::string>();
+  s.val_path = d.at("val_path").get<std::string>();
   s.num_samples = d.at("num_samples").get<int64_t>();
   s.val_fraction = d.at("val_fraction").get<double>();
   s.shuffle = d.at("shuffle").get<bool>();
@@ -36,8 +37,9 @@ std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Spl
   if (name == "synthetic") return make_synthetic(d, m, split, seed);
   if (name == "text") return make_text(d, m, split);
   if (name == "cifar10") return make_cifar10(d, m, split);
+  if (name == "tensors") return make_tensors(d, split);
   throw Error(fmt::format("unknown dataset '{}'", name),
-              "use one of auto, synthetic, text, cifar10")
+              "use one of auto, synthetic, text, cifar10, tensors")
       .at("data.name");
 }
 

@@ -16,6 +16,9 @@
 //  cifar10    the binary batches in folder data.path: data_batch_1..5.bin (Train) and
 //             test_batch.bin (Val), records of 1 label byte + 3072 pixel bytes (CHW, RGB);
 //             normalised by the usual per-channel mean/std. val_fraction is not used.
+//  tensors    torch.save({"input": X, "target": Y}) in data.path: sample i = (X[i], Y[i]), any
+//             dtype and shape. Val = data.val_path in the same format, else the tail
+//             val_fraction of the rows.
 #include "mtrain/trainer/model/model.hpp"
 
 #include <nlohmann/json.hpp>
@@ -32,10 +35,11 @@ enum class Split { Train, Val };
 // Mirrors the job's "data" section; name is already resolved ("auto" → text for gpt,
 // synthetic otherwise).
 struct DataSpec {
-  std::string name = "synthetic";  // synthetic | text | cifar10
+  std::string name = "synthetic";  // synthetic | text | cifar10 | tensors
   std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder
+  std::string val_path;            // a separate validation file ("" = the tail val_fraction)
   int64_t num_samples = 4096;      // synthetic
-  double val_fraction = 0.1;       // synthetic, text
+  double val_fraction = 0.1;       // synthetic, text, tensors
   bool shuffle = true;             // read by the sampler's caller
   bool drop_last = true;           // read by the sampler's caller
 };

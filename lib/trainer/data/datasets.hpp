@@ -8,6 +8,7 @@ std::unique_ptr<Dataset> make_synthetic(const DataSpec& d, const ModelSpec& m, S
                                         uint64_t seed);
 std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split split);
 std::unique_ptr<Dataset> make_cifar10(const DataSpec& d, const ModelSpec& m, Split split);
+std::unique_ptr<Dataset> make_tensors(const DataSpec& d, Split split);
 
 // Throws mtrain::Error unless 0 <= index < size.
 void check_index(int64_t index, int64_t size, const char* dataset);

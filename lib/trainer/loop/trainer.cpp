@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <future>
 #include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,7 @@
 #include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
@@ -189,6 +191,7 @@ class Loop {
     if (step_ > start_step) save();
 
     const auto counters = comm_.counters();
+    average_buffers();
     write_model();
     return finish(counters, start_step, 0);
   }
@@ -342,7 +345,24 @@ class Loop {
     return parts_.device.is_cpu() ? peak_rss_bytes() : compat::device_peak_bytes(parts_.device);
   }
 
+  // Buffers (BatchNorm running statistics) are broadcast from rank 0 at setup, then each rank
+  // updates them from its own batches, as torch DDP with broadcast_buffers=False does. Before
+  // validation and before the final outputs every rank's floating-point buffers are replaced by
+  // their average over ranks (for running means/variances: the statistics of all ranks'
+  // batches), so evaluation and model.pt / model.scripted.pt see the same buffers on every rank.
+  void average_buffers() {
+    if (comm_.world() < 2) return;
+    at::NoGradGuard no_grad;
+    for (auto& b : parts_.model->buffers()) {
+      if (!at::isFloatingType(b.scalar_type()) || b.numel() == 0) continue;
+      at::Tensor t = b.detach().to(at::kFloat).flatten().clone();
+      comm_.all_reduce(t, "all_reduce(control)").wait();
+      b.copy_(t.div_(static_cast<double>(comm_.world())).view_as(b));
+    }
+  }
+
   void validate() {
+    average_buffers();
     const auto t0 = Clock::now();
     SamplerOptions vo = sampler_;
     vo.dataset_size = parts_.val->size();
@@ -438,6 +458,9 @@ class Loop {
 
   // model.pt is streamed: rank 0 writes each parameter as its producer yields it, and a sharded
   // strategy holds one gathered unit at a time, so no rank ever holds the whole model to save.
+  // A TorchScript model also gets model.scripted.pt (the user's module with these weights): a
+  // torch.jit.save archive cannot be streamed, so rank 0 keeps a CPU copy of each exported
+  // tensor for it (one full model, on rank 0 only, at the end of the run).
   // Every rank runs every producer in order (they are collective), also when rank 0's write
   // fails part-way, so that the others are not left waiting in an all-gather.
   void write_model() {
@@ -447,11 +470,15 @@ class Loop {
       for (; produced < params.size(); ++produced) params[produced].data();
     };
     if (comm_.rank() != 0) return drain();
+    const bool scripted = is_scripted_model(*parts_.model);
+    std::vector<std::pair<std::string, at::Tensor>> kept;
     std::vector<ArchiveEntry> entries;
     for (const auto& p : params) {
-      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p] {
+      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p, &kept, scripted] {
                            ++produced;
-                           return p.data();
+                           at::Tensor t = p.data();
+                           if (scripted) kept.emplace_back(p.name, t.detach().cpu().clone());
+                           return t;
                          }});
     }
     try {
@@ -463,6 +490,12 @@ class Loop {
       throw;
     }
     drain();
+    if (scripted) {
+      std::ostringstream buf;
+      save_scripted_model(*parts_.model, kept, buf);
+      kept.clear();
+      write_file_durably(job_.work_dir + "/model.scripted.pt", buf.str());
+    }
   }
 
   TrainResult finish(const CommCounters& counters, int64_t start_step, int stopped_by) {
