@@ -116,9 +116,11 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    "Each attention head gets n_embd / n_head dimensions; pick values that divide."});
   }
 
-  // Files the trainer reads: checked here so a typo fails before any rank starts (local
-  // launches only: on ssh/Slurm nodes the path is resolved on the node).
-  const bool local = as_text(job, "launch.launcher") == "local";
+  // Files the trainer reads: checked here so a typo fails before any rank starts (when the ranks
+  // run on this machine: launcher local, or auto without a hostfile; on ssh/Slurm nodes the path
+  // is resolved on the node).
+  const std::string starter = as_text(job, "launch.launcher");
+  const bool local = starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
   auto missing_file = [&](const std::string& key, const std::string& what, const std::string& fix) {
     const std::string path = as_text(job, key);
     std::error_code ec;

@@ -67,7 +67,16 @@ std::pair<at::Tensor, at::Tensor> load_tensor_pair(const std::string& path, cons
   try {
     v = torch::jit::pickle_load(bytes);
   } catch (const std::exception& e) {
-    const std::string first = std::string(e.what()).substr(0, std::string(e.what()).find('\n'));
+    const std::string what = e.what();
+    // An OrderedDict becomes None, and filling it with its items then fails inside the reader.
+    if (what.find("but got None") != std::string::npos)
+      throw Error(fmt::format("the tensors file '{}' holds a Python object LibTorch's C++ "
+                              "unpickler reads as None — typically a collections.OrderedDict "
+                              "(e.g. a state_dict) or another Python class",
+                              path),
+                  fmt::format("{}; e.g. torch.save(dict(input=X, target=Y), PATH)", kWrite))
+          .at(key);
+    const std::string first = what.substr(0, what.find('\n'));
     throw Error(fmt::format("the tensors file '{}' cannot be read by LibTorch's unpickler: {}",
                             path, first),
                 fmt::format("{} (no _use_new_zipfile_serialization=False, no custom classes)",

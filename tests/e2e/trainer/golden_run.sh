@@ -5,20 +5,11 @@
 # (model.pt, and model.scripted.pt loaded back with torch.jit.load) must match: SGD within 1e-6,
 # AdamW (lr 1e-3) within 1e-4.
 . "$(dirname "${BASH_SOURCE[0]}")/../lib.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_torch
 GOLDEN="$(dirname "${BASH_SOURCE[0]}")/torchscript_golden.py"
 "$PY" "$GOLDEN" make-lm "$WORK" || { fail "the Python reference"; finish; }
-
-# --master-port 0 picks a port that is free when the launcher looks; on a machine busy with other
-# jobs' connections it is sometimes taken by the time rank 0 binds it (EADDRINUSE, exit 1). Such a
-# run is repeated (up to 3 times); any other failure counts.
-retry_port_clash() {
-  for _ in 1 2 3; do
-    run_mtrain "$@"
-    [ "$rc" -ne 0 ] && grep -q "Address already in use" "$1" || return 0
-  done
-}
 
 for opt in $OPT; do
   if [ "$opt" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; fi

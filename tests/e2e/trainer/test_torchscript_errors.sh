@@ -4,9 +4,11 @@
 # frozen module, a forward that is not (Tensor) -> Tensor, no loss, an OrderedDict data file)
 # gets one paragraph from rank 0 and exit 2; nothing is written into the work dir either way.
 . "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_torch
-"$PY" - "$WORK" <<'PYEOF' || { fail "making the bad inputs"; finish; }
+# From a file: torch.jit.script reads the classes' source code.
+cat >"$WORK/make.py" <<'PYEOF'
 import collections, sys, torch
 import torch.nn as nn
 d = sys.argv[1]
@@ -30,11 +32,12 @@ x, y = torch.randn(32, 4), torch.randint(0, 3, (32,))
 torch.save({"input": x, "target": y}, f"{d}/data.pt")
 torch.save(collections.OrderedDict(input=x, target=y), f"{d}/ordered.pt")
 PYEOF
+"$PY" "$WORK/make.py" "$WORK" || { fail "making the bad inputs"; finish; }
 
 # try NAME EXPECTED_TEXT ARGS...: exit 2, the text in the output, no work dir.
 try() {
   local name=$1 text=$2; shift 2
-  run_mtrain "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 \
+  retry_port_clash "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 \
     --model torchscript --data tensors --work-dir "$WORK/wd-$name" --set train.threads=1 "$@"
   expect_rc 2 "$name"
   expect_in "$WORK/out" "$text"
@@ -52,7 +55,7 @@ try no-loss "no loss(input, target) method and model.loss is auto" --model-path 
 try ordered-dict "typically a collections.OrderedDict" --model-path "$WORK/net.pt" --data-path "$WORK/ordered.pt" \
   --set model.loss=cross_entropy
 # And the good file trains.
-run_mtrain "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 --model torchscript \
+retry_port_clash "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 --model torchscript \
   --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/data.pt" --set model.loss=cross_entropy \
   --work-dir "$WORK/wd-good" --set train.threads=1
 expect_rc 0 "the good module trains"
