@@ -146,7 +146,8 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                  "Set data.path (--data-path) to a file written by torch.save({\"input\": X, "
                  "\"target\": Y}, PATH).");
   }
-  if (!as_text(job, "data.val_path").empty()) {
+  const std::string data = as_text(job, "data.name");
+  if ((data == "tensors" || data == "tokens") && !as_text(job, "data.val_path").empty()) {
     missing_file("data.val_path", "", "Point data.val_path at an existing file, or leave it empty.");
   }
 

@@ -67,5 +67,5 @@ TEST_CASE("torchscript and tensors: files must exist before any rank starts", "[
                       {"fsdp.activation_checkpointing", true}})) == 1);
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", "/nonexistent/data.pt"}})) == 1);
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}})) == 0);
-  CHECK(errors(check({{"data.val_path", "/nonexistent/val.pt"}})) == 1);
+  CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}, {"data.val_path", "/nonexistent/v.pt"}})) == 1);
 }
