@@ -14,6 +14,10 @@ GOLDEN="$(dirname "${BASH_SOURCE[0]}")/torchscript_golden.py"
 
 for opt in $OPT; do
   if [ "$opt" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; fi
+  common=(--master-port 0 --model torchscript --model-path "$WORK/net.pt" --data tensors
+    --data-path "$WORK/data.pt" --set data.shuffle=false --set data.val_fraction=0
+    --set sched.name=constant --set optim.name="$opt" --set optim.lr="$lr" --set optim.weight_decay=0
+    --set train.threads=1 --set train.log_interval=5)
   for world in 1 2 3; do
     for strategy in ddp zero2 zero3 fsdp; do
       wd="$WORK/wd-$opt-$strategy-$world"
@@ -22,12 +26,8 @@ for opt in $OPT; do
       extra=(--set zero.stage3_param_persistence_threshold=0)
       [ "$strategy" = fsdp ] && extra=(--set fsdp.wrap_module_types=Block)
       [ "$strategy" = zero3 ] || [ "$strategy" = fsdp ] || extra=()
-      retry_port_clash "$WORK/out" launch --nproc-per-node "$world" --master-port 0 --strategy "$strategy" \
-        --model torchscript --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/data.pt" \
-        --max-steps 10 --batch-size $((6 / world)) --work-dir "$wd" \
-        --set data.shuffle=false --set data.val_fraction=0 --set sched.name=constant \
-        --set optim.name="$opt" --set optim.lr="$lr" --set optim.weight_decay=0 \
-        --set train.threads=1 --set train.log_interval=5 "${extra[@]}"
+      retry_port_clash "$WORK/out" launch --nproc-per-node "$world" --strategy "$strategy" \
+        --max-steps 10 --batch-size $((6 / world)) --work-dir "$wd" "${common[@]}" "${extra[@]}"
       if [ "$rc" -ne 0 ]; then
         fail "$opt $strategy world $world: exit $rc"; sed 's/^/    | /' "$WORK/out" | tail -20; continue
       fi
@@ -43,10 +43,7 @@ for opt in $OPT; do
   # Checkpoint and resume across strategies and world sizes: 5 steps fsdp at world 2, then
   # zero3 at world 3 resumes to step 10 from that checkpoint; the result is still PyTorch's.
   wd="$WORK/wd-$opt-resumed"
-  common=(--master-port 0 --model torchscript --model-path "$WORK/net.pt" --data tensors
-    --data-path "$WORK/data.pt" --work-dir "$wd" --set data.shuffle=false --set data.val_fraction=0
-    --set sched.name=constant --set optim.name="$opt" --set optim.lr="$lr" --set optim.weight_decay=0
-    --set train.threads=1 --set train.log_interval=5)
+  common+=(--work-dir "$wd")
   retry_port_clash "$WORK/out" launch --nproc-per-node 2 --strategy fsdp --max-steps 5 --batch-size 3 \
     "${common[@]}" --set fsdp.wrap_module_types=Block
   expect_rc 0 "$opt fsdp world 2, steps 1-5"
