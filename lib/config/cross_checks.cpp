@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -124,6 +126,41 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     out.push_back({true, {"model.init"}, fmt::format("model.init '{}' does not exist", init),
                    "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
                    "checkpoint folder (relative paths are from the current folder)."});
+  }
+
+  // Files the trainer reads: checked here so a typo fails before any rank starts (when the ranks
+  // run on this machine: launcher local, or auto without a hostfile; on ssh/Slurm nodes the path
+  // is resolved on the node).
+  const std::string starter = as_text(job, "launch.launcher");
+  const bool local = starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
+  auto missing_file = [&](const std::string& key, const std::string& what, const std::string& fix) {
+    const std::string path = as_text(job, key);
+    std::error_code ec;
+    if (path.empty()) {
+      out.push_back({true, {key}, fmt::format("{} is empty but {}", key, what), fix});
+    } else if (local && !std::filesystem::is_regular_file(path, ec)) {
+      out.push_back({true, {key}, fmt::format("{} '{}' does not exist or is not a file", key, path), fix});
+    }
+  };
+  if (as_text(job, "model.name") == "torchscript") {
+    missing_file("model.path", "model.name is torchscript",
+                 "Set model.path (--model-path) to the file written by "
+                 "torch.jit.save(torch.jit.script(module), PATH).");
+    if (get(job, "fsdp.activation_checkpointing").get<bool>()) {
+      out.push_back({true, {"fsdp.activation_checkpointing", "model.name"},
+                     "fsdp.activation_checkpointing is on but the model is torchscript: its forward "
+                     "is one TorchScript function whose blocks the trainer cannot recompute one by one",
+                     "Turn fsdp.activation_checkpointing off for TorchScript models."});
+    }
+  }
+  if (as_text(job, "data.name") == "tensors") {
+    missing_file("data.path", "data.name is tensors",
+                 "Set data.path (--data-path) to a file written by torch.save({\"input\": X, "
+                 "\"target\": Y}, PATH).");
+  }
+  const std::string data = as_text(job, "data.name");
+  if ((data == "tensors" || data == "tokens") && !as_text(job, "data.val_path").empty()) {
+    missing_file("data.val_path", "", "Point data.val_path at an existing file, or leave it empty.");
   }
 
   // Schedule.

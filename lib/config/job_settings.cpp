@@ -25,12 +25,22 @@ Registry build() {
   add_strategy_settings(r);
 
   // Model.
-  r.add(choice("model.name", "gpt", {"mlp", "gpt", "resnet18", "resnet50"}, "Model architecture.",
-               "model"));
+  r.add(choice("model.name", "gpt", {"mlp", "gpt", "resnet18", "resnet50", "torchscript"},
+               "Model architecture; torchscript trains your own module from model.path.", "model"));
+  r.add(text("model.path", "",
+             "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "
+             "its weights are the initial weights.",
+             "model-path"));
+  r.add(choice("model.loss", "auto", {"auto", "cross_entropy", "mse", "lm_cross_entropy"},
+               "torchscript: the loss. auto: the module's own exported loss(input, target) "
+               "method; cross_entropy: logits [B, C] vs classes [B]; lm_cross_entropy: logits "
+               "[B, T, V] vs tokens [B, T]; mse: output vs target.",
+               "model-loss"));
   r.add(integer("model.n_layer", 4, 1, 1024, "gpt: transformer blocks."));
   r.add(integer("model.n_head", 4, 1, 1024, "gpt: attention heads per block."));
   r.add(integer("model.n_embd", 128, 1, 65536, "gpt: model width (divisible by n_head)."));
-  r.add(integer("model.block_size", 64, 1, 1 << 20, "gpt: context length in tokens."));
+  r.add(integer("model.block_size", 64, 1, 1 << 20,
+                "gpt (and torchscript language models): context length in tokens."));
   r.add(integer("model.vocab_size", 256, 2, 1 << 22, "gpt: vocabulary (256 for byte-level text)."));
   r.add(number("model.dropout", 0.0, 0, 1, "gpt: dropout probability."));
   r.add(integer("model.hidden", 256, 1, 1 << 20, "mlp: hidden width."));
@@ -47,19 +57,23 @@ Registry build() {
                 "the ones that match and keeps the initial values of the rest (a new head)."));
 
   // Data.
-  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10", "tokens"},
+  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10", "tokens", "tensors"},
                "Dataset: auto picks text for gpt (the embedded corpus unless data.path is set) "
-               "and synthetic otherwise; tokens reads a pre-tokenized file (data.path).",
+               "and synthetic otherwise; tokens reads a pre-tokenized file (data.path); tensors "
+               "reads torch.save({'input': X, 'target': Y}) from data.path (sample i = row i).",
                "data"));
   r.add(text("data.path", "", "text: any file (byte-level tokens); cifar10: the folder of "
                               "data_batch_*.bin / test_batch.bin; tokens: a nanoGPT .bin (raw "
                               "uint16) or llm.c .bin (1024-byte header, uint16/uint32), "
-                              "memory-mapped.",
+                              "memory-mapped; tensors: the torch.save file.",
              "data-path"));
-  r.add(text("data.val_path", "", "tokens/tensors: validation file (else the tail data.val_fraction of data.path).", "data-val-path"));
+  r.add(text("data.val_path", "",
+             "tokens/tensors: a separate validation file in data.path's format; empty: the tail "
+             "data.val_fraction of data.path.",
+             "data-val-path"));
   r.add(integer("data.num_samples", 4096, 1, 1LL << 40, "synthetic: samples per epoch."));
   r.add(number("data.val_fraction", 0.1, 0, 0.9,
-               "text/synthetic/tokens: share held out for validation."));
+               "text/synthetic/tokens/tensors: share held out for validation (without data.val_path)."));
   r.add(boolean("data.shuffle", true, "Shuffle by seed and epoch."));
   r.add(boolean("data.drop_last", true,
                 "Drop the tail that does not divide evenly over ranks (else pad by repeating)."));

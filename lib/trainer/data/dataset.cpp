@@ -38,18 +38,20 @@ std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Spl
   if (name == "text") return make_text(d, m, split);
   if (name == "cifar10") return make_cifar10(d, m, split);
   if (name == "tokens") return make_tokens(d, m, split);
+  if (name == "tensors") return make_tensors(d, split);
   throw Error(fmt::format("unknown dataset '{}'", name),
-              "use one of auto, synthetic, text, cifar10, tokens")
+              "use one of auto, synthetic, text, cifar10, tokens, tensors")
       .at("data.name");
 }
 
 // Token windows need a model that maps ids [B,T] to logits [B,T,V] scored against the next ids:
-// the built-in gpt. The one place to admit another model of that shape (a TorchScript module
-// trained with model.loss lm_cross_entropy).
+// the built-in gpt, or a TorchScript module trained with model.loss lm_cross_entropy.
 void require_language_model(const ModelSpec& m, const char* dataset) {
   if (m.name == "gpt") return;
+  if (m.name == "torchscript" && (m.loss == "lm_cross_entropy" || m.language_model)) return;
   throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, m.name),
-              "use model gpt, or data synthetic/cifar10 for classifiers")
+              "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
+              "against targets [B,T]), or data synthetic/cifar10 for classifiers")
       .at("data.name");
 }
 

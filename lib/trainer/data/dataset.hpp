@@ -19,6 +19,9 @@
 //  tokens     token ids of a nanoGPT (raw uint16) or llm.c (headed uint16/uint32) file
 //             data.path, memory-mapped; windows as for text, ids below model.vocab_size. Val is
 //             data.val_path when set, else the tail val_fraction of the tokens.
+//  tensors    torch.save({"input": X, "target": Y}) in data.path: sample i = (X[i], Y[i]), any
+//             dtype and shape. Val = data.val_path in the same format, else the tail
+//             val_fraction of the rows.
 #include "mtrain/trainer/model/model.hpp"
 
 #include <nlohmann/json.hpp>
@@ -35,12 +38,12 @@ enum class Split { Train, Val };
 // Mirrors the job's "data" section; name is already resolved ("auto" → text for gpt,
 // synthetic otherwise).
 struct DataSpec {
-  std::string name = "synthetic";  // synthetic | text | cifar10 | tokens
+  std::string name = "synthetic";  // synthetic | text | cifar10 | tokens | tensors
   std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder;
-                                   // tokens: a token file
-  std::string val_path;            // tokens: the validation file ("" = the tail val_fraction)
+                                   // tokens / tensors: a file
+  std::string val_path;            // tokens / tensors: the validation file ("" = the tail val_fraction)
   int64_t num_samples = 4096;      // synthetic
-  double val_fraction = 0.1;       // synthetic, text, tokens
+  double val_fraction = 0.1;       // synthetic, text, tokens, tensors
   bool shuffle = true;             // read by the sampler's caller
   bool drop_last = true;           // read by the sampler's caller
 };

@@ -34,6 +34,8 @@ Batch window_batch(const std::vector<int64_t>& indices, int64_t block, Fill&& fi
   return {x, y};
 }
 
+std::unique_ptr<Dataset> make_tensors(const DataSpec& d, Split split);
+
 // Throws mtrain::Error unless 0 <= index < size.
 void check_index(int64_t index, int64_t size, const char* dataset);
 

@@ -12,6 +12,7 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <sstream>
 
 #include <fmt/format.h>
 
@@ -28,6 +29,7 @@
 #include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
@@ -216,7 +218,10 @@ class Loop {
     }
     if (parts_.val && !validated_last) outside_training("validation", [&] { validate(); });
     if (step_ > start_step) outside_training("checkpoint", [&] { save(); });
-    outside_training("export", [&] { write_model(); });
+    outside_training("export", [&] {
+      average_buffers();
+      write_model();
+    });
     return finish(comm_.counters(), start_step, 0);
   }
 
@@ -378,7 +383,24 @@ class Loop {
     counters_add(phase_comm_[phase], counters_minus(comm_.counters(), before));
   }
 
+  // Buffers (BatchNorm running statistics) are broadcast from rank 0 at setup, then each rank
+  // updates them from its own batches, as torch DDP with broadcast_buffers=False does. Before
+  // validation and before the final outputs every rank's floating-point buffers are replaced by
+  // their average over ranks (for running means/variances: the statistics of all ranks'
+  // batches), so evaluation and model.pt / model.scripted.pt see the same buffers on every rank.
+  void average_buffers() {
+    if (comm_.world() < 2) return;
+    at::NoGradGuard no_grad;
+    for (auto& b : parts_.model->buffers()) {
+      if (!at::isFloatingType(b.scalar_type()) || b.numel() == 0) continue;
+      at::Tensor t = b.detach().to(at::kFloat).flatten().clone();
+      comm_.all_reduce(t, "all_reduce(control)").wait();
+      b.copy_(t.div_(static_cast<double>(comm_.world())).view_as(b));
+    }
+  }
+
   void validate() {
+    average_buffers();
     const auto t0 = Clock::now();
     SamplerOptions vo = sampler_;
     vo.dataset_size = parts_.val->size();
@@ -493,20 +515,34 @@ class Loop {
   // yields it, and a sharded strategy holds one gathered unit at a time, so no rank ever holds
   // the whole model to save. Every rank runs every producer in order (they are collective), also
   // when rank 0's write fails part-way, so that the others are not left waiting in an all-gather.
+  // A TorchScript model also gets model.scripted.pt (the user's module with these weights): a
+  // torch.jit.save archive cannot be streamed, so while model.pt is written rank 0 keeps a CPU
+  // copy of each exported tensor for it (one full model, on rank 0 only, at the end of the run).
   void write_model() {
-    write_weights("model.pt", [](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
-      write_tensor_archive(out, e);
-    });
+    std::vector<std::pair<std::string, at::Tensor>> kept;
+    const bool scripted = is_scripted_model(*parts_.model);
+    write_weights(
+        "model.pt",
+        [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); },
+        scripted ? &kept : nullptr);
     const std::map<std::string, std::string> meta = {
         {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(step_)},
         {"strategy", strategy_->name()}, {"job", job_.settings.dump()}};
     write_weights("model.safetensors", [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
       write_safetensors(out, e, meta);
     });
+    if (scripted && comm_.rank() == 0) {
+      std::ostringstream buf;
+      save_scripted_model(*parts_.model, kept, buf);
+      kept.clear();
+      write_file_durably(job_.work_dir + "/model.scripted.pt", buf.str());
+    }
   }
 
+  // keep (rank 0): receives a CPU copy of every tensor written.
   void write_weights(const std::string& file,
-                     const std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>& write) {
+                     const std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>& write,
+                     std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr) {
     const auto params = strategy_->export_parameters();
     size_t produced = 0;
     auto drain = [&] {
@@ -515,9 +551,11 @@ class Loop {
     if (comm_.rank() != 0) return drain();
     std::vector<ArchiveEntry> entries;
     for (const auto& p : params) {
-      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p] {
+      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p, keep] {
                            ++produced;
-                           return p.data();
+                           at::Tensor t = p.data();
+                           if (keep) keep->emplace_back(p.name, t.detach().cpu().clone());
+                           return t;
                          }});
     }
     try {

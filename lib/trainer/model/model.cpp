@@ -27,6 +27,10 @@ ModelSpec model_spec_from_job(const nlohmann::json& job) {
   s.depth = m.at("depth").get<int64_t>();
   s.input_dim = m.at("input_dim").get<int64_t>();
   s.num_classes = m.at("num_classes").get<int64_t>();
+  s.path = m.at("path").get<std::string>();
+  s.loss = m.at("loss").get<std::string>();
+  s.wrap_module_types = full.at("fsdp").at("wrap_module_types").get<std::string>();
+  s.language_model = s.loss == "lm_cross_entropy" || full.at("data").at("name") == "tokens";
   return s;
 }
 
@@ -34,13 +38,16 @@ bool TaskModel::recompute_now() const {
   return recompute_blocks_ && is_training() && at::GradMode::is_enabled();
 }
 
-std::vector<std::string> model_names() { return {"mlp", "gpt", "resnet18", "resnet50"}; }
+std::vector<std::string> model_names() {
+  return {"mlp", "gpt", "resnet18", "resnet50", "torchscript"};
+}
 
 std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed) {
   if (spec.name == "mlp") return make_mlp(spec, seed);
   if (spec.name == "gpt") return make_gpt(spec, seed);
   if (spec.name == "resnet18") return make_resnet(spec, 18, seed);
   if (spec.name == "resnet50") return make_resnet(spec, 50, seed);
+  if (spec.name == "torchscript") return make_torchscript(spec);
   const auto names = model_names();
   const auto near = str::closest(spec.name, names);
   throw Error(fmt::format("unknown model '{}'", spec.name),

@@ -43,7 +43,7 @@ struct EvalStats {
 
 // Mirrors the job's "model" section (defaults = the settings registry's).
 struct ModelSpec {
-  std::string name = "gpt";  // mlp | gpt | resnet18 | resnet50
+  std::string name = "gpt";  // mlp | gpt | resnet18 | resnet50 | torchscript
   int64_t n_layer = 4;       // gpt
   int64_t n_head = 4;        // gpt
   int64_t n_embd = 128;      // gpt
@@ -54,6 +54,10 @@ struct ModelSpec {
   int64_t depth = 3;         // mlp: linear layers
   int64_t input_dim = 32;    // mlp
   int64_t num_classes = 10;  // mlp, resnet
+  std::string path;          // torchscript: the torch.jit.save file
+  std::string loss = "auto"; // torchscript: auto | cross_entropy | mse | lm_cross_entropy
+  std::string wrap_module_types;  // torchscript: block classes / dotted names, comma-separated
+  bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };
 
 // job = the resolved nested job JSON; missing keys take the registry's defaults.
@@ -89,7 +93,8 @@ class TaskModel : public torch::nn::Module {
 };
 
 // Throws mtrain::Error for an unknown name or an inconsistent spec (e.g. n_embd % n_head != 0).
+// torchscript models take their weights from model.path and ignore `seed`.
 std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed);
-std::vector<std::string> model_names();  // "mlp", "gpt", "resnet18", "resnet50"
+std::vector<std::string> model_names();  // "mlp", "gpt", "resnet18", "resnet50", "torchscript"
 
 }  // namespace mtrain::trainer

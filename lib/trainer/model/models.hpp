@@ -7,6 +7,7 @@ namespace mtrain::trainer {
 std::shared_ptr<TaskModel> make_mlp(const ModelSpec& spec, uint64_t seed);
 std::shared_ptr<TaskModel> make_gpt(const ModelSpec& spec, uint64_t seed);
 std::shared_ptr<TaskModel> make_resnet(const ModelSpec& spec, int depth, uint64_t seed);
+std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& spec);
 
 // Shared by the classifiers: summed cross-entropy and argmax hits of logits [N, C] vs int64 [N].
 EvalStats classifier_stats(const at::Tensor& logits, const at::Tensor& target);

@@ -50,3 +50,22 @@ TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
   CHECK(errors(check({{"launch.launcher", "ssh"}})) == 1);
   CHECK(errors(check({{"launch.launcher", "local"}, {"launch.nnodes", 2}})) == 1);
 }
+
+TEST_CASE("torchscript and tensors: files must exist before any rank starts", "[config]") {
+  const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
+  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here}})) == 0);
+  auto none = check({{"model.name", "torchscript"}});
+  REQUIRE(errors(none) == 1);
+  CHECK_THAT(none[0].message, Catch::Contains("model.path is empty"));
+  auto missing = check({{"model.name", "torchscript"}, {"model.path", "/nonexistent/net.pt"}});
+  REQUIRE(errors(missing) == 1);
+  CHECK_THAT(missing[0].message, Catch::Contains("'/nonexistent/net.pt' does not exist"));
+  // On other hosts the path is the node's: not checked here.
+  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", "/nonexistent/net.pt"},
+                      {"launch.launcher", "ssh"}, {"launch.hostfile", here}})) == 0);
+  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here},
+                      {"fsdp.activation_checkpointing", true}})) == 1);
+  CHECK(errors(check({{"data.name", "tensors"}, {"data.path", "/nonexistent/data.pt"}})) == 1);
+  CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}})) == 0);
+  CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}, {"data.val_path", "/nonexistent/v.pt"}})) == 1);
+}

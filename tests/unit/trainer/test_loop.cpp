@@ -252,3 +252,32 @@ TEST_CASE("comm_per_step counts training steps only: validation, checkpoints and
     }
   }
 }
+
+TEST_CASE("BatchNorm buffers end identical on every rank (averaged over ranks)", "[trainer][loop]") {
+  const fs::path dir = fresh_dir("buffers");
+  json j = mtrain::config::job_registry().defaults();
+  using mtrain::config::set;
+  set(j, "model.name", "resnet18");
+  set(j, "data.num_samples", 64);
+  set(j, "train.batch_size", 2);
+  set(j, "train.max_steps", 3);
+  set(j, "strategy", "zero3");
+  set(j, "train.work_dir", dir.string());
+  std::vector<std::vector<at::Tensor>> seen(2);
+  testing::run_ranks(2, [&](Communicator& comm) {
+    std::ostringstream sink;
+    auto parts = parts_for(j);
+    parts.val = nullptr;  // the end of the run alone must leave the ranks agreeing
+    train(train_job_from_json(j), comm, parts, sink);
+    for (const auto& b : parts.model->buffers()) seen[static_cast<size_t>(comm.rank())].push_back(b.clone());
+  });
+  REQUIRE(seen[0].size() == seen[1].size());
+  REQUIRE(!seen[0].empty());
+  bool moved = false;
+  for (size_t i = 0; i < seen[0].size(); ++i) {
+    CHECK(at::equal(seen[0][i], seen[1][i]));
+    moved = moved || seen[0][i].is_floating_point() && !at::equal(seen[0][i], at::zeros_like(seen[0][i])) &&
+                         !at::equal(seen[0][i], at::ones_like(seen[0][i]));
+  }
+  CHECK(moved);  // the statistics did train
+}

@@ -64,7 +64,7 @@ bool same_weights(TaskModel& a, TaskModel& b) {
 }  // namespace
 
 TEST_CASE("models: registry names and errors", "[model]") {
-  CHECK(model_names() == std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50"});
+  CHECK(model_names() == std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50", "torchscript"});
   ModelSpec bad = tiny_gpt();
   bad.name = "gtp";
   CHECK_THROWS_AS(make_model(bad, 0), mtrain::Error);

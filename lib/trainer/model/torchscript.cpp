@@ -1,0 +1,361 @@
+// torchscript: the user's own model, a `torch.jit.save` of a `torch.jit.script`ed nn.Module.
+//
+// How a TorchScript module trains under strategies written for torch::nn::Module: the model
+// exposes a MIRROR tree of plain nn::Modules, one per jit submodule (same dotted names), whose
+// parameters and buffers are registered with the very at::Tensor objects (the same TensorImpl)
+// that sit in the jit module's attribute slots. Whatever a strategy does to a parameter in place
+// — set_data onto a view of a flat buffer (the sharded engine), .to(device), .grad — the jit
+// interpreter sees, because it reads the same impl through prim::GetAttr. The interpreter runs
+// ATen operators through the dispatcher, so the sharded engine's gather-on-use callback
+// (sharded_engine.hpp) sees every parameter use as it does for the built-in models. The graph
+// executor's optimisations are switched off (setGraphExecutorOptimize(false)): the profiling
+// executor would otherwise build differentiable sub-graphs and fusion groups whose kernels are not
+// ATen operator calls; plain op-by-op interpretation keeps the protocol exact.
+//
+// Names are PyTorch's state_dict names ("blocks.0.attn.weight") in PyTorch's named_parameters()
+// order (a module's own parameters, then its children in registration order, pre-order), so
+// model.pt loads with load_state_dict. The initial weights are the file's (the same on every
+// rank; the seed is not used). train()/eval() switch the jit module's `training` flags together
+// with the mirror's. Units (fsdp wrap_policy layer): the submodules whose class name (TorchScript's
+// `__torch__.` path and `___torch_mangle_N` stripped) or dotted name is listed in
+// model.wrap_module_types, outermost match only.
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/trainer/model/models.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
+
+#include <torch/csrc/jit/api/module.h>
+#include <torch/csrc/jit/python/update_graph_executor_opt.h>
+#include <torch/csrc/jit/serialization/import.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace mtrain::trainer {
+namespace {
+
+namespace fs = std::filesystem;
+
+const char* const kExport =
+    "export it with torch.jit.save(torch.jit.script(model), PATH) from the nn.Module in train "
+    "mode, before any torch.jit.freeze";
+
+// "__torch__.mymodel.___torch_mangle_3.Block" → "Block".
+std::string plain_class_name(const torch::jit::Module& m) {
+  std::string q = m.type()->name() ? m.type()->name()->qualifiedName() : std::string("Module");
+  std::vector<std::string> parts = str::split(q, '.');
+  std::vector<std::string> kept;
+  for (const auto& p : parts)
+    if (p != "__torch__" && p.rfind("___torch_mangle_", 0) != 0) kept.push_back(p);
+  return kept.empty() ? q : kept.back();
+}
+
+std::string schema_text(const torch::jit::Module& m, const std::string& method) {
+  std::ostringstream s;
+  s << m.get_method(method).function().getSchema();
+  return s.str();
+}
+
+// (self, Tensor × n_tensors) -> Tensor.
+bool takes_tensors_returns_tensor(const torch::jit::Module& m, const std::string& method,
+                                  size_t n_tensors) {
+  const auto& schema = m.get_method(method).function().getSchema();
+  const auto& args = schema.arguments();
+  size_t required = 0;
+  for (size_t i = 1; i < args.size(); ++i)
+    if (!args[i].default_value()) ++required;
+  if (args.size() < 1 + n_tensors || required != n_tensors) return false;
+  for (size_t i = 1; i <= n_tensors; ++i)
+    if (!args[i].type()->isSubtypeOf(*c10::TensorType::get())) return false;
+  return schema.returns().size() == 1 &&
+         schema.returns()[0].type()->isSubtypeOf(*c10::TensorType::get());
+}
+
+// One plain nn::Module per jit submodule, holding the jit module's own tensors.
+void mirror(torch::nn::Module& dst, const torch::jit::Module& src) {
+  for (const auto& p : src.named_parameters(/*recurse=*/false))
+    dst.register_parameter(p.name, p.value, p.value.requires_grad());
+  for (const auto& b : src.named_buffers(/*recurse=*/false)) dst.register_buffer(b.name, b.value);
+  for (const auto& c : src.named_children()) {
+    auto sub = std::make_shared<torch::nn::Module>(plain_class_name(c.value));
+    mirror(*sub, c.value);
+    dst.register_module(c.name, sub);
+  }
+}
+
+void collect_blocks(const torch::jit::Module& m, const std::string& prefix,
+                    const std::set<std::string>& wanted, std::vector<std::string>& out) {
+  for (const auto& c : m.named_children()) {
+    const std::string name = prefix.empty() ? c.name : prefix + "." + c.name;
+    if (wanted.count(plain_class_name(c.value)) > 0 || wanted.count(name) > 0) {
+      out.push_back(name);  // outermost match: its own children are inside the unit
+    } else {
+      collect_blocks(c.value, name, wanted, out);
+    }
+  }
+}
+
+void collect_classes(const torch::jit::Module& m, std::set<std::string>& out) {
+  for (const auto& c : m.named_children()) {
+    out.insert(plain_class_name(c.value));
+    collect_classes(c.value, out);
+  }
+}
+
+class ScriptedModel : public TaskModel {
+ public:
+  ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss)
+      : module_(std::move(m)), spec_(s), own_loss_(own_loss) {
+    spec_.language_model = s.language_model || s.loss == "lm_cross_entropy";
+    mirror(*this, module_);
+    std::set<std::string> wanted;
+    for (const auto& t : str::split(s.wrap_module_types, ','))
+      if (!str::trim(t).empty()) wanted.insert(str::trim(t));
+    if (!wanted.empty()) {
+      collect_blocks(module_, "", wanted, blocks_);
+      if (blocks_.empty()) {
+        std::set<std::string> classes;
+        collect_classes(module_, classes);
+        throw Error(fmt::format("fsdp.wrap_module_types '{}' matches no submodule of TorchScript "
+                                "model '{}'",
+                                s.wrap_module_types, s.path),
+                    fmt::format("its submodule classes are: {} (or give dotted submodule names "
+                                "such as blocks.0)",
+                                str::join(std::vector<std::string>(classes.begin(), classes.end()),
+                                          ", ")))
+            .at("fsdp.wrap_module_types");
+      }
+    }
+    train(true);
+  }
+
+  void train(bool on = true) override {
+    torch::nn::Module::train(on);
+    module_.train(on);
+  }
+
+  at::Tensor forward(const at::Tensor& input) override {
+    reject_recompute();
+    return as_tensor(run("forward", {input}), "forward");
+  }
+
+  at::Tensor loss(const Batch& b) override {
+    reject_recompute();
+    if (own_loss_) return as_tensor(run("loss", {b.input, b.target}), "loss");
+    return builtin_loss(forward(b.input), b.target);
+  }
+
+  EvalStats evaluate(const Batch& b) override {
+    return evaluate_with(*this, [&] {
+      EvalStats s;
+      const at::Tensor out = as_tensor(run("forward", {b.input}), "forward");
+      const bool classes = out.dim() == b.target.dim() + 1 && !at::isFloatingType(b.target.scalar_type());
+      if (own_loss_ || spec_.loss == "mse") {
+        const at::Tensor l = own_loss_ ? as_tensor(run("loss", {b.input, b.target}), "loss")
+                                       : builtin_loss(out, b.target);
+        s.count = classes ? b.target.numel() : b.size();
+        s.loss_sum = l.item<double>() * static_cast<double>(s.count);
+        if (classes) s.correct = out.argmax(-1).eq(b.target).sum().item<int64_t>();
+        return s;
+      }
+      return classifier_stats(out.reshape({-1, out.size(-1)}), b.target.reshape({-1}).to(at::kLong));
+    });
+  }
+
+  bool is_language_model() const override { return spec_.language_model; }
+  int64_t tokens_per_sample() const override { return spec_.language_model ? spec_.block_size : 1; }
+  std::vector<std::string> block_prefixes() const override { return blocks_; }
+
+  // The user's module with `weights` in place of its parameters, saved with torch.jit.save's
+  // format; the live parameters are put back afterwards.
+  void save_scripted(const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                     std::ostream& out) {
+    std::vector<std::tuple<torch::jit::Module, std::string, at::Tensor>> undo;
+    auto restore = [&] {
+      for (auto& [owner, attr, old] : undo) owner.setattr(attr, old);
+    };
+    try {
+      for (const auto& [name, t] : weights) {
+        const auto dot = name.rfind('.');
+        torch::jit::Module owner = module_;
+        if (dot != std::string::npos)
+          for (const auto& part : str::split(name.substr(0, dot), '.'))
+            owner = owner.attr(part).toModule();
+        const std::string attr = dot == std::string::npos ? name : name.substr(dot + 1);
+        const at::Tensor old = owner.attr(attr).toTensor();
+        undo.emplace_back(owner, attr, old);
+        owner.setattr(attr, t.detach().to(at::kCPU).requires_grad_(old.requires_grad()));
+      }
+      const bool was_training = is_training();
+      module_.train(true);  // as exported: the user calls .eval() when they want it
+      module_.save(out);
+      module_.train(was_training);
+    } catch (...) {
+      restore();
+      throw;
+    }
+    restore();
+  }
+
+ private:
+  void reject_recompute() const {
+    if (activation_checkpointing())
+      throw Error(fmt::format("fsdp.activation_checkpointing is not supported for the TorchScript "
+                              "model '{}': its forward is one TorchScript function, so the trainer "
+                              "cannot recompute its blocks one by one",
+                              spec_.path),
+                  "turn fsdp.activation_checkpointing off, or call "
+                  "torch.utils.checkpoint in Python-side training")
+          .at("fsdp.activation_checkpointing");
+  }
+
+  c10::IValue run(const std::string& method, std::vector<c10::IValue> args) {
+    const std::string shape = args.front().isTensor() ? shape_of(args.front().toTensor()) : "?";
+    try {
+      return module_.get_method(method)(std::move(args));
+    } catch (const mtrain::Error&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw Error(fmt::format("the TorchScript model '{}' failed in {}() on an input of shape {}: {}",
+                              spec_.path, method, shape, error_line(e.what())),
+                  "check that the data matches what the model expects (shape, dtype); a module "
+                  "made with torch.jit.trace has the example input's shapes and control flow "
+                  "frozen in — use torch.jit.script for a model with data-dependent control flow "
+                  "or varying shapes")
+          .at("model.path");
+    }
+  }
+
+  // The interpreter's message is a TorchScript traceback whose last line is the error itself;
+  // a c10::Error's first line is its message (a C++ backtrace may follow).
+  static std::string error_line(const std::string& s) {
+    std::vector<std::string> lines;
+    for (const auto& l : str::split(s, '\n'))
+      if (!str::trim(l).empty()) lines.push_back(str::trim(l));
+    if (lines.empty()) return s;
+    return s.find("failed in the TorchScript interpreter") != std::string::npos ? lines.back()
+                                                                                : lines.front();
+  }
+
+  at::Tensor as_tensor(const c10::IValue& v, const char* method) const {
+    if (!v.isTensor())
+      throw Error(fmt::format("the TorchScript model '{}': {}() returned {}, not a Tensor",
+                              spec_.path, method, v.tagKind()),
+                  "return a single Tensor (the logits, or the scalar loss)")
+          .at("model.path");
+    return v.toTensor();
+  }
+
+  at::Tensor builtin_loss(const at::Tensor& out, const at::Tensor& target) const {
+    if (spec_.loss == "mse") return at::mse_loss(out, target.to(out.scalar_type()));
+    if (spec_.loss == "lm_cross_entropy") {
+      if (out.dim() != 3 || target.dim() != 2)
+        throw Error(fmt::format("model.loss lm_cross_entropy needs logits [B, T, V] and targets "
+                                "[B, T]; the model returned {} for targets {}",
+                                shape_of(out), shape_of(target)),
+                    "use cross_entropy for logits [B, C], or return [B, T, V] from forward")
+            .at("model.loss");
+    } else if (out.dim() != 2 || target.dim() != 1) {
+      throw Error(fmt::format("model.loss cross_entropy needs logits [B, C] and class targets [B]; "
+                              "the model returned {} for targets {}",
+                              shape_of(out), shape_of(target)),
+                  "use lm_cross_entropy for [B, T, V] logits, mse for regression, or give the "
+                  "module a loss(input, target) method")
+          .at("model.loss");
+    }
+    return cross_entropy(out.reshape({-1, out.size(-1)}), target.reshape({-1}).to(at::kLong));
+  }
+
+  torch::jit::Module module_;
+  ModelSpec spec_;
+  bool own_loss_;
+  std::vector<std::string> blocks_;
+};
+
+}  // namespace
+
+std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
+  const std::string& path = s.path;
+  if (path.empty())
+    throw Error("model.name is torchscript but model.path is empty",
+                fmt::format("set model.path (--model-path) to the file; {}", kExport))
+        .at("model.path");
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw Error(fmt::format("TorchScript model file '{}' does not exist or is not a file", path),
+                fmt::format("check model.path; {}", kExport))
+        .at("model.path");
+  torch::jit::Module m;
+  try {
+    m = torch::jit::load(path, at::kCPU);
+  } catch (const c10::Error& e) {
+    throw Error(fmt::format("'{}' is not a TorchScript archive: {}", path,
+                            str::split(std::string(e.what()), '\n').front()),
+                fmt::format("a file written by torch.save (a state dict or a pickled nn.Module) "
+                            "cannot be trained here; {}",
+                            kExport))
+        .at("model.path");
+  }
+  // Plain op-by-op interpretation (see the header comment). Thread-local in LibTorch: set on
+  // the thread that builds the model, which is the one that trains it.
+  torch::jit::setGraphExecutorOptimize(false);
+
+  if (m.named_parameters().size() == 0)
+    throw Error(fmt::format("the TorchScript model '{}' has no parameters: a frozen module "
+                            "(torch.jit.freeze, optimize_for_inference) keeps its weights as "
+                            "constants, which cannot be trained",
+                            path),
+                fmt::format("save the module before freezing it: {}", kExport))
+        .at("model.path");
+  bool trainable = false;
+  for (const auto& p : m.named_parameters()) trainable = trainable || p.value.requires_grad();
+  if (!trainable || !m.hasattr("training"))
+    throw Error(fmt::format("the TorchScript model '{}' is inference-only: {}", path,
+                            !trainable ? "none of its parameters requires grad"
+                                       : "it has no `training` attribute (it was frozen or "
+                                         "optimized for inference)"),
+                fmt::format("export the trainable module instead: {}", kExport))
+        .at("model.path");
+  if (!m.find_method("forward") || !takes_tensors_returns_tensor(m, "forward", 1))
+    throw Error(fmt::format("the TorchScript model '{}' has forward {}; the trainer needs "
+                            "forward(self, x: Tensor) -> Tensor",
+                            path, m.find_method("forward") ? schema_text(m, "forward") : "missing"),
+                "wrap the model in an nn.Module whose forward takes one Tensor and returns one "
+                "Tensor (unpack tuples/dicts inside it), then script and save that")
+        .at("model.path");
+  const bool has_loss = m.find_method("loss").has_value();
+  if (has_loss && !takes_tensors_returns_tensor(m, "loss", 2))
+    throw Error(fmt::format("the TorchScript model '{}' has loss {}; the trainer needs "
+                            "loss(self, input: Tensor, target: Tensor) -> Tensor",
+                            path, schema_text(m, "loss")),
+                "mark the method @torch.jit.export with that signature, or remove it and set "
+                "model.loss")
+        .at("model.path");
+  if (s.loss == "auto" && !has_loss)
+    throw Error(fmt::format("the TorchScript model '{}' has no loss(input, target) method and "
+                            "model.loss is auto",
+                            path),
+                "set model.loss to cross_entropy (logits [B, C]), lm_cross_entropy (logits "
+                "[B, T, V]) or mse, or add `@torch.jit.export def loss(self, input: Tensor, "
+                "target: Tensor) -> Tensor` to the module")
+        .at("model.loss");
+  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == "auto");
+}
+
+void save_scripted_model(TaskModel& model,
+                         const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                         std::ostream& out) {
+  auto* sm = dynamic_cast<ScriptedModel*>(&model);
+  if (sm == nullptr) throw Error("save_scripted_model: not a TorchScript model", "", kExitFailure);
+  sm->save_scripted(weights, out);
+}
+
+bool is_scripted_model(const TaskModel& model) {
+  return dynamic_cast<const ScriptedModel*>(&model) != nullptr;
+}
+
+}  // namespace mtrain::trainer

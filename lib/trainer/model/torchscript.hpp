@@ -1,0 +1,20 @@
+#pragma once
+// What the loop needs of a TorchScript model beyond TaskModel (torchscript.cpp; make_model
+// builds it for model.name torchscript): writing model.scripted.pt.
+#include "mtrain/trainer/model/model.hpp"
+
+#include <ostream>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace mtrain::trainer {
+
+bool is_scripted_model(const TaskModel& model);
+// Writes the user's TorchScript module (torch.jit.save format) with `weights` (state_dict names,
+// full tensors) in place of its parameters; the model's live parameters are untouched.
+void save_scripted_model(TaskModel& model,
+                         const std::vector<std::pair<std::string, at::Tensor>>& weights,
+                         std::ostream& out);
+
+}  // namespace mtrain::trainer
