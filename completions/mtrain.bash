@@ -16,7 +16,7 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --raw-output --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -31,7 +31,7 @@ _mtrain_opts() {
     'mtrain config') _mtrain_r=(--help -h) ;;
     'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
     'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
+    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir --raw-output) ;;
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
@@ -56,7 +56,7 @@ _mtrain_valopts() {
     'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
     'mtrain config init') _mtrain_r=(--output -o --set) ;;
     'mtrain config validate') _mtrain_r=(--format) ;;
-    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --max-restarts --log-dir --raw-output) ;;
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
@@ -220,6 +220,7 @@ _mtrain_values() {
     'mtrain config show|--rdzv-timeout') _mtrain_kind=none ;;
     'mtrain config show|--max-restarts') _mtrain_kind=none ;;
     'mtrain config show|--log-dir') _mtrain_kind=files ;;
+    'mtrain config show|--raw-output') _mtrain_kind=none ;;
     'mtrain config import|--output'|'mtrain config import|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;

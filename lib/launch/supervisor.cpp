@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <array>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/launch/exit_status.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/progress_watch.hpp"
 #include "mtrain/launch/report.hpp"
 
@@ -34,6 +36,7 @@ struct RankRun {
   Clock::time_point started;
   std::optional<ExitStatus> exit;
   std::optional<Clock::time_point> ended;
+  std::optional<Clock::time_point> stopped_since;  // seen stopped (SIGSTOP) since then
   bool stopped_by_us = false;  // signalled during teardown
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE of this attempt, if watched
   std::unique_ptr<RankOutput> output;
@@ -47,7 +50,7 @@ class Attempt {
   Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
           asio::io_context& io, asio::signal_set& signals)
       : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
-        drain_(io), progress_timer_(io), wind_down_(io) {}
+        drain_(io), progress_timer_(io), wind_down_(io), stopped_timer_(io) {}
 
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
@@ -58,6 +61,7 @@ class Attempt {
     grace_.cancel();
     drain_.cancel();
     progress_timer_.cancel();
+    stopped_timer_.cancel();
     for (auto* w : opt_.watchers) w->finish();
     wind_down_.cancel();
     signals_.cancel();
@@ -221,6 +225,8 @@ class Attempt {
       if (r->exit) continue;
       r->stopped_by_us = true;
       runner_.signal(r->pid, sig);
+      // A stopped rank gets the signal only once it runs again.
+      if (runner_.stopped(r->pid)) runner_.signal(r->pid, SIGCONT);
     }
     if (tearing_down_) return;
     tearing_down_ = true;
@@ -253,6 +259,7 @@ class Attempt {
   }
 
   void start_watchers() {
+    if (opt_.stopped_timeout.count() > 0) watch_stopped();
     for (auto* w : opt_.watchers)
       w->start(io_, [this](ExternalStop s) {
         if (external_ || root_ || stop_signal_ || all_exited()) return;
@@ -289,6 +296,39 @@ class Attempt {
         }
       }
       watch_progress();
+    });
+  }
+
+  // A rank stopped by SIGSTOP/SIGTSTP (a stray `kill -STOP`, job control, a frozen node's
+  // cgroup) makes no progress and its peers wait for it in a collective until their comm
+  // timeout, then the first of them to give up would look like the root cause. Checked once a
+  // second (more often for a short timeout); the stopped rank is named.
+  void watch_stopped() {
+    auto period = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000), opt_.stopped_timeout / 4);
+    stopped_timer_.expires_after(std::max(period, std::chrono::milliseconds(10)));
+    stopped_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || all_exited()) return;
+      auto now = Clock::now();
+      for (auto& r : ranks_) {
+        if (r->exit) continue;
+        if (!runner_.stopped(r->pid)) {
+          r->stopped_since.reset();
+          continue;
+        }
+        if (!r->stopped_since) r->stopped_since = now;
+        if (root_ || stop_signal_ || external_ || tearing_down_ || now - *r->stopped_since < opt_.stopped_timeout)
+          continue;
+        root_ = r.get();
+        stall_ = fmt::format("rank {} (pid {}) on {} has been stopped (SIGSTOP or job control) for {:.0f} s; its peers "
+                             "cannot go on without it",
+                             r->worker->rank, r->pid, r->host,
+                             std::chrono::duration<double>(now - *r->stopped_since).count());
+        std::fprintf(stderr, "mtrain: %s; stopping the job\n", stall_.c_str());
+        for (auto* w : opt_.watchers) w->rank_failed(stall_);
+        begin_teardown(SIGTERM);
+        return;
+      }
+      watch_stopped();
     });
   }
 
@@ -342,7 +382,7 @@ class Attempt {
   int attempt_;
   asio::io_context& io_;
   asio::signal_set& signals_;
-  asio::steady_timer grace_, drain_, progress_timer_, wind_down_;
+  asio::steady_timer grace_, drain_, progress_timer_, wind_down_, stopped_timer_;
   std::unique_ptr<ProgressWatch> progress_;
   std::optional<ExternalStop> external_;
   std::string stall_;
@@ -356,18 +396,46 @@ class Attempt {
   long oom_before_ = -1;
 };
 
-}  // namespace
+// The pause before a restart, on the event loop: SIGINT/SIGTERM/SIGHUP end it (and the job)
+// at once; other signals (a stray SIGCHLD, a notice) are consumed. Returns the stop signal or 0.
+int pause_before_restart(asio::io_context& io, asio::signal_set& signals, std::chrono::milliseconds delay) {
+  asio::steady_timer timer(io);
+  bool over = false;
+  int stop = 0;
+  timer.expires_after(delay);
+  timer.async_wait([&](boost::system::error_code ec) {
+    if (!ec) over = true;
+  });
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        stop = sig;
+        over = true;
+        timer.cancel();
+        return;
+      }
+      wait_signal();
+    });
+  };
+  wait_signal();
+  io.restart();
+  while (!over && io.run_one()) {
+  }
+  timer.cancel();
+  signals.cancel();
+  io.restart();
+  io.poll();
+  return stop;
+}
 
-int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
-  asio::io_context io;
-  // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
-  asio::signal_set signals(io, SIGCHLD, SIGINT, SIGTERM);
-  signals.add(SIGHUP);
-  signals.add(SIGUSR1);
-  signals.add(SIGUSR2);
+int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt,
+                       asio::io_context& io, asio::signal_set& signals) {
+  int streak = 0;  // restarts in a row after quick failures (restart_backoff.hpp)
   for (int attempt = 0;; ++attempt) {
     int stop_signal = 0, notice_signal = 0;
     std::optional<Failure> failure;
+    auto started = Clock::now();
     {
       Attempt a(plan, runner, opt, attempt, io, signals);
       failure = a.run(stop_signal, notice_signal);
@@ -391,9 +459,20 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       return code == 0 ? 1 : code;
     }
     if (attempt < plan.max_restarts) {
-      std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting all ranks (restart %d of %d)\n",
+      streak = next_streak(streak, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started),
+                           opt.backoff);
+      auto delay = restart_delay(streak, opt.backoff);
+      std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting in %.1f s (restart %d/%d)\n",
                    attempt, failure->root.rank, failure->root.host.c_str(), failure->root.status.describe().c_str(),
-                   attempt + 1, plan.max_restarts);
+                   std::chrono::duration<double>(delay).count(), attempt + 1, plan.max_restarts);
+      if (delay.count() > 0) {
+        if (int sig = pause_before_restart(io, signals, delay)) {
+          std::fprintf(stderr, "mtrain: stopped by %s before restart %d; no rank is running\n",
+                       signal_name(sig).c_str(), attempt + 1);
+          print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+          return 128 + sig;
+        }
+      }
       continue;
     }
     print_report(stderr, plan, *failure, attempt, plan.max_restarts);
@@ -401,6 +480,32 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
     int code = failure->root.status.launcher_code();
     return code == 0 ? 1 : code;
   }
+}
+
+}  // namespace
+
+int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
+  asio::io_context io;
+  // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
+  std::optional<asio::signal_set> signals(std::in_place, io, SIGCHLD, SIGINT, SIGTERM);
+  signals->add(SIGHUP);
+  signals->add(SIGUSR1);
+  signals->add(SIGUSR2);
+  // Asio gives the signals back to their default action when the set goes away: a notice
+  // (USR1) at that moment must not end a job that succeeded (launcher_signals.hpp).
+  auto release = [&] {
+    NoticeSignalsClosing closing;
+    signals.reset();
+  };
+  int rc;
+  try {
+    rc = supervise_attempts(plan, runner, opt, io, *signals);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+  return rc;
 }
 
 }  // namespace mtrain::launch
