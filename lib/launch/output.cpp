@@ -14,6 +14,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/console_write.hpp"
+#include "mtrain/launch/stderr_tail.hpp"
 #include "mtrain/launch/visible_text.hpp"
 
 namespace mtrain::launch {
@@ -167,10 +168,7 @@ void RankOutput::emit(Stream s, const std::string& line) {
     std::fwrite(line.data(), 1, line.size(), file_[i]);
     std::fputc('\n', file_[i]);
   }
-  if (s == Stream::Err) {
-    tail_.push_back(line);
-    while (tail_.size() > opt_.tail_lines) tail_.pop_front();
-  }
+  if (s == Stream::Err) push_tail_line(tail_, opt_.tail_lines, line);  // stack frames folded
   if (console_ && !g_gone[i]) {
     // One write per line so lines of different ranks never interleave mid-line; retried after
     // EINTR and partial writes, so no line is lost to a slow reader.

@@ -45,6 +45,7 @@ std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int at
   // Everything a rank wrote is shown with its control characters visible: a report is read on
   // a terminal, where an escape sequence would act (clear the screen, retitle the window).
   if (!f.cause.empty()) out += fmt::format("  cause:      {}\n", visible_text(f.cause));
+  if (!f.first_by_error_file.empty()) out += fmt::format("  first:      {}\n", f.first_by_error_file);
   if (!r.error_file.empty()) {
     std::string msg = error_file_message(r.error_file);
     if (!msg.empty()) {

@@ -12,7 +12,6 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
 
 namespace mtrain::launch {
 
@@ -56,7 +55,11 @@ RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_i
                 "Two launches of one job id with the same --log-dir would overwrite each other's job.json and logs: "
                 "give this launch its own --job-id (or another --log-dir), or wait for the other to end.");
   }
-  std::string me = fmt::format("held by host {} pid {} since {}\n", host_name(), getpid(), static_cast<long>(std::time(nullptr)));
+  char since[32] = "?";
+  std::time_t now = std::time(nullptr);
+  struct tm utc;
+  if (gmtime_r(&now, &utc)) std::strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S UTC", &utc);
+  std::string me = fmt::format("held by host {} pid {} since {}\n", host_name(), getpid(), since);
   if (ftruncate(fd_, 0) != 0 || pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
     // The lock itself holds; only the holder's description is missing.
   }

@@ -1,6 +1,7 @@
 #include "mtrain/launch/supervisor.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
@@ -36,6 +37,7 @@ struct RankRun {
   Clock::time_point started;
   std::optional<ExitStatus> exit;
   std::optional<Clock::time_point> ended;
+  std::chrono::system_clock::time_point ended_wall;  // to compare with error files' times
   std::optional<Clock::time_point> stopped_since;  // seen stopped (SIGSTOP) since then
   bool stopped_by_us = false;  // signalled during teardown
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE of this attempt, if watched
@@ -179,6 +181,7 @@ class Attempt {
         if (r->pid != rp.pid) continue;
         r->exit = from_wait_status(rp.status);
         r->ended = Clock::now();
+        r->ended_wall = std::chrono::system_clock::now();
         if (progress_) progress_->finished(r->worker->rank);
         if (r->exit->signaled && r->exit->code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_)
           r->exit->oom = true;
@@ -350,11 +353,48 @@ class Attempt {
     }
     if (!root_) return std::nullopt;
     Failure f;
+    if (stall_.empty()) blame_earliest_error_file(f);
     f.root = describe(*root_);
     if (!stall_.empty()) f.cause = stall_;
     for (auto& r : ranks_)
       if (r.get() != root_ && r->exit && !r->exit->ok()) f.others.push_back(describe(*r));
     return f;
+  }
+
+  // When this rank's error file (TORCHELASTIC_ERROR_FILE) was written, if it was.
+  std::optional<std::chrono::system_clock::time_point> error_file_time(const RankRun& r) const {
+    if (!r.worker->env.count("TORCHELASTIC_ERROR_FILE")) return std::nullopt;
+    std::string path = plan::attempt_env(*r.worker, attempt_, opt_.error_file_dir)["TORCHELASTIC_ERROR_FILE"];
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  }
+
+  // torchrun's rule: the rank with the earliest error file failed first. A rank can fail (disk
+  // full) and stay alive in its cleanup while a peer times out waiting for it and exits first;
+  // the first exit would blame the peer. The exit code stays the first exit's.
+  void blame_earliest_error_file(Failure& f) {
+    RankRun* first = nullptr;
+    std::chrono::system_clock::time_point first_t;
+    for (auto& r : ranks_) {
+      if (!r->exit || r->exit->ok()) continue;
+      auto t = error_file_time(*r);
+      if (t && (!first || *t < first_t)) {
+        first = r.get();
+        first_t = *t;
+      }
+    }
+    if (!first || first == root_) return;
+    auto root_t = error_file_time(*root_);
+    if (first_t >= (root_t ? *root_t : root_->ended_wall)) return;
+    int code = root_->exit->launcher_code();
+    f.exit_code = code == 0 ? 1 : code;
+    f.first_by_error_file = fmt::format(
+        "rank {} wrote its error file {:.1f} s before rank {} {}; rank {} exited first (exit code {})",
+        first->worker->rank, std::chrono::duration<double>((root_t ? *root_t : root_->ended_wall) - first_t).count(),
+        root_->worker->rank, root_t ? "wrote its own" : "exited", root_->worker->rank, *f.exit_code);
+    root_ = first;
   }
 
   RankFailure describe(RankRun& r) {
@@ -455,7 +495,7 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
       std::fprintf(stderr, "mtrain: ranks wound down after %s; not restarting\n", signal_name(notice_signal).c_str());
       if (failure->root.status.signaled || failure->root.status.code != 128 + notice_signal)
         print_report(stderr, plan, *failure, attempt, plan.max_restarts);
-      int code = failure->root.status.launcher_code();
+      int code = failure->exit_code.value_or(failure->root.status.launcher_code());
       return code == 0 ? 1 : code;
     }
     if (attempt < plan.max_restarts) {
@@ -477,6 +517,7 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
     }
     print_report(stderr, plan, *failure, attempt, plan.max_restarts);
     if (!failure->cause.empty()) return kExitStalled;
+    if (failure->exit_code) return *failure->exit_code;
     int code = failure->root.status.launcher_code();
     return code == 0 ? 1 : code;
   }
