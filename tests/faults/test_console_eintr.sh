@@ -18,13 +18,7 @@ reader=$!
   >"$WORK/console" 2>"$WORK/err" &
 launcher=$!
 # The storm: SIGCHLD (harmless to the launcher: a reap that finds nothing) every ~0.2 ms.
-$PY -c '
-import os, signal, sys, time
-pid = int(sys.argv[1])
-while True:
-    try: os.kill(pid, signal.SIGCHLD)
-    except ProcessLookupError: break
-    time.sleep(0.0002)' "$launcher" &
+signal_storm "$launcher" SIGCHLD 0.0002
 storm=$!
 cleanup_hooks+=("kill $storm $reader 2>/dev/null")
 wait "$launcher"; rc=$?

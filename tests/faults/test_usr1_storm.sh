@@ -12,13 +12,7 @@ for ((t = 1; t <= trials; t++)); do
   launcher=$!
   # The storm begins once both ranks ignore USR1 (a rank killed by it would be a fair 138).
   wait_for 10 test -e "$WORK/m$t.0" -a -e "$WORK/m$t.1"
-  $PY -c '
-import os, signal, sys, time
-pid = int(sys.argv[1])
-while True:
-    try: os.kill(pid, signal.SIGUSR1)
-    except ProcessLookupError: break
-    time.sleep(0.001)' "$launcher" &
+  signal_storm "$launcher" SIGUSR1 0.001
   storm=$!
   wait "$launcher"; rc=$?
   kill "$storm" 2>/dev/null; wait "$storm" 2>/dev/null
