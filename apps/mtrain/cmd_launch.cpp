@@ -195,7 +195,8 @@ void add_launch(CLI::App& root, Exit& exit) {
             "max-restarts"), kSup);
   group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                             "Stop the job (exit 75) when a rank writes no output and does not touch its "
-                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: off")
+                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
+                            "does, every step) is watched once it has, with max(20 s, 20 x its longest gap)")
                 ->check(CLI::Range(0.0, 864000.0))
                 ->default_str("0"),
             "heartbeat-timeout"), kSup);

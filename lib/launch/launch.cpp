@@ -167,7 +167,7 @@ int run_launch(LaunchOptions opt) {
     temp_run_dir = true;
   }
   p.error_file_dir = run_dir;
-  p.heartbeat_file = opt.heartbeat_timeout_s > 0;
+  p.heartbeat_file = true;  // watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp)
 
   if (p.program.empty()) {
     if (opt.worker_path.empty())

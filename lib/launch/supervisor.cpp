@@ -269,9 +269,11 @@ class Attempt {
         external_ = std::move(s);
         begin_teardown(SIGTERM);
       });
-    if (opt_.heartbeat_timeout_s <= 0) return;
+    const bool given = opt_.heartbeat_timeout_s > 0;
+    if (!given && opt_.default_heartbeat_floor.count() <= 0) return;
     progress_ = std::make_unique<ProgressWatch>(
-        std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)), rendezvous::real_clock());
+        given ? std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)) : opt_.default_heartbeat_floor,
+        rendezvous::real_clock(), AdaptiveWatch{!given, 20});
     for (auto& r : ranks_) {
       progress_->add(r->worker->rank, r->pid, r->host);
       if (!r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
