@@ -167,7 +167,9 @@ int run_launch(LaunchOptions opt) {
     temp_run_dir = true;
   }
   p.error_file_dir = run_dir;
-  p.heartbeat_file = true;  // watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp)
+  // Watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp). A heartbeat
+  // file the user exported for a watchdog of their own is left alone unless the flag is given.
+  p.heartbeat_file = opt.heartbeat_timeout_s > 0 || !env.count("MTRAIN_HEARTBEAT_FILE");
 
   if (p.program.empty()) {
     if (opt.worker_path.empty())
