@@ -70,6 +70,7 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   str("launch.master_port", "--master-port", o.master_port);
   str("launch.log_dir", "--log-dir", o.output.log_dir);
   str("launch.pass_config", "--pass-config", o.pass_config);
+  if (from_file("launch.raw_output", "--raw-output")) o.output.raw_output = config::get(r.job, "launch.raw_output").get<bool>();
   if (from_file("launch.max_restarts", "--max-restarts"))
     o.plan.max_restarts = config::get(r.job, "launch.max_restarts").get<int>();
   if (from_file("launch.nnodes", "--nnodes")) o.multi.nnodes = text_of(config::get(r.job, "launch.nnodes"));
@@ -217,7 +218,8 @@ void add_launch(CLI::App& root, Exit& exit) {
             "max-restarts"), kSup);
   group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                             "Stop the job (exit 75) when a rank writes no output and does not touch its "
-                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: off")
+                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
+                            "does, every step) is watched once it has, with max(20 s, 20 x its longest gap)")
                 ->check(CLI::Range(0.0, 864000.0))
                 ->default_str("0"),
             "heartbeat-timeout"), kSup);
@@ -238,6 +240,9 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_flag("--no-prefix", f->no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
   group(env(sub->add_option("--ranks-filter", f->ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
             "ranks-filter"), kOut);
+  group(env(sub->add_flag("--raw-output", o.output.raw_output,
+                          "Relay rank output to a terminal byte for byte (default: control characters shown as ^[ …)"),
+            "raw-output"), kOut);
 
   const char* kProg = "Program";
   group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),

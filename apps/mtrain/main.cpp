@@ -4,9 +4,13 @@
 
 #include "commands.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/version.hpp"
 
 int main(int argc, char** argv) {
+  // The launcher never dies of a lost console or a notice signal (launcher_signals.hpp): from
+  // its first instruction, whatever it is doing when they arrive.
+  if (argc > 1 && std::string(argv[1]) == "launch") mtrain::launch::ignore_stray_signals();
   CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
   root.set_version_flag("--version", std::string("mtrain ") + mtrain::kVersion);
   root.require_subcommand(1);

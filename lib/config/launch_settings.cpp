@@ -112,6 +112,10 @@ void add_launch_settings(Registry& r) {
   r.add(text("launch.log_dir", "",
              "Folder for one log file per rank (empty: output only on the console).",
              "log-dir"));
+  r.add(boolean("launch.raw_output", false,
+                "Relay rank output to a terminal byte for byte; by default control characters (escape "
+                "sequences, NUL) are shown as ^[ ^@ … on a terminal and always in failure reports.",
+                "raw-output"));
 }
 
 void add_slurm_settings(Registry& r) {

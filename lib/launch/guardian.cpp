@@ -54,7 +54,23 @@ void close_from(int first) {
 
 // The guardian itself, in the forked child of a multi-threaded process: async-signal-safe calls
 // only (no malloc, no stdio, no C++ runtime), and no return.
-[[noreturn]] void guardian_main(int sock) {
+// rm -rf FOLDER in a child, waited for (fork and exec: async-signal-safe, no allocation).
+void remove_folder(const char* folder) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    char* const argv[] = {const_cast<char*>("rm"), const_cast<char*>("-rf"), const_cast<char*>("--"),
+                          const_cast<char*>(folder), nullptr};
+    execv("/bin/rm", argv);
+    execv("/usr/bin/rm", argv);
+    _exit(127);
+  }
+  if (pid < 0) return;
+  int status;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+[[noreturn]] void guardian_main(int sock, const char* folder) {
   // Its own process group (the launcher sets it too, whoever is first): a signal to the
   // launcher's group (Ctrl-C, kill -KILL -PGID) is not for it. The launcher's group is one it
   // must never be asked to kill.
@@ -110,6 +126,7 @@ void close_from(int first) {
     if (r.op == kForget && i < n) table[i] = table[--n];
   }
   for (std::size_t i = 0; i < n; ++i) kill(-table[i], SIGKILL);
+  if (folder && *folder == '/') remove_folder(folder);
   _exit(n > 0 ? Guardian::kExitKilledGroups : 0);
 }
 
@@ -152,7 +169,7 @@ void Guardian::start() {
   sigfillset(&all);
   pthread_sigmask(SIG_SETMASK, &all, &old);
   pid_t pid = fork();
-  if (pid == 0) guardian_main(sv[1]);
+  if (pid == 0) guardian_main(sv[1], remove_on_exit_.empty() ? nullptr : remove_on_exit_.c_str());
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
   ::close(sv[1]);
@@ -263,6 +280,8 @@ std::optional<int> Guardian::close(std::chrono::milliseconds timeout) {
   pid_ = -1;
   return reap_within(pid, timeout);
 }
+
+void Guardian::remove_on_exit(const std::string& folder) { remove_on_exit_ = folder; }
 
 void Guardian::watch_self(int fd) noexcept { send_self(fd, kWatch); }
 void Guardian::forget_self(int fd) noexcept { send_self(fd, kForget); }

@@ -36,6 +36,7 @@
 #include <cstddef>
 #include <optional>
 #include <set>
+#include <string>
 
 namespace mtrain::launch {
 
@@ -52,6 +53,11 @@ class Guardian {
 
   // Forks the guardian unless it is running. Throws mtrain::Error if it cannot.
   void start();
+  // A folder (absolute path) the guardian removes (rm -rf) when its launcher end closes: the
+  // launcher's private run folder, left behind by a launcher killed with SIGKILL (issue 17,
+  // item 14). Removing a folder that the launcher already removed is a no-op. Takes effect at the
+  // next start() (a guardian, once forked, keeps the folder it was given).
+  void remove_on_exit(const std::string& folder);
   bool running() const { return fd_ >= 0; }
   pid_t pid() const { return pid_; }
   // The launcher end (close-on-exec), for a rank's pre-exec "watch"; -1 when not running.
@@ -83,6 +89,7 @@ class Guardian {
   std::set<pid_t> watched_;
   bool warned_gone_ = false;
   bool warned_full_ = false;
+  std::string remove_on_exit_;
 };
 
 }  // namespace mtrain::launch

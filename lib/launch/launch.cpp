@@ -15,9 +15,11 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/host_probe.hpp"
+#include "mtrain/launch/job_id.hpp"
 #include "mtrain/launch/multinode.hpp"
 #include "mtrain/launch/node_agent.hpp"
 #include "mtrain/launch/preflight.hpp"
+#include "mtrain/launch/run_folder_lock.hpp"
 #include "mtrain/launch/supervisor.hpp"
 #include "mtrain/slurm/allocation.hpp"
 #include "mtrain/slurm/task_exec.hpp"
@@ -53,7 +55,7 @@ static int resolve_port(const std::string& text, const std::string& addr) {
 
 // One agent per node inside a Slurm step: every node's agent derives the same world from Slurm's
 // environment, so no node mistakes itself for the master and the port is the job's own.
-static void apply_slurm(LaunchOptions& opt, const EnvMap& env) {
+static void apply_slurm(LaunchOptions& opt, const EnvMap& env, std::string& job_id_source) {
   if (opt.launcher == "local") return;
   auto a = slurm::allocation_from_env(env);
   bool agent_step = a && a->in_step && a->ntasks_per_node == 1;
@@ -67,21 +69,18 @@ static void apply_slurm(LaunchOptions& opt, const EnvMap& env) {
   p.node_rank = a->node_id;
   if (p.master_addr.empty()) p.master_addr = a->master_addr;
   if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
-  if (p.job_id.empty()) p.job_id = "slurm-" + a->job_id;
+  if (p.job_id.empty()) {
+    // Per step: two steps of one allocation are two jobs (their own run folders, job files).
+    // Every node of a step sees the same SLURM_STEP_ID.
+    p.job_id = "slurm-" + a->job_id;
+    auto step = env.find("SLURM_STEP_ID");
+    if (step != env.end() && !step->second.empty()) p.job_id += "." + step->second;
+    job_id_source = "the Slurm default slurm-$SLURM_JOB_ID.$SLURM_STEP_ID";
+  }
 }
 
 // Written once per run, atomically (a temporary name, then rename): a rank that reads the file
 // sees all of it or none. 0640: a job may hold paths and names its owner keeps private.
-static void write_run_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0640);
-  const bool ok = fd >= 0 && fchmod(fd, 0640) == 0 &&
-                  ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  if (fd >= 0) ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(fmt::format("cannot write {}", path), "Check --log-dir (free space, permissions).");
-}
-
 // The interpreter of PROGRAM.py and -m, as an absolute path so that --dry-run shows which one.
 static void resolve_python(plan::PlanOptions& p, const EnvMap& env) {
   if (!plan::runs_with_python(p)) return;
@@ -111,8 +110,9 @@ int run_launch(LaunchOptions opt) {
   if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
     throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
   const bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
+  std::string job_id_source = "--job-id / MTRAIN_JOB_ID";
   if (!agent) {
-    apply_slurm(opt, env);
+    apply_slurm(opt, env, job_id_source);
     if (!m.nnodes.empty()) {
       auto n = rendezvous::parse_nnodes(m.nnodes);
       if (n.elastic())
@@ -122,8 +122,12 @@ int run_launch(LaunchOptions opt) {
     }
   }
   plan::HostFacts facts = probe_host(env);
-  if (p.job_id.empty() && agent && !p.rdzv_id.empty()) p.job_id = p.rdzv_id;  // the same on every node
+  if (p.job_id.empty() && agent && !p.rdzv_id.empty()) {
+    p.job_id = p.rdzv_id;  // the same on every node
+    job_id_source = "--rdzv-id";
+  }
   if (p.job_id.empty()) p.job_id = new_job_id();
+  check_job_id(p.job_id, job_id_source);  // it names folders: a name, never a path
 
   std::optional<topology::Inventory> hosts;
   if (!m.ssh_agent) hosts = selected_hosts(opt);
@@ -174,11 +178,13 @@ int run_launch(LaunchOptions opt) {
     // run folder, which must never be another job's.
     const char* tmp = std::getenv("TMPDIR");
     const std::string unique = p.job_id + "." + rendezvous::generate_token().substr(0, 16);
-    run_dir = (fs::path(tmp && *tmp ? tmp : "/tmp") / unique).string() + sub;
+    run_dir = fs::absolute(fs::path(tmp && *tmp ? tmp : "/tmp") / unique).string() + sub;
     temp_run_dir = true;
   }
   p.error_file_dir = run_dir;
-  p.heartbeat_file = opt.heartbeat_timeout_s > 0;
+  // Watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp). A heartbeat
+  // file the user exported for a watchdog of their own is left alone unless the flag is given.
+  p.heartbeat_file = opt.heartbeat_timeout_s > 0 || !env.count("MTRAIN_HEARTBEAT_FILE");
   resolve_python(p, env);
   const std::string job_file = (fs::path(run_dir) / "job.json").string();
   const std::string ds_file = (fs::path(run_dir) / "ds_config.json").string();
@@ -241,9 +247,17 @@ int run_launch(LaunchOptions opt) {
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.
   create_folders(run_dir, 0755);
   chmod(run_dir.c_str(), 0750);
-  if (!opt.job_spec_json.empty()) write_run_file(job_file, opt.job_spec_json);
+  // A --log-dir run folder is named by the user (or Slurm): one live launcher at a time writes
+  // there (run_folder_lock.hpp). The temporary one is private by its random name.
+  std::optional<RunFolderLock> lock;
+  if (!temp_run_dir) lock.emplace(run_dir, p.job_id);
+  PosixProcessRunner runner;
+  // Even after a SIGKILL: the guardian removes it (an agent's whole <job>.<random> folder).
+  if (temp_run_dir) runner.remove_on_launcher_death(agent ? fs::path(run_dir).parent_path().string() : run_dir);
+  // Atomic, never through a planted link; every restart re-reads this launcher's own file.
+  if (!opt.job_spec_json.empty()) write_file_atomically(job_file, opt.job_spec_json, 0640);
   if (!p.program.empty() && opt.pass_config == "deepspeed" && !opt.job.is_null())
-    write_run_file(ds_file, config::export_deepspeed(opt.job, agent ? 0 : lp.world_size).doc.dump(2) + "\n");
+    write_file_atomically(ds_file, config::export_deepspeed(opt.job, agent ? 0 : lp.world_size).doc.dump(2) + "\n", 0640);
 
   so.grace_period = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   so.error_file_dir = run_dir;
@@ -253,7 +267,6 @@ int run_launch(LaunchOptions opt) {
   so.base_env.erase("MTRAIN_JOB_SPEC");      // nor the job an ssh agent got on stdin (it is in job.json)
   so.heartbeat_timeout_s = opt.heartbeat_timeout_s;
   if (isatty(STDOUT_FILENO)) so.base_env["MTRAIN_CONSOLE_TTY"] = "1";  // ranks' stdout is a pipe
-  PosixProcessRunner runner;
   int rc = agent ? run_node_agent(p, facts, *agent_opt, so, runner) : supervise(lp, runner, so);
   if (temp_run_dir) {
     std::error_code ec;

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -119,12 +121,20 @@ std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt) {
   auto& m = opt.multi;
   auto& p = opt.plan;
   if (m.hostfile.empty()) {
+    if (opt.launcher == "ssh")
+      throw Error("--launcher ssh needs a --hostfile naming the hosts to start the job on",
+                  "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
     if (m.num_nodes >= 0 || m.num_gpus >= 0)
       throw Error("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
                   "Give --hostfile FILE, or use --nproc-per-node on this machine.");
     return std::nullopt;
   }
   struct stat st {};
+  // An explicit ssh launcher never falls back to this machine: the job would silently run
+  // somewhere other than asked.
+  if (opt.launcher == "ssh" && ::stat(m.hostfile.c_str(), &st) != 0)
+    throw Error(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(errno)),
+                "Check the path, or drop --launcher ssh to run on this machine.");
   if (::stat(m.hostfile.c_str(), &st) != 0 && errno == ENOENT && !names_other_host(p.include) &&
       !names_other_host(p.exclude) && m.num_nodes <= 1) {
     std::fprintf(stderr, "mtrain: hostfile %s not found; running on this machine only (localhost)\n",

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,9 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/launch/console_write.hpp"
+#include "mtrain/launch/stderr_tail.hpp"
+#include "mtrain/launch/visible_text.hpp"
 
 namespace mtrain::launch {
 
@@ -47,6 +51,22 @@ std::FILE* open_log(const std::string& path) {
     throw Error(fmt::format("cannot write the log file {}", path), "Check --log-dir and its permissions.");
   }
   return f;
+}
+
+// The console went away (`mtrain launch … | head`): the job goes on without it. Process-wide:
+// every rank's relay writes to the same two descriptors.
+std::atomic<bool> g_gone[2]{};  // static storage: false
+std::atomic<bool> g_gone_said{false};
+
+void console_went_away(int stream, const std::string& log_dir) {
+  g_gone[stream] = true;
+  if (g_gone_said.exchange(true) || g_gone[1]) return;
+  // Said once, on stderr, which may be gone too: then it is simply not said.
+  std::string msg = fmt::format(
+      "mtrain: the console's {} went away (broken pipe); the job goes on; rank output {}\n",
+      stream == 0 ? "stdout" : "stderr",
+      log_dir.empty() ? std::string("meant for it is dropped (no --log-dir)") : "is still written to " + log_dir);
+  if (write_all(STDERR_FILENO, msg.data(), msg.size()) == WriteResult::Gone) g_gone[1] = true;
 }
 
 }  // namespace
@@ -97,6 +117,8 @@ RankOutput::RankOutput(const OutputOptions& opt, const std::string& host, int ra
     : opt_(opt) {
   if (opt.prefix) prefix_ = format_prefix(opt.prefix_format, host, rank, local_rank, role);
   console_ = opt.ranks_filter.empty() || opt.ranks_filter.count(rank);
+  // On a terminal, escape sequences in a rank's output would act instead of being read.
+  for (int i = 0; i < 2; ++i) visible_[i] = !opt.raw_output && isatty(i == 0 ? STDOUT_FILENO : STDERR_FILENO);
   if (!opt.log_dir.empty()) {
     console_ = console_ && opt.tee;
     auto dir = std::filesystem::path(opt.log_dir) / fmt::format("attempt_{}", attempt) / std::to_string(rank);
@@ -146,22 +168,13 @@ void RankOutput::emit(Stream s, const std::string& line) {
     std::fwrite(line.data(), 1, line.size(), file_[i]);
     std::fputc('\n', file_[i]);
   }
-  if (s == Stream::Err) {
-    tail_.push_back(line);
-    while (tail_.size() > opt_.tail_lines) tail_.pop_front();
-  }
-  if (console_) {
-    // One write per line so lines of different ranks never interleave mid-line.
-    std::string out = prefix_ + line + "\n";
+  if (s == Stream::Err) push_tail_line(tail_, opt_.tail_lines, line);  // stack frames folded
+  if (console_ && !g_gone[i]) {
+    // One write per line so lines of different ranks never interleave mid-line; retried after
+    // EINTR and partial writes, so no line is lost to a slow reader.
+    std::string out = prefix_ + (visible_[i] ? visible_text(line) : line) + "\n";
     int fd = s == Stream::Out ? STDOUT_FILENO : STDERR_FILENO;
-    const char* p = out.data();
-    size_t left = out.size();
-    while (left > 0) {
-      ssize_t w = ::write(fd, p, left);
-      if (w <= 0) break;
-      p += w;
-      left -= static_cast<size_t>(w);
-    }
+    if (write_all(fd, out.data(), out.size()) == WriteResult::Gone) console_went_away(i, opt_.log_dir);
   }
 }
 

@@ -23,6 +23,7 @@ struct OutputOptions {
   std::set<int> ranks_filter;                      // empty: every rank reaches the console
   std::string log_dir;                             // per attempt: <log_dir>/attempt_<k>/<rank>/{stdout,stderr}.log
   bool tee = false;                                // with log_dir: console as well
+  bool raw_output = false;                         // relay control characters to a terminal as they are
   size_t tail_lines = 20;
 };
 
@@ -42,6 +43,7 @@ class RankOutput {
   const OutputOptions& opt_;
   std::string prefix_;
   bool console_ = true;
+  bool visible_[2] = {false, false};  // render control characters (the stream is a terminal)
   std::string partial_[2];
   std::FILE* file_[2] = {nullptr, nullptr};
   std::deque<std::string> tail_;

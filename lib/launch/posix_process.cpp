@@ -7,6 +7,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <system_error>
 
 #include <boost/process.hpp>
@@ -15,6 +18,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/guardian.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/process.hpp"
 
 namespace bp = boost::process;
@@ -39,7 +43,9 @@ struct RankSetup {
     // The guardian kills this group if the launcher dies: watched from before the exec, so
     // nothing the program forks can slip through.
     Guardian::watch_self(guard_fd);
-    // Undo the launcher's signal handling: children start with default dispositions.
+    // Undo the launcher's signal handling: children start with default dispositions (handled
+    // signals are reset by exec, ignored ones — SIGPIPE, USR1, USR2 — would stay ignored).
+    child_default_signals();
     sigset_t none;
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -112,6 +118,14 @@ void PosixProcessRunner::signal(pid_t pid, int sig) {
 std::vector<Reaped> PosixProcessRunner::reap(const std::vector<pid_t>& pids) {
   std::vector<Reaped> out;
   for (pid_t pid : pids) {
+    // Exited? Look without reaping: while the zombie is there the group's number is this job's,
+    // so what the rank left in its group (a background helper, a data loader) can be killed
+    // safely now, and is — it must not outlive its rank (issue 17, item 12). A process that
+    // left the group (setsid) escapes; see docs/reliability.md.
+    siginfo_t info;
+    std::memset(&info, 0, sizeof info);
+    if (waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid != pid) continue;
+    killpg(pid, SIGKILL);
     int status = 0;
     pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) {
@@ -123,5 +137,16 @@ std::vector<Reaped> PosixProcessRunner::reap(const std::vector<pid_t>& pids) {
   }
   return out;
 }
+
+bool PosixProcessRunner::stopped(pid_t pid) {
+  // /proc/<pid>/stat: "pid (comm) S …"; comm may hold spaces and parentheses: the state
+  // follows the last ')'.
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
+}
+
+void PosixProcessRunner::remove_on_launcher_death(const std::string& folder) { guardian_->remove_on_exit(folder); }
 
 }  // namespace mtrain::launch

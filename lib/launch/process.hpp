@@ -39,6 +39,8 @@ class ProcessRunner {
   virtual void signal(pid_t pid, int sig) = 0;
   // Collect children that have exited, without blocking.
   virtual std::vector<Reaped> reap(const std::vector<pid_t>& pids) = 0;
+  // Whether the child is stopped (SIGSTOP, SIGTSTP, …; not a debugger's trace stop).
+  virtual bool stopped(pid_t /*pid*/) { return false; }
 };
 
 class Guardian;
@@ -53,7 +55,12 @@ class PosixProcessRunner : public ProcessRunner {
   ~PosixProcessRunner() override;  // releases the guardian: groups not reaped yet are killed
   Spawned spawn(const SpawnRequest& req) override;
   void signal(pid_t pid, int sig) override;
+  // A child found exited has its process group SIGKILLed before it is reaped (while its zombie
+  // still holds the group's number): what it left in its group does not outlive it.
   std::vector<Reaped> reap(const std::vector<pid_t>& pids) override;
+  bool stopped(pid_t pid) override;  // state 'T' in /proc/<pid>/stat
+  // The launcher's private run folder: the guardian removes it if the launcher dies first.
+  void remove_on_launcher_death(const std::string& folder);
 
  private:
   std::unique_ptr<Guardian> guardian_;

@@ -2,6 +2,8 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace mtrain::launch {
@@ -12,8 +14,8 @@ std::string Stall::describe() const {
                      rank, pid, host, rendezvous::format_duration(silent));
 }
 
-ProgressWatch::ProgressWatch(rendezvous::Duration timeout, const rendezvous::Clock& clock)
-    : timeout_(timeout), clock_(clock) {}
+ProgressWatch::ProgressWatch(rendezvous::Duration timeout, const rendezvous::Clock& clock, AdaptiveWatch adaptive)
+    : timeout_(timeout), clock_(clock), adaptive_(adaptive) {}
 
 ProgressWatch::Entry* ProgressWatch::find(int rank) {
   for (auto& e : ranks_)
@@ -42,7 +44,16 @@ void ProgressWatch::heartbeat(int rank, int64_t stamp) {
   // and each change counts once, when it is first observed.
   bool first = e->stamp < 0;
   e->stamp = stamp;
-  if (!first) e->last = clock_.now();
+  if (first) return;
+  auto now = clock_.now();
+  e->last = now;
+  if (++e->beats >= 3) e->longest_gap = std::max(e->longest_gap, std::chrono::duration_cast<rendezvous::Duration>(now - e->last_beat));
+  e->last_beat = now;
+}
+
+rendezvous::Duration ProgressWatch::limit(const Entry& e) const {
+  if (!adaptive_.on) return timeout_;
+  return std::max(timeout_, e.longest_gap * adaptive_.factor);
 }
 
 void ProgressWatch::finished(int rank) {
@@ -52,9 +63,11 @@ void ProgressWatch::finished(int rank) {
 std::optional<Stall> ProgressWatch::check() const {
   auto now = clock_.now();
   const Entry* worst = nullptr;
-  for (const auto& e : ranks_)
-    if (!e.done && (!worst || e.last < worst->last)) worst = &e;
-  if (!worst || now - worst->last < timeout_) return std::nullopt;
+  for (const auto& e : ranks_) {
+    if (e.done || (adaptive_.on && e.beats < 3) || now - e.last < limit(e)) continue;
+    if (!worst || e.last < worst->last) worst = &e;
+  }
+  if (!worst) return std::nullopt;
   Stall s;
   s.rank = worst->rank;
   s.pid = worst->pid;

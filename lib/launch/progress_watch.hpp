@@ -28,16 +28,27 @@ struct Stall {
   std::string describe() const;  // "rank 3 (pid 1234) on worker-1 made no progress for 60 s"
 };
 
+// By default (no --heartbeat-timeout, issue 17 item 10) a rank is watched only once it has
+// beaten three times: from then on it is stalled when silent for max(timeout, factor x the
+// longest gap between its beats seen so far). The gaps before the second beat (start-up, resume,
+// the first step) are not measured. A rank that never touches the file (a program that ignores
+// it) is never watched.
+struct AdaptiveWatch {
+  bool on = false;
+  int factor = 20;
+};
+
 class ProgressWatch {
  public:
-  ProgressWatch(rendezvous::Duration timeout, const rendezvous::Clock& clock);
+  ProgressWatch(rendezvous::Duration timeout, const rendezvous::Clock& clock, AdaptiveWatch adaptive = {});
 
   // Start watching a rank now (its start counts as progress).
   void add(int rank, pid_t pid, std::string host);
   void output(int rank);                      // the rank wrote something
   void heartbeat(int rank, int64_t stamp);    // the heartbeat file's stamp as observed now (-1: none)
   void finished(int rank);                    // exited: no longer watched
-  // The rank silent for longest, if that is at least the timeout.
+  // The rank silent for longest, if that is at least the timeout (adaptive: the rank silent past
+  // its own limit for longest).
   std::optional<Stall> check() const;
   rendezvous::Duration timeout() const { return timeout_; }
 
@@ -49,10 +60,15 @@ class ProgressWatch {
     rendezvous::TimePoint last;
     int64_t stamp = -1;
     bool done = false;
+    int beats = 0;                        // changes of the heartbeat file seen
+    rendezvous::TimePoint last_beat;
+    rendezvous::Duration longest_gap{0};  // between beats, from the second to the third on
   };
+  rendezvous::Duration limit(const Entry& e) const;
   Entry* find(int rank);
   rendezvous::Duration timeout_;
   const rendezvous::Clock& clock_;
+  AdaptiveWatch adaptive_;
   std::vector<Entry> ranks_;
 };
 

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "mtrain/launch/visible_text.hpp"
+
 namespace mtrain::launch {
 
 static std::string error_file_message(const std::string& path) {
@@ -24,7 +26,8 @@ static std::string error_file_message(const std::string& path) {
 std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts) {
   if (f.external) {
     std::string host = plan.nodes.empty() ? std::string("this node") : plan.nodes.front().host;
-    std::string out = fmt::format("mtrain: job {} stopped on {} (attempt {}): {}\n", plan.job_id, host, attempt, f.cause);
+    std::string out =
+        fmt::format("mtrain: job {} stopped on {} (attempt {}): {}\n", plan.job_id, host, attempt, visible_text(f.cause));
     for (const auto& o : f.others)
       out += fmt::format("  rank {} (local rank {}, pid {}): {}\n", o.rank, o.local_rank, o.pid, o.status.describe());
     return out;
@@ -39,16 +42,25 @@ std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int at
       "  exit:       {}\n"
       "  elapsed:    {:.2f} s\n",
       plan.job_id, attempt, max_restarts, r.host, r.rank, r.local_rank, r.pid, r.status.describe(), r.elapsed_s);
-  if (!f.cause.empty()) out += fmt::format("  cause:      {}\n", f.cause);
+  // Everything a rank wrote is shown with its control characters visible: a report is read on
+  // a terminal, where an escape sequence would act (clear the screen, retitle the window).
+  if (!f.cause.empty()) out += fmt::format("  cause:      {}\n", visible_text(f.cause));
+  if (!f.first_by_error_file.empty()) out += fmt::format("  first:      {}\n", f.first_by_error_file);
   if (!r.error_file.empty()) {
     std::string msg = error_file_message(r.error_file);
-    if (!msg.empty()) out += fmt::format("  error file: {}\n    {}\n", r.error_file, msg);
+    if (!msg.empty()) {
+      out += fmt::format("  error file: {}\n", r.error_file);
+      size_t start = 0;
+      for (size_t nl; (nl = msg.find('\n', start)) != std::string::npos; start = nl + 1)
+        out += "    " + visible_text(std::string_view(msg).substr(start, nl - start)) + "\n";
+      if (start < msg.size()) out += "    " + visible_text(std::string_view(msg).substr(start)) + "\n";
+    }
   }
   if (r.stderr_tail.empty()) {
     out += "  stderr:     (empty)\n";
   } else {
     out += fmt::format("  last {} lines of stderr:\n", r.stderr_tail.size());
-    for (const auto& line : r.stderr_tail) out += "    " + line + "\n";
+    for (const auto& line : r.stderr_tail) out += "    " + visible_text(line) + "\n";
   }
   if (!f.others.empty()) {
     out += "other failed ranks:\n";

@@ -2,6 +2,7 @@
 // The failure report: the root-cause rank first (the first to fail on its own), then a line per
 // other failed rank.
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@ struct Failure {
   std::string cause;                // why the root rank was stopped (a stall), or the external reason
   bool external = false;            // stopped from outside (another node, the launcher's connection)
   int external_code = 1;            // the launcher's exit code then
+  // The root was chosen by the earliest error file, not by the first exit: why, and the exit
+  // code of the rank that exited first (the launcher's exit code stays that one's).
+  std::string first_by_error_file;
+  std::optional<int> exit_code;
 };
 
 std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts);

@@ -1,9 +1,11 @@
 #include "mtrain/launch/supervisor.hpp"
 
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
+#include <functional>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -16,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/launch/exit_status.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/progress_watch.hpp"
 #include "mtrain/launch/report.hpp"
 
@@ -34,6 +37,8 @@ struct RankRun {
   Clock::time_point started;
   std::optional<ExitStatus> exit;
   std::optional<Clock::time_point> ended;
+  std::chrono::system_clock::time_point ended_wall;  // to compare with error files' times
+  std::optional<Clock::time_point> stopped_since;  // seen stopped (SIGSTOP) since then
   bool stopped_by_us = false;  // signalled during teardown
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE of this attempt, if watched
   std::unique_ptr<RankOutput> output;
@@ -47,7 +52,7 @@ class Attempt {
   Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
           asio::io_context& io, asio::signal_set& signals)
       : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
-        drain_(io), progress_timer_(io), wind_down_(io) {}
+        drain_(io), progress_timer_(io), wind_down_(io), stopped_timer_(io) {}
 
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
@@ -58,6 +63,7 @@ class Attempt {
     grace_.cancel();
     drain_.cancel();
     progress_timer_.cancel();
+    stopped_timer_.cancel();
     for (auto* w : opt_.watchers) w->finish();
     wind_down_.cancel();
     signals_.cancel();
@@ -175,6 +181,7 @@ class Attempt {
         if (r->pid != rp.pid) continue;
         r->exit = from_wait_status(rp.status);
         r->ended = Clock::now();
+        r->ended_wall = std::chrono::system_clock::now();
         if (progress_) progress_->finished(r->worker->rank);
         if (r->exit->signaled && r->exit->code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_)
           r->exit->oom = true;
@@ -221,6 +228,8 @@ class Attempt {
       if (r->exit) continue;
       r->stopped_by_us = true;
       runner_.signal(r->pid, sig);
+      // A stopped rank gets the signal only once it runs again.
+      if (runner_.stopped(r->pid)) runner_.signal(r->pid, SIGCONT);
     }
     if (tearing_down_) return;
     tearing_down_ = true;
@@ -253,15 +262,18 @@ class Attempt {
   }
 
   void start_watchers() {
+    if (opt_.stopped_timeout.count() > 0) watch_stopped();
     for (auto* w : opt_.watchers)
       w->start(io_, [this](ExternalStop s) {
         if (external_ || root_ || stop_signal_ || all_exited()) return;
         external_ = std::move(s);
         begin_teardown(SIGTERM);
       });
-    if (opt_.heartbeat_timeout_s <= 0) return;
+    const bool given = opt_.heartbeat_timeout_s > 0;
+    if (!given && opt_.default_heartbeat_floor.count() <= 0) return;
     progress_ = std::make_unique<ProgressWatch>(
-        std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)), rendezvous::real_clock());
+        given ? std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)) : opt_.default_heartbeat_floor,
+        rendezvous::real_clock(), AdaptiveWatch{!given, 20});
     for (auto& r : ranks_) {
       progress_->add(r->worker->rank, r->pid, r->host);
       if (!r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
@@ -292,6 +304,39 @@ class Attempt {
     });
   }
 
+  // A rank stopped by SIGSTOP/SIGTSTP (a stray `kill -STOP`, job control, a frozen node's
+  // cgroup) makes no progress and its peers wait for it in a collective until their comm
+  // timeout, then the first of them to give up would look like the root cause. Checked once a
+  // second (more often for a short timeout); the stopped rank is named.
+  void watch_stopped() {
+    auto period = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000), opt_.stopped_timeout / 4);
+    stopped_timer_.expires_after(std::max(period, std::chrono::milliseconds(10)));
+    stopped_timer_.async_wait([this](boost::system::error_code ec) {
+      if (ec || all_exited()) return;
+      auto now = Clock::now();
+      for (auto& r : ranks_) {
+        if (r->exit) continue;
+        if (!runner_.stopped(r->pid)) {
+          r->stopped_since.reset();
+          continue;
+        }
+        if (!r->stopped_since) r->stopped_since = now;
+        if (root_ || stop_signal_ || external_ || tearing_down_ || now - *r->stopped_since < opt_.stopped_timeout)
+          continue;
+        root_ = r.get();
+        stall_ = fmt::format("rank {} (pid {}) on {} has been stopped (SIGSTOP or job control) for {:.0f} s; its peers "
+                             "cannot go on without it",
+                             r->worker->rank, r->pid, r->host,
+                             std::chrono::duration<double>(now - *r->stopped_since).count());
+        std::fprintf(stderr, "mtrain: %s; stopping the job\n", stall_.c_str());
+        for (auto* w : opt_.watchers) w->rank_failed(stall_);
+        begin_teardown(SIGTERM);
+        return;
+      }
+      watch_stopped();
+    });
+  }
+
   std::optional<Failure> failure() {
     for (auto& r : ranks_) r->output->finish();
     if (external_) {
@@ -310,11 +355,48 @@ class Attempt {
     }
     if (!root_) return std::nullopt;
     Failure f;
+    if (stall_.empty()) blame_earliest_error_file(f);
     f.root = describe(*root_);
     if (!stall_.empty()) f.cause = stall_;
     for (auto& r : ranks_)
       if (r.get() != root_ && r->exit && !r->exit->ok()) f.others.push_back(describe(*r));
     return f;
+  }
+
+  // When this rank's error file (TORCHELASTIC_ERROR_FILE) was written, if it was.
+  std::optional<std::chrono::system_clock::time_point> error_file_time(const RankRun& r) const {
+    if (!r.worker->env.count("TORCHELASTIC_ERROR_FILE")) return std::nullopt;
+    std::string path = plan::attempt_env(*r.worker, attempt_, opt_.error_file_dir)["TORCHELASTIC_ERROR_FILE"];
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+    return std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+        std::chrono::seconds(st.st_mtim.tv_sec) + std::chrono::nanoseconds(st.st_mtim.tv_nsec)));
+  }
+
+  // torchrun's rule: the rank with the earliest error file failed first. A rank can fail (disk
+  // full) and stay alive in its cleanup while a peer times out waiting for it and exits first;
+  // the first exit would blame the peer. The exit code stays the first exit's.
+  void blame_earliest_error_file(Failure& f) {
+    RankRun* first = nullptr;
+    std::chrono::system_clock::time_point first_t;
+    for (auto& r : ranks_) {
+      if (!r->exit || r->exit->ok()) continue;
+      auto t = error_file_time(*r);
+      if (t && (!first || *t < first_t)) {
+        first = r.get();
+        first_t = *t;
+      }
+    }
+    if (!first || first == root_) return;
+    auto root_t = error_file_time(*root_);
+    if (first_t >= (root_t ? *root_t : root_->ended_wall)) return;
+    int code = root_->exit->launcher_code();
+    f.exit_code = code == 0 ? 1 : code;
+    f.first_by_error_file = fmt::format(
+        "rank {} wrote its error file {:.1f} s before rank {} {}; rank {} exited first (exit code {})",
+        first->worker->rank, std::chrono::duration<double>((root_t ? *root_t : root_->ended_wall) - first_t).count(),
+        root_->worker->rank, root_t ? "wrote its own" : "exited", root_->worker->rank, *f.exit_code);
+    root_ = first;
   }
 
   RankFailure describe(RankRun& r) {
@@ -342,7 +424,7 @@ class Attempt {
   int attempt_;
   asio::io_context& io_;
   asio::signal_set& signals_;
-  asio::steady_timer grace_, drain_, progress_timer_, wind_down_;
+  asio::steady_timer grace_, drain_, progress_timer_, wind_down_, stopped_timer_;
   std::unique_ptr<ProgressWatch> progress_;
   std::optional<ExternalStop> external_;
   std::string stall_;
@@ -356,18 +438,46 @@ class Attempt {
   long oom_before_ = -1;
 };
 
-}  // namespace
+// The pause before a restart, on the event loop: SIGINT/SIGTERM/SIGHUP end it (and the job)
+// at once; other signals (a stray SIGCHLD, a notice) are consumed. Returns the stop signal or 0.
+int pause_before_restart(asio::io_context& io, asio::signal_set& signals, std::chrono::milliseconds delay) {
+  asio::steady_timer timer(io);
+  bool over = false;
+  int stop = 0;
+  timer.expires_after(delay);
+  timer.async_wait([&](boost::system::error_code ec) {
+    if (!ec) over = true;
+  });
+  std::function<void()> wait_signal = [&] {
+    signals.async_wait([&](boost::system::error_code ec, int sig) {
+      if (ec) return;
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        stop = sig;
+        over = true;
+        timer.cancel();
+        return;
+      }
+      wait_signal();
+    });
+  };
+  wait_signal();
+  io.restart();
+  while (!over && io.run_one()) {
+  }
+  timer.cancel();
+  signals.cancel();
+  io.restart();
+  io.poll();
+  return stop;
+}
 
-int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
-  asio::io_context io;
-  // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
-  asio::signal_set signals(io, SIGCHLD, SIGINT, SIGTERM);
-  signals.add(SIGHUP);
-  signals.add(SIGUSR1);
-  signals.add(SIGUSR2);
+int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt,
+                       asio::io_context& io, asio::signal_set& signals) {
+  int streak = 0;  // restarts in a row after quick failures (restart_backoff.hpp)
   for (int attempt = opt.first_attempt;; ++attempt) {
     int stop_signal = 0, notice_signal = 0;
     std::optional<Failure> failure;
+    auto started = Clock::now();
     {
       Attempt a(plan, runner, opt, attempt, io, signals);
       failure = a.run(stop_signal, notice_signal);
@@ -387,20 +497,58 @@ int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const Supervi
       std::fprintf(stderr, "mtrain: ranks wound down after %s; not restarting\n", signal_name(notice_signal).c_str());
       if (failure->root.status.signaled || failure->root.status.code != 128 + notice_signal)
         print_report(stderr, plan, *failure, attempt, plan.max_restarts);
-      int code = failure->root.status.launcher_code();
+      int code = failure->exit_code.value_or(failure->root.status.launcher_code());
       return code == 0 ? 1 : code;
     }
     if (attempt - opt.first_attempt < plan.max_restarts) {
-      std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting all ranks (restart %d of %d)\n",
+      streak = next_streak(streak, std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - started),
+                           opt.backoff);
+      auto delay = restart_delay(streak, opt.backoff);
+      std::fprintf(stderr, "mtrain: attempt %d failed: rank %d (%s) %s; restarting in %.1f s (restart %d/%d)\n",
                    attempt, failure->root.rank, failure->root.host.c_str(), failure->root.status.describe().c_str(),
-                   attempt + 1, plan.max_restarts);
+                   std::chrono::duration<double>(delay).count(), attempt + 1, plan.max_restarts);
+      if (delay.count() > 0) {
+        if (int sig = pause_before_restart(io, signals, delay)) {
+          std::fprintf(stderr, "mtrain: stopped by %s before restart %d; no rank is running\n",
+                       signal_name(sig).c_str(), attempt + 1);
+          print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+          return 128 + sig;
+        }
+      }
       continue;
     }
     print_report(stderr, plan, *failure, attempt, plan.max_restarts);
     if (!failure->cause.empty()) return kExitStalled;
+    if (failure->exit_code) return *failure->exit_code;
     int code = failure->root.status.launcher_code();
     return code == 0 ? 1 : code;
   }
+}
+
+}  // namespace
+
+int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
+  asio::io_context io;
+  // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
+  std::optional<asio::signal_set> signals(std::in_place, io, SIGCHLD, SIGINT, SIGTERM);
+  signals->add(SIGHUP);
+  signals->add(SIGUSR1);
+  signals->add(SIGUSR2);
+  // Asio gives the signals back to their default action when the set goes away: a notice
+  // (USR1) at that moment must not end a job that succeeded (launcher_signals.hpp).
+  auto release = [&] {
+    NoticeSignalsClosing closing;
+    signals.reset();
+  };
+  int rc;
+  try {
+    rc = supervise_attempts(plan, runner, opt, io, *signals);
+  } catch (...) {
+    release();
+    throw;
+  }
+  release();
+  return rc;
 }
 
 }  // namespace mtrain::launch

@@ -14,6 +14,7 @@
 
 #include "mtrain/launch/output.hpp"
 #include "mtrain/launch/process.hpp"
+#include "mtrain/launch/restart_backoff.hpp"
 #include "mtrain/plan/plan.hpp"
 
 namespace mtrain::launch {
@@ -46,7 +47,15 @@ struct SuperviseOptions {
   OutputOptions output;
   std::map<std::string, std::string> base_env;  // inherited environment; plan env overrides it
   std::string program_path;                 // resolved argv[0] for every worker
-  double heartbeat_timeout_s = 0;           // --heartbeat-timeout: 0 = off (see progress_watch.hpp)
+  double heartbeat_timeout_s = 0;           // --heartbeat-timeout: 0 = the default watch below
+  // Without --heartbeat-timeout: a rank that beats is watched adaptively (AdaptiveWatch in
+  // progress_watch.hpp) with this floor; 0 = off.
+  std::chrono::milliseconds default_heartbeat_floor{20000};
+  // A rank stopped (SIGSTOP/SIGTSTP) this long is the root cause: its peers wait for it in a
+  // collective until their comm timeout (300 s), then the first of them to give up would be
+  // blamed. 0 = never.
+  std::chrono::milliseconds stopped_timeout{10000};
+  RestartBackoff backoff;                   // the pause before each restart
   std::vector<AttemptWatcher*> watchers;
   // The first attempt's number (TORCHELASTIC_RESTART_COUNT, attempt_<k> folders): a node agent
   // passes the job's restart count from the rendezvous store, so every node agrees.

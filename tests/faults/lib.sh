@@ -93,6 +93,17 @@ wait_for() {
   for ((i = 0; i < limit; i++)); do "$@" && return 0; sleep 0.1; done
   return 1
 }
+# signal_storm PID SIGNAL SECONDS: in the background, send SIGNAL (e.g. SIGUSR1) to PID every
+# SECONDS until PID is gone; `$!` is the storm's pid afterwards.
+signal_storm() {
+  $PY -c '
+import os, signal, sys, time
+pid, sig, every = int(sys.argv[1]), getattr(signal, sys.argv[2]), float(sys.argv[3])
+while True:
+    try: os.kill(pid, sig)
+    except ProcessLookupError: break
+    time.sleep(every)' "$1" "$2" "$3" &
+}
 count_tagged_at_least() { [ "$(tagged_pids | wc -l)" -ge "$1" ]; }
 
 # Feature probes: scenarios written against an interface that is not merged yet skip with a reason.

@@ -418,6 +418,7 @@ class Loop {
       s.loss_sum += one.loss_sum;
       s.count += one.count;
       s.correct += one.correct;
+      heartbeat_.beat();  // a long validation is progress too (the launcher's default watch)
     }
     const auto t = sum_over_ranks({s.loss_sum, static_cast<double>(s.count),
                                    static_cast<double>(s.correct)}, "all_reduce(metrics)");

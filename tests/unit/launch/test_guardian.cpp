@@ -224,24 +224,21 @@ TEST_CASE("PosixProcessRunner: what a rank forked dies with a runner that never 
   if (alive(grandchild)) kill(grandchild, SIGKILL);
 }
 
-TEST_CASE("PosixProcessRunner: a reaped rank's group is forgotten", "[launch][guardian]") {
+TEST_CASE("PosixProcessRunner: what a rank left in its group dies when the rank is reaped", "[launch][guardian]") {
+  // Issue 17 item 12: the group is SIGKILLed while the exited leader's zombie still holds its
+  // number, then the leader is reaped (and forgotten by the guardian).
   pid_t rank = -1, grandchild = -1;
-  {
-    mtrain::launch::PosixProcessRunner runner;
-    // The rank exits at once; its background child stays in its group.
-    const Group g = spawn_rank_with_child(runner, "sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 3");
-    rank = g.leader;
-    grandchild = g.grandchild;
-    std::vector<mtrain::launch::Reaped> got;
-    REQUIRE(within(10s, [&] {
-      auto r = runner.reap({rank});
-      got.insert(got.end(), r.begin(), r.end());
-      return !got.empty();
-    }));
-    CHECK(WEXITSTATUS(got.at(0).status) == 3);
-  }  // forgotten on reaping: the runner's end kills nothing
-  CHECK(alive(grandchild));
-  CHECK(getpgid(grandchild) == rank);  // the group still exists, so its number is not reused
-  killpg(rank, SIGKILL);
+  mtrain::launch::PosixProcessRunner runner;
+  const Group g = spawn_rank_with_child(runner, "sleep 300 </dev/null >/dev/null 2>&1 & echo $!; exit 3");
+  rank = g.leader;
+  grandchild = g.grandchild;
+  std::vector<mtrain::launch::Reaped> got;
+  REQUIRE(within(10s, [&] {
+    auto r = runner.reap({rank});
+    got.insert(got.end(), r.begin(), r.end());
+    return !got.empty();
+  }));
+  CHECK(WEXITSTATUS(got.at(0).status) == 3);  // the leader's own status, not the group kill's
   CHECK(within(10s, [&] { return !alive(grandchild); }));
+  if (alive(grandchild)) kill(grandchild, SIGKILL);
 }

@@ -47,3 +47,37 @@ TEST_CASE("progress watch: finished ranks are not watched; the longest-silent ra
   w.heartbeat(1, -1);  // no file: nothing observed
   CHECK(w.check());
 }
+
+TEST_CASE("progress watch, adaptive (the default): armed by beats, limit scales with the gaps", "[launch][progress]") {
+  ManualClock clock;
+  ProgressWatch w(Duration(20000), clock, AdaptiveWatch{true, 20});
+  w.add(0, 10, "a");  // beats
+  w.add(1, 11, "a");  // never beats: never watched
+  w.heartbeat(0, 1);  // created at spawn
+  clock.advance(Duration(600000));  // a long start-up: not watched yet
+  CHECK_FALSE(w.check());
+  w.heartbeat(0, 2);  // beat 1
+  clock.advance(Duration(90000));   // resume + first step: not measured
+  w.heartbeat(0, 3);  // beat 2
+  CHECK_FALSE(w.check());
+  clock.advance(Duration(1500));
+  w.heartbeat(0, 4);  // beat 3: armed, longest gap 1.5 s → limit max(20 s, 30 s) = 30 s
+  clock.advance(Duration(29000));
+  CHECK_FALSE(w.check());
+  clock.advance(Duration(1000));
+  auto s = w.check();
+  REQUIRE(s);
+  CHECK(s->rank == 0);
+  CHECK(s->silent == Duration(30000));
+  // Short gaps: the floor (20 s) holds.
+  ProgressWatch fast(Duration(20000), clock, AdaptiveWatch{true, 20});
+  fast.add(2, 12, "b");
+  for (int i = 1; i <= 5; ++i) {
+    fast.heartbeat(2, i);
+    clock.advance(Duration(100));
+  }
+  clock.advance(Duration(19800));
+  CHECK_FALSE(fast.check());
+  clock.advance(Duration(200));
+  CHECK(fast.check());
+}

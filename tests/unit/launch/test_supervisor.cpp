@@ -5,6 +5,7 @@
 #include <boost/asio/post.hpp>
 
 #include "fakes/fake_process_runner.hpp"
+#include "mtrain/launch/progress_watch.hpp"
 #include "mtrain/launch/supervisor.hpp"
 
 using namespace mtrain;
@@ -27,6 +28,7 @@ launch::SuperviseOptions quiet() {
   launch::SuperviseOptions s;
   s.grace_period = std::chrono::milliseconds(50);
   s.output.ranks_filter = {9999};  // keep the test's console clean
+  s.backoff.base = std::chrono::milliseconds(0);  // restarts at once (the pause has its own test)
   return s;
 }
 int rank_of(const launch::SpawnRequest& r) { return std::stoi(r.env.at("RANK")); }
@@ -152,4 +154,45 @@ TEST_CASE("a watcher hears about the first rank that fails on its own", "[launch
   REQUIRE(w.failures.size() == 1);
   CHECK(w.failures[0].find("rank 1 (local rank 1") != std::string::npos);
   CHECK(w.failures[0].find("exit code 4") != std::string::npos);
+}
+
+TEST_CASE("restarts after quick failures pause longer each time", "[launch][supervisor][backoff]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", true, 3}; };
+  auto opt = quiet();
+  opt.backoff.base = std::chrono::milliseconds(40);
+  opt.backoff.cap = std::chrono::milliseconds(80);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(launch::supervise(make_plan(1, 3), r, opt) == 3);
+  auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(r.spawned.size() == 4);
+  CHECK(took >= std::chrono::milliseconds(40 + 80 + 80));  // 40, then 80 (cap), 80
+}
+
+namespace {
+// Rank 1 is "stopped" (as by SIGSTOP) from the start; nothing exits on its own.
+struct StoppedRank1 : FakeProcessRunner {
+  pid_t rank1 = -1;
+  launch::Spawned spawn(const launch::SpawnRequest& req) override {
+    auto s = FakeProcessRunner::spawn(req);
+    if (rank_of(req) == 1) rank1 = s.pid;
+    return s;
+  }
+  bool continued = false;
+  void signal(pid_t pid, int sig) override {
+    if (pid == rank1 && sig == SIGCONT) continued = true;
+    FakeProcessRunner::signal(pid, sig);
+  }
+  bool stopped(pid_t pid) override { return pid == rank1 && !continued; }
+};
+}  // namespace
+
+TEST_CASE("a rank stopped for stopped_timeout is the root cause, named; it gets SIGCONT", "[launch][supervisor]") {
+  StoppedRank1 r;
+  r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };
+  auto opt = quiet();
+  opt.stopped_timeout = std::chrono::milliseconds(100);
+  CHECK(launch::supervise(make_plan(3, 0), r, opt) == launch::kExitStalled);
+  CHECK(r.signals_sent(SIGTERM) == 3);
+  CHECK(r.signals_sent(SIGCONT) == 1);  // only the stopped one
 }
