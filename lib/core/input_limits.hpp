@@ -20,7 +20,7 @@ namespace mtrain {
 struct InputLimits {
   size_t max_bytes = 16u << 20;  // far above any config or manifest; below any harm
   int max_depth = 64;            // nesting of mappings/lists (configs use < 10)
-  size_t max_nodes = 1u << 20;   // values after alias expansion (a 10k-tensor manifest: ~200k)
+  size_t max_nodes = 100000;     // values after alias expansion (configs hold < 1000)
 };
 
 // The paragraphs (shared by the JSON and YAML readers).
