@@ -58,7 +58,8 @@ int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostrea
       issues.push_back({{"severity", i.error ? "error" : "warning"}, {"file", i.where.file},
                         {"line", i.where.line}, {"column", i.where.column}, {"key", i.key},
                         {"message", i.message}, {"hint", i.hint}});
-    out << json{{"file", rep.file}, {"valid", rep.ok()}, {"issues", issues}}.dump(2) << "\n";
+    out << json{{"file", rep.file}, {"valid", rep.ok()}, {"issues", issues},
+                {"issues_not_listed", rep.issues_dropped}}.dump(2) << "\n";
   } else {
     (rep.ok() ? out : err) << format_report(rep);
   }

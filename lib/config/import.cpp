@@ -8,6 +8,8 @@
 
 #include "mtrain/config/render.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/input_limits.hpp"
+#include "mtrain/core/yaml_input.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -92,11 +94,9 @@ json node_to_json(const YAML::Node& n) {
 }
 
 std::string read_all(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw Error(fmt::format("cannot read {}", path), "Check the path and its permissions.");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  auto text = read_input_file(path);
+  if (!text) throw Error(fmt::format("cannot read {}", path), "Check the path and its permissions.");
+  return *text;
 }
 
 std::string dir_of(const std::string& path) {
@@ -155,7 +155,7 @@ ImportResult import_text_in(const Registry& reg, const std::string& text, const 
 
 json parse_json_with_comments(const std::string& text, const std::string& origin) {
   try {
-    return json::parse(text, nullptr, true, /*ignore_comments=*/true);
+    return parse_json_limited(text, origin, /*ignore_comments=*/true);
   } catch (const json::out_of_range& e) {
     // A number too large for a double ("1e999"): the parser reports no position.
     std::string what = e.what();
@@ -180,13 +180,17 @@ json yaml_to_json(const std::string& text, const std::string& origin) {
                             static_cast<unsigned char>(text[*bad])),
                 "Save the file as UTF-8.");
   }
+  YAML::Node root;
   try {
-    return node_to_json(YAML::Load(text));
-  } catch (Error& e) {
-    throw e.at(origin);
+    root = load_yaml_limited(text, origin);  // size, depth and alias-expansion limits
   } catch (const YAML::ParserException& e) {
     throw Error(fmt::format("{}:{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg),
                 "Check the indentation and quoting near that spot.");
+  }
+  try {
+    return node_to_json(root);
+  } catch (Error& e) {
+    throw e.at(origin);
   }
 }
 

@@ -19,6 +19,7 @@ ValidateReport finish(const Registry& reg, YamlLayer y, const std::string& origi
   rep.file = origin;
   rep.settings = y.layer.values.size();
   rep.issues = std::move(y.issues);
+  rep.issues_dropped = y.issues_dropped;
   // Cross-field checks see the valid values; a key the file gave is pointed at, else the file.
   Resolved r = resolve(reg, {y.layer});
   for (const auto& p : cross_check(reg, r)) {
@@ -54,11 +55,12 @@ std::string format_report(const ValidateReport& r) {
     out += i.text() + "\n";
     (i.error ? errors : warnings) += 1;
   }
+  if (r.issues_dropped) out += more_issues_line(r.issues_dropped) + "\n";
   if (errors == 0)
     out += fmt::format("{}: valid ({} settings set{})\n", r.file, r.settings,
                        warnings ? fmt::format(", {} warning{}", warnings, warnings == 1 ? "" : "s") : "");
   else
-    out += fmt::format("{}: invalid, {} error{}{}\n", r.file, errors, errors == 1 ? "" : "s",
+    out += fmt::format("{}: invalid, {}{} error{}{}\n", r.file, r.issues_dropped ? "at least " : "", errors, errors == 1 ? "" : "s",
                        warnings ? fmt::format(", {} warning{}", warnings, warnings == 1 ? "" : "s") : "");
   return out;
 }

@@ -14,6 +14,7 @@ struct ValidateReport {
   std::string file;
   std::vector<Issue> issues;  // errors and warnings, file order first, then cross-field
   size_t settings = 0;        // values the file sets that were valid
+  size_t issues_dropped = 0;  // problems beyond the first kMaxIssues (counted, not listed)
   bool ok() const;            // no errors (warnings allowed)
 };
 

@@ -10,6 +10,7 @@
 #include "mtrain/config/import.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/yaml_input.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -30,6 +31,11 @@ std::string Issue::text() const {
 
 namespace {
 
+// The input limits' paragraphs start with the file; an Issue prints its position itself.
+std::string without_origin(const std::string& message, const std::string& origin) {
+  return str::starts_with(message, origin + ": ") ? message.substr(origin.size() + 2) : message;
+}
+
 Position at(const std::string& file, const YAML::Mark& m) {
   if (m.line < 0) return {file, 0, 0};
   return {file, m.line + 1, m.column + 1};
@@ -42,6 +48,10 @@ struct Walker {
   std::set<std::string> prefixes;  // every dotted prefix of a key that is not itself a key
 
   void issue(const YAML::Mark& m, std::string key, std::string message, std::string hint) {
+    if (out.issues.size() >= kMaxIssues) {
+      ++out.issues_dropped;
+      return;
+    }
     out.issues.push_back({true, at(file, m), std::move(key), std::move(message), std::move(hint)});
   }
 
@@ -142,10 +152,13 @@ YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const s
   }
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    root = load_yaml_limited(text, origin);
   } catch (const YAML::ParserException& e) {
     out.issues.push_back({true, at(origin, e.mark), "", "not valid YAML: " + e.msg,
                           "Check the indentation and quoting near that spot."});
+    return out;
+  } catch (const Error& e) {  // over a size, depth or alias-expansion limit
+    out.issues.push_back({true, {origin, 0, 0}, "", without_origin(e.message(), origin), e.hint()});
     return out;
   }
   if (!root || root.IsNull()) return out;  // an empty file sets nothing
@@ -190,23 +203,32 @@ YamlLayer import_layer(const Registry& reg, const std::string& text, const std::
 }
 
 YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source) {
-  std::ifstream in(path);
-  if (!in) {
-    YamlLayer out;
-    out.layer.source = source;
-    out.layer.origin = path;
+  std::optional<std::string> text;
+  YamlLayer out;
+  out.layer.source = source;
+  out.layer.origin = path;
+  try {
+    text = read_input_file(path);
+  } catch (const Error& e) {  // larger than the input limit
+    out.issues.push_back({true, {path, 0, 0}, "", without_origin(e.message(), path), e.hint()});
+    return out;
+  }
+  if (!text) {
     out.issues.push_back({true, {path, 0, 0}, "", "cannot read the file",
                           "Check the path and its permissions."});
     return out;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  if (auto format = detect_foreign(text)) return import_layer(reg, text, path, source, *format);
-  return parse_yaml_layer(reg, text, path, source);
+  if (auto format = detect_foreign(*text)) return import_layer(reg, *text, path, source, *format);
+  return parse_yaml_layer(reg, *text, path, source);
 }
 
-void throw_if_errors(const std::vector<Issue>& issues, const std::string& what) {
+std::string more_issues_line(size_t dropped) {
+  if (dropped == 0) return "";
+  return fmt::format("… and {} more problem{} (only the first {} are listed: fix those and check again)",
+                     dropped, dropped == 1 ? "" : "s", kMaxIssues);
+}
+
+void throw_if_errors(const std::vector<Issue>& issues, const std::string& what, size_t dropped) {
   std::vector<std::string> lines;
   for (const auto& i : issues)
     if (i.error) lines.push_back(i.text());
@@ -217,13 +239,15 @@ void throw_if_errors(const std::vector<Issue>& issues, const std::string& what) 
       if (i.error && !first) first = &i;
     throw Error(first->message, first->hint).at(first->where.str());
   }
-  throw Error(fmt::format("{} has {} problems:\n  {}", what, lines.size(), str::join(lines, "\n  ")),
+  if (dropped) lines.push_back(more_issues_line(dropped));
+  throw Error(fmt::format("{} has {} problems:\n  {}", what, lines.size() + dropped - (dropped ? 1 : 0),
+                          str::join(lines, "\n  ")),
               "Fix them all; `mtrain config validate FILE` prints the same list.");
 }
 
 Layer load_yaml_layer(const Registry& reg, const std::string& path, Source source) {
   YamlLayer y = read_yaml_layer(reg, path, source);
-  throw_if_errors(y.issues, path);
+  throw_if_errors(y.issues, path, y.issues_dropped);
   return y.layer;
 }
 

@@ -28,8 +28,15 @@ struct Issue {
 struct YamlLayer {
   Layer layer;                               // the values that were valid
   std::map<std::string, Position> positions; // key → where its value stands
-  std::vector<Issue> issues;                 // every problem found, in file order
+  std::vector<Issue> issues;                 // the problems found, in file order (at most kMaxIssues)
+  size_t issues_dropped = 0;                 // problems beyond kMaxIssues, counted, not kept
 };
+
+// A file with a million bad lines gets the first 50 reported and a count of the rest: nobody
+// reads further, and the report stays small however large the file.
+constexpr size_t kMaxIssues = 50;
+// The line that ends a capped list: "… and N more problems (…)"; "" when none were dropped.
+std::string more_issues_line(size_t dropped);
 
 // Parse YAML text (origin names it in positions); never throws on bad content.
 YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const std::string& origin,
@@ -38,6 +45,7 @@ YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const s
 YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source);
 
 // Throws an Error listing every issue (one per line) when there is any error.
-void throw_if_errors(const std::vector<Issue>& issues, const std::string& what);
+// `dropped`: problems beyond those listed (YamlLayer::issues_dropped), counted in the paragraph.
+void throw_if_errors(const std::vector<Issue>& issues, const std::string& what, size_t dropped = 0);
 
 }  // namespace mtrain::config

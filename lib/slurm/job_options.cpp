@@ -9,6 +9,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/yaml_input.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::slurm {
@@ -184,16 +185,20 @@ void apply_setting(JobOptions& job, const std::string& key_in, const std::string
 }
 
 void apply_job_file(JobOptions& job, const std::string& path) {
+  const auto text = read_input_file(path);  // size limit
+  if (!text) throw Error(fmt::format("cannot read the job file '{}'", path), "Check the path given to --config.");
+  apply_job_text(job, *text, path);
+  job.config = fs::absolute(path).lexically_normal().string();
+}
+
+void apply_job_text(JobOptions& job, const std::string& text, const std::string& path) {
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    throw Error(fmt::format("cannot read the job file '{}'", path), "Check the path given to --config.");
+    root = load_yaml_limited(text, path);  // size, depth and alias-expansion limits
   } catch (const YAML::Exception& e) {
     throw Error(fmt::format("{}:{}:{}: {}", path, e.mark.line + 1, e.mark.column + 1, e.msg),
                 "Fix the YAML syntax of the job file.");
   }
-  job.config = fs::absolute(path).lexically_normal().string();
   if (!root.IsMap()) return;
   YAML::Node s = root["slurm"];
   if (!s || s.IsNull()) return;
@@ -256,6 +261,12 @@ void finalize(JobOptions& job, const std::string& cwd) {
     throw Error(fmt::format("unknown option '{}' (the task pattern runs no `mtrain launch`)", job.launch_args.front()),
                 "Options for mtrain launch need --pattern agent; see `mtrain slurm submit --help`.");
   if (job.job_name.empty()) throw Error("--job-name is empty");
+  // A name is a label for squeue and sacct (whose database column holds 255 bytes); a huge one
+  // only bloats every script, log line and query that carries it.
+  constexpr size_t kMaxJobName = 200;
+  if (job.job_name.size() > kMaxJobName)
+    throw Error(fmt::format("--job-name is {} bytes long; at most {} are accepted", job.job_name.size(), kMaxJobName),
+                "Give the job a short label; put long descriptions in the job's config file.");
   fs::path base = job.chdir.empty() ? fs::path(cwd) : fs::path(job.chdir);
   if (job.output.empty()) job.output = (base / "mtrain-slurm" / "%x-%j.out").string();
   if (job.mtrain.empty()) throw Error("the path of mtrain for the compute nodes is unknown", "Pass --mtrain PATH.");

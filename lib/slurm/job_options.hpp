@@ -57,6 +57,8 @@ void apply_setting(JobOptions& job, const std::string& key, const std::string& v
 // Read the `slurm:` section of a YAML job file (other sections are ignored here). Errors name
 // file:line:column. Also records the file (absolute) in job.config.
 void apply_job_file(JobOptions& job, const std::string& path);
+// The same for the file's text (`path` names it in errors); does not set job.config.
+void apply_job_text(JobOptions& job, const std::string& text, const std::string& path);
 
 // Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
 void finalize(JobOptions& job, const std::string& cwd);

@@ -86,6 +86,11 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
   const VerifyReport rep = verify_checkpoint(a.dir);
   uint64_t bytes = 0;
   for (const auto& f : rep.files) bytes += f.actual_bytes;
+  if (rep.manifest_ok && !rep.manifest_checksummed) {
+    err << fmt::format("note: {}/manifest.json has no checksum of its own (written by an "
+                       "older mtrain): its shards are checked, its own content cannot be\n",
+                       a.dir);
+  }
   if (rep.ok()) {
     out << fmt::format("{}: ok ({} files, {} bytes, {})\n", a.dir, rep.files.size(), bytes,
                        rep.checksummed ? "sizes and CRC-32C match the manifest"

@@ -160,6 +160,8 @@ Manifest merge_tables(const SaveRequest& r, int world, const fs::path& tmp) {
   return m;
 }
 
+std::string token_suffix(const SaveRequest& r) { return r.run_token.empty() ? "" : "." + r.run_token; }
+
 void prune(const SaveRequest& r, const std::string& newest) {
   // The new checkpoint must be whole on disk (sizes against its manifest) before anything older
   // goes; if it is not, nothing is deleted.
@@ -170,7 +172,7 @@ void prune(const SaveRequest& r, const std::string& newest) {
   const fs::path root(r.root);
   for (size_t i = 0; i + static_cast<size_t>(std::max(1, r.keep)) < all.size(); ++i) {
     if (all[i].second == newest) continue;
-    const fs::path trash = root / fmt::format(".del_step_{}", all[i].first);
+    const fs::path trash = root / (fmt::format(".del_step_{}", all[i].first) + token_suffix(r));
     std::error_code ec;
     fs::remove_all(trash, ec);
     fs::rename(all[i].second, trash, ec);
@@ -182,17 +184,15 @@ void prune(const SaveRequest& r, const std::string& newest) {
 
 std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
   const fs::path root(r.root);
-  const fs::path tmp = root / fmt::format(".tmp_step_{}", r.step);
+  const fs::path tmp = root / (fmt::format(".tmp_step_{}", r.step) + token_suffix(r));
   const fs::path final_dir = root / fmt::format("step_{}", r.step);
   Failure err;
   if (comm.rank() == 0) {
     try {
       fs::create_directories(root);
-      // Leftovers of saves or prunes a crash interrupted (this job is the root's only writer).
-      for (const auto& e : fs::directory_iterator(root)) {
-        const std::string n = e.path().filename().string();
-        if (n.rfind(".tmp_step_", 0) == 0 || n.rfind(".del_step_", 0) == 0) fs::remove_all(e.path());
-      }
+      // Only this run's own leftover of this step (another job's folders are never touched;
+      // dead runs' leftovers go at startup, remove_abandoned_saves).
+      fs::remove_all(tmp);
       fs::create_directories(tmp);
     } catch (const fs::filesystem_error& e) {
       err = {fmt::format("{}: cannot create the checkpoint folder ({})", tmp.string(),
@@ -229,6 +229,15 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r) {
   }
   if (int n = vote(comm, !err.empty())) abandon(comm, r, tmp, err, n);
   return final_dir.string();
+}
+
+void remove_abandoned_saves(const std::string& root) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(".tmp_step_", 0) == 0 || n.rfind(".del_step_", 0) == 0) fs::remove_all(e.path(), ec);
+  }
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& root) {

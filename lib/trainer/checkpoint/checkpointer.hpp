@@ -30,11 +30,19 @@ struct SaveRequest {
   std::vector<std::pair<std::string, at::Tensor>> extra;  // rank-local tensors (RNG)
   int keep = 2;                                           // newest complete checkpoints kept
   std::function<void()> progress;                         // during long writes (heartbeat)
+  // Names this run's temporary folders (.tmp_step_<N>.<token>, .del_step_<K>.<token>): a save
+  // removes only its own. Same on every rank; "" = untagged (tests with one writer).
+  std::string run_token;
 };
 // Writes step_<N>; returns its path. On failure (disk full, …) on any rank: the partial
 // .tmp_step_<N> is removed, older checkpoints are untouched, and every rank throws mtrain::Error
 // (the failing rank's own paragraph; the others name the failing ranks).
 std::string save_checkpoint(Communicator& comm, const SaveRequest& r);
+
+// Removes the .tmp_step_* and .del_step_* folders under root: saves and prunes that a crash
+// interrupted. Only for the holder of the work-dir lock (work_dir_lock.hpp), at startup: they
+// then belong to runs that are dead.
+void remove_abandoned_saves(const std::string& root);
 
 // step_<N> folders under root that have COMPLETE, oldest first (not verified).
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& root);

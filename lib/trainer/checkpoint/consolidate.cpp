@@ -8,6 +8,7 @@
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "mtrain/trainer/checkpoint/part_file_signals.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/checkpoint/verify.hpp"
@@ -95,7 +96,9 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   }
   const fs::path out = fs::absolute(o.output);
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
+  RemovePartOnSignal cleanup;  // Ctrl-C, SIGTERM, …: no <dest>.part left
   DurableWriter w(out.string());
+  cleanup.arm(w.part());
   if (format == "safetensors") {
     res.bytes = write_safetensors(w, entries, {{"format", "pt"}, {"producer", "mtrain"},
                                                {"step", std::to_string(m.step)}, {"strategy", m.strategy}});

@@ -32,12 +32,51 @@ std::string hint_for(int e) {
 }  // namespace
 
 DurableWriter::DurableWriter(std::string path) : path_(std::move(path)), part_(path_ + ".part") {
-  fd_ = ::open(part_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) {
+  fd_ = create_part_file(part_);
+}
+
+int create_part_file(const std::string& part) {
+  // O_EXCL|O_NOFOLLOW: never write through whatever already has the name (a symlink planted in a
+  // shared folder would send our bytes into its target). An existing entry is removed only when
+  // it is provably a leftover of ours (a regular file we own: a run killed before it could
+  // clean up); removing a name never touches what it points to, so a retry is safe.
+  for (int attempt = 0;; ++attempt) {
+    const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd >= 0) return fd;
     const int e = errno;
-    throw Error(fmt::format("{}: cannot create ({})", part_, std::strerror(e)), hint_for(e),
+    struct stat st {};
+    if (e != EEXIST || attempt > 0 || ::lstat(part.c_str(), &st) != 0) {
+      throw Error(fmt::format("{}: cannot create ({})", part, std::strerror(e)), hint_for(e),
+                  kExitFailure);
+    }
+    if (S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
+      ::unlink(part.c_str());
+      continue;
+    }
+    std::string what = describe_file_type(st.st_mode);
+    if (S_ISLNK(st.st_mode)) {
+      std::error_code ec;
+      const auto target = std::filesystem::read_symlink(part, ec);
+      if (!ec) what += fmt::format(" to {}", target.string());
+    } else if (st.st_uid != ::geteuid()) {
+      what += fmt::format(" owned by uid {}", st.st_uid);
+    }
+    throw Error(fmt::format("{} already exists and is {}; not writing through it", part, what),
+                "someone else put it there: check it, remove it if it is safe to, and run again "
+                "(mtrain writes <file>.part itself and renames it over <file>)",
                 kExitFailure);
   }
+}
+
+std::string describe_file_type(unsigned mode) {
+  if (S_ISREG(mode)) return "a regular file";
+  if (S_ISLNK(mode)) return "a symbolic link";
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISSOCK(mode)) return "a socket";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  return "a special file";
 }
 
 DurableWriter::~DurableWriter() {

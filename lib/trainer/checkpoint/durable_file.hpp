@@ -24,6 +24,7 @@ class DurableWriter {
   bool failed() const { return errno_ != 0; }
   uint64_t bytes() const { return bytes_; }
   uint32_t crc32c() const { return crc_; }
+  const std::string& part() const { return part_; }
   // Called after every ~16 MiB written (e.g. to touch a heartbeat file during long writes).
   void on_progress(std::function<void()> f) { progress_ = std::move(f); }
   // fsync, rename to the final path, fsync the folder. Throws mtrain::Error on any failure.
@@ -42,6 +43,13 @@ class DurableWriter {
   std::function<void()> progress_;
 };
 
+// Creates `part` for writing with O_CREAT|O_EXCL|O_NOFOLLOW, so a symlink or a file someone
+// else planted under that name is never written through: a regular file of our own (a killed
+// run's leftover) is replaced; anything else throws mtrain::Error saying what it is. Returns
+// the descriptor.
+int create_part_file(const std::string& part);
+// "a regular file", "a symbolic link", "a FIFO (named pipe)", … for an st_mode.
+std::string describe_file_type(unsigned mode);
 // fsync a folder (so renames and new entries in it are durable). Throws mtrain::Error.
 void fsync_dir(const std::string& dir);
 // A small text file, durably (DurableWriter + commit).

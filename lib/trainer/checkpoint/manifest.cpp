@@ -1,10 +1,12 @@
 #include "mtrain/trainer/checkpoint/manifest.hpp"
 
-#include <fstream>
+#include <optional>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/input_limits.hpp"
+#include "mtrain/trainer/checkpoint/crc32c.hpp"
 
 namespace mtrain::trainer {
 
@@ -29,10 +31,20 @@ json to_json(const Manifest& m) {
     }
     files[name] = {{"rank", f.rank}, {"bytes", f.bytes}, {"checksum", f.checksum}, {"extras", extras}};
   }
-  return {{"format_version", m.format_version}, {"strategy", m.strategy},
-          {"world_size", m.world_size},         {"step", m.step},
-          {"state", m.state},                   {"tensors", t},
-          {"files", files},                     {"order", m.order}};
+  json j{{"format_version", m.format_version}, {"strategy", m.strategy},
+         {"world_size", m.world_size},         {"step", m.step},
+         {"state", m.state},                   {"tensors", t},
+         {"files", files},                     {"order", m.order}};
+  j["checksum"] = manifest_checksum(j);
+  return j;
+}
+
+std::string manifest_checksum(json j) {
+  // Over the compact dump of everything else: objects are key-sorted, numbers dump the same
+  // after a parse, so a reader recomputes it from what it parsed.
+  j.erase("checksum");
+  const std::string text = j.dump();
+  return crc32c_text(crc32c_update(0, text.data(), text.size()));
 }
 
 Manifest manifest_from_json(const json& j, const std::string& origin) {
@@ -43,6 +55,19 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
   };
   try {
     Manifest m;
+    if (!j.is_object()) throw bad("not a JSON object");
+    if (j.contains("checksum")) {
+      // Shard checksums catch damaged shards; this catches an edited or damaged manifest (a
+      // dtype changed float32 → float64 would make every reader decode garbage).
+      const std::string recorded = j.at("checksum").get<std::string>();
+      const std::string actual = manifest_checksum(j);
+      if (recorded != actual) {
+        throw bad(fmt::format("its content does not match its checksum (recorded {}, computed {}): "
+                              "it was edited or damaged after it was written",
+                              recorded, actual));
+      }
+      m.checksummed = true;
+    }
     m.format_version = j.at("format_version").get<int>();
     if (m.format_version < kOldestReadableFormat || m.format_version > kCheckpointFormatVersion) {
       throw bad(fmt::format("format_version {} (this build reads {} to {})", m.format_version,
@@ -113,15 +138,26 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
 
 Manifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
-  std::ifstream in(path);
-  if (!in) {
+  // Bounded like every structured file we read; a manifest lists a few entries per tensor.
+  InputLimits lim;
+  lim.max_bytes = 256u << 20;
+  lim.max_nodes = 16u << 20;
+  std::optional<std::string> text;
+  try {
+    text = read_input_file(path, lim);
+  } catch (Error& e) {
+    throw Error(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
+  }
+  if (!text) {
     throw Error(fmt::format("{}: cannot read the checkpoint manifest", path),
                 "a checkpoint folder holds manifest.json, shard_rank<r>.pt and COMPLETE; pass "
                 "such a folder (or 'auto') to checkpoint.resume");
   }
   json j;
   try {
-    j = json::parse(in);
+    j = parse_json_limited(*text, path, false, lim);
+  } catch (const Error& e) {
+    throw Error(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
   } catch (const json::exception& e) {
     throw Error(fmt::format("{}: the checkpoint manifest is not valid JSON ({})", path, e.what()),
                 "the checkpoint is damaged; resume from an older one or start afresh");

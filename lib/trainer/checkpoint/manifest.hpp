@@ -11,7 +11,9 @@
 //                          exists if a crash hit between rename and marker — never loaded.
 // Integrity (format 2): `files` gives every shard's byte size and CRC-32C, and each piece the
 // zip record key it lives in, so a piece is read with one pread and a damaged file is named
-// with expected vs actual size/checksum. Format 1 (no checksums) is still read.
+// with expected vs actual size/checksum. Format 1 (no checksums) is still read. The manifest
+// carries a checksum of its own content ("checksum"); one without it (written before) is read
+// with a notice from `checkpoint verify`.
 // Offsets are global (in the flattened logical tensor), so a reader at another world size or
 // strategy can assemble any range it needs (resharding).
 #include <cstdint>
@@ -63,7 +65,13 @@ struct Manifest {
   std::map<std::string, TensorMeta> tensors;
   std::map<std::string, FileMeta> files;  // format 2: every shard file
   std::vector<std::string> order;         // tensor names in the order the strategy listed them
+  // Read back with a matching "checksum" (CRC-32C over the rest of the manifest; every manifest
+  // written since issue 17 has one). false: an older manifest, read without that check.
+  bool checksummed = false;
 };
+
+// "crc32c:…" over the manifest JSON without its "checksum" member (see to_json).
+std::string manifest_checksum(nlohmann::json j);
 
 nlohmann::json to_json(const Manifest& m);
 // Throws mtrain::Error naming `origin` (the file) for anything missing or malformed.

@@ -1,6 +1,10 @@
 #include "mtrain/trainer/checkpoint/verify.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 
@@ -84,6 +88,7 @@ VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
     return rep;
   }
   rep.checksummed = m.format_version >= 2;
+  rep.manifest_checksummed = m.checksummed;
   for (const auto& [name, meta] : m.tensors) {
     const std::string p = coverage_problem(name, meta);
     if (!p.empty()) rep.coverage_problems.push_back(p);
@@ -107,14 +112,24 @@ VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
     FileCheck c;
     c.file = file;
     const fs::path path = fs::path(dir) / file;
-    std::error_code ec;
-    const auto size = fs::file_size(path, ec);
-    if (ec) {
+    // What is there, without following a link or opening a FIFO (which would block).
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
       c.ok = false;
-      c.problem = "the shard file is missing (" + ec.message() + ")";
+      const int e = errno;
+      if (::lstat(path.c_str(), &st) != 0) {
+        c.problem = fmt::format("the shard file is missing ({})", std::strerror(e));
+      } else {
+        std::string what = describe_file_type(st.st_mode);
+        std::error_code lec;
+        if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(path, lec).string();
+        c.problem = fmt::format("the shard is {}, not a regular file (mtrain writes shards as "
+                                "regular files: something else replaced it)", what);
+      }
       rep.files.push_back(c);
       continue;
     }
+    const auto size = static_cast<uint64_t>(st.st_size);
     c.actual_bytes = size;
     if (rep.checksummed) {
       c.expected_bytes = fm.bytes;

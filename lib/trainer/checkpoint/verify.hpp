@@ -25,6 +25,7 @@ struct VerifyReport {
   bool require_complete = true;
   bool manifest_ok = false;
   bool checksummed = false;   // format ≥ 2 (format 1 has no checksums: files only exist-checked)
+  bool manifest_checksummed = false;  // the manifest's own checksum matched (false: none recorded)
   std::string manifest_problem;
   std::vector<FileCheck> files;
   std::vector<std::string> coverage_problems;

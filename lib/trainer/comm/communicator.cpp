@@ -98,7 +98,7 @@ void Communicator::join_shared_memory() {
   so.world = opt_.world;
   so.timeout = opt_.timeout;
   so.chunk_floats = opt_.shm_chunk_floats;
-  shm_ = ShmCollectives::join(so, r);
+  shm_ = ShmCollectives::join(so, r, &shm_fallback_);
 }
 
 std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,

@@ -103,6 +103,7 @@ class Communicator {
 
   CommOptions opt_;
   compat::StorePtr store_;
+  std::string shm_fallback_;
   compat::BackendPtr backend_;
   bool flat_collectives_ = false;
   std::shared_ptr<Counters> sink_;
@@ -110,6 +111,8 @@ class Communicator {
 
  public:
   bool uses_shared_memory() const { return shm_ != nullptr; }
+  // Why shared memory was asked for but not joined (a full /dev/shm, …); "" otherwise.
+  const std::string& shared_memory_fallback() const { return shm_fallback_; }
 };
 
 }  // namespace mtrain::trainer

@@ -70,16 +70,26 @@ std::string segment_name() {
 void* map_segment(const std::string& name, size_t bytes, bool create) {
   const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
   if (fd < 0) return nullptr;
-  bool ok = true;
-  if (create) ok = ftruncate(fd, static_cast<off_t>(bytes)) == 0 && posix_fallocate(fd, 0, static_cast<off_t>(bytes)) == 0;
-  void* p = ok ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  int err = 0;  // errno of the failing call (posix_fallocate returns it instead of setting it)
+  if (create) {
+    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
+    else err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+  }
+  void* p = err == 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  if (err == 0 && p == MAP_FAILED) err = errno;
   close(fd);
-  return p == MAP_FAILED ? nullptr : p;
+  if (p == MAP_FAILED) {
+    errno = err;
+    return nullptr;
+  }
+  return p;
 }
 
 }  // namespace
 
-std::unique_ptr<ShmCollectives> ShmCollectives::join(const ShmOptions& o, const ShmRendezvous& rdzv) {
+std::unique_ptr<ShmCollectives> ShmCollectives::join(const ShmOptions& o, const ShmRendezvous& rdzv,
+                                                     std::string* why) {
+  std::string reason;
   int64_t chunk = o.chunk_floats;
   if (chunk <= 0) chunk = std::clamp(kSegmentFloats / (o.world + 1), kMinSlotFloats, kMaxSlotFloats);
   chunk = std::max<int64_t>(chunk, o.world);  // a reduce-scatter chunk holds at least one float per piece
@@ -89,6 +99,10 @@ std::unique_ptr<ShmCollectives> ShmCollectives::join(const ShmOptions& o, const 
   if (o.rank == 0) {
     name = segment_name();
     base = map_segment(name, bytes, true);
+    if (!base) {
+      reason = fmt::format("cannot create a {} MiB segment in /dev/shm ({})", (bytes + (1u << 20) - 1) >> 20,
+                           std::strerror(errno));
+    }
     if (base) {
       auto* h = static_cast<Header*>(base);
       h->magic = kMagic;
@@ -113,6 +127,10 @@ std::unique_ptr<ShmCollectives> ShmCollectives::join(const ShmOptions& o, const 
   if (o.rank == 0 && !name.empty()) shm_unlink(name.c_str());
   if (ok != o.world) {
     if (base) munmap(base, bytes);
+    if (why) {
+      *why = !reason.empty() ? reason
+                             : fmt::format("{} of {} ranks could not map the /dev/shm segment", o.world - ok, o.world);
+    }
     return nullptr;
   }
   auto g = std::unique_ptr<ShmCollectives>(new ShmCollectives(o, base, bytes, chunk));

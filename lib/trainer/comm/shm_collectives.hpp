@@ -61,7 +61,10 @@ class ShmCollectives {
   // Collective. Returns nullptr on every rank when any rank could not create or map the segment
   // (no /dev/shm, too small): the caller keeps using its network backend. The segment's name is
   // unlinked as soon as all ranks have mapped it, so nothing is left in /dev/shm after a crash.
-  static std::unique_ptr<ShmCollectives> join(const ShmOptions& o, const ShmRendezvous& rdzv);
+  // `why` (optional) receives the reason on failure, e.g. "cannot create a 32 MiB segment in
+  // /dev/shm (No space left on device)", so the caller can say once why it fell back.
+  static std::unique_ptr<ShmCollectives> join(const ShmOptions& o, const ShmRendezvous& rdzv,
+                                              std::string* why = nullptr);
   ~ShmCollectives();
   ShmCollectives(const ShmCollectives&) = delete;
   ShmCollectives& operator=(const ShmCollectives&) = delete;

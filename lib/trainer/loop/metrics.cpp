@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
 
 namespace mtrain::trainer {
 
@@ -52,15 +53,7 @@ double median(std::vector<double> v) {
 }
 
 void write_file_atomic(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".part";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("{}: cannot write", tmp), "", kExitFailure);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    throw Error(fmt::format("{}: cannot rename into place", path), "", kExitFailure);
-  }
+  write_file_durably(path, text);  // <path>.part (never through a planted symlink), then rename
 }
 
 }  // namespace mtrain::trainer

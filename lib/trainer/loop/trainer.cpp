@@ -22,6 +22,7 @@
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/checkpoint/state_match.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
@@ -101,6 +102,7 @@ class Loop {
                                         : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
+    expected_state_ = expected_state(*parts_.model, optimizer_state_names(job_.strat.optim));
     strategy_->setup(parts_.model);
 
     sampler_.dataset_size = parts_.train->size();
@@ -454,7 +456,8 @@ class Loop {
                          {"shuffle", job_.shuffle},
                          {"drop_last", job_.drop_last}}},
             {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
-            {"last_loss", last_loss_}};
+            {"last_loss", last_loss_},
+            {"optimizer", job_.strat.optim.name}};
   }
 
   void save() {
@@ -466,6 +469,7 @@ class Loop {
     r.pieces = strategy_->state_pieces();
     r.extra = {{"rng/cpu", at::detail::getDefaultCPUGenerator().get_state()}};
     r.keep = static_cast<int>(job_.checkpoint_keep);
+    r.run_token = parts_.run_token;
     r.progress = [this] { heartbeat_.beat(); };
     const std::string dir = save_checkpoint(comm_, r);
     last_saved_ = step_;
@@ -487,6 +491,8 @@ class Loop {
     }
     const std::string& dir = *choice.dir;
     CheckpointReader reader(dir);
+    require_matching_state(reader.manifest(), dir, expected_state_, job_.strat.optim.name,
+                           optimizer_state_names(job_.strat.optim));
     strategy_->load_state(reader);
     step_ = reader.manifest().step;
     last_saved_ = step_;
@@ -680,6 +686,7 @@ class Loop {
   int64_t last_saved_ = -1;
   std::string last_checkpoint_;
   std::unique_ptr<Strategy> strategy_;
+  std::vector<ExpectedTensor> expected_state_;  // what resume must find in a checkpoint
   std::unique_ptr<MetricsLog> metrics_;
   SamplerOptions sampler_;
   std::map<int64_t, std::vector<int64_t>> epochs_;

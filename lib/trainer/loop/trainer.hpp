@@ -38,6 +38,7 @@ struct TrainerParts {
   // and HYBRID_SHARD's shard group come from the job's StrategyOptions.
   int zero_stage = 0;
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE: touched after every step; "" = off
+  std::string run_token;       // names this run's temporary checkpoint folders; same on every rank
   // Testing: called on every rank after each optimizer step (e.g. to raise a stop signal).
   std::function<void(int64_t step)> on_step;
 };

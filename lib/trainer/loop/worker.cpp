@@ -5,15 +5,19 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <random>
 
 #include <fmt/format.h>
 
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
+#include "mtrain/trainer/loop/work_dir_lock.hpp"
+#include "mtrain/trainer/checkpoint/checkpointer.hpp"
 
 namespace mtrain::trainer {
 
@@ -51,15 +55,15 @@ json read_job(const WorkerOptions& o) {
   if (o.job_path.empty()) {
     job = reg.defaults();
   } else {
-    std::ifstream in(o.job_path);
-    if (!in) {
+    const auto text = read_input_file(o.job_path);  // size limit
+    if (!text) {
       throw Error(fmt::format("{}: cannot read the job file", o.job_path),
                   "pass the resolved job JSON that `mtrain launch` writes, or omit --job to use "
                   "the defaults");
     }
     json raw;
     try {
-      raw = json::parse(in);
+      raw = parse_json_limited(*text, o.job_path);  // depth limit
     } catch (const json::exception& e) {
       throw Error(fmt::format("{}: not valid JSON ({})", o.job_path, e.what()),
                   "the job file is the nested JSON of job settings");
@@ -105,6 +109,15 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
     throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", rank, world, rank),
                 "RANK must be in [0, WORLD_SIZE); the launcher sets both");
   }
+  // One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
+  // saves interrupted by a dead job's crash are removed only once the lock is ours.
+  std::unique_ptr<WorkDirLock> work_dir_lock;
+  if (rank == 0) {
+    std::string notice;
+    work_dir_lock = WorkDirLock::acquire(tj.work_dir, env_or(o, "MTRAIN_JOB_ID", ""), &notice);
+    if (!notice.empty()) console << "mtrain-worker: notice: " << notice << "\n";
+    remove_abandoned_saves(tj.work_dir + "/checkpoints");
+  }
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
 
@@ -142,6 +155,16 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
     store = compat::make_hash_store();
   }
   Communicator comm(store, co);
+  // This run's token names its temporary checkpoint folders (.tmp_step_<N>.<token>), so that a
+  // save only ever removes its own: rank 0 draws it, the others read it from the store.
+  std::string run_token;
+  if (rank == 0) {
+    run_token = fmt::format("{:08x}", std::random_device{}());
+    store->set("mtrain/run_token", std::vector<uint8_t>(run_token.begin(), run_token.end()));
+  } else {
+    const auto bytes = store->get("mtrain/run_token");
+    run_token.assign(bytes.begin(), bytes.end());
+  }
 
   const ModelSpec ms = model_spec_from_job(job);
   DataSpec ds = data_spec_from_job(job);
@@ -159,13 +182,17 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   parts.device = device;
   parts.zero_stage = static_cast<int>(config::get(job, "zero.stage").get<int64_t>());
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
+  parts.run_token = run_token;
   if (rank == 0) {
     console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
                            "work_dir {}\n",
                            tj.strategy, world,
                            co.backend == BackendKind::Nccl ? "nccl"
                            : comm.uses_shared_memory()     ? "gloo, fp32 collectives in shared memory"
-                                                           : "gloo",
+                           : !comm.shared_memory_fallback().empty()
+                               ? "gloo; shared-memory collectives unavailable: " +
+                                     comm.shared_memory_fallback() + ", so every collective goes over TCP (slower)"
+                               : std::string("gloo"),
                            ms.name, ds.name, at::get_num_threads(), tj.work_dir);
   }
   const TrainResult r = train(tj, comm, parts, console);

@@ -107,3 +107,37 @@ TEST_CASE("options: cross-field checks", "[slurm][options]") {
   g.gres = "gpu:a100:2";
   CHECK_THROWS_WITH(finalize(g, "/w"), Catch::Contains("Use one"));
 }
+
+TEST_CASE("a 100 MB job name is refused, a 200-byte one accepted", "[slurm][options][limits]") {
+  JobOptions j;
+  j.mtrain = "/usr/bin/mtrain";
+  j.job_name = std::string(100u << 20, 'n');
+  try {
+    finalize(j, "/work");
+    FAIL("accepted a 100 MB job name");
+  } catch (const mtrain::Error& e) {
+    CHECK_THAT(e.message(), Catch::Contains("at most 200"));
+    CHECK(e.paragraph().size() < 400);
+  }
+  j.job_name = std::string(200, 'n');
+  CHECK_NOTHROW(finalize(j, "/work"));
+}
+
+TEST_CASE("job file: an alias bomb under slurm is refused quickly", "[slurm][options][limits]") {
+  std::string bomb = "a0: &a0 [x,x,x,x,x,x,x,x,x]\n";
+  for (int i = 1; i < 7; ++i) {
+    bomb += "a" + std::to_string(i) + ": &a" + std::to_string(i) + " [";
+    for (int k = 0; k < 9; ++k) bomb += (k ? ",*a" : "*a") + std::to_string(i - 1);
+    bomb += "]\n";
+  }
+  bomb += "slurm:\n  setup: *a6\n";
+  auto path = write_yaml("bomb.yaml", bomb);
+  JobOptions j;
+  try {
+    apply_job_file(j, path);
+    FAIL("accepted the alias bomb");
+  } catch (const mtrain::Error& e) {
+    CHECK_THAT(e.message(), Catch::Contains("alias"));
+  }
+  fs::remove(path);
+}

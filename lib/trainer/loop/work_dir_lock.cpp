@@ -1,0 +1,185 @@
+#include "mtrain/trainer/loop/work_dir_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/input_limits.hpp"
+
+namespace mtrain::trainer {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+std::string holder_text(const LockHolder& h) {
+  return json{{"mtrain_work_dir_lock", 1}, {"job_id", h.job_id}, {"host", h.host}, {"pid", h.pid},
+              {"started", h.started}}
+             .dump() + "\n";
+}
+
+std::optional<LockHolder> parse_holder(const std::string& text) {
+  if (text.find_first_not_of(" \n") == std::string::npos) return std::nullopt;
+  try {
+    const json j = parse_json_limited(text, ".mtrain.lock");
+    if (!j.is_object() || !j.contains("mtrain_work_dir_lock")) return std::nullopt;
+    LockHolder h;
+    h.job_id = j.value("job_id", "");
+    h.host = j.value("host", "");
+    h.pid = j.value("pid", 0L);
+    h.started = j.value("started", "");
+    return h;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+std::string describe_holder(const LockHolder& h) {
+  return fmt::format("job {} (host {}, pid {}, since {})", h.job_id.empty() ? "?" : h.job_id,
+                     h.host, h.pid, h.started);
+}
+
+LockDecision decide_lock(FlockState flock, const std::optional<LockHolder>& recorded,
+                         const std::string& my_host, bool recorded_pid_alive,
+                         std::chrono::seconds heartbeat_age, std::chrono::seconds lease) {
+  if (flock == FlockState::Held) return {false, "it holds the lock"};
+  if (!recorded) return {true, ""};
+  const std::string who = describe_holder(*recorded);
+  if (recorded->host == my_host) {
+    // flock worked and nobody holds it: the recorded process is gone (or is not the holder).
+    if (flock == FlockState::Got || !recorded_pid_alive) {
+      return {true, fmt::format("the work dir was locked by {}, which is no longer running; taking "
+                                "the lock over", who)};
+    }
+    return {false, fmt::format("pid {} is running on this host", recorded->pid)};
+  }
+  if (heartbeat_age < lease) {
+    return {false, fmt::format("its heartbeat is {} s old (a lock counts as abandoned after {} s)",
+                               heartbeat_age.count(), lease.count())};
+  }
+  return {true, fmt::format("the work dir was locked by {}, whose heartbeat stopped {} s ago; "
+                            "taking the lock over", who, heartbeat_age.count())};
+}
+
+namespace {
+
+std::string this_host() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+std::string now_iso() {
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::string read_fd(int fd) {
+  std::string out;
+  char buf[4096];
+  for (off_t off = 0; out.size() < 65536;) {
+    const ssize_t r = ::pread(fd, buf, sizeof buf, off);
+    if (r <= 0) break;
+    out.append(buf, static_cast<size_t>(r));
+    off += r;
+  }
+  return out;
+}
+
+}  // namespace
+
+struct WorkDirLock::Impl {
+  int fd = -1;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool stop = false;
+  std::thread heartbeat;
+};
+
+WorkDirLock::WorkDirLock(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+std::unique_ptr<WorkDirLock> WorkDirLock::acquire(const std::string& work_dir, const std::string& job_id,
+                                                  std::string* notice) {
+  std::error_code ec;
+  fs::create_directories(work_dir, ec);
+  const std::string path = (fs::path(work_dir) / ".mtrain.lock").string();
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    const int e = errno;
+    throw Error(fmt::format("{}: cannot open the work-dir lock ({})", path, std::strerror(e)),
+                "make train.work_dir a writable folder of yours (a symlink named .mtrain.lock is "
+                "refused)");
+  }
+  FlockState fl = FlockState::Got;
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    fl = (errno == EWOULDBLOCK || errno == EAGAIN) ? FlockState::Held : FlockState::Unsupported;
+  }
+  const auto recorded = parse_holder(read_fd(fd));
+  struct stat st {};
+  ::fstat(fd, &st);
+  const auto age = std::chrono::seconds(std::max<long>(0, std::time(nullptr) - st.st_mtime));
+  const std::string host = this_host();
+  const bool alive = recorded && recorded->pid > 0 &&
+                     (::kill(static_cast<pid_t>(recorded->pid), 0) == 0 || errno == EPERM);
+  const LockDecision d = decide_lock(fl, recorded, host, alive, age, kLease);
+  if (!d.take) {
+    ::close(fd);
+    const std::string who = recorded ? describe_holder(*recorded) : "another process";
+    throw Error(fmt::format("work dir {} is in use by {}: {}; two jobs in one work dir overwrite "
+                            "each other's checkpoints and metrics",
+                            work_dir, who, d.notice),
+                fmt::format("give this job its own --work-dir (train.work_dir), or wait for that "
+                            "job to end (its lock: {})", path));
+  }
+  if (notice) *notice = d.notice;
+  LockHolder me{job_id, host, now_iso(), static_cast<long>(::getpid())};
+  const std::string text = holder_text(me);
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+    const int e = errno;
+    ::close(fd);
+    throw Error(fmt::format("{}: cannot record the lock's holder ({})", path, std::strerror(e)),
+                "check the file system holding train.work_dir", kExitFailure);
+  }
+  ::fsync(fd);
+  auto impl = std::make_unique<Impl>();
+  impl->fd = fd;
+  Impl* p = impl.get();
+  // The heartbeat: the lock file's mtime, for hosts that cannot see our flock.
+  p->heartbeat = std::thread([p] {
+    std::unique_lock<std::mutex> lk(p->mu);
+    while (!p->cv.wait_for(lk, kHeartbeat, [p] { return p->stop; })) ::futimens(p->fd, nullptr);
+  });
+  return std::unique_ptr<WorkDirLock>(new WorkDirLock(std::move(impl)));
+}
+
+WorkDirLock::~WorkDirLock() {
+  {
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    impl_->stop = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
+  if (::ftruncate(impl_->fd, 0) != 0) {
+    // Nothing to do: the flock goes with the close, and a stale record is taken over.
+  }
+  ::close(impl_->fd);
+}
+
+}  // namespace mtrain::trainer
