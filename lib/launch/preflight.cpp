@@ -10,7 +10,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <algorithm>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -66,8 +68,39 @@ static sockaddr_in resolve_v4(const std::string& addr) {
   return sa;
 }
 
+std::pair<int, int> master_port_range(int ephemeral_lo, int ephemeral_hi) {
+  constexpr int kLowest = 10000;
+  // The ephemeral range may sit anywhere; use the larger side that is not in it.
+  const int below_hi = ephemeral_lo - 1, above_lo = ephemeral_hi + 1;
+  const int below = below_hi - kLowest + 1, above = 65535 - above_lo + 1;
+  if (below >= above && below > 0) return {kLowest, below_hi};
+  if (above > 0) return {std::max(kLowest, above_lo), 65535};
+  return {0, -1};
+}
+
+static bool bindable(sockaddr_in sa, int port) {
+  sa.sin_port = htons(static_cast<uint16_t>(port));
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
+  close(fd);
+  return ok;
+}
+
 int pick_free_port(const std::string& addr) {
   sockaddr_in sa = resolve_v4(addr.empty() ? "127.0.0.1" : addr);
+  int lo = 32768, hi = 60999;
+  if (std::ifstream range("/proc/sys/net/ipv4/ip_local_port_range"); range) range >> lo >> hi;
+  const auto [first, last] = master_port_range(lo, hi);
+  if (first <= last) {
+    std::random_device rd;
+    std::mt19937 gen(rd());
+    std::uniform_int_distribution<int> pick(first, last);
+    for (int tries = 0; tries < 64; ++tries) {
+      const int port = pick(gen);
+      if (bindable(sa, port)) return port;
+    }
+  }
   sa.sin_port = 0;
   int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
