@@ -5,18 +5,19 @@
 
 _mtrain_subs() {
   case "$1" in
-    mtrain) _mtrain_r=(launch checkpoint slurm config env bench completion) ;;
+    mtrain) _mtrain_r=(launch checkpoint slurm config env bench runs completion) ;;
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import docs) ;;
     'mtrain bench') _mtrain_r=(comm launch train) ;;
+    'mtrain runs') _mtrain_r=(plot) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --nproc --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --module -m --local-rank-arg --no-local-rank --dry-run --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -36,16 +37,18 @@ _mtrain_opts() {
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
-    'mtrain bench comm') _mtrain_r=(--help -h --nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--help -h --nproc --reps --no-worker --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --python --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --nproc-per-node --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain runs') _mtrain_r=(--help -h --format) ;;
+    'mtrain runs plot') _mtrain_r=(--help -h --output -o --plotter --format) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
+    'mtrain launch') _mtrain_r=(--nproc-per-node --nproc --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --format --strategy --model --data --data-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -60,16 +63,18 @@ _mtrain_valopts() {
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
-    'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--nproc --reps --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --python --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain runs') _mtrain_r=(--format) ;;
+    'mtrain runs plot') _mtrain_r=(--output -o --plotter --format) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_values() {
   _mtrain_r=()
   case "$1|$2" in
-    'mtrain launch|--nproc-per-node') _mtrain_kind=none ;;
+    'mtrain launch|--nproc-per-node'|'mtrain launch|--nproc') _mtrain_kind=none ;;
     'mtrain launch|--gpus') _mtrain_kind=none ;;
     'mtrain launch|--device') _mtrain_kind=list; _mtrain_r=(auto cpu gpu) ;;
     'mtrain launch|--include') _mtrain_kind=hosts ;;
@@ -123,7 +128,7 @@ _mtrain_values() {
     'mtrain launch|--checkpoint-interval') _mtrain_kind=none ;;
     'mtrain launch|--resume') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
-    'mtrain launch|--set') _mtrain_kind=none ;;
+    'mtrain launch|--set') _mtrain_kind=settings ;;
     'mtrain checkpoint consolidate|--output'|'mtrain checkpoint consolidate|-o') _mtrain_kind=files ;;
     'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
     'mtrain checkpoint inspect|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
@@ -182,11 +187,11 @@ _mtrain_values() {
     'mtrain slurm task|--role') _mtrain_kind=none ;;
     'mtrain slurm task|--max-restarts') _mtrain_kind=none ;;
     'mtrain config init|--output'|'mtrain config init|-o') _mtrain_kind=files ;;
-    'mtrain config init|--set') _mtrain_kind=none ;;
+    'mtrain config init|--set') _mtrain_kind=settings ;;
     'mtrain config validate|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain config show|--config') _mtrain_kind=yaml ;;
     'mtrain config show|--format') _mtrain_kind=list; _mtrain_r=(yaml json) ;;
-    'mtrain config show|--set') _mtrain_kind=none ;;
+    'mtrain config show|--set') _mtrain_kind=settings ;;
     'mtrain config show|--strategy') _mtrain_kind=strategies ;;
     'mtrain config show|--model') _mtrain_kind=models ;;
     'mtrain config show|--data') _mtrain_kind=none ;;
@@ -223,7 +228,7 @@ _mtrain_values() {
     'mtrain config import|--output'|'mtrain config import|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain bench comm|--nproc') _mtrain_kind=none ;;
+    'mtrain bench comm|--nproc'|'mtrain bench comm|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench comm|--ops') _mtrain_kind=none ;;
     'mtrain bench comm|--min-bytes') _mtrain_kind=none ;;
     'mtrain bench comm|--max-bytes') _mtrain_kind=none ;;
@@ -235,7 +240,7 @@ _mtrain_values() {
     'mtrain bench comm|--output') _mtrain_kind=files ;;
     'mtrain bench comm|--plot') _mtrain_kind=files ;;
     'mtrain bench comm|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
-    'mtrain bench launch|--nproc') _mtrain_kind=none ;;
+    'mtrain bench launch|--nproc'|'mtrain bench launch|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench launch|--reps') _mtrain_kind=none ;;
     'mtrain bench launch|--python') _mtrain_kind=none ;;
     'mtrain bench launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
@@ -243,16 +248,20 @@ _mtrain_values() {
     'mtrain bench launch|--plot') _mtrain_kind=files ;;
     'mtrain bench launch|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
     'mtrain bench train|--strategies') _mtrain_kind=strategies ;;
-    'mtrain bench train|--nproc') _mtrain_kind=none ;;
+    'mtrain bench train|--nproc'|'mtrain bench train|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench train|--model') _mtrain_kind=models ;;
     'mtrain bench train|--steps') _mtrain_kind=none ;;
-    'mtrain bench train|--set') _mtrain_kind=none ;;
+    'mtrain bench train|--set') _mtrain_kind=settings ;;
     'mtrain bench train|--config') _mtrain_kind=yaml ;;
     'mtrain bench train|--work-dir') _mtrain_kind=files ;;
     'mtrain bench train|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench train|--output') _mtrain_kind=files ;;
     'mtrain bench train|--plot') _mtrain_kind=files ;;
     'mtrain bench train|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
+    'mtrain runs|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain runs plot|--output'|'mtrain runs plot|-o') _mtrain_kind=files ;;
+    'mtrain runs plot|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
+    'mtrain runs plot|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     *) _mtrain_kind=none ;;
   esac
 }

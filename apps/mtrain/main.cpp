@@ -1,13 +1,26 @@
 // mtrain: one native binary to launch, configure and benchmark distributed training.
 #include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/envreport/report.hpp"
+#include "mtrain/git_revision.hpp"
+#include "mtrain/launch/launch.hpp"
 #include "mtrain/version.hpp"
 
 int main(int argc, char** argv) {
   CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
-  root.set_version_flag("--version", std::string("mtrain ") + mtrain::kVersion);
+  root.set_version_flag("--version", [] {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    mtrain::envreport::PosixSystemProbe probe;
+    return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
+                                           mtrain::envreport::probe_worker(probe, mtrain::launch::find_worker(self), 10000));
+  });
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
@@ -17,6 +30,7 @@ int main(int argc, char** argv) {
   mtrain::app::add_config(root, exit);
   mtrain::app::add_env(root, exit);
   mtrain::app::add_bench(root, exit);
+  mtrain::app::add_runs(root, exit);
   mtrain::app::add_completion(root, exit);
   mtrain::app::add_unbuilt(root, exit);
   std::vector<std::string> args;
@@ -30,6 +44,22 @@ int main(int argc, char** argv) {
     }
   }
   try {
+    // A first word that names no command: say which one was probably meant (CLI11 alone says
+    // only "A subcommand is required").
+    if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "--") {
+      std::vector<std::string> names;  // the visible ones, for the suggestion
+      bool known = false;
+      for (CLI::App* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
+        known = known || sub->check_name(argv[1]);
+        if (!sub->get_group().empty() && sub->get_name().rfind("__", 0) != 0) names.push_back(sub->get_name());
+      }
+      if (!known) {
+        const auto near = mtrain::str::closest(argv[1], names);
+        throw mtrain::Error(fmt::format("'{}' is not an mtrain command", argv[1]),
+                            (near ? fmt::format("Did you mean '{}'? ", *near) : std::string()) + "Commands: " +
+                                mtrain::str::join(names, ", ") + "; `mtrain --help` says what each does.");
+      }
+    }
     root.parse(args);
   } catch (const CLI::ParseError& e) {
     int rc = root.exit(e);

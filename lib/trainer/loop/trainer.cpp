@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/runs/run_folder.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
@@ -95,8 +96,12 @@ class Loop {
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
     resume();
     const int64_t start_step = step_;
-    if (comm_.rank() == 0) {
-      metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
+    if (comm_.rank() == 0) {  // this run's own folder: runs into one work dir never overwrite each other
+      run_dir_ = runs::start_run_folder(job_.work_dir,
+                                        {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
+                                         {"model", parts_.model_name}, {"total_steps", total_}, {"start_step", start_step}},
+                                        std::time(nullptr));
+      metrics_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl", false);
     }
     comm_.reset_counters();
 
@@ -535,7 +540,7 @@ class Loop {
     s["model_state_bytes_per_rank"]["buffers"] = buffer_bytes();
     if (!last_val_.is_null()) s["final_val"] = last_val_;
     if (stopped_by != 0) s["stopped_by"] = signal_name(stopped_by);
-    if (comm_.rank() == 0) write_file_atomic(job_.work_dir + "/summary.json", s.dump(2) + "\n");
+    if (comm_.rank() == 0) write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n");
     TrainResult r;
     r.steps = step_;
     r.final_loss = last_loss_;
@@ -555,6 +560,7 @@ class Loop {
   std::string last_checkpoint_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<MetricsLog> metrics_;
+  std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/runs/run_folder.hpp)
   SamplerOptions sampler_;
   std::map<int64_t, std::vector<int64_t>> epochs_;
   std::future<Batch> prefetch_;
