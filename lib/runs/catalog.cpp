@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/runs/run_folder.hpp"
+#include "mtrain/core/run_folder.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/runs/run_folder.hpp"
+#include "mtrain/core/run_folder.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
@@ -560,7 +560,7 @@ class Loop {
   std::string last_checkpoint_;
   std::unique_ptr<Strategy> strategy_;
   std::unique_ptr<MetricsLog> metrics_;
-  std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/runs/run_folder.hpp)
+  std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/core/run_folder.hpp)
   SamplerOptions sampler_;
   std::map<int64_t, std::vector<int64_t>> epochs_;
   std::future<Batch> prefetch_;

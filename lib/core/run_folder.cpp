@@ -1,4 +1,4 @@
-#include "mtrain/runs/run_folder.hpp"
+#include "mtrain/core/run_folder.hpp"
 
 #include <unistd.h>
 

@@ -1,5 +1,5 @@
 #pragma once
-// One folder per run of the bundled trainer, so runs into one work dir never overwrite each
+// One folder per run of the bundled trainer (in core: the trainer writes it, `mtrain runs` reads it), so runs into one work dir never overwrite each
 // other (MMEngine's convention):
 //   work_dir/
 //     20261123_150401/        run.json (written at start), metrics.jsonl, summary.json (at the end)
