@@ -20,10 +20,10 @@ add_custom_command(OUTPUT ${share_stamp}
   COMMAND $<TARGET_FILE:mtrain> completion bash > ${share_out}/completions/mtrain
   COMMAND $<TARGET_FILE:mtrain> completion zsh > ${share_out}/completions/_mtrain
   COMMAND $<TARGET_FILE:mtrain> completion fish > ${share_out}/completions/mtrain.fish
-  COMMAND $<TARGET_FILE:mtrain> config import ${PROJECT_SOURCE_DIR}/share/examples/ds_config.json
-          -o ${share_out}/examples/deepspeed-zero3.yaml --force > /dev/null
+  COMMAND $<TARGET_FILE:mtrain> config import ds_config.json -o ${share_out}/examples/deepspeed-zero3.yaml --force > /dev/null
   COMMAND ${CMAKE_COMMAND} -E touch ${share_stamp}
   DEPENDS mtrain ${PROJECT_SOURCE_DIR}/share/examples/ds_config.json
+  WORKING_DIRECTORY ${PROJECT_SOURCE_DIR}/share/examples  # the job's header names ds_config.json, not this tree
   COMMENT "man pages, completions and the imported DeepSpeed example from the built mtrain"
   VERBATIM)
 add_custom_target(mtrain_share ALL DEPENDS ${share_stamp})
