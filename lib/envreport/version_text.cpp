@@ -10,10 +10,10 @@ namespace mtrain::envreport {
 std::string version_text(const std::string& version, const std::string& revision, const json& worker) {
   std::string t = fmt::format("mtrain {} (git {})\n", version, revision.empty() ? "unknown" : revision);
   if (worker.contains("build") && worker["build"].is_object() && worker["build"].contains("libtorch")) {
-    t += fmt::format("mtrain-worker: LibTorch {} ({})", worker["build"]["libtorch"].get<std::string>(),
+    t += fmt::format("LibTorch {} (mtrain-worker {})", worker["build"]["libtorch"].get<std::string>(),
                      worker["path"].get<std::string>());
   } else {
-    t += "mtrain-worker: " + (worker.contains("error") ? worker["error"].get<std::string>() : std::string("unknown"));
+    t += "LibTorch unknown: " + (worker.contains("error") ? worker["error"].get<std::string>() : std::string("no answer"));
   }
   return t;  // CLI11 adds the final newline
 }

@@ -237,3 +237,11 @@ TEST_CASE("env names the python3 and PyTorch that `launch -- python3` ranks use"
   p.commands[std::string("/usr/bin/python3 -c ") + kPythonProbe] = py;
   CHECK_THAT(render_text(collect_report(p, opts())), Catch::Contains("not importable: ModuleNotFoundError"));
 }
+
+TEST_CASE("--version: version, git revision and the worker's LibTorch", "[envreport]") {
+  auto p = healthy();
+  const auto w = probe_worker(p, "/opt/mtrain/bin/mtrain-worker", 1000);
+  CHECK(version_text("0.1.0", "abc123", w) == "mtrain 0.1.0 (git abc123)\nLibTorch 1.13.0 (mtrain-worker /opt/mtrain/bin/mtrain-worker)");
+  CHECK_THAT(version_text("0.1.0", "", probe_worker(p, "", 1000)),
+             Catch::Contains("(git unknown)") && Catch::Contains("LibTorch unknown: mtrain-worker is not installed"));
+}
