@@ -8,7 +8,7 @@
 refused() {
   local name=$1 expected=$2; shift 2
   local wd=$WORK/wd_$name
-  run_mtrain "$WORK/$name" launch --nproc-per-node 1 --master-port 0 --work-dir "$wd" --max-steps 2 "$@"
+  run_mtrain "$WORK/$name" launch --master-port 0 --work-dir "$wd" --max-steps 2 "$@"  # absent nproc: 1 rank
   expect_rc 2 "$name is refused"
   expect_in "$WORK/$name" "$expected"
   expect_not_in "$WORK/$name" "Iter(train)"
@@ -41,11 +41,12 @@ refused resume_incomplete "holds no complete checkpoint (COMPLETE is missing" --
 refused resume_root "is a folder of checkpoints, not one checkpoint" --model mlp --resume "$WORK/ckpt"
 refused resume_missing "--resume '$WORK/nope' does not exist" --model mlp --resume "$WORK/nope"
 # Several problems: all named in one go.
-run_mtrain "$WORK/several" launch --nproc-per-node 1 --master-port 0 --work-dir "$WORK/wd_several" --model mlp \
-  --data text --resume "$WORK/nope"
+run_mtrain "$WORK/several" launch --nproc-per-node 1 --master-port 0 --work-dir "$WORK/wd_several" --model gpt \
+  --data-path "$WORK/none.txt" --resume "$WORK/nope"
 expect_rc 2 "several problems"
 expect_in "$WORK/several" "the job cannot start (nothing was started)"
 expect_in "$WORK/several" "--resume '$WORK/nope'"
+expect_in "$WORK/several" "data.path '$WORK/none.txt'"
 # A good job still runs.
 run_mtrain "$WORK/good" launch --nproc-per-node 1 --master-port 0 --work-dir "$WORK/wd_good" --max-steps 2 --model mlp
 expect_rc 0 "a valid job runs"
