@@ -7,7 +7,7 @@
 WD=$WORK/wd
 train() {  # train OUT ARGS...: a short mlp run into $WD
   local out=$1; shift
-  run_mtrain "$out" launch --model mlp --nproc-per-node 1 --master-port 0 --work-dir "$WD" \
+  run_mtrain "$out" launch --model mlp --master-port 0 --work-dir "$WD" \
     --set train.log_interval=1 --set train.val_interval=2 --set train.val_steps=2 "$@"
 }
 train "$WORK/run1" --max-steps 4
@@ -15,7 +15,7 @@ expect_rc 0 "first run"
 train "$WORK/run2" --strategy zero1 --nproc-per-node 2 --max-steps 6
 expect_rc 0 "second run (zero1, 2 ranks)"
 
-runs=$(find "$WD" -mindepth 1 -maxdepth 1 -type d -regex '.*/[0-9]\{8\}_[0-9]\{6\}\(_[0-9]+\)?' | sort)
+runs=$(find "$WD" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/[0-9]{8}_[0-9]{6}(_[0-9]+)?' | sort)
 n=$(echo "$runs" | grep -c .)
 [ "$n" -eq 2 ] && ok "two run folders: $(echo $runs | xargs -n1 basename | tr '\n' ' ')" || fail "expected 2 run folders, found $n"
 first=$(echo "$runs" | head -1) second=$(echo "$runs" | tail -1)
