@@ -44,7 +44,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 
 # Debian package. dpkg-shlibdeps derives the library packages (libtorch1.13, libyaml-cpp0.7,
-# libfmt9, libboost-filesystem1.74.0, libgloo0, libc6, libstdc++6 on bookworm) from what the two
+# libfmt9, libc6, libstdc++6 on bookworm) from what the two
 # binaries link; OpenBLAS is named on top because LibTorch only asks for any libblas.so.3, and the
 # reference BLAS it would otherwise get trains several times slower.
 set(CPACK_GENERATOR DEB)
