@@ -337,6 +337,10 @@ class Loop {
     rep.optimizer = static_cast<int64_t>(mx[2]);
     rep.gathered = static_cast<int64_t>(mx[3]);
     rep.buffers = buffer_bytes();
+    rep.persistence_threshold = job_.strat.zero.stage3_param_persistence_threshold;
+    rep.offload = offload_text(rep.strategy, job_.strat.zero.offload_optimizer_device,
+                               job_.strat.zero.offload_param_device, job_.strat.fsdp.cpu_offload);
+    rep.on_cpu = parts_.device.is_cpu();
     std::string table = format_ledger_table(rep, ledger_expected_);
     if (!table.empty() && table.back() == '\n') table.pop_back();
     console_.line(table);

@@ -89,4 +89,15 @@ if [ -x "$BIN/mtrain-worker" ]; then
   run_mtrain "$WORK/comm" bench comm --nproc-per-node 1 --ops all_reduce --min-bytes 1K --max-bytes 1K --iters 1 --warmup 0
   expect_rc 0 "bench comm --nproc-per-node 1"
 fi
+
+# 11. The memory ledger says why params read 2.000 under a ZeRO-3 offload job (the persistence
+#     threshold keeps the small mlp unsharded) and what offloading does on CPU ranks.
+if [ -x "$BIN/mtrain-worker" ]; then
+  run_mtrain "$WORK/ledger" launch --nproc-per-node 2 --master-port 0 --model mlp --max-steps 1 --work-dir "$WORK/wd_ledger" \
+    --strategy zero3 --set zero.offload_param_device=cpu --set zero.offload_optimizer_device=cpu
+  expect_rc 0 "zero3 with CPU offload"
+  expect_in "$WORK/ledger" "2.000"
+  expect_in "$WORK/ledger" "units smaller than zero.stage3_param_persistence_threshold (100000) stay unsharded"
+  expect_in "$WORK/ledger" "offload: parameter shards, fp32 master and optimizer state in host memory"
+fi
 finish
