@@ -5,18 +5,19 @@
 
 _mtrain_subs() {
   case "$1" in
-    mtrain) _mtrain_r=(launch checkpoint slurm config env bench completion) ;;
+    mtrain) _mtrain_r=(launch checkpoint slurm config env bench runs completion) ;;
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import export docs) ;;
     'mtrain bench') _mtrain_r=(comm launch train rendezvous) ;;
+    'mtrain runs') _mtrain_r=(plot) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --raw-output --module -m --no-python --python --pass-config --local-rank-arg --no-local-rank --dry-run --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--help -h --nproc-per-node --nproc --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --max-restarts --heartbeat-timeout --grace-period --log-dir --tee --prefix --no-prefix --ranks-filter --raw-output --module -m --no-python --python --pass-config --local-rank-arg --no-local-rank --dry-run --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -37,17 +38,19 @@ _mtrain_opts() {
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
-    'mtrain bench comm') _mtrain_r=(--help -h --nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--help -h --nproc --reps --no-worker --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --python --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain runs') _mtrain_r=(--help -h --format) ;;
+    'mtrain runs plot') _mtrain_r=(--help -h --output -o --plotter --format) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--nproc-per-node --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --python --pass-config --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--nproc-per-node --nproc --gpus --device --include --exclude --master-addr --master-port --launcher --nnodes --node-rank --rdzv-id --job-id --role --rdzv-backend --rdzv-endpoint --rdzv-timeout --rdzv-last-call --node-timeout --node-name --hostfile --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --max-restarts --heartbeat-timeout --grace-period --log-dir --prefix --ranks-filter --python --pass-config --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -63,17 +66,19 @@ _mtrain_valopts() {
     'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
-    'mtrain bench comm') _mtrain_r=(--nproc --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--nproc --reps --python --format --output --plot --plotter) ;;
-    'mtrain bench train') _mtrain_r=(--strategies --nproc --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
+    'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --python --format --output --plot --plotter) ;;
+    'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain runs') _mtrain_r=(--format) ;;
+    'mtrain runs plot') _mtrain_r=(--output -o --plotter --format) ;;
     *) _mtrain_r=() ;;
   esac
 }
 _mtrain_values() {
   _mtrain_r=()
   case "$1|$2" in
-    'mtrain launch|--nproc-per-node') _mtrain_kind=none ;;
+    'mtrain launch|--nproc-per-node'|'mtrain launch|--nproc') _mtrain_kind=none ;;
     'mtrain launch|--gpus') _mtrain_kind=none ;;
     'mtrain launch|--device') _mtrain_kind=list; _mtrain_r=(auto cpu gpu) ;;
     'mtrain launch|--include') _mtrain_kind=hosts ;;
@@ -133,7 +138,7 @@ _mtrain_values() {
     'mtrain launch|--checkpoint-interval') _mtrain_kind=none ;;
     'mtrain launch|--resume') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
-    'mtrain launch|--set') _mtrain_kind=none ;;
+    'mtrain launch|--set') _mtrain_kind=settings ;;
     'mtrain launch|--nproc_per_node') _mtrain_kind=none ;;
     'mtrain launch|--node_rank') _mtrain_kind=none ;;
     'mtrain launch|--master_addr') _mtrain_kind=none ;;
@@ -244,11 +249,11 @@ _mtrain_values() {
     'mtrain slurm task|--role') _mtrain_kind=none ;;
     'mtrain slurm task|--max-restarts') _mtrain_kind=none ;;
     'mtrain config init|--output'|'mtrain config init|-o') _mtrain_kind=files ;;
-    'mtrain config init|--set') _mtrain_kind=none ;;
+    'mtrain config init|--set') _mtrain_kind=settings ;;
     'mtrain config validate|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain config show|--config') _mtrain_kind=yaml ;;
     'mtrain config show|--format') _mtrain_kind=list; _mtrain_r=(yaml json) ;;
-    'mtrain config show|--set') _mtrain_kind=none ;;
+    'mtrain config show|--set') _mtrain_kind=settings ;;
     'mtrain config show|--strategy') _mtrain_kind=strategies ;;
     'mtrain config show|--model') _mtrain_kind=models ;;
     'mtrain config show|--model-path') _mtrain_kind=none ;;
@@ -293,7 +298,7 @@ _mtrain_values() {
     'mtrain config export|--output'|'mtrain config export|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain bench comm|--nproc') _mtrain_kind=none ;;
+    'mtrain bench comm|--nproc'|'mtrain bench comm|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench comm|--ops') _mtrain_kind=none ;;
     'mtrain bench comm|--min-bytes') _mtrain_kind=none ;;
     'mtrain bench comm|--max-bytes') _mtrain_kind=none ;;
@@ -305,7 +310,7 @@ _mtrain_values() {
     'mtrain bench comm|--output') _mtrain_kind=files ;;
     'mtrain bench comm|--plot') _mtrain_kind=files ;;
     'mtrain bench comm|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
-    'mtrain bench launch|--nproc') _mtrain_kind=none ;;
+    'mtrain bench launch|--nproc'|'mtrain bench launch|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench launch|--reps') _mtrain_kind=none ;;
     'mtrain bench launch|--python') _mtrain_kind=none ;;
     'mtrain bench launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
@@ -313,12 +318,12 @@ _mtrain_values() {
     'mtrain bench launch|--plot') _mtrain_kind=files ;;
     'mtrain bench launch|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
     'mtrain bench train|--strategies') _mtrain_kind=strategies ;;
-    'mtrain bench train|--nproc') _mtrain_kind=none ;;
+    'mtrain bench train|--nproc'|'mtrain bench train|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench train|--model') _mtrain_kind=models ;;
     'mtrain bench train|--steps') _mtrain_kind=none ;;
     'mtrain bench train|--warmup') _mtrain_kind=none ;;
     'mtrain bench train|--rounds') _mtrain_kind=none ;;
-    'mtrain bench train|--set') _mtrain_kind=none ;;
+    'mtrain bench train|--set') _mtrain_kind=settings ;;
     'mtrain bench train|--config') _mtrain_kind=yaml ;;
     'mtrain bench train|--work-dir') _mtrain_kind=files ;;
     'mtrain bench train|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
@@ -332,6 +337,10 @@ _mtrain_values() {
     'mtrain bench rendezvous|--output') _mtrain_kind=files ;;
     'mtrain bench rendezvous|--plot') _mtrain_kind=files ;;
     'mtrain bench rendezvous|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
+    'mtrain runs|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain runs plot|--output'|'mtrain runs plot|-o') _mtrain_kind=files ;;
+    'mtrain runs plot|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
+    'mtrain runs plot|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     *) _mtrain_kind=none ;;
   esac
 }

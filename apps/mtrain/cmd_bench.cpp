@@ -59,7 +59,7 @@ void add_bench(CLI::App& root, Exit& exit) {
   };
   auto cf = std::make_shared<CommFlags>();
   auto* comm = bench->add_subcommand("comm", "Collectives x sizes over c10d (Gloo on CPU, NCCL on GPU), nccl-tests style");
-  comm->add_option("--nproc", cf->o.nproc, "Ranks on this machine")->check(CLI::Range(1, 4096))->default_str("2");
+  comm->add_option("--nproc,--nproc-per-node", cf->o.nproc, "Ranks on this machine")->check(CLI::Range(1, 4096))->default_str("2");
   comm->add_option("--ops", cf->ops, "Collectives: all_reduce,all_gather,reduce_scatter,broadcast")->default_str(cf->ops);
   comm->add_option("--min-bytes", cf->min_bytes, "Smallest size (1K, 64M, 1G, or bytes)")->default_str("1K");
   comm->add_option("--max-bytes", cf->max_bytes, "Largest size; sizes double from --min-bytes")->default_str("1G");
@@ -92,7 +92,7 @@ void add_bench(CLI::App& root, Exit& exit) {
   };
   auto lf = std::make_shared<LaunchFlags>();
   auto* lb = bench->add_subcommand("launch", "Time to spawn N ranks and pass a first barrier, beside torchrun's start-up floor");
-  lb->add_option("--nproc", lf->nproc, "World sizes to time, e.g. 1,2,4,8")->default_str("1,2,4,8");
+  lb->add_option("--nproc,--nproc-per-node", lf->nproc, "World sizes to time, e.g. 1,2,4,8")->default_str("1,2,4,8");
   lb->add_option("--reps", lf->o.reps, "Runs of each command (interleaved)")->check(CLI::Range(1, 100000))->default_str("10");
   lb->add_flag("--no-worker", lf->no_worker, "Skip the mtrain-worker (LibTorch + c10d barrier) rows");
   lb->add_option("--python", lf->o.python, "Interpreter for the torchrun floor ('' to skip)")->default_str("/usr/bin/python3");
@@ -119,7 +119,7 @@ void add_bench(CLI::App& root, Exit& exit) {
   std::string strategy_choices;
   if (const auto* s = config::job_registry().find("strategy")) strategy_choices = str::join(s->choices, ",");
   tb->add_option("--strategies", tf->strategies, "Strategies to compare {" + strategy_choices + "}")->default_str(tf->strategies);
-  tb->add_option("--nproc", tf->nproc, "World sizes, e.g. 1,2,4")->default_str("1,2,4");
+  tb->add_option("--nproc,--nproc-per-node", tf->nproc, "World sizes, e.g. 1,2,4")->default_str("1,2,4");
   std::string model_help = "Model for every cell";
   if (const auto* s = config::job_registry().find("model.name")) model_help += " {" + str::join(s->choices, ",") + "}";
   tb->add_option("--model", tf->o.model, model_help);

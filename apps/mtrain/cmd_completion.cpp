@@ -1,10 +1,17 @@
 // `mtrain completion bash|zsh|fish`: the completion script generated from this very command tree;
-// and the hidden `mtrain __complete KIND …` the scripts call for values known only at Tab time.
+// and the hidden `mtrain __complete KIND …` the scripts call for values known only at Tab time;
+// the hidden `mtrain __man DIR` writes the manual pages from the same tree (the build runs it).
+#include <filesystem>
+#include <fstream>
 #include <iostream>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "mtrain/completion/model.hpp"
+#include "mtrain/core/error.hpp"
 #include "mtrain/envreport/run_command.hpp"
+#include "mtrain/version.hpp"
 
 namespace mtrain::app {
 
@@ -19,6 +26,22 @@ void add_completion(CLI::App& root, Exit& exit) {
     std::cout << (*shell == "bash" ? completion::bash_script(cmds)
                   : *shell == "zsh" ? completion::zsh_script(cmds)
                                     : completion::fish_script(cmds));
+    exit.code = 0;
+  });
+
+  auto dir = std::make_shared<std::string>();
+  auto* man = root.add_subcommand("__man", "Write the manual pages (mtrain.1, mtrain-launch.1, ...) into DIR");
+  man->group("");
+  man->add_option("dir", *dir, "Folder for the pages")->required();
+  man->callback([dir, &root, &exit] {
+    std::error_code ec;
+    std::filesystem::create_directories(*dir, ec);
+    for (const auto& p : completion::man_pages(completion::describe(root, completion::default_hints()), kVersion)) {
+      const auto path = std::filesystem::path(*dir) / p.file;
+      std::ofstream f(path);
+      f << p.text;
+      if (!f.flush()) throw Error(fmt::format("cannot write the manual page {}", path.string()), "Check the folder is writable.");
+    }
     exit.code = 0;
   });
 

@@ -116,9 +116,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   auto group = [&](CLI::Option* opt, const char* g) { opt->group(g); return opt; };
 
   const char* kRanks = "Ranks and GPUs";
-  group(env(sub->add_option("--nproc-per-node", o.plan.nproc_per_node,
-                            "Ranks on this node: N, auto (GPUs, else cores), cpu (cores), gpu (GPUs); "
-                            "default: the selected GPUs, else 1"),
+  group(env(sub->add_option("--nproc-per-node,--nproc", o.plan.nproc_per_node, config::job_registry().find("launch.nproc_per_node")->help),
             "nproc-per-node"), kRanks);
   group(env(sub->add_option("--gpus", o.plan.gpus, "GPU ids to use, e.g. 0,3 (from CUDA_VISIBLE_DEVICES if set)"),
             "gpus"), kRanks);

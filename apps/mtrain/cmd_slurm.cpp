@@ -93,7 +93,9 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
     sl::finalize(job, cwd);
     sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
     if (!submit) {
-      std::cout << sl::render_script(job, ctx);
+      const std::string text = sl::render_script(job, ctx);
+      sl::make_output_folders(job, cwd);  // the script is for sbatch, which will not create them
+      std::cout << text;
       exit.code = 0;
       return;
     }

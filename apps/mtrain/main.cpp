@@ -1,10 +1,17 @@
 // mtrain: one native binary to launch, configure and benchmark distributed training.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/envreport/report.hpp"
+#include "mtrain/git_revision.hpp"
+#include "mtrain/launch/launch.hpp"
 #include "mtrain/version.hpp"
 
 int main(int argc, char** argv) {
@@ -12,7 +19,13 @@ int main(int argc, char** argv) {
   // its first instruction, whatever it is doing when they arrive.
   if (argc > 1 && std::string(argv[1]) == "launch") mtrain::launch::ignore_stray_signals();
   CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
-  root.set_version_flag("--version", std::string("mtrain ") + mtrain::kVersion);
+  root.set_version_flag("--version", [] {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    mtrain::envreport::PosixSystemProbe probe;
+    return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
+                                           mtrain::envreport::probe_worker(probe, mtrain::launch::find_worker(self), 10000));
+  });
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
@@ -22,9 +35,26 @@ int main(int argc, char** argv) {
   mtrain::app::add_config(root, exit);
   mtrain::app::add_env(root, exit);
   mtrain::app::add_bench(root, exit);
+  mtrain::app::add_runs(root, exit);
   mtrain::app::add_completion(root, exit);
   mtrain::app::add_unbuilt(root, exit);
   try {
+    // A first word that names no command: say which one was probably meant (CLI11 alone says
+    // only "A subcommand is required").
+    if (argc > 1 && argv[1][0] != '-' && std::string(argv[1]) != "--") {
+      std::vector<std::string> names;  // the visible ones, for the suggestion
+      bool known = false;
+      for (CLI::App* sub : root.get_subcommands([](const CLI::App*) { return true; })) {
+        known = known || sub->check_name(argv[1]);
+        if (!sub->get_group().empty() && sub->get_name().rfind("__", 0) != 0) names.push_back(sub->get_name());
+      }
+      if (!known) {
+        const auto near = mtrain::str::closest(argv[1], names);
+        throw mtrain::Error(fmt::format("'{}' is not an mtrain command", argv[1]),
+                            (near ? fmt::format("Did you mean '{}'? ", *near) : std::string()) + "Commands: " +
+                                mtrain::str::join(names, ", ") + "; `mtrain --help` says what each does.");
+      }
+    }
     std::vector<std::string> words(argv + 1, argv + argc);
     auto dd = std::find(words.begin(), words.end(), std::string("--"));
     if (dd != words.end()) {

@@ -44,6 +44,17 @@ std::vector<std::string> dynamic_values(const std::string& kind, const std::vect
   if (kind == "strategies") return registry_choices("strategy");
   if (kind == "models") return registry_choices("model.name");
   if (kind == "yaml") return yaml_files(args.empty() ? "" : args[0]);
+  if (kind == "settings") {
+    // `--set KEY=VALUE`: every key with '=', and KEY=VALUE for each value of a closed set, so
+    // `--set model.<Tab>` lists the model settings and `--set model.name=<Tab>` the models.
+    std::vector<std::string> out;
+    for (const auto& st : config::job_registry().all()) {
+      out.push_back(st.key + "=");
+      for (const auto& c : st.choices) out.push_back(st.key + "=" + c);
+      if (st.type == config::Type::Bool) out.insert(out.end(), {st.key + "=true", st.key + "=false"});
+    }
+    return out;
+  }
   if (kind == "partitions") {
     std::vector<std::string> out;
     for (auto p : str::split(run({"sinfo", "-h", "-o", "%P"}), '\n')) {

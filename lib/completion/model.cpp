@@ -29,13 +29,20 @@ void walk(const CLI::App* app, const std::string& path, const Hints& h, std::vec
   CommandSpec c;
   c.path = path;
   c.takes_program = app->get_prefix_command();
+  c.description = app->get_description();
+  c.footer = app->get_footer();
   for (const CLI::Option* o : app->get_options()) {
     OptionSpec s;
     for (const auto& l : o->get_lnames()) s.names.push_back("--" + l);
     for (const auto& n : o->get_snames()) s.names.push_back("-" + n);
-    if (s.names.empty()) continue;  // positional
+    if (s.names.empty()) {
+      if (o->get_positional())
+        c.positionals.push_back({o->get_name(), o->get_description(), o->get_required(), o->get_expected_max() > 1});
+      continue;
+    }
     s.takes_value = o->get_expected_max() != 0 && o->get_type_size_max() != 0;  // flags expect 0 values
     s.help = o->get_description();
+    if (s.takes_value) s.value_name = o->get_type_name();
     if (s.takes_value) {
       s.choices = choices_of(o);
       for (const auto& n : s.names) {
@@ -74,7 +81,8 @@ Hints default_hints() {
                          {"--exclude", "hosts"},       {"--master-addr", "hosts"},      {"--partition", "partitions"},
                          {"-p", "partitions"},         {"--output", "files"},           {"--plot", "files"},
                          {"--log-dir", "files"},       {"--work-dir", "files"},         {"--script-file", "files"},
-                         {"--job", "files"},           {"-o", "files"},                 {"--init", "files"}};
+                         {"--job", "files"},           {"-o", "files"},                 {"--init", "files"},
+                         {"--set", "settings"}};
   // `mtrain slurm script|submit` build their options when they run (from the Slurm job
   // settings); list them here so they complete too.
   std::vector<OptionSpec> slurm_opts;
@@ -86,10 +94,10 @@ Hints default_hints() {
     if (s.key == "partition") o.dynamic = "partitions";
     slurm_opts.push_back(o);
   }
-  slurm_opts.push_back({{"--config"}, true, {}, "yaml", "Job file (YAML)"});
+  slurm_opts.push_back({{"--config"}, true, {}, "yaml", "Job file (YAML)", "FILE"});
   h.extra_options["mtrain slurm script"] = slurm_opts;
-  slurm_opts.push_back({{"--script-file"}, true, {}, "files", "Where to write the script"});
-  slurm_opts.push_back({{"--format"}, true, {"text", "json"}, "", "Output format"});
+  slurm_opts.push_back({{"--script-file"}, true, {}, "files", "Where to write the script", "FILE"});
+  slurm_opts.push_back({{"--format"}, true, {"text", "json"}, "", "Output format", "TEXT:{text,json}"});
   h.extra_options["mtrain slurm submit"] = slurm_opts;
   // torchrun / deepspeed / accelerate spellings `mtrain launch` takes (compat_flags.hpp); the
   // refused ones are not offered. A spelling that is also launch's own is listed once.

@@ -18,8 +18,16 @@ struct OptionSpec {
   std::vector<std::string> names;    // "--strategy", "-m"
   bool takes_value = false;
   std::vector<std::string> choices;  // fixed values
-  std::string dynamic;               // "" | strategies | models | hosts | partitions | yaml | files
+  std::string dynamic;               // "" | strategies | models | hosts | partitions | yaml | files | settings
   std::string help;
+  std::string value_name;            // "TEXT", "INT:{text,json}" as CLI11 names the value (for man pages)
+};
+
+struct PositionalSpec {
+  std::string name;  // "shell", "DIR"
+  std::string help;
+  bool required = false;
+  bool many = false;  // takes several words
 };
 
 struct CommandSpec {
@@ -28,6 +36,9 @@ struct CommandSpec {
   std::vector<std::string> sub_help;      // one line each
   std::vector<OptionSpec> options;
   bool takes_program = false;             // free words after the options (launch's PROGRAM)
+  std::string description;                // the command's own one-line description
+  std::string footer;                     // the paragraph after its --help
+  std::vector<PositionalSpec> positionals;
 };
 
 // How option names map to dynamic values, and extra options for commands that define theirs at
@@ -47,6 +58,15 @@ std::vector<CommandSpec> describe(const CLI::App& root, const Hints& hints);
 std::string bash_script(const std::vector<CommandSpec>& cmds);
 std::string zsh_script(const std::vector<CommandSpec>& cmds);
 std::string fish_script(const std::vector<CommandSpec>& cmds);
+
+// Manual pages in roff (man(7)) from the same model, so they never drift from the CLI: mtrain(1)
+// and one per subcommand (mtrain-launch(1), mtrain-slurm-submit(1), …). `version` goes in the
+// footer line. Each page: {file name "mtrain-launch.1", its text}.
+struct ManPage {
+  std::string file;
+  std::string text;
+};
+std::vector<ManPage> man_pages(const std::vector<CommandSpec>& cmds, const std::string& version);
 
 // `mtrain __complete KIND [ARG…]`: candidates, one per line. KIND: strategies, models,
 // partitions, hosts [--hostfile FILE], yaml PREFIX. Unknown kinds give nothing (completion must

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "mtrain/config/data_checks.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -34,32 +35,41 @@ long long known_world_size(const json& job) {
   return *nproc * as_int(job, "launch.nnodes");
 }
 
+std::vector<Problem> batch_problems(const json& job, long long world) {
+  std::vector<Problem> out;
+  const long long global = as_int(job, "train.global_batch_size");
+  const long long micro = as_int(job, "train.batch_size"), accum = as_int(job, "train.grad_accum");
+  if (global <= 0) return out;
+  if (world > 0 && global != micro * accum * world) {
+    out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum", "launch.nproc_per_node"},
+                   fmt::format("train.global_batch_size is {} but batch_size {} x grad_accum {} x "
+                               "world size {} is {}",
+                               global, micro, accum, world, micro * accum * world),
+                   global % world == 0
+                       ? fmt::format("With {} ranks, batch_size x grad_accum must be {}; or set "
+                                     "train.global_batch_size to 0 to derive it.",
+                                     world, global / world)
+                       : fmt::format("{} samples cannot be split evenly over {} ranks: change the world size or "
+                                     "train.global_batch_size, or set it to 0 to derive it.",
+                                     global, world)});
+  } else if (world == 0 && global % (micro * accum) != 0) {
+    out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum"},
+                   fmt::format("train.global_batch_size {} is not a multiple of batch_size {} x "
+                               "grad_accum {}",
+                               global, micro, accum),
+                   "No world size could make these agree."});
+  }
+  return out;
+}
+
 std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   (void)reg;
   const json& job = r.job;
   std::vector<Problem> out;
   const std::string strategy = as_text(job, "strategy");
 
-  // Batch arithmetic: global = micro batch x accumulation x world size.
-  const long long global = as_int(job, "train.global_batch_size");
-  const long long micro = as_int(job, "train.batch_size"), accum = as_int(job, "train.grad_accum");
-  if (global > 0) {
-    const long long world = known_world_size(job);
-    if (world > 0 && global != micro * accum * world) {
-      out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum", "launch.nproc_per_node"},
-                     fmt::format("train.global_batch_size is {} but batch_size {} x grad_accum {} x "
-                                 "world size {} ({} nodes x {} per node) is {}",
-                                 global, micro, accum, world, as_int(job, "launch.nnodes"),
-                                 world / as_int(job, "launch.nnodes"), micro * accum * world),
-                     "Change one of them, or set train.global_batch_size to 0 to derive it."});
-    } else if (world == 0 && global % (micro * accum) != 0) {
-      out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum"},
-                     fmt::format("train.global_batch_size {} is not a multiple of batch_size {} x "
-                                 "grad_accum {}",
-                                 global, micro, accum),
-                     "No world size could make these agree."});
-    }
-  }
+  for (auto& p : batch_problems(job, known_world_size(job))) out.push_back(std::move(p));
+  for (auto& p : data_model_problems(job)) out.push_back(std::move(p));
 
   // ZeRO stage against strategy, and offloading against the stage.
   const long long stage = as_int(job, "zero.stage");

@@ -21,4 +21,8 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& job);
 // Ranks in the whole job when the settings fix it (numeric nproc_per_node), else 0.
 long long known_world_size(const json& job);
 
+// Batch arithmetic against a world size (0: not known yet): global = micro x accumulation x
+// world. cross_check uses the world the settings fix; the launcher the one it planned.
+std::vector<Problem> batch_problems(const json& job, long long world);
+
 }  // namespace mtrain::config

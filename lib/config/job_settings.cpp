@@ -137,7 +137,7 @@ Registry build() {
   // Checkpoints.
   r.add(integer("checkpoint.interval", 0, 0, 1LL << 40, "Steps between checkpoints; 0: only at the end.",
                 "checkpoint-interval"));
-  r.add(integer("checkpoint.keep", 2, 1, 1 << 20, "Checkpoints kept (older ones are removed)."));
+  r.add(integer("checkpoint.keep", 2, 1, 1 << 20, "Checkpoints kept: the newest that verify (older ones are removed; a damaged one is never counted)."));
   r.add(text("checkpoint.resume", "", "Resume from 'auto' (the newest complete checkpoint in "
                                       "work_dir) or a checkpoint folder.",
              "resume"));

@@ -65,8 +65,8 @@ void add_launch_settings(Registry& r) {
                "hostfile names other hosts, else this machine), local, ssh or slurm.",
                "launcher"));
   r.add(checked(text("launch.nproc_per_node", "auto",
-                     "Ranks per node: a count, gpu (one per visible GPU), cpu (one per core) or "
-                     "auto (gpu when GPUs are present, else 1).",
+                     "Ranks per node: a count, gpu (one per selected GPU), cpu (one per core) or "
+                     "auto, the default (one per selected GPU, else 1).",
                      "nproc-per-node"),
                 "a count, auto, cpu or gpu", check_nproc));
   r.add(integer("launch.nnodes", 1, 1, 1 << 20, "Nodes taking part (hosts from the hostfile or "
@@ -91,8 +91,12 @@ void add_launch_settings(Registry& r) {
              "hostfile"));
   r.add(text("launch.master_addr", "", "Address of rank 0's host; empty: the first node.",
              "master-addr"));
-  r.add(integer("launch.master_port", 29500, 1, 65535, "Port of the c10d store rank 0 hosts.",
-                "master-port"));
+  Setting port = integer("launch.master_port", 29500, 0, 65535,
+                         "Port of the c10d store rank 0 hosts; 0 or auto: a free port the launcher picks "
+                         "(single-node jobs).",
+                         "master-port");
+  port.allow_auto = true;  // the same values --master-port takes
+  r.add(port);
   r.add(choice("launch.rdzv_backend", "static", {"static", "mtrain", "c10d"},
                "Rendezvous: static (node ranks fixed by host order) or mtrain (nodes join the "
                "launcher's store and agree on ranks; c10d is taken as mtrain).",

@@ -47,6 +47,22 @@ std::string render_text(const json& r) {
     line(out, "build", s(w.at("error")));
   }
 
+  if (r.contains("python")) {  // the interpreter `launch -- python3 …` ranks run
+    const auto& py = r.at("python");
+    out += "python (ranks of `mtrain launch -- python3 ...`)\n";
+    if (!py.value("found", false)) {
+      line(out, "python3", s(py.value("error", json())));
+    } else {
+      line(out, "python3", s(py.at("path")) + " (" + s(py.value("executable", json())) + ", " + s(py.value("version", json())) + ")");
+      if (py.value("torch", json()).is_null()) {
+        line(out, "PyTorch", "not importable: " + s(py.value("torch_error", json())));
+      } else {
+        line(out, "PyTorch", s(py.at("torch")) + (py.value("torch_cuda", json()).is_null() ? ", CPU build"
+                                                                                          : ", CUDA " + s(py.at("torch_cuda"))) +
+                                 (py.value("cuda_available", false) ? ", GPU usable" : ", no GPU usable"));
+      }
+    }
+  }
   out += "system\n";
   line(out, "os", s(r.at("os").at("name")) + " (" + s(r.at("os").at("machine")) + ")");
   line(out, "kernel", s(r.at("os").at("kernel")));

@@ -52,6 +52,7 @@ json collect_report(const SystemProbe& probe, const ReportOptions& opt) {
   r["mtrain"] = {{"version", opt.version},
                  {"executable", opt.executable},
                  {"worker", probe_worker(probe, opt.worker_path, opt.command_timeout_ms)}};
+  r["python"] = probe_python(probe, opt.command_timeout_ms);
 
   const Uname u = probe.uname();
   const std::string os_release = probe.read_file("/etc/os-release").value_or("");

@@ -3,7 +3,7 @@
 // everything and returns one JSON document (schema "mtrain.env/1", checked by a test); the text
 // form is rendered from that same document, so both always say the same thing.
 //
-// Top-level keys: schema, mtrain {version, executable, worker{…}}, os, cpu, memory, gpus
+// Top-level keys: schema, mtrain {version, executable, worker{…}}, python {path, version, torch…}, os, cpu, memory, gpus
 // {source, devices[], topology, cuda_driver_version, note}, network[], slurm, environment[],
 // user_config, shm, limits, warnings[{what, advice}].
 #include <string>
@@ -28,6 +28,13 @@ json collect_report(const SystemProbe& probe, const ReportOptions& opt);
 // Sections, each from the probe alone (also used by the tests one by one).
 json probe_gpus(const SystemProbe& probe, int timeout_ms);
 json probe_worker(const SystemProbe& probe, const std::string& worker_path, int timeout_ms);
+// python3 on PATH (what `launch -- python3 …` ranks run): path, version, torch, CUDA (python.cpp).
+extern const char* const kPythonProbe;
+json probe_python(const SystemProbe& probe, int timeout_ms);
+
+// The `mtrain --version` text: "mtrain VERSION (git REV)" and the worker's LibTorch version from
+// probe_worker's answer (or why it is not known). `revision` "" reads "unknown".
+std::string version_text(const std::string& version, const std::string& revision, const json& worker);
 json probe_slurm(const SystemProbe& probe, int timeout_ms);
 json probe_environment(const std::map<std::string, std::string>& env);
 json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/export.hpp"
+#include "mtrain/config/launch_checks.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -237,6 +238,7 @@ int run_launch(LaunchOptions opt) {
   }
 
   // Input checks that touch the system, before anything starts.
+  if (p.program.empty()) config::check_before_launch(nlohmann::json::parse(opt.job_spec_json), agent ? 0 : lp.world_size);
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && ::access(p.program.front().c_str(), R_OK) != 0)
@@ -267,7 +269,13 @@ int run_launch(LaunchOptions opt) {
   so.base_env.erase("MTRAIN_JOB_SPEC");      // nor the job an ssh agent got on stdin (it is in job.json)
   so.heartbeat_timeout_s = opt.heartbeat_timeout_s;
   if (isatty(STDOUT_FILENO)) so.base_env["MTRAIN_CONSOLE_TTY"] = "1";  // ranks' stdout is a pipe
+  std::error_code abs_ec;
+  const std::string logs = opt.output.log_dir.empty() ? "" : fs::absolute(opt.output.log_dir, abs_ec).string();
+  if (!logs.empty())  // said before and after: the console may show only some ranks, or none
+    std::fprintf(stderr, "mtrain: job %s: rank logs go to %s/attempt_<N>/<rank>/{stdout,stderr}.log\n",
+                 p.job_id.c_str(), logs.c_str());
   int rc = agent ? run_node_agent(p, facts, *agent_opt, so, runner) : supervise(lp, runner, so);
+  if (!logs.empty()) std::fprintf(stderr, "mtrain: job %s: rank logs are in %s\n", p.job_id.c_str(), logs.c_str());
   if (temp_run_dir) {
     std::error_code ec;
     fs::remove_all(run_dir, ec);

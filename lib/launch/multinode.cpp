@@ -188,6 +188,13 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   } else {
     // The launcher's address on the way to the first host: the agents can reach it there.
     ep.host = route_source_address(hosts.front().host, 22);
+    // A plan is printed offline too (hosts not resolvable from here, no network): the endpoint
+    // is then this machine by name; a real launch needs the address and stops here without it.
+    if (ep.host.empty() && opt.dry_run) {
+      ep.host = facts.hostname;
+      std::fprintf(stderr, "mtrain: note: '%s' does not resolve or route from here; the plan shows the rendezvous "
+                   "endpoint as this machine's name\n", hosts.front().host.c_str());
+    }
     if (ep.host.empty())
       throw Error(fmt::format("cannot find this machine's address towards '{}' for the rendezvous store",
                               hosts.front().host),

@@ -74,8 +74,9 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
 
 int rank_count(const PlanOptions& o, const HostFacts& f, std::vector<int>& gpus, bool explicit_sel) {
   const std::string& n = o.nproc_per_node;
-  if (n.empty()) return gpus.empty() ? 1 : static_cast<int>(gpus.size());
-  if (n == "auto") return gpus.empty() ? std::max(1, f.cpu_count) : static_cast<int>(gpus.size());
+  // One rule, the default's (launch.nproc_per_node in lib/config/launch_settings.cpp says it to
+  // users): absent and auto are the same, one rank per selected GPU, else one CPU rank.
+  if (n.empty() || n == "auto") return gpus.empty() ? 1 : static_cast<int>(gpus.size());
   if (n == "cpu") return std::max(1, f.cpu_count);
   if (n == "gpu") {
     if (gpus.empty())

@@ -36,6 +36,15 @@ std::string user_name() {
 
 }  // namespace
 
+void make_output_folders(const JobOptions& job, const std::string& cwd) {
+  const fs::path base = job.chdir.empty() ? fs::path(cwd) : fs::path(cwd) / job.chdir;
+  for (const auto& f : {job.output, job.error}) {
+    if (f.empty()) continue;
+    const fs::path dir = fs::path(f).parent_path();
+    if (dir.string().find('%') == std::string::npos) make_dirs(dir.is_absolute() ? dir : base / dir, "output");
+  }
+}
+
 std::string default_state_dir() {
   if (const char* s = std::getenv("MTRAIN_SLURM_STATE"); s && *s) return s;
   if (const char* x = std::getenv("XDG_CACHE_HOME"); x && *x) return std::string(x) + "/mtrain/slurm";
@@ -48,11 +57,8 @@ Submitted submit_job(const JobOptions& job, const ScriptContext& ctx, const std:
   std::string text = render_script(job, ctx);
   fs::path script = fs::absolute(script_path);
   make_dirs(script.parent_path(), "script");
-  // Slurm does not create the output folder: a missing one loses the output silently.
-  for (const auto& f : {job.output, job.error}) {
-    fs::path dir = fs::path(f).parent_path();
-    if (!f.empty() && dir.string().find('%') == std::string::npos) make_dirs(dir, "output");
-  }
+  std::error_code ec;
+  make_output_folders(job, fs::current_path(ec).string());
   {
     std::ofstream out(script, std::ios::binary | std::ios::trunc);
     out << text;
@@ -62,7 +68,6 @@ Submitted submit_job(const JobOptions& job, const ScriptContext& ctx, const std:
   SubmitResult r = client.submit(script.string());
   Submitted s{r.job_id, r.cluster, script.string(), job.output};
   // Best effort: a record lets `logs` find the output after the controller forgot the job.
-  std::error_code ec;
   fs::create_directories(state_dir, ec);
   if (!ec) {
     nlohmann::json rec{{"job_id", s.job_id}, {"job_name", job.job_name}, {"script", s.script_path},

@@ -20,6 +20,11 @@ struct Submitted {
 Submitted submit_job(const JobOptions& job, const ScriptContext& ctx, const std::string& script_path,
                      SlurmClient& client, const std::string& state_dir);
 
+// Slurm does not create the folders of --output/--error, and a missing one loses the job's
+// output silently: create them (relative paths from --chdir, else `cwd`; a folder with a %
+// pattern is left alone). `script` and `submit` both call it.
+void make_output_folders(const JobOptions& job, const std::string& cwd);
+
 // Where submit keeps its records: $MTRAIN_SLURM_STATE, else $XDG_CACHE_HOME/mtrain/slurm, else
 // $HOME/.cache/mtrain/slurm.
 std::string default_state_dir();

@@ -235,10 +235,36 @@ void apply_job_text(JobOptions& job, const std::string& text, const std::string&
   }
 }
 
+std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    for (const char* name : {"--nproc-per-node", "--nproc_per_node", "--nproc"}) {
+      const std::string n = name;
+      std::string value;
+      if (args[i] == n && i + 1 < args.size()) value = args[i + 1];
+      else if (str::starts_with(args[i], n + "=")) value = args[i].substr(n.size() + 1);
+      else continue;
+      auto v = str::parse_uint(value);
+      if (v && *v >= 1 && *v <= 4096) return static_cast<int>(*v);
+      return std::nullopt;  // auto/cpu/gpu: counted on the node
+    }
+  }
+  return std::nullopt;
+}
+
 void finalize(JobOptions& job, const std::string& cwd) {
   if (job.gpus_per_node > 0 && !job.gres.empty())
     throw Error(fmt::format("both --gpus-per-node {} and --gres {} were given", job.gpus_per_node, job.gres),
                 "Use one: --gpus-per-node N is --gres=gpu:N.");
+  // The agent pattern's ranks per node may come as `mtrain launch`'s own flag: the script's
+  // comments, --cpus-per-task and the launch line must all count the same ranks.
+  if (job.pattern == Pattern::AgentPerNode) {
+    if (auto n = nproc_in_launch_args(job.launch_args)) {
+      if (job.ntasks_per_node != 0 && job.ntasks_per_node != *n)
+        throw Error(fmt::format("--ntasks-per-node {} and --nproc-per-node {} disagree", job.ntasks_per_node, *n),
+                    "Give one of them: in the agent pattern both mean the ranks each node starts.");
+      job.ntasks_per_node = *n;
+    }
+  }
   if (job.ntasks_per_node == 0) job.ntasks_per_node = job.gpus_per_node > 0 ? job.gpus_per_node : 1;
   if (job.gpus_per_node > 0 && job.ntasks_per_node > job.gpus_per_node)
     throw Error(fmt::format("--ntasks-per-node {} asks for more ranks than the {} GPUs per node",

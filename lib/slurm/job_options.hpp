@@ -2,6 +2,7 @@
 // What a Slurm job asks for: the sbatch options, the setup lines, and what runs inside. Filled
 // from the `slurm:` section of the YAML job file, then from command-line flags (later wins), by
 // one table of settings shared by both so they cannot drift apart.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,10 @@ void apply_setting(JobOptions& job, const std::string& key, const std::string& v
 void apply_job_file(JobOptions& job, const std::string& path);
 // The same for the file's text (`path` names it in errors); does not set job.config.
 void apply_job_text(JobOptions& job, const std::string& text, const std::string& path);
+
+// The rank count of `mtrain launch --nproc-per-node N` (or --nproc N) among the agent's launch
+// arguments; none when absent or not a number (auto, cpu, gpu are counted on the node).
+std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args);
 
 // Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
 void finalize(JobOptions& job, const std::string& cwd);

@@ -92,7 +92,8 @@ std::vector<std::string> agent_launch_args(const JobOptions& job) {
   if (!job.config.empty()) args.insert(args.end(), {"--config", job.config});
   bool has_nproc = false;
   for (const auto& a : job.launch_args)
-    has_nproc = has_nproc || str::starts_with(a, "--nproc-per-node") || str::starts_with(a, "--nproc_per_node");
+    has_nproc = has_nproc || str::starts_with(a, "--nproc-per-node") || str::starts_with(a, "--nproc_per_node") ||
+                a == "--nproc" || str::starts_with(a, "--nproc=");
   if (!has_nproc) args.push_back(fmt::format("--nproc-per-node={}", job.ntasks_per_node));
   args.insert(args.end(), job.launch_args.begin(), job.launch_args.end());
   return args;

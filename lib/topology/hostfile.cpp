@@ -79,6 +79,11 @@ class LineParser {
       if (!host_char(name[k]))
         throw error(col + k, fmt::format("character '{}' is not allowed in a host name", name[k]),
                     "Host names use letters, digits, '.', '-', '_' (or an IP address).");
+    // ':' belongs to IPv6 addresses (two or more). One colon is a typo or --include's HOST:SLOTS
+    // form ("localhost: slots=2"), which must not reach name resolution as host "localhost:".
+    if (std::count(name.begin(), name.end(), ':') == 1)
+      throw error(col + name.find(':'), fmt::format("':' after host name '{}'", name.substr(0, name.find(':'))),
+                  "Write 'HOST slots=N' without a colon (HOST:SLOTS is the --include/--exclude syntax).");
     h.host = name;
     return h;
   }

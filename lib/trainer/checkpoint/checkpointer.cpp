@@ -4,7 +4,7 @@
 //   2. every rank writes shard_rank<r>.pt (CRC-32C while writing, fsync, rename, fsync folder)
 //      and shard_rank<r>.json (its piece table, record keys, size, checksum); vote
 //   3. rank 0 merges the tables into manifest.json (fsynced), renames the folder to step_<N>,
-//      fsyncs root, writes COMPLETE (fsynced) and prunes to `keep` newest; vote
+//      fsyncs root, writes COMPLETE (fsynced) and prunes to the `keep` newest that verify; vote
 // A failed vote removes .tmp_step_<N>; older checkpoints are never touched before the new one
 // is complete. Pruning renames a folder to .del_step_<K> (atomic, so a crash never leaves a
 // half-deleted folder that still has COMPLETE) before deleting it, and only after checking the
@@ -168,14 +168,16 @@ void prune(const SaveRequest& r, const std::string& newest) {
   VerifyOptions vo;
   vo.checksums = false;
   if (!verify_checkpoint(newest, vo).ok()) return;
-  auto all = complete_checkpoints(r.root);
+  std::vector<RotationEntry> all;
+  for (const auto& [step, dir] : complete_checkpoints(r.root))
+    all.push_back({step, dir, dir == newest || verify_checkpoint(dir, vo).ok()});
   const fs::path root(r.root);
-  for (size_t i = 0; i + static_cast<size_t>(std::max(1, r.keep)) < all.size(); ++i) {
-    if (all[i].second == newest) continue;
-    const fs::path trash = root / (fmt::format(".del_step_{}", all[i].first) + token_suffix(r));
+  for (const auto& victim : rotation_victims(all, r.keep)) {
+    if (victim.dir == newest) continue;
+    const fs::path trash = root / (fmt::format(".del_step_{}", victim.step) + token_suffix(r));
     std::error_code ec;
     fs::remove_all(trash, ec);
-    fs::rename(all[i].second, trash, ec);
+    fs::rename(victim.dir, trash, ec);
     if (!ec) fs::remove_all(trash, ec);
   }
 }
@@ -238,6 +240,19 @@ void remove_abandoned_saves(const std::string& root) {
     const std::string n = e.path().filename().string();
     if (n.rfind(".tmp_step_", 0) == 0 || n.rfind(".del_step_", 0) == 0) fs::remove_all(e.path(), ec);
   }
+}
+
+std::vector<RotationEntry> rotation_victims(const std::vector<RotationEntry>& all, int keep) {
+  std::vector<RotationEntry> victims;
+  int kept = 0;
+  for (auto it = all.rbegin(); it != all.rend(); ++it) {  // newest first
+    if (it->ok && kept < std::max(1, keep)) {
+      ++kept;
+    } else if (it->ok || kept >= std::max(1, keep)) {
+      victims.push_back(*it);  // a good one beyond `keep`, or a damaged one older than the kept
+    }                          // a damaged one among the kept stays for inspection
+  }
+  return victims;
 }
 
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& root) {

@@ -44,6 +44,18 @@ std::string save_checkpoint(Communicator& comm, const SaveRequest& r);
 // then belong to runs that are dead.
 void remove_abandoned_saves(const std::string& root);
 
+// Rotation (checkpoint.keep): which complete checkpoints a save deletes. `keep` counts only
+// checkpoints that verify (sizes against their manifest), newest first, so a damaged newer one
+// can never push out a good older one (resume auto skips the damaged one and needs that one).
+// Deleted: good ones beyond `keep`, and damaged ones older than the oldest kept; a damaged one
+// among the kept stays for inspection. `all` oldest first, as complete_checkpoints gives them.
+struct RotationEntry {
+  int64_t step = 0;
+  std::string dir;
+  bool ok = false;  // verified
+};
+std::vector<RotationEntry> rotation_victims(const std::vector<RotationEntry>& all, int keep);
+
 // step_<N> folders under root that have COMPLETE, oldest first (not verified).
 std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::string& root);
 

@@ -95,6 +95,17 @@ int ledger_group_size(const std::string& strategy, const std::string& sharding_s
   return hybrid && local_world_size > 0 ? local_world_size : world;
 }
 
+std::string offload_text(const std::string& strategy, const std::string& zero_optimizer_device,
+                         const std::string& zero_param_device, bool fsdp_cpu_offload) {
+  if (strategy == "fsdp") return fsdp_cpu_offload ? "parameter shards, fp32 master and optimizer state" : "";
+  if (strategy.rfind("zero", 0) != 0) return "";
+  const bool params = strategy == "zero3" && zero_param_device == "cpu";
+  const bool optim = zero_optimizer_device == "cpu";
+  if (params && optim) return "parameter shards, fp32 master and optimizer state";
+  if (params) return "parameter shards";
+  return optim ? "fp32 master and optimizer state" : "";
+}
+
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e) {
   std::string name = r.strategy;
   if (r.strategy == "fsdp") {
@@ -125,6 +136,15 @@ std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e)
                        "(transient)", "");
   }
   out += fmt::format("  formula: {} = {} bytes\n", e.formula, static_cast<int64_t>(std::llround(e.total())));
+  if (r.strategy == "zero3" && r.persistence_threshold > 0 && static_cast<double>(r.params) > e.params * 1.001) {
+    out += fmt::format("  note: params is above the formula: units smaller than zero.stage3_param_persistence_threshold "
+                       "({}) stay unsharded on every rank, as in DeepSpeed (0 shards every parameter)\n",
+                       r.persistence_threshold);
+  }
+  if (!r.offload.empty()) {
+    out += fmt::format("  offload: {} in host memory, counted in the rows above like the rest{}\n", r.offload,
+                       r.on_cpu ? "; the ranks compute on the CPU, so offloading moves nothing" : "");
+  }
   return out;
 }
 

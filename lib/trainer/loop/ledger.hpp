@@ -54,7 +54,20 @@ struct LedgerReport {
   int64_t optimizer = 0;
   int64_t gathered = -1;  // largest gathered unit; -1 = not reported by the strategy
   int64_t buffers = -1;   // the model's buffers (BatchNorm statistics); -1 = not shown
+  // Why a row may differ from the formula, said under the table: ZeRO-3 keeps units smaller than
+  // zero.stage3_param_persistence_threshold unsharded on every rank (0 = none); offloaded state
+  // ("optimizer state", "parameter shards and optimizer state") lives in host memory and is
+  // counted in the rows like any other ("" = no offload), which moves nothing when ranks
+  // compute on the CPU.
+  int64_t persistence_threshold = 0;
+  std::string offload;
+  bool on_cpu = false;
 };
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& expected);
+
+// LedgerReport::offload for a resolved strategy (ddp, zero1-3, fsdp) and its offload settings:
+// what is kept in host memory, or "" when nothing is.
+std::string offload_text(const std::string& strategy, const std::string& zero_optimizer_device,
+                         const std::string& zero_param_device, bool fsdp_cpu_offload);
 
 }  // namespace mtrain::trainer

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/run_folder.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
@@ -128,8 +129,12 @@ class Loop {
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
     if (!resume() && init) load_init(*init);
     const int64_t start_step = step_;
-    if (comm_.rank() == 0) {
-      metrics_ = std::make_unique<MetricsLog>(job_.work_dir + "/metrics.jsonl", start_step > 0);
+    if (comm_.rank() == 0) {  // this run's own folder: runs into one work dir never overwrite each other
+      run_dir_ = runs::start_run_folder(job_.work_dir,
+                                        {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
+                                         {"model", parts_.model_name}, {"total_steps", total_}, {"start_step", start_step}},
+                                        std::time(nullptr));
+      metrics_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl", false);
     }
     comm_.reset_counters();
 
@@ -365,6 +370,10 @@ class Loop {
     rep.optimizer = static_cast<int64_t>(mx[2]);
     rep.gathered = static_cast<int64_t>(mx[3]);
     rep.buffers = buffer_bytes();
+    rep.persistence_threshold = job_.strat.zero.stage3_param_persistence_threshold;
+    rep.offload = offload_text(rep.strategy, job_.strat.zero.offload_optimizer_device,
+                               job_.strat.zero.offload_param_device, job_.strat.fsdp.cpu_offload);
+    rep.on_cpu = parts_.device.is_cpu();
     std::string table = format_ledger_table(rep, ledger_expected_);
     if (!table.empty() && table.back() == '\n') table.pop_back();
     console_.line(table);
@@ -667,7 +676,7 @@ class Loop {
     s["model_state_bytes_per_rank"]["buffers"] = buffer_bytes();
     if (!last_val_.is_null()) s["final_val"] = last_val_;
     if (stopped_by != 0) s["stopped_by"] = signal_name(stopped_by);
-    if (comm_.rank() == 0) write_file_atomic(job_.work_dir + "/summary.json", s.dump(2) + "\n");
+    if (comm_.rank() == 0) write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n");
     TrainResult r;
     r.steps = step_;
     r.final_loss = last_loss_;
@@ -688,6 +697,7 @@ class Loop {
   std::unique_ptr<Strategy> strategy_;
   std::vector<ExpectedTensor> expected_state_;  // what resume must find in a checkpoint
   std::unique_ptr<MetricsLog> metrics_;
+  std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/core/run_folder.hpp)
   SamplerOptions sampler_;
   std::map<int64_t, std::vector<int64_t>> epochs_;
   std::future<Batch> prefetch_;

@@ -72,3 +72,45 @@ TEST_CASE("dynamic values: registry, Slurm partitions, hostfile hosts", "[comple
   CHECK(dynamic_values("hosts", {"--hostfile", "/nonexistent/hosts"}, none).empty());
   CHECK(dynamic_values("no-such-kind", {}, none).empty());
 }
+
+TEST_CASE("man pages: one per command, from the same tree, in plain man(7) roff", "[completion][man]") {
+  CLI::App root{"launch and train", "mtrain"};
+  std::string fmt_, dir;
+  bool flag = false;
+  auto* launch = root.add_subcommand("launch", "Start one process per rank");
+  launch->prefix_command();
+  launch->footer("Without PROGRAM the bundled trainer runs.");
+  launch->add_option("--format", fmt_, "Output format")->check(CLI::IsMember({"text", "json"}));
+  launch->add_flag("--dry-run,-n", flag, "Print the plan — nothing starts");
+  auto* runs = root.add_subcommand("runs", "List runs");
+  runs->add_option("dir", dir, "A work dir");
+  runs->add_subcommand("plot", "Draw curves");
+  root.add_subcommand("__man", "hidden")->group("");
+  const auto pages = man_pages(describe(root, default_hints()), "9.9.9");
+  std::vector<std::string> files;
+  for (const auto& p : pages) files.push_back(p.file);
+  CHECK(files == std::vector<std::string>{"mtrain.1", "mtrain-launch.1", "mtrain-runs.1", "mtrain-runs-plot.1"});
+  const std::string& l = pages[1].text;
+  CHECK_THAT(l, Contains(".TH MTRAIN\\-LAUNCH 1 \"\" \"mtrain 9.9.9\""));
+  CHECK_THAT(l, Contains(".SH NAME\nmtrain\\-launch \\- Start one process per rank"));
+  CHECK_THAT(l, Contains("\\fB\\-\\-dry\\-run\\fR, \\fB\\-n\\fR\nPrint the plan \\[u2014] nothing starts"));
+  CHECK_THAT(l, Contains("\\fB\\-\\-format\\fR \\fITEXT\\fR"));
+  CHECK_THAT(l, Contains("One of: text, json."));
+  CHECK_THAT(l, Contains("Without PROGRAM the bundled trainer runs."));
+  CHECK_THAT(l, Contains("[\\fIPROGRAM\\fR"));
+  CHECK_THAT(l, Contains("\\fBmtrain\\fR(1)"));
+  CHECK_THAT(pages[0].text, Contains(".B launch\n") && Contains("\\fBmtrain\\-runs\\fR(1)"));
+  CHECK_THAT(pages[2].text, Contains("[\\fIdir\\fR]") && Contains(".SH ARGUMENTS"));
+  // No line may start with a control character the text did not mean.
+  for (const auto& p : pages)
+    for (size_t i = 0; (i = p.text.find("\n'", i)) != std::string::npos; ++i) FAIL(p.file << " has a line starting with '");
+}
+
+TEST_CASE("--set completes setting keys and their values", "[completion]") {
+  auto v = dynamic_values("settings", {}, [](const std::vector<std::string>&) { return std::string(); });
+  auto has = [&](const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); };
+  CHECK(has("model.name="));
+  CHECK(has("model.name=resnet18"));
+  CHECK(has("train.max_steps="));
+  CHECK(has("data.shuffle=false"));
+}

@@ -213,3 +213,35 @@ TEST_CASE("a Slurm allocation is read from SLURM_* and sinfo", "[envreport]") {
   CHECK(s.at("allocation").at("partition") == "gpu");
   CHECK(render_text(r).find("job 4242 on node01,node02") != std::string::npos);
 }
+
+TEST_CASE("env names the python3 and PyTorch that `launch -- python3` ranks use", "[envreport]") {
+  auto p = healthy();
+  auto none = collect_report(p, opts());
+  CHECK(none.at("python").at("found") == false);
+  CHECK_THAT(render_text(none), Catch::Contains("python3 is not on PATH"));
+
+  p.programs["python3"] = "/usr/bin/python3";
+  CommandResult py;
+  py.started = true;
+  py.rc = 0;
+  py.out = R"({"executable":"/usr/bin/python3","version":"3.11.2","torch":"1.13.1","torch_cuda":null,"cuda_available":false,"distributed":true})";
+  p.commands[std::string("/usr/bin/python3 -c ") + kPythonProbe] = py;
+  auto r = collect_report(p, opts());
+  CHECK(r.at("python").at("path") == "/usr/bin/python3");
+  CHECK(r.at("python").at("torch") == "1.13.1");
+  const std::string text = render_text(r);
+  CHECK_THAT(text, Catch::Contains("/usr/bin/python3 (/usr/bin/python3, 3.11.2)"));
+  CHECK_THAT(text, Catch::Contains("1.13.1, CPU build, no GPU usable"));
+
+  py.out = R"({"executable":"/usr/bin/python3","version":"3.11.2","torch":null,"torch_error":"ModuleNotFoundError: No module named 'torch'"})";
+  p.commands[std::string("/usr/bin/python3 -c ") + kPythonProbe] = py;
+  CHECK_THAT(render_text(collect_report(p, opts())), Catch::Contains("not importable: ModuleNotFoundError"));
+}
+
+TEST_CASE("--version: version, git revision and the worker's LibTorch", "[envreport]") {
+  auto p = healthy();
+  const auto w = probe_worker(p, "/opt/mtrain/bin/mtrain-worker", 1000);
+  CHECK(version_text("0.1.0", "abc123", w) == "mtrain 0.1.0 (git abc123)\nLibTorch 1.13.0 (mtrain-worker /opt/mtrain/bin/mtrain-worker)");
+  CHECK_THAT(version_text("0.1.0", "", probe_worker(p, "", 1000)),
+             Catch::Contains("(git unknown)") && Catch::Contains("LibTorch unknown: mtrain-worker is not installed"));
+}

@@ -73,8 +73,8 @@ TEST_CASE("rank counts: default, auto, cpu, gpu", "[plan]") {
   auto o = base();
   CHECK(build_plan(o, host(4, {})).world_size == 1);
   CHECK(build_plan(o, host(4, {0, 1, 2})).world_size == 3);
-  o.nproc_per_node = "auto";
-  CHECK(build_plan(o, host(4, {})).world_size == 4);
+  o.nproc_per_node = "auto";  // the default, said the same way: one per GPU, else 1
+  CHECK(build_plan(o, host(4, {})).world_size == 1);
   CHECK(build_plan(o, host(4, {5, 6})).world_size == 2);
   o.nproc_per_node = "cpu";
   auto p = build_plan(o, host(3, {0, 1}));

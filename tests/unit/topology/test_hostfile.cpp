@@ -74,6 +74,11 @@ TEST_CASE("hostfile errors name file, line and column", "[topology][hostfile]") 
   CHECK_THAT(error_of("@a slots=1\n"), Contains("hosts:1:1") && Contains("missing user"));
   CHECK_THAT(error_of("bob@ slots=1\n"), Contains("hosts:1:5") && Contains("missing host"));
   CHECK_THAT(error_of("wor/ker slots=1\n"), Contains("hosts:1:4") && Contains("'/'"));
+  // A colon after the name (the --include form) is a parse error at the colon, not a host
+  // "localhost:" that fails name resolution later; IPv6 addresses keep theirs.
+  CHECK_THAT(error_of("localhost: slots=2\n"), Contains("hosts:1:10") && Contains("':' after host name 'localhost'"));
+  CHECK_THAT(error_of("  w-1:2 slots=2\n"), Contains("hosts:1:6"));
+  CHECK(error_of("fe80::1 slots=1\n").empty());
 }
 
 TEST_CASE("hostfile: empty or comment-only file is an error", "[topology][hostfile]") {

@@ -118,6 +118,41 @@ TEST_CASE("keep-K pruning keeps the newest K and never the only valid one", "[ch
   }
 }
 
+TEST_CASE("rotation: keep counts verified checkpoints; a damaged one never pushes out a good one",
+          "[checkpoint]") {
+  auto steps = [](const std::vector<RotationEntry>& v) {
+    std::vector<int64_t> out;
+    for (const auto& e : v) out.push_back(e.step);
+    return out;
+  };
+  // oldest first: 2 good, 3 good, 4 damaged, 5 good (just saved)
+  const std::vector<RotationEntry> all{{2, "s2", true}, {3, "s3", true}, {4, "s4", false}, {5, "s5", true}};
+  CHECK(steps(rotation_victims(all, 2)) == std::vector<int64_t>{2});     // keeps 5 and 3; 4 stays
+  CHECK(steps(rotation_victims(all, 1)) == std::vector<int64_t>{4, 3, 2});
+  CHECK(steps(rotation_victims(all, 5)).empty());
+  // Newest damaged (a later flip), one good older: the good one is kept whatever keep says.
+  CHECK(steps(rotation_victims({{2, "s2", true}, {4, "s4", false}, {6, "s6", true}}, 2)).empty());
+
+  // Through real saves: step_4 damaged on disk, then a run from step_2 saves 3 and 5 with keep 2.
+  at::set_num_threads(1);
+  const auto d = fresh_dir("rotation");
+  auto j = small_job(d, "mlp");
+  mtrain::config::set(j, "checkpoint.keep", 2);
+  mtrain::config::set(j, "checkpoint.interval", 2);
+  mtrain::config::set(j, "train.max_steps", 4);
+  run_job(j, 2);
+  const auto ck = d / "checkpoints";
+  fs::resize_file(ck / "step_4" / "shard_rank0.pt", fs::file_size(ck / "step_4" / "shard_rank0.pt") / 2);
+  mtrain::config::set(j, "checkpoint.interval", 3);
+  mtrain::config::set(j, "train.max_steps", 5);
+  mtrain::config::set(j, "checkpoint.resume", (ck / "step_2").string());
+  run_job(j, 2);
+  std::vector<int64_t> good;
+  for (const auto& [step, dir] : complete_checkpoints(ck.string()))
+    if (verify_checkpoint(dir).ok()) good.push_back(step);
+  CHECK(good == std::vector<int64_t>{3, 5});  // before the fix: only 5 (3 pruned, damaged 4 kept)
+}
+
 TEST_CASE("a folder without COMPLETE is never chosen, and explicit paths must verify",
           "[checkpoint]") {
   at::set_num_threads(1);

@@ -134,3 +134,32 @@ TEST_CASE("the loop prints the ledger and writes measured and formula bytes", "[
         s["model_state_formula_bytes"]["params"].get<double>());
   CHECK(s["peak_memory_bytes"].get<int64_t>() > 0);
 }
+
+TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) and what offload does",
+          "[ledger]") {
+  LedgerReport r;
+  r.strategy = "zero3";
+  r.precision = "fp32";
+  r.psi = 1000;
+  r.world = 2;
+  r.params = 4000;  // one persistent unit: the whole model unsharded
+  r.grads = 2000;
+  r.optimizer = 4000;
+  r.persistence_threshold = 100000;
+  r.offload = offload_text("zero3", "cpu", "cpu", false);
+  r.on_cpu = true;
+  const auto e = expected_model_state_bytes("zero3", "", "fp32", 1000, 2);
+  const std::string t = format_ledger_table(r, e);
+  CHECK_THAT(t, Catch::Contains("2.000"));
+  CHECK_THAT(t, Catch::Contains("zero.stage3_param_persistence_threshold (100000) stay unsharded"));
+  CHECK_THAT(t, Catch::Contains("offload: parameter shards, fp32 master and optimizer state in host memory") &&
+                    Catch::Contains("offloading moves nothing"));
+  r.params = 2000;  // everything sharded: no note
+  r.offload = "";
+  const std::string plain = format_ledger_table(r, e);
+  CHECK_THAT(plain, !Catch::Contains("note:") && !Catch::Contains("offload:"));
+  CHECK(offload_text("zero2", "cpu", "none", false) == "fp32 master and optimizer state");
+  CHECK(offload_text("zero2", "none", "cpu", false).empty());  // params offload is stage 3 only
+  CHECK(offload_text("fsdp", "none", "none", true) == "parameter shards, fp32 master and optimizer state");
+  CHECK(offload_text("ddp", "cpu", "cpu", true).empty());
+}

@@ -1,0 +1,19 @@
+#pragma once
+// `mtrain runs plot RUN… -o FILE`: the training-loss and validation-loss curves of several runs
+// of the bundled trainer on one chart (one line each; validation dashed by name), drawn with the
+// same tool the benchmarks use (gnuplot, else matplotlib).
+#include <string>
+#include <vector>
+
+#include "mtrain/bench/plot.hpp"
+#include "mtrain/runs/catalog.hpp"
+
+namespace mtrain::bench {
+
+// The chart: "<run> loss" and "<run> val" series against the optimiser step. Pure.
+PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs);
+
+// Checks the suffix (.png/.svg), finds the plotter (`want`: auto | gnuplot | matplotlib) and draws.
+void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, const std::string& want);
+
+}  // namespace mtrain::bench

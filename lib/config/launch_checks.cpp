@@ -1,0 +1,85 @@
+#include "mtrain/config/launch_checks.hpp"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/data_checks.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mtrain::config {
+
+std::vector<Problem> work_dir_problems(const json& job) {
+  const std::string dir = get(job, "train.work_dir").get<std::string>();
+  const char* hint = "Set train.work_dir (--work-dir, or train: work_dir: in the job file) to a folder you can write.";
+  if (dir.empty()) return {{true, {"train.work_dir"}, "train.work_dir is empty", hint}};
+  std::error_code ec;
+  fs::path p = fs::absolute(dir, ec);
+  // The nearest existing folder on the way: the work dir itself, or the parent it is created in.
+  fs::path existing = p;
+  while (!existing.empty() && !fs::exists(existing, ec) && existing != existing.parent_path())
+    existing = existing.parent_path();
+  const bool is_self = existing == p;
+  if (!fs::is_directory(existing, ec))
+    return {{true, {"train.work_dir"},
+             fmt::format("train.work_dir '{}' cannot be created: '{}' is not a folder", dir, existing.string()), hint}};
+  if (access(existing.c_str(), W_OK | X_OK) != 0)
+    return {{true, {"train.work_dir"},
+             is_self ? fmt::format("train.work_dir '{}' is not writable by you", dir)
+                     : fmt::format("train.work_dir '{}' cannot be created: '{}' is not writable by you", dir,
+                                   existing.string()),
+             hint}};
+  return {};
+}
+
+std::vector<Problem> resume_problems(const json& job) {
+  const std::string spec = get(job, "checkpoint.resume").get<std::string>();
+  if (spec.empty() || spec == "auto") return {};
+  std::error_code ec;
+  const fs::path p(spec);
+  const std::string hint = fmt::format(
+      "Give a step_<N> folder that has COMPLETE (see `mtrain checkpoint inspect DIR`), or --resume auto for the "
+      "newest complete checkpoint in {}/checkpoints.",
+      get(job, "train.work_dir").get<std::string>());
+  if (!fs::exists(p, ec)) return {{true, {"checkpoint.resume"}, fmt::format("--resume '{}' does not exist", spec), hint}};
+  if (!fs::is_directory(p, ec))
+    return {{true, {"checkpoint.resume"}, fmt::format("--resume '{}' is not a checkpoint folder", spec), hint}};
+  if (!fs::exists(p / "manifest.json", ec) || !fs::exists(p / "COMPLETE", ec)) {
+    const bool has_steps = [&] {
+      for (const auto& e : fs::directory_iterator(p, ec))
+        if (str::starts_with(e.path().filename().string(), "step_")) return true;
+      return false;
+    }();
+    return {{true, {"checkpoint.resume"},
+             has_steps ? fmt::format("--resume '{}' is a folder of checkpoints, not one checkpoint", spec)
+                       : fmt::format("--resume '{}' holds no complete checkpoint ({} is missing: the save was "
+                                     "interrupted, or this is not a checkpoint)",
+                                     spec, fs::exists(p / "manifest.json", ec) ? "COMPLETE" : "manifest.json"),
+             hint}};
+  }
+  return {};
+}
+
+void check_before_launch(const json& job, long long world) {
+  std::vector<Problem> all;
+  for (auto* f : {&data_model_problems, &data_path_problems, &work_dir_problems, &resume_problems})
+    for (auto& p : f(job)) all.push_back(std::move(p));
+  for (auto& p : batch_problems(job, world)) all.push_back(std::move(p));
+  std::vector<std::string> lines;
+  const Problem* first = nullptr;
+  for (const auto& p : all)
+    if (p.error) {
+      lines.push_back(p.message + ". " + p.hint);
+      if (!first) first = &p;
+    }
+  if (lines.size() == 1) throw Error(first->message + " (nothing was started)", first->hint);
+  if (!lines.empty())
+    throw Error(fmt::format("the job cannot start (nothing was started):\n  {}", str::join(lines, "\n  ")));
+}
+
+}  // namespace mtrain::config

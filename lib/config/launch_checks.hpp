@@ -1,0 +1,24 @@
+#pragma once
+// The bundled trainer's job checked against this machine and the planned world, by the launcher
+// before any rank starts: mistakes that would otherwise surface only inside the ranks after
+// start-up (a missing data path, an unwritable work dir, a global batch the world cannot split,
+// --resume of a folder that holds no complete checkpoint) become one paragraph and exit 2.
+#include <vector>
+
+#include "mtrain/config/cross_checks.hpp"
+
+namespace mtrain::config {
+
+// train.work_dir: an existing folder this user can write into, or one that can be created
+// (its nearest existing parent is a writable folder).
+std::vector<Problem> work_dir_problems(const json& job);
+
+// checkpoint.resume PATH (not "" or "auto"): a step_<N> folder with manifest.json and the
+// COMPLETE marker the trainer writes last. (The ranks still verify every file's checksum.)
+std::vector<Problem> resume_problems(const json& job);
+
+// Every problem above, data_path_problems and batch_problems(job, world) (world 0: not known
+// before the rendezvous), as one mtrain::Error (exit 2). `job` is the job spec the ranks get.
+void check_before_launch(const json& job, long long world);
+
+}  // namespace mtrain::config
