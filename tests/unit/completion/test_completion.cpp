@@ -106,7 +106,7 @@ TEST_CASE("man pages: one per command, from the same tree, in plain man(7) roff"
     for (size_t i = 0; (i = p.text.find("\n'", i)) != std::string::npos; ++i) FAIL(p.file << " has a line starting with '");
 }
 
-TEST_CASE("--set completes setting keys and their values", "[completion]") {
+TEST_CASE("set: completes setting keys and their values", "[completion]") {
   auto v = dynamic_values("settings", {}, [](const std::vector<std::string>&) { return std::string(); });
   auto has = [&](const std::string& s) { return std::find(v.begin(), v.end(), s) != v.end(); };
   CHECK(has("model.name="));

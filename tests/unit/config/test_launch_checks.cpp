@@ -95,7 +95,7 @@ TEST_CASE("train.work_dir must be writable or creatable", "[config][launch_check
   }
 }
 
-TEST_CASE("--resume PATH needs a complete checkpoint", "[config][launch_checks]") {
+TEST_CASE("resume PATH needs a complete checkpoint", "[config][launch_checks]") {
   TempDir d;
   CHECK(resume_problems(job({{"checkpoint.resume", "auto"}})).empty());
   CHECK_THAT(resume_problems(job({{"checkpoint.resume", (d.path / "x").string()}}))[0].message,

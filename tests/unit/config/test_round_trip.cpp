@@ -40,6 +40,8 @@ json sample(const Setting& s) {
       if (s.key == "launch.nproc_per_node") return "3";
       if (s.key == "launch.gpus") return "0,2";
       if (s.key == "slurm.time") return "1-02:00:00";
+      // Read before any rank starts: must name a file that exists.
+      if (s.key == "model.init") return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
       return "some value/with space";
   }
   return nullptr;

@@ -238,7 +238,7 @@ TEST_CASE("env names the python3 and PyTorch that `launch -- python3` ranks use"
   CHECK_THAT(render_text(collect_report(p, opts())), Catch::Contains("not importable: ModuleNotFoundError"));
 }
 
-TEST_CASE("--version: version, git revision and the worker's LibTorch", "[envreport]") {
+TEST_CASE("version: version, git revision and the worker's LibTorch", "[envreport]") {
   auto p = healthy();
   const auto w = probe_worker(p, "/opt/mtrain/bin/mtrain-worker", 1000);
   CHECK(version_text("0.1.0", "abc123", w) == "mtrain 0.1.0 (git abc123)\nLibTorch 1.13.0 (mtrain-worker /opt/mtrain/bin/mtrain-worker)");
