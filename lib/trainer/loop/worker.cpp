@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <filesystem>
 #include <random>
 
 #include <fmt/format.h>
@@ -111,6 +112,22 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   }
   // One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
   // saves interrupted by a dead job's crash are removed only once the lock is ours.
+  // A run that fails before it writes anything (bad model, data or init file) leaves no trace: a
+  // work dir that this run created and that holds nothing but the lock is removed on the way out.
+  struct RemoveIfOnlyLock {
+    std::string dir;
+    ~RemoveIfOnlyLock() {
+      if (dir.empty()) return;
+      std::error_code ec;
+      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+        if (e.path().filename() != ".mtrain.lock") return;
+      if (ec) return;
+      std::filesystem::remove(std::filesystem::path(dir) / ".mtrain.lock", ec);
+      std::filesystem::remove(dir, ec);
+    }
+  } cleanup;
+  std::error_code exists_ec;
+  if (rank == 0 && !std::filesystem::exists(tj.work_dir, exists_ec)) cleanup.dir = tj.work_dir;
   std::unique_ptr<WorkDirLock> work_dir_lock;
   if (rank == 0) {
     std::string notice;

@@ -2,6 +2,8 @@
 // back by Python's torch.load (/usr/bin/python3 with Debian's torch).
 #include <catch2/catch.hpp>
 
+#include <random>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -42,19 +44,28 @@ std::pair<int, std::string> sh(const std::string& cmd, int timeout_s = 120) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
-// A port the kernel just handed out (closed again, so rank 0's TCPStore can bind it).
+// A free port below the kernel's ephemeral range (as `mtrain launch --master-port 0` picks):
+// one from bind(0) can be taken by rank 1's own connect to it before rank 0's store listens
+// (TCP self-connect), and rank 0 then fails with "Address already in use".
 int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  REQUIRE(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
-  socklen_t len = sizeof a;
-  REQUIRE(getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0);
-  close(fd);
-  return ntohs(a.sin_port);
+  int lo = 32768, hi = 60999;
+  std::ifstream("/proc/sys/net/ipv4/ip_local_port_range") >> lo >> hi;
+  REQUIRE(lo > 10100);
+  std::mt19937 gen(std::random_device{}());
+  for (int tries = 0; tries < 100; ++tries) {
+    const int port = std::uniform_int_distribution<int>(10000, lo - 1)(gen);
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+    close(fd);
+    if (ok) return port;
+  }
+  FAIL("no free port below the ephemeral range");
+  return 0;
 }
 
 const char* kSmall =
