@@ -1,5 +1,7 @@
 #include "mtrain/launch/supervisor.hpp"
 
+#include <fcntl.h>
+
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -105,7 +107,15 @@ class Attempt {
         if (req.env.count("MTRAIN_HEARTBEAT_FILE")) {
           r->heartbeat_file = req.env.at("MTRAIN_HEARTBEAT_FILE");
           prepare_error_file(r->heartbeat_file);
-          std::ofstream touch(r->heartbeat_file);  // exists from the start; the rank touches it
+          // Exists from the start and the rank only touches it; explicit mode, whatever the umask
+          // (no file of a job is world-writable, docs/reliability.md).
+          const int fd = ::open(r->heartbeat_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
+          if (fd >= 0) {
+            if (::fchmod(fd, 0640) != 0) {
+              // Not fatal: the watch reads the mtime only.
+            }
+            ::close(fd);
+          }
         }
         Spawned s;
         try {

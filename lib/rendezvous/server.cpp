@@ -92,7 +92,10 @@ class Server::Impl {
     lock.unlock();
     if (changed_now) changed.notify_all();
     if (!line.empty() && opt.on_progress) opt.on_progress(line);
-    if (release) release_held();
+    // Held polls are answered when the phase or round changes, and also when a new progress
+    // line is reported (at most once per progress_interval): waiting nodes print the store's
+    // progress ("1 nodes joined …"), and at 4096 nodes that is a few broadcasts, not one per join.
+    if (release || !line.empty()) release_held();
     return result;
   }
 
