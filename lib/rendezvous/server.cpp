@@ -176,9 +176,12 @@ class Session : public std::enable_shared_from_this<Session> {
     Reply r = answer(req);
     if (r.close) ++srv_.count.refused;
     else authenticated();
-    // A waiting node asked to be answered when something happens: hold the reply.
+    // A waiting node asked to be answered when something happens: hold the reply. A join is
+    // answered at once, so that the node learns (and prints) where the rendezvous stands when it
+    // arrives; its following polls are held.
     auto wait = req.find("wait_ms");
-    if (!r.close && r.body.value("phase", std::string()) == "joining" && wait != req.end() &&
+    if (!r.close && req.value("op", std::string()) != "join" && r.body.value("phase", std::string()) == "joining" &&
+        wait != req.end() &&
         wait->is_number_integer() && *wait > 0) {
       // A change that happens from now on posts release_held, which runs after this handler.
       const Duration hold = std::min(Duration(wait->get<long long>()), srv_.opt.max_hold);

@@ -443,9 +443,10 @@ TEST_CASE("loopback: a waiting node's reply is held until the job forms, or max_
     return co;
   };
   Client a(co_for("n0"));
-  auto held = std::async(std::launch::async, [&] {
-    return a.request({{"op", "join"}, {"host", "n0"}, {"slots", 1}, {"wait_ms", 60000}});
-  });
+  // A join is answered at once (the node learns, and prints, where the rendezvous stands)…
+  CHECK(a.request({{"op", "join"}, {"host", "n0"}, {"slots", 1}, {"wait_ms", 60000}})["phase"] == "joining");
+  // …and its polls are held.
+  auto held = std::async(std::launch::async, [&] { return a.request({{"op", "heartbeat"}, {"wait_ms", 60000}}); });
   if (!forms) {  // nothing changes: answered "joining" once max_hold (not wait_ms) has passed
     CHECK(get_within(held, milliseconds(8000))["phase"] == "joining");
     return;
