@@ -8,6 +8,10 @@
 "$PY" -c 'import numpy' 2>/dev/null || skip "/usr/bin/python3 has no numpy"
 GEN="$(dirname "$0")/token_files.py"
 export TMPDIR="$WORK"
+# Peak RSS is a live-memory measure only with a fixed mmap threshold (as bench/strategies sets):
+# glibc otherwise raises it as large blocks are freed, and freed tensors then stay resident in
+# the heap by chance of timing (runs of the same file varied by 40 MiB without this).
+export MALLOC_MMAP_THRESHOLD_=131072
 # Long windows keep the sampler's index list (8 bytes per window and epoch) a small part of the
 # comparison: it is the one thing in a rank that grows with the file.
 job=(--nproc-per-node 2 --master-port 0 --model gpt --data tokens --max-steps 8
