@@ -60,6 +60,8 @@ class Server::Impl {
   // Run `f` on the store under the lock, then report progress (outside it) and wake waiters.
   // Rebuilding the progress line and waking waiters happen only when the store changed, so a
   // heartbeat costs no more than its own bookkeeping.
+  static constexpr int kReportEveryChangeUpTo = 64;  // nodes
+
   template <class F>
   auto with_store(F&& f) {
     std::string line;
@@ -82,7 +84,10 @@ class Server::Impl {
     if (progress_pending) {
       auto now = std::chrono::steady_clock::now();
       Phase phase = store.phase();
-      if (phase != reported_phase || now - last_report >= opt.progress_interval) {
+      // Small jobs report every change (a person watches each node arrive); at scale the line
+      // is printed at most once per progress_interval.
+      if (phase != reported_phase || now - last_report >= opt.progress_interval ||
+          opt.store.max_nodes <= kReportEveryChangeUpTo) {
         line = last_progress = store.progress();
         reported_phase = phase;
         last_report = now;
@@ -180,8 +185,11 @@ class Session : public std::enable_shared_from_this<Session> {
     // answered at once, so that the node learns (and prints) where the rendezvous stands when it
     // arrives; its following polls are held.
     auto wait = req.find("wait_ms");
+    // A poll is held only when it would tell the node nothing new: a progress line the node has
+    // not seen yet (the store moved on between its polls) is answered at once.
+    const std::string progress = r.body.value("progress", std::string());
     if (!r.close && req.value("op", std::string()) != "join" && r.body.value("phase", std::string()) == "joining" &&
-        wait != req.end() &&
+        progress == last_sent_progress_ && wait != req.end() &&
         wait->is_number_integer() && *wait > 0) {
       // A change that happens from now on posts release_held, which runs after this handler.
       const Duration hold = std::min(Duration(wait->get<long long>()), srv_.opt.max_hold);
@@ -194,6 +202,7 @@ class Session : public std::enable_shared_from_this<Session> {
       });
       return;
     }
+    last_sent_progress_ = progress;
     send(encode_frame(r.body), r.close);
   }
 
@@ -205,6 +214,7 @@ class Session : public std::enable_shared_from_this<Session> {
     held_request_ = nullptr;
     timer_.cancel();
     Reply r = answer(req);
+    last_sent_progress_ = r.body.value("progress", std::string());
     send(encode_frame(r.body), r.close);
   }
 
@@ -267,6 +277,7 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string body_;
   std::string out_;
   nlohmann::json held_request_;  // null unless a waiting reply is held
+  std::string last_sent_progress_;  // the progress line this connection was last sent
   bool authed_ = false;
   bool closed_ = false;
 };
