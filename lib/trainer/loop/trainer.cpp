@@ -31,6 +31,7 @@
 #include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
+#include "mtrain/trainer/loop/weights_export.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
@@ -59,27 +60,6 @@ auto gathered_of(const L& m, int) -> decltype(static_cast<int64_t>(m.gathered)) 
 template <class L>
 int64_t gathered_of(const L&, long) {
   return -1;
-}
-
-// a - b, per collective (counters only grow, so every entry of b is in a).
-CommCounters counters_minus(CommCounters a, const CommCounters& b) {
-  for (const auto& [name, c] : b) {
-    CommStats& x = a[name];
-    x.calls -= c.calls;
-    x.payload_bytes -= c.payload_bytes;
-    x.wire_bytes -= c.wire_bytes;
-    if (x.calls == 0) a.erase(name);
-  }
-  return a;
-}
-
-void counters_add(CommCounters& into, const CommCounters& more) {
-  for (const auto& [name, c] : more) {
-    CommStats& x = into[name];
-    x.calls += c.calls;
-    x.payload_bytes += c.payload_bytes;
-    x.wire_bytes += c.wire_bytes;
-  }
 }
 
 Batch to_device(Batch b, const at::Device& d) {
@@ -399,16 +379,7 @@ class Loop {
   // validation and before the final outputs every rank's floating-point buffers are replaced by
   // their average over ranks (for running means/variances: the statistics of all ranks'
   // batches), so evaluation and model.pt / model.scripted.pt see the same buffers on every rank.
-  void average_buffers() {
-    if (comm_.world() < 2) return;
-    at::NoGradGuard no_grad;
-    for (auto& b : parts_.model->buffers()) {
-      if (!at::isFloatingType(b.scalar_type()) || b.numel() == 0) continue;
-      at::Tensor t = b.detach().to(at::kFloat).flatten().clone();
-      comm_.all_reduce(t, "all_reduce(control)").wait();
-      b.copy_(t.div_(static_cast<double>(comm_.world())).view_as(b));
-    }
-  }
+  void average_buffers() { trainer::average_buffers(*parts_.model, comm_); }
 
   void validate() {
     average_buffers();
@@ -555,34 +526,9 @@ class Loop {
     }
   }
 
-  // keep (rank 0): receives a CPU copy of every tensor written.
-  void write_weights(const std::string& file,
-                     const std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>& write,
+  void write_weights(const std::string& file, const WeightsWriter& write,
                      std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr) {
-    const auto params = strategy_->export_parameters();
-    size_t produced = 0;
-    auto drain = [&] {
-      for (; produced < params.size(); ++produced) params[produced].data();
-    };
-    if (comm_.rank() != 0) return drain();
-    std::vector<ArchiveEntry> entries;
-    for (const auto& p : params) {
-      entries.push_back({p.name, p.dtype, p.shape, [&produced, &p, keep] {
-                           ++produced;
-                           at::Tensor t = p.data();
-                           if (keep) keep->emplace_back(p.name, t.detach().cpu().clone());
-                           return t;
-                         }});
-    }
-    try {
-      DurableWriter out(job_.work_dir + "/" + file);
-      write(out, entries);
-      out.commit();
-    } catch (...) {
-      drain();
-      throw;
-    }
-    drain();
+    write_streamed_weights(*strategy_, comm_, job_.work_dir + "/" + file, write, keep);
   }
 
   TrainResult finish(const CommCounters& all, int64_t start_step, int stopped_by) {

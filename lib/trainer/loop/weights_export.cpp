@@ -1,0 +1,67 @@
+#include "mtrain/trainer/loop/weights_export.hpp"
+
+#include <ATen/core/grad_mode.h>
+
+namespace mtrain::trainer {
+
+void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
+                            const WeightsWriter& write,
+                            std::vector<std::pair<std::string, at::Tensor>>* keep) {
+  const auto params = strategy.export_parameters();
+  size_t produced = 0;
+  auto drain = [&] {
+    for (; produced < params.size(); ++produced) params[produced].data();
+  };
+  if (comm.rank() != 0) return drain();
+  std::vector<ArchiveEntry> entries;
+  for (const auto& p : params) {
+    entries.push_back({p.name, p.dtype, p.shape, [&produced, &p, keep] {
+                         ++produced;
+                         at::Tensor t = p.data();
+                         if (keep) keep->emplace_back(p.name, t.detach().cpu().clone());
+                         return t;
+                       }});
+  }
+  try {
+    DurableWriter out(path);
+    write(out, entries);
+    out.commit();
+  } catch (...) {
+    drain();
+    throw;
+  }
+  drain();
+}
+
+void average_buffers(torch::nn::Module& model, Communicator& comm) {
+  if (comm.world() < 2) return;
+  at::NoGradGuard no_grad;
+  for (auto& b : model.buffers()) {
+    if (!at::isFloatingType(b.scalar_type()) || b.numel() == 0) continue;
+    at::Tensor t = b.detach().to(at::kFloat).flatten().clone();
+    comm.all_reduce(t, "all_reduce(control)").wait();
+    b.copy_(t.div_(static_cast<double>(comm.world())).view_as(b));
+  }
+}
+
+CommCounters counters_minus(CommCounters a, const CommCounters& b) {
+  for (const auto& [name, c] : b) {
+    CommStats& x = a[name];
+    x.calls -= c.calls;
+    x.payload_bytes -= c.payload_bytes;
+    x.wire_bytes -= c.wire_bytes;
+    if (x.calls == 0) a.erase(name);
+  }
+  return a;
+}
+
+void counters_add(CommCounters& into, const CommCounters& more) {
+  for (const auto& [name, c] : more) {
+    CommStats& x = into[name];
+    x.calls += c.calls;
+    x.payload_bytes += c.payload_bytes;
+    x.wire_bytes += c.wire_bytes;
+  }
+}
+
+}  // namespace mtrain::trainer

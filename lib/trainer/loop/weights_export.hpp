@@ -1,0 +1,39 @@
+#pragma once
+// What the loop does with the model outside training steps, as free functions of the strategy,
+// the model and the communicator: streaming the trained weights to a file, agreeing on buffers,
+// and the arithmetic that books a phase's collectives apart from the steps' (trainer.cpp).
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <ATen/ATen.h>
+#include <torch/nn/module.h>
+
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/strategy/strategy.hpp"
+
+namespace mtrain::trainer {
+
+using WeightsWriter = std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>;
+
+// Streams the strategy's exported parameters into `path` on rank 0 (model.pt, model.safetensors):
+// a sharded strategy holds one gathered unit at a time, so no rank ever holds the whole model.
+// Collective: every rank runs every producer in order, also when rank 0's write fails part-way,
+// so that the others are not left waiting in an all-gather. keep (rank 0): receives a CPU copy
+// of every tensor written.
+void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
+                            const WeightsWriter& write,
+                            std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr);
+
+// Replaces every rank's floating-point buffers (BatchNorm running statistics) by their average
+// over ranks. Collective; nothing to do at world 1.
+void average_buffers(torch::nn::Module& model, Communicator& comm);
+
+// a - b, per collective (counters only grow, so every entry of b is in a); and into += more.
+CommCounters counters_minus(CommCounters a, const CommCounters& b);
+void counters_add(CommCounters& into, const CommCounters& more);
+
+}  // namespace mtrain::trainer
