@@ -1,6 +1,6 @@
 #pragma once
 // The arithmetic of the benchmarks: sizes as people write them, summary statistics, and the
-// nccl-tests bandwidths (ARCHITECTURE section 6):
+// nccl-tests bandwidths (docs/architecture.md §6):
 //   algbw = bytes / time
 //   busbw = algbw · 2(N−1)/N   all-reduce
 //         = algbw · (N−1)/N    all-gather, reduce-scatter (bytes: the full world-sized buffer)

@@ -118,7 +118,7 @@ std::vector<std::string> rank_argv(const PlanOptions& o, int local_rank) {
   return argv;
 }
 
-// Every rank of one node: the torchrun environment of ARCHITECTURE.md §3.
+// Every rank of one node: the torchrun environment of docs/architecture.md §3.
 struct NodeLayout {
   std::string host;
   int node_rank = 0, nnodes = 1, first_rank = 0, world_size = 0;

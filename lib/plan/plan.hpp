@@ -1,5 +1,5 @@
 #pragma once
-// The launch plan: who runs where, with which argv and environment (ARCHITECTURE.md §3–4).
+// The launch plan: who runs where, with which argv and environment (docs/architecture.md §3–4).
 // build_plan is a pure function of the options and the facts about the host, so every rank and
 // environment assignment is unit-tested without starting anything.
 #include <map>

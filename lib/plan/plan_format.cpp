@@ -1,4 +1,4 @@
-// The plan as JSON (the contract of ARCHITECTURE.md §4) and as text for people.
+// The plan as JSON (the contract of docs/architecture.md §4) and as text for people.
 #include <fmt/format.h>
 
 #include "mtrain/core/strings.hpp"

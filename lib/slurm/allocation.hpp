@@ -1,6 +1,6 @@
 #pragma once
 // Inside a Slurm allocation: what this process is (job, node, task) read from Slurm's environment,
-// and the torchrun-compatible rank environment derived from it (ARCHITECTURE section 3).
+// and the torchrun-compatible rank environment derived from it (docs/architecture.md §3).
 //
 // Pure functions over an environment map, so every node/task layout is testable without Slurm.
 #include <map>

@@ -2,7 +2,7 @@
 // The communicator: the collectives a strategy needs over one c10d backend (Gloo on CPU, NCCL
 // in CUDA builds), each asynchronous with a timeout, and byte counters per collective.
 //
-// Counting (ARCHITECTURE section 5): payload = bytes of the tensor handed to the collective;
+// Counting (docs/architecture.md §5): payload = bytes of the tensor handed to the collective;
 // wire = what each rank sends with a ring algorithm: payload·2(N−1)/N for all-reduce,
 // payload·(N−1)/N for all-gather / reduce-scatter / all-to-all (payload being the full,
 // world-sized buffer), payload·(N−1)/N for broadcast (pipelined ring, averaged over ranks).

@@ -1,5 +1,5 @@
 #pragma once
-// The memory ledger: model-state bytes per rank that ARCHITECTURE.md section 6 predicts for a
+// The memory ledger: model-state bytes per rank that docs/architecture.md §6 predicts for a
 // strategy, beside what the strategy reports (Strategy::memory()), for the table rank 0 prints
 // at start and the keys summary.json carries.
 //

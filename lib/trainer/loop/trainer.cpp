@@ -324,7 +324,7 @@ class Loop {
                              job_.strat.local_world_size);
   }
 
-  // Rank 0 prints measured model-state bytes (fullest rank) beside ARCHITECTURE section 6.
+  // Rank 0 prints measured model-state bytes (fullest rank) beside docs/architecture.md §6.
   void print_ledger() {
     const MemoryLedger m = strategy_->memory();
     const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),

@@ -1,7 +1,7 @@
 #pragma once
 // Mixed-precision policy (train.precision), as torch FSDP's MixedPrecision names it:
 //   param  — dtype the model computes with (the gathered / replicated parameters);
-//   reduce — dtype gradients are reduced and kept in (the same as param: ARCHITECTURE §6
+//   reduce — dtype gradients are reduced and kept in (the same as param: docs/architecture.md §6
 //            counts 2-byte gradients for bf16);
 //   buffer — module buffers (BatchNorm statistics) stay fp32.
 // The optimiser always updates an fp32 master copy of this rank's shard; fp16 adds dynamic loss

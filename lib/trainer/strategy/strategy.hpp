@@ -29,7 +29,7 @@ namespace mtrain::trainer {
 
 class Communicator;
 
-// Model-state bytes resident on this rank between steps (ARCHITECTURE section 5/6), and the
+// Model-state bytes resident on this rank between steps (docs/architecture.md §5/6), and the
 // high-water marks of what the strategy held transiently during steps so far.
 struct MemoryLedger {
   int64_t params = 0;

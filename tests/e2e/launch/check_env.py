@@ -1,4 +1,4 @@
-# A torchrun-style worker: checks every variable of the rank environment (ARCHITECTURE.md §3),
+# A torchrun-style worker: checks every variable of the rank environment (docs/architecture.md §3),
 # joins the group through env:// with gloo, and all-reduces its rank.
 import os
 import sys

@@ -6,7 +6,7 @@
 using namespace mtrain::bench;
 using Catch::Matchers::Contains;
 
-TEST_CASE("bus bandwidth factors are nccl-tests' (ARCHITECTURE section 6)", "[bench][busbw]") {
+TEST_CASE("bus bandwidth factors are nccl-tests' (docs/architecture.md §6)", "[bench][busbw]") {
   CHECK(bus_factor("all_reduce", 1) == 0.0);
   CHECK(bus_factor("all_reduce", 2) == 1.0);
   CHECK(bus_factor("all_reduce", 4) == 1.5);

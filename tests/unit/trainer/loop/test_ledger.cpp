@@ -1,4 +1,4 @@
-// The memory ledger: ARCHITECTURE section 6 per strategy and precision, the printed table, and
+// The memory ledger: docs/architecture.md §6 per strategy and precision, the printed table, and
 // summary.json's measured-vs-formula keys.
 #include <catch2/catch.hpp>
 
@@ -21,7 +21,7 @@ void check(const std::string& strategy, const std::string& sharding, const std::
 }
 }  // namespace
 
-TEST_CASE("expected model-state bytes follow ARCHITECTURE section 6", "[ledger]") {
+TEST_CASE("expected model-state bytes follow docs/architecture.md §6", "[ledger]") {
   // Ψ = 1000, N = 4.
   check("ddp", "", "fp32", 4000, 4000, 8000, "16Ψ");
   check("zero1", "", "fp32", 4000, 4000, 2000, "8Ψ + 8Ψ/N");

@@ -1,5 +1,5 @@
 // Every strategy at world 2, 3, 4 trains to the weights of world 1; bytes on the wire and the
-// memory ledger follow ARCHITECTURE section 6; FSDP's transient memory (gathered units,
+// memory ledger follow docs/architecture.md §6; FSDP's transient memory (gathered units,
 // unsharded gradients) stays within what its units and prefetch allow.
 #include <catch2/catch.hpp>
 
@@ -157,7 +157,7 @@ TEST_CASE("HYBRID_SHARD: 3Ψ(S−1)/S within a node plus 2(Ψ/S)(R−1)/R across
   });
 }
 
-TEST_CASE("memory(): model-state bytes per rank within 5% of ARCHITECTURE §6", "[trainer][strategy]") {
+TEST_CASE("memory(): model-state bytes per rank within 5% of docs/architecture.md §6", "[trainer][strategy]") {
   at::set_num_threads(1);
   const ModelSpec spec = tiny_gpt(33, 3);  // ~27k parameters: padding is far below 5%
   for (int world : {2, 4}) {

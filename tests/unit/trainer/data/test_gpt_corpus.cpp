@@ -2,7 +2,7 @@
 // block 64) on the embedded corpus, AdamW lr 1e-3 with the default cosine schedule, 200 steps of
 // 2 ranks × 16 samples — the two ranks' micro-batches of each step (from the sampler) are
 // concatenated, which is the gradient DDP averages. Hidden ("[.]"): about a minute of CPU; run
-// with `test_trainer_model "[gpt-corpus]"`.
+// with `test_trainer_data "[gpt-corpus]"`.
 #include "mtrain/trainer/data/dataset.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/model/model.hpp"
