@@ -1,11 +1,8 @@
 #include "mtrain/launch/multinode.hpp"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -13,15 +10,12 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
-#include "mtrain/launch/net_address.hpp"
 #include "mtrain/launch/preflight.hpp"
 #include "mtrain/launch/ssh_runner.hpp"
 #include "mtrain/remote/ssh_command.hpp"
 #include "mtrain/rendezvous/server.hpp"
 #include "mtrain/rendezvous/token.hpp"
-#include "mtrain/topology/filter.hpp"
 #include "mtrain/topology/gpu_list.hpp"
-#include "mtrain/topology/hostfile.hpp"
 #include "mtrain/topology/placement.hpp"
 
 namespace fs = std::filesystem;
@@ -33,15 +27,6 @@ namespace {
 using rendezvous::Duration;
 
 Duration seconds(double s) { return Duration(static_cast<long long>(s * 1000)); }
-
-// Does an --include/--exclude text name a host other than localhost?
-bool names_other_host(const std::string& filter) {
-  for (const auto& term : str::split(filter, '@')) {
-    std::string host = term.substr(0, term.find(':'));
-    if (!host.empty() && host != "localhost") return true;
-  }
-  return false;
-}
 
 bool default_slots(const std::vector<int>& slots) {
   for (size_t i = 0; i < slots.size(); ++i)
@@ -117,49 +102,10 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
 
 }  // namespace
 
-std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt) {
-  auto& m = opt.multi;
-  auto& p = opt.plan;
-  if (m.hostfile.empty()) {
-    if (opt.launcher == "ssh")
-      throw Error("--launcher ssh needs a --hostfile naming the hosts to start the job on",
-                  "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
-    if (m.num_nodes >= 0 || m.num_gpus >= 0)
-      throw Error("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
-                  "Give --hostfile FILE, or use --nproc-per-node on this machine.");
-    return std::nullopt;
-  }
-  struct stat st {};
-  // An explicit ssh launcher never falls back to this machine: the job would silently run
-  // somewhere other than asked.
-  if (opt.launcher == "ssh" && ::stat(m.hostfile.c_str(), &st) != 0)
-    throw Error(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(errno)),
-                "Check the path, or drop --launcher ssh to run on this machine.");
-  if (::stat(m.hostfile.c_str(), &st) != 0 && errno == ENOENT && !names_other_host(p.include) &&
-      !names_other_host(p.exclude) && m.num_nodes <= 1) {
-    std::fprintf(stderr, "mtrain: hostfile %s not found; running on this machine only (localhost)\n",
-                 m.hostfile.c_str());
-    return std::nullopt;
-  }
-  topology::Inventory inv = topology::load_hostfile(m.hostfile);
-  topology::HostSelection sel;
-  sel.include = p.include;
-  sel.exclude = p.exclude;
-  sel.num_nodes = m.num_nodes;
-  sel.num_gpus = m.num_gpus;
-  p.include.clear();  // they select hosts and slots now, not GPUs of this machine
-  p.exclude.clear();
-  return topology::select_hosts(inv, sel);
-}
-
 std::vector<plan::ClusterNode> cluster_nodes(const topology::Inventory& hosts) {
   std::vector<plan::ClusterNode> out;
   for (const auto& h : hosts) out.push_back({h.host, h.slots});
   return out;
-}
-
-bool is_this_machine(const topology::Inventory& hosts) {
-  return hosts.size() == 1 && hosts[0].user.empty() && names_this_machine(hosts[0].host);
 }
 
 void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts, int node_rank) {
@@ -179,27 +125,9 @@ void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts,
 }
 
 int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
-                   const EnvMap& env) {
+                   rendezvous::Endpoint ep, const EnvMap& env) {
   auto& p = opt.plan;
   auto& m = opt.multi;
-  rendezvous::Endpoint ep;
-  if (!m.rdzv_endpoint.empty()) {
-    ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
-  } else {
-    // The launcher's address on the way to the first host: the agents can reach it there.
-    ep.host = route_source_address(hosts.front().host, 22);
-    // A plan is printed offline too (hosts not resolvable from here, no network): the endpoint
-    // is then this machine by name; a real launch needs the address and stops here without it.
-    if (ep.host.empty() && opt.dry_run) {
-      ep.host = facts.hostname;
-      std::fprintf(stderr, "mtrain: note: '%s' does not resolve or route from here; the plan shows the rendezvous "
-                   "endpoint as this machine's name\n", hosts.front().host.c_str());
-    }
-    if (ep.host.empty())
-      throw Error(fmt::format("cannot find this machine's address towards '{}' for the rendezvous store",
-                              hosts.front().host),
-                  "Give --rdzv-endpoint ADDRESS:PORT with an address of this machine the hosts can reach.");
-  }
   p.rdzv_backend = "mtrain";
   p.rdzv_endpoint = ep.str();
   const int nnodes = static_cast<int>(hosts.size());

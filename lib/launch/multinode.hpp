@@ -12,22 +12,15 @@
 
 namespace mtrain::launch {
 
-// The hosts --hostfile and --include/--exclude or --num-nodes/--num-gpus select; nullopt without
-// a hostfile, or when the hostfile is missing and no filter names another host (then a line on
-// stderr says the job runs on this machine only). Moves --include/--exclude off the GPU selection.
-std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt);
-
 std::vector<plan::ClusterNode> cluster_nodes(const topology::Inventory& hosts);
-
-// One host that is this machine: run its slots here (no ssh).
-bool is_this_machine(const topology::Inventory& hosts);
 
 // Node K of a hostfile's world started by hand (static, uneven nodes allowed).
 void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts, int node_rank);
 
-// The ssh launch (and its --dry-run): the plan, the store, an agent per host.
+// The ssh launch (and its --dry-run): the plan, the store at `ep` (decide_launch chose it), an
+// agent per host.
 int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
-                   const EnvMap& env);
+                   rendezvous::Endpoint ep, const EnvMap& env);
 
 // A node agent's options from the flags (dynamic rendezvous, or started by the ssh launcher).
 AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topology::Inventory>& hosts,

@@ -1,0 +1,326 @@
+#include "mtrain/launch/launch_decision.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/export.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/launch/job_id.hpp"
+#include "mtrain/launch/multinode.hpp"
+#include "mtrain/slurm/allocation.hpp"
+#include "mtrain/topology/filter.hpp"
+
+namespace fs = std::filesystem;
+
+namespace mtrain::launch {
+
+const char* mode_name(LaunchMode mode) {
+  switch (mode) {
+    case LaunchMode::slurm_task: return "slurm task";
+    case LaunchMode::ssh_launcher: return "ssh launcher";
+    case LaunchMode::local: return "local";
+    case LaunchMode::static_node: return "static node";
+    case LaunchMode::slurm_node: return "slurm node";
+    case LaunchMode::dynamic_node: return "dynamic node";
+    case LaunchMode::ssh_agent: return "ssh agent";
+  }
+  return "?";
+}
+
+namespace {
+
+bool auto_port(const std::string& text) { return text == "0" || text == "auto"; }
+
+int resolve_port(const std::string& text, const std::string& addr, LaunchProbes& probes) {
+  if (auto_port(text)) return probes.free_port(addr);
+  auto v = str::parse_uint(text);
+  if (!v || *v < 1 || *v > 65535)
+    throw Error(fmt::format("--master-port '{}' is not a TCP port", text), "Give 1-65535, or 0/auto for a free port.");
+  return static_cast<int>(*v);
+}
+
+// One agent per node inside a Slurm step: every node's agent derives the same world from Slurm's
+// environment, so no node mistakes itself for the master and the port is the job's own.
+// Returns whether Slurm gave this node its place.
+bool apply_slurm(LaunchOptions& opt, const EnvMap& env, std::string& job_id_source) {
+  if (opt.launcher == "local") return false;
+  auto a = slurm::allocation_from_env(env);
+  bool agent_step = a && a->in_step && a->ntasks_per_node == 1;
+  if (opt.launcher == "slurm" && !agent_step)
+    throw Error("--launcher slurm needs to run inside an srun step with one task per node",
+                "Start it as `srun --ntasks-per-node=1 mtrain launch …` inside an allocation, or use "
+                "`mtrain slurm submit`.");
+  if (!agent_step) return false;
+  auto& p = opt.plan;
+  p.nnodes = static_cast<int>(a->nodes.size());
+  p.node_rank = a->node_id;
+  if (p.master_addr.empty()) p.master_addr = a->master_addr;
+  if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
+  if (p.job_id.empty()) {
+    // Per step: two steps of one allocation are two jobs (their own run folders, job files).
+    // Every node of a step sees the same SLURM_STEP_ID.
+    p.job_id = "slurm-" + a->job_id;
+    auto step = env.find("SLURM_STEP_ID");
+    if (step != env.end() && !step->second.empty()) p.job_id += "." + step->second;
+    job_id_source = "the Slurm default slurm-$SLURM_JOB_ID.$SLURM_STEP_ID";
+  }
+  return true;
+}
+
+// Does an --include/--exclude text name a host other than localhost?
+bool names_other_host(const std::string& filter) {
+  for (const auto& term : str::split(filter, '@')) {
+    std::string host = term.substr(0, term.find(':'));
+    if (!host.empty() && host != "localhost") return true;
+  }
+  return false;
+}
+
+// The hosts --hostfile and --include/--exclude or --num-nodes/--num-gpus select; nullopt without
+// a hostfile, or when the hostfile is missing and no filter names another host (then a note says
+// the job runs on this machine only). Moves --include/--exclude off the GPU selection.
+std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt, LaunchProbes& probes) {
+  auto& m = opt.multi;
+  auto& p = opt.plan;
+  if (m.hostfile.empty()) {
+    if (opt.launcher == "ssh")
+      throw Error("--launcher ssh needs a --hostfile naming the hosts to start the job on",
+                  "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
+    if (m.num_nodes >= 0 || m.num_gpus >= 0)
+      throw Error("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
+                  "Give --hostfile FILE, or use --nproc-per-node on this machine.");
+    return std::nullopt;
+  }
+  const int err = probes.stat_error(m.hostfile);
+  // An explicit ssh launcher never falls back to this machine: the job would silently run
+  // somewhere other than asked.
+  if (opt.launcher == "ssh" && err != 0)
+    throw Error(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(err)),
+                "Check the path, or drop --launcher ssh to run on this machine.");
+  if (err == ENOENT && !names_other_host(p.include) && !names_other_host(p.exclude) && m.num_nodes <= 1) {
+    probes.note(fmt::format("mtrain: hostfile {} not found; running on this machine only (localhost)", m.hostfile));
+    return std::nullopt;
+  }
+  topology::Inventory inv = probes.load_hostfile(m.hostfile);
+  topology::HostSelection sel;
+  sel.include = p.include;
+  sel.exclude = p.exclude;
+  sel.num_nodes = m.num_nodes;
+  sel.num_gpus = m.num_gpus;
+  p.include.clear();  // they select hosts and slots now, not GPUs of this machine
+  p.exclude.clear();
+  return topology::select_hosts(inv, sel);
+}
+
+// One host that is this machine: run its slots here (no ssh).
+bool is_this_machine(const topology::Inventory& hosts, LaunchProbes& probes) {
+  return hosts.size() == 1 && hosts[0].user.empty() && probes.names_this_machine(hosts[0].host);
+}
+
+// The store the ssh launcher holds: --rdzv-endpoint, else this machine's address on the way to
+// the first host (the agents can reach it there).
+rendezvous::Endpoint ssh_store_endpoint(const LaunchOptions& opt, const topology::Inventory& hosts,
+                                        const plan::HostFacts& facts, LaunchProbes& probes) {
+  if (!opt.multi.rdzv_endpoint.empty()) return rendezvous::parse_endpoint(opt.multi.rdzv_endpoint);
+  rendezvous::Endpoint ep;
+  ep.host = probes.route_source_address(hosts.front().host, 22);
+  // A plan is printed offline too (hosts not resolvable from here, no network): the endpoint is
+  // then this machine by name; a real launch needs the address and stops here without it.
+  if (ep.host.empty() && opt.dry_run) {
+    ep.host = facts.hostname;
+    probes.note(fmt::format("mtrain: note: '{}' does not resolve or route from here; the plan shows the rendezvous "
+                            "endpoint as this machine's name",
+                            hosts.front().host));
+  }
+  if (ep.host.empty())
+    throw Error(fmt::format("cannot find this machine's address towards '{}' for the rendezvous store",
+                            hosts.front().host),
+                "Give --rdzv-endpoint ADDRESS:PORT with an address of this machine the hosts can reach.");
+  return ep;
+}
+
+// The interpreter of PROGRAM.py and -m, as an absolute path so that --dry-run shows which one.
+void resolve_python(plan::PlanOptions& p, const EnvMap& env, LaunchProbes& probes) {
+  if (!plan::runs_with_python(p)) return;
+  try {
+    p.python = probes.resolve_program(p.python, env);
+  } catch (const Error& e) {
+    throw Error(fmt::format("{} runs with Python, but {}", p.program.front(), e.message()),
+                "Give the interpreter with --python PATH (or MTRAIN_PYTHON), or --no-python to execute the "
+                "program itself.");
+  }
+}
+
+LaunchMode final_mode(const LaunchOptions& opt, bool agent, bool from_slurm) {
+  if (agent) return opt.multi.ssh_agent ? LaunchMode::ssh_agent : LaunchMode::dynamic_node;
+  if (from_slurm) return LaunchMode::slurm_node;
+  if (opt.plan.nnodes > 1 || opt.multi.node_rank_given) return LaunchMode::static_node;
+  return LaunchMode::local;
+}
+
+}  // namespace
+
+LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environment, LaunchProbes& probes) {
+  const EnvMap& env = environment.vars;
+  LaunchDecision d;
+  if (opt.launcher == "slurm-task") {
+    d.mode = LaunchMode::slurm_task;
+    d.slurm_task.role_name = opt.plan.role;
+    d.slurm_task.max_restarts = opt.plan.max_restarts;
+    d.slurm_task.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
+    if (opt.plan.program.empty())
+      throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
+    d.options = std::move(opt);
+    return d;
+  }
+  auto& m = opt.multi;
+  auto& p = opt.plan;
+  if (m.rdzv_backend == "c10d") m.rdzv_backend = "mtrain";
+  if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
+    throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
+  const bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
+  bool from_slurm = false;
+  d.job_id_source = "--job-id / MTRAIN_JOB_ID";
+  if (!agent) {
+    from_slurm = apply_slurm(opt, env, d.job_id_source);
+    if (!m.nnodes.empty()) {
+      auto n = rendezvous::parse_nnodes(m.nnodes);
+      if (n.elastic())
+        throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous", m.nnodes),
+                    "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or give a fixed --nnodes N.");
+      p.nnodes = n.max;
+    }
+  }
+  d.facts = probes.host(env);
+  const plan::HostFacts& facts = d.facts;
+  if (p.job_id.empty() && agent && !p.rdzv_id.empty()) {
+    p.job_id = p.rdzv_id;  // the same on every node
+    d.job_id_source = "--rdzv-id";
+  }
+  if (p.job_id.empty()) p.job_id = probes.new_job_id();
+  check_job_id(p.job_id, d.job_id_source);  // it names folders: a name, never a path
+
+  auto& hosts = d.hosts;
+  if (!m.ssh_agent) hosts = selected_hosts(opt, probes);
+  if (hosts && !agent) {
+    if (m.node_rank_given) {
+      apply_hostfile_node(p, *hosts, p.node_rank);  // static node K of the hostfile's world
+    } else if (opt.launcher == "ssh" || !is_this_machine(*hosts, probes)) {
+      if (opt.launcher != "auto" && opt.launcher != "ssh")
+        throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
+                                hosts->size() == 1 ? "a host" : "hosts", opt.launcher),
+                    "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
+      if (auto_port(opt.master_port))
+        throw Error("--master-port auto picks a free port on this machine only, not on the first host",
+                    "Give a port number free on the first host (default 29500).");
+      p.master_port = resolve_port(opt.master_port, "127.0.0.1", probes);
+      d.mode = LaunchMode::ssh_launcher;
+      d.rdzv_endpoint = ssh_store_endpoint(opt, *hosts, facts, probes);
+      d.options = std::move(opt);
+      return d;
+    } else {
+      apply_hostfile_node(p, *hosts, 0);  // one host, this machine: its slots, no ssh
+      p.master_addr.clear();
+      p.node_name.clear();
+    }
+  }
+  if (agent && hosts && !m.node_name.empty()) {
+    // A node started by hand with the job's hostfile takes its slots from its line.
+    if (const auto* h = topology::find_host(*hosts, m.node_name)) {
+      if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h->slots.size());
+    } else {
+      throw Error(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
+                  "Use one of the hostfile's host names, or leave --hostfile out.");
+    }
+  }
+  d.mode = final_mode(opt, agent, from_slurm);
+
+  std::string master_addr_given = p.master_addr;
+  if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
+  p.master_port = resolve_port(opt.master_port, p.master_addr, probes);
+
+  // Where per-attempt files live: the log dir if given, else a private temp dir for this job.
+  // Nodes of one job may share a file system: each node agent has its own subfolder.
+  std::string sub = agent ? "/" + (m.node_name.empty() ? facts.hostname : m.node_name) : "";
+  if (!opt.output.log_dir.empty()) {
+    d.run_dir = (fs::path(opt.output.log_dir) / p.job_id).string() + sub;
+    opt.output.log_dir = d.run_dir;
+  } else {
+    // Private to this launcher: a job id is not unique on a machine (every fresh Slurm cluster
+    // numbers its jobs from 1, and --job-id is the user's), and a launcher that ends removes its
+    // run folder, which must never be another job's.
+    auto tmp = env.find("TMPDIR");
+    fs::path base = tmp != env.end() && !tmp->second.empty() ? fs::path(tmp->second) : fs::path("/tmp");
+    if (base.is_relative()) base = fs::path(environment.cwd) / base;
+    const std::string unique = p.job_id + "." + probes.random_token().substr(0, 16);
+    d.run_dir = (base / unique).string() + sub;
+    d.temp_run_dir = true;
+  }
+  const std::string& run_dir = d.run_dir;
+  p.error_file_dir = run_dir;
+  // Watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp). A heartbeat
+  // file the user exported for a watchdog of their own is left alone unless the flag is given.
+  p.heartbeat_file = opt.heartbeat_timeout_s > 0 || !env.count("MTRAIN_HEARTBEAT_FILE");
+  resolve_python(p, env, probes);
+  d.job_file = (fs::path(run_dir) / "job.json").string();
+  d.ds_file = (fs::path(run_dir) / "ds_config.json").string();
+  if (!p.program.empty() && !opt.job_spec_json.empty()) {
+    p.extra_env["MTRAIN_JOB_FILE"] = d.job_file;
+    if (opt.pass_config == "deepspeed") p.extra_args = {"--deepspeed_config", d.ds_file};
+    if (opt.pass_config == "accelerate") {
+      config::json job = opt.job;
+      config::set(job, "launch.device", p.device);  // a flag's value is not in the job
+      for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
+    }
+  }
+
+  if (p.program.empty()) {
+    if (opt.worker_path.empty())
+      throw Error("no program after `--` and the bundled trainer (mtrain-worker) is not installed next to mtrain",
+                  "Give a program, e.g. `mtrain launch --nproc-per-node 2 -- python3 train.py`, or build "
+                  "mtrain with LibTorch.");
+    p.worker_argv = {opt.worker_path, "--job", d.job_file};
+  }
+
+  if (agent) {
+    d.agent = agent_options(opt, hosts, env);
+    p.master_addr = master_addr_given;  // else node 0's address, from the agreement
+    p.rdzv_backend = "mtrain";
+    p.rdzv_endpoint = d.agent->endpoint.str();
+  }
+  if (hosts && opt.dry_run && !agent) {
+    // The hostfile's whole job, as the ssh launcher would start it.
+    d.plan = plan::build_cluster_plan(p, cluster_nodes(*hosts), facts);
+    if (m.node_rank_given) d.plan = plan::build_plan(p, facts);  // this node's part of it
+    d.options = std::move(opt);
+    return d;
+  }
+
+  plan::PlanOptions preview = p;
+  if (agent) {
+    if (preview.master_addr.empty()) preview.master_addr = "127.0.0.1";
+    preview.nnodes = 1;
+    preview.node_rank = 0;
+  }
+  d.plan = plan::build_plan(preview, facts);
+  if (opt.dry_run) {
+    d.options = std::move(opt);
+    return d;
+  }
+
+  // Input checks that touch the system, before anything starts.
+  if (p.program.empty()) probes.check_job(opt.job_spec_json, agent ? 0 : d.plan.world_size);
+  d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
+  if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
+    throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
+                "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
+  if (!agent && d.plan.nodes.at(0).node_rank == 0) probes.check_port_free(d.plan.master_addr, d.plan.master_port);
+  d.options = std::move(opt);
+  return d;
+}
+
+}  // namespace mtrain::launch
