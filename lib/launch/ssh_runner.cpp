@@ -3,19 +3,18 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/launch/child_group.hpp"
 #include "mtrain/launch/exit_status.hpp"
 
 namespace asio = boost::asio;
@@ -26,39 +25,26 @@ namespace {
 
 constexpr size_t kTailLines = 20;
 
+// What the ssh runner knows of an ssh process besides the process (child_group.hpp).
 struct Proc {
   std::string label;            // "worker-1" or "stop worker-1"
   int node_rank = -1;           // -1: a stop command
-  pid_t pid = -1;
-  int stdin_fd = -1;
-  std::optional<ExitStatus> exit;
+  Child* child = nullptr;
   std::optional<int> pgid;      // announced by the agent
-  std::array<std::unique_ptr<asio::posix::stream_descriptor>, 2> pipes;
-  std::array<std::array<char, 8192>, 2> buf{};
   std::string partial[2];
-  int open_pipes = 0;
   std::deque<std::string> err_tail;
 };
 
 class SshJob {
  public:
   SshJob(const SshRunOptions& opt, ProcessRunner& runner)
-      : opt_(opt), runner_(runner), signals_(io_, SIGCHLD, SIGINT, SIGTERM), grace_(io_), poll_(io_), drain_(io_) {
+      : opt_(opt), signals_(io_, SIGCHLD, SIGINT, SIGTERM), poll_(io_), group_(io_, signals_, runner, handlers()) {
     signals_.add(SIGHUP);
   }
 
   ~SshJob() {
-    for (auto& p : procs_) {
-      for (auto& d : p->pipes)
-        if (d && d->is_open()) d->close();
-      if (p->stdin_fd >= 0) ::close(p->stdin_fd);
-    }
-    grace_.cancel();
     poll_.cancel();
-    drain_.cancel();
-    signals_.cancel();
-    io_.restart();
-    io_.poll();
+    group_.close();
   }
 
   int run() {
@@ -72,16 +58,41 @@ class SshJob {
       first_failed_ = procs_.front().get();
       begin_stop();
     }
-    wait_signal();
-    reap();
     watch_store();
-    io_.restart();
-    while (!done() && io_.run_one()) {
-    }
+    group_.run();
     return finish();
   }
 
  private:
+  ChildGroupHandlers handlers() {
+    ChildGroupHandlers h;
+    h.output = [this](Child& c, Stream stream, const char* data, size_t n) {
+      Proc& p = *procs_[c.index];
+      const int i = stream == Stream::Out ? 0 : 1;
+      p.partial[i].append(data, n);
+      size_t nl;
+      while ((nl = p.partial[i].find('\n')) != std::string::npos) {
+        line(p, i, p.partial[i].substr(0, nl));
+        p.partial[i].erase(0, nl + 1);
+      }
+    };
+    h.stream_closed = [this](Child& c, Stream stream) {
+      Proc& p = *procs_[c.index];
+      const int i = stream == Stream::Out ? 0 : 1;
+      if (!p.partial[i].empty()) line(p, i, p.partial[i]);
+      p.partial[i].clear();
+    };
+    h.exited = [this](Child& c) { exited(*procs_[c.index]); };
+    h.signal = [this](int sig) {
+      if (!stop_signal_) stop_signal_ = sig;
+      std::fprintf(opt_.err, "mtrain: %s: stopping the agent on every node\n", signal_name(sig).c_str());
+      if (opt_.abort_job) opt_.abort_job(fmt::format("the launcher was stopped by {}", signal_name(sig)));
+      begin_stop();
+    };
+    h.all_exited = [this] { poll_.cancel(); };
+    return h;
+  }
+
   void start_agent(size_t k) {
     const SshNode& n = opt_.nodes[k];
     remote::RemoteCommand cmd;
@@ -104,7 +115,7 @@ class SshJob {
     req.stdin_pipe = true;
     auto& p = spawn(req, n.host, static_cast<int>(k));
     std::string pre = remote::stdin_preamble(cmd, secrets);
-    if (p.stdin_fd >= 0 && ::write(p.stdin_fd, pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
+    if (p.child->stdin_fd >= 0 && ::write(p.child->stdin_fd, pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
       std::fprintf(opt_.err, "mtrain: could not hand the job token to %s's agent\n", n.host.c_str());
   }
 
@@ -119,41 +130,13 @@ class SshJob {
   }
 
   Proc& spawn(const SpawnRequest& req, const std::string& label, int node_rank) {
+    Child& c = group_.spawn(req);
     auto p = std::make_unique<Proc>();
     p->label = label;
     p->node_rank = node_rank;
-    Spawned s = runner_.spawn(req);
-    p->pid = s.pid;
-    p->stdin_fd = s.stdin_fd;
-    int fds[2] = {s.stdout_fd, s.stderr_fd};
-    for (int i = 0; i < 2; ++i) {
-      if (fds[i] < 0) continue;
-      p->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]);
-      ++p->open_pipes;
-    }
+    p->child = &c;
     procs_.push_back(std::move(p));
-    Proc& ref = *procs_.back();
-    for (int i = 0; i < 2; ++i)
-      if (ref.pipes[i]) read_pipe(ref, i);
-    return ref;
-  }
-
-  void read_pipe(Proc& p, int i) {
-    p.pipes[i]->async_read_some(asio::buffer(p.buf[i]), [this, &p, i](boost::system::error_code ec, size_t n) {
-      if (n > 0) {
-        p.partial[i].append(p.buf[i].data(), n);
-        size_t nl;
-        while ((nl = p.partial[i].find('\n')) != std::string::npos) {
-          line(p, i, p.partial[i].substr(0, nl));
-          p.partial[i].erase(0, nl + 1);
-        }
-      }
-      if (!ec) return read_pipe(p, i);
-      if (!p.partial[i].empty()) line(p, i, p.partial[i]);
-      p.partial[i].clear();
-      p.pipes[i]->close();
-      --p.open_pipes;
-    });
+    return *procs_.back();
   }
 
   void line(Proc& p, int stream, const std::string& text) {
@@ -178,54 +161,17 @@ class SshJob {
     std::fflush(f);
   }
 
-  void wait_signal() {
-    signals_.async_wait([this](boost::system::error_code ec, int sig) {
-      if (ec) return;
-      if (sig == SIGCHLD) {
-        reap();
-      } else {
-        if (!stop_signal_) stop_signal_ = sig;
-        std::fprintf(opt_.err, "mtrain: %s: stopping the agent on every node\n", signal_name(sig).c_str());
-        if (opt_.abort_job) opt_.abort_job(fmt::format("the launcher was stopped by {}", signal_name(sig)));
-        begin_stop();
-      }
-      if (!done()) wait_signal();
-    });
-  }
-
-  void reap() {
-    std::vector<pid_t> live;
-    for (auto& p : procs_)
-      if (!p->exit) live.push_back(p->pid);
-    for (const auto& rp : runner_.reap(live)) {
-      // By index: stopping the job below starts more processes (procs_ grows).
-      for (size_t i = 0; i < procs_.size(); ++i) {
-        Proc* p = procs_[i].get();
-        if (p->pid != rp.pid) continue;
-        p->exit = from_wait_status(rp.status);
-        if (p->stdin_fd >= 0) {
-          ::close(p->stdin_fd);
-          p->stdin_fd = -1;
-        }
-        if (p->node_rank < 0 || p->exit->ok() || stopping_) continue;
-        if (!first_failed_) first_failed_ = p;
-        std::string why = p->exit->code == 255 && !p->exit->signaled
-                              ? fmt::format("ssh to {} failed or the connection was lost (ssh exit 255)", p->label)
-                              : fmt::format("the agent on {} (node rank {}) ended with {}", p->label, p->node_rank,
-                                            p->exit->describe());
-        if (opt_.abort_job) opt_.abort_job(why);
-        if (reason_.empty()) reason_ = why;
-        begin_stop();
-      }
-    }
-    if (all_exited()) {
-      grace_.cancel();
-      poll_.cancel();
-      drain_.expires_after(std::chrono::milliseconds(1500));
-      drain_.async_wait([this](boost::system::error_code ec) {
-        if (!ec) drained_ = true;
-      });
-    }
+  void exited(Proc& p) {
+    const ExitStatus& exit = *p.child->exit;
+    if (p.node_rank < 0 || exit.ok() || group_.stop_asked()) return;
+    if (!first_failed_) first_failed_ = &p;
+    std::string why = exit.code == 255 && !exit.signaled
+                          ? fmt::format("ssh to {} failed or the connection was lost (ssh exit 255)", p.label)
+                          : fmt::format("the agent on {} (node rank {}) ended with {}", p.label, p.node_rank,
+                                        exit.describe());
+    if (opt_.abort_job) opt_.abort_job(why);
+    if (reason_.empty()) reason_ = why;
+    begin_stop();
   }
 
   void watch_store() {
@@ -234,7 +180,7 @@ class SshJob {
     poll_.async_wait([this](boost::system::error_code ec) {
       if (ec) return;
       auto s = opt_.job_status();
-      if (s.phase == rendezvous::Phase::failed && !stopping_) {
+      if (s.phase == rendezvous::Phase::failed && !group_.stop_asked()) {
         store_reason_ = s.reason;
         failed_nodes_ = s.failed_nodes;
         begin_stop();
@@ -242,7 +188,7 @@ class SshJob {
         store_reason_ = s.reason;
         failed_nodes_ = s.failed_nodes;
       }
-      if (!all_exited()) watch_store();
+      if (!group_.all_exited()) watch_store();
     });
   }
 
@@ -263,49 +209,26 @@ class SshJob {
     }
   }
 
+  // Once: EOF on every agent's stdin and a remote TERM to its process group now; KILL (remote,
+  // and the local ssh) after the grace period.
   void begin_stop() {
-    if (stopping_) return;
-    stopping_ = true;
     std::vector<Proc*> agents;
     for (auto& p : procs_)
       if (p->node_rank >= 0) agents.push_back(p.get());
-    for (Proc* p : agents) {
-      if (p->stdin_fd >= 0) {  // EOF: the agent tears its ranks down
-        ::close(p->stdin_fd);
-        p->stdin_fd = -1;
-      }
-      if (!p->exit) stop_agent(*p, "TERM");
-    }
-    grace_.expires_after(opt_.grace);
-    grace_.async_wait([this, agents](boost::system::error_code ec) {
-      if (ec) return;
+    const bool first = group_.stop(opt_.grace, [this, agents] {
       for (Proc* p : agents)
-        if (!p->exit) {
+        if (!p->child->exit) {
           stop_agent(*p, "KILL");
-          runner_.signal(p->pid, SIGKILL);  // the local ssh; the remote side sees the connection close
+          group_.signal(*p->child, SIGKILL);  // the local ssh; the remote side sees the connection close
         }
       // Stop commands that hang (an unreachable host) end after one more grace period.
-      grace_.expires_after(opt_.grace);
-      grace_.async_wait([this](boost::system::error_code ec2) {
-        if (ec2) return;
-        for (auto& p : procs_)
-          if (!p->exit) runner_.signal(p->pid, SIGKILL);
-      });
+      group_.after_grace(opt_.grace, [this] { group_.signal_all(SIGKILL); });
     });
-  }
-
-  bool all_exited() const {
-    for (const auto& p : procs_)
-      if (!p->exit) return false;
-    return true;
-  }
-
-  bool done() const {
-    if (!all_exited()) return false;
-    if (drained_) return true;
-    for (const auto& p : procs_)
-      if (p->open_pipes > 0) return false;
-    return true;
+    if (!first) return;
+    for (Proc* p : agents) {
+      group_.close_stdin(*p->child);  // EOF: the agent tears its ranks down
+      if (!p->child->exit) stop_agent(*p, "TERM");
+    }
   }
 
   Proc* agent_of(const std::string& host) {
@@ -318,7 +241,7 @@ class SshJob {
     bool failed = stop_signal_ || first_failed_ || !store_reason_.empty();
     if (!failed) {
       for (auto& p : procs_)
-        if (p->node_rank >= 0 && (!p->exit || !p->exit->ok())) failed = true;
+        if (p->node_rank >= 0 && (!p->child->exit || !p->child->exit->ok())) failed = true;
       if (!failed) return 0;
     }
     // The node to blame: the store's (it saw heartbeats stop or got the report), else the first
@@ -332,7 +255,7 @@ class SshJob {
     for (auto& p : procs_) {
       if (p->node_rank < 0) continue;
       out += fmt::format("  node {} (node rank {}): agent {}{}\n", p->label, p->node_rank,
-                         p->exit ? p->exit->describe() : std::string("still running"),
+                         p->child->exit ? p->child->exit->describe() : std::string("still running"),
                          p->pgid ? fmt::format(", process group {}", *p->pgid) : std::string());
     }
     if (root && !root->err_tail.empty()) {
@@ -343,25 +266,23 @@ class SshJob {
     std::fflush(opt_.err);
     if (stop_signal_) return 128 + stop_signal_;
     // A node lost (heartbeats stopped, ssh failed) is 1; a rank's failure keeps its code.
-    if (root && root->exit && !root->exit->ok() && !(root->exit->code == 255 && !root->exit->signaled)) {
+    if (root && root->child->exit && !root->child->exit->ok() && !(root->child->exit->code == 255 && !root->child->exit->signaled)) {
       bool lost = store_reason_.find("stopped sending heartbeats") != std::string::npos;
-      if (!lost) return root->exit->launcher_code();
+      if (!lost) return root->child->exit->launcher_code();
     }
     return kExitFailure;
   }
 
   const SshRunOptions& opt_;
-  ProcessRunner& runner_;
   asio::io_context io_;
   asio::signal_set signals_;
-  asio::steady_timer grace_, poll_, drain_;
+  asio::steady_timer poll_;
   std::vector<std::unique_ptr<Proc>> procs_;
   Proc* first_failed_ = nullptr;
   std::string reason_, store_reason_;
   std::vector<std::string> failed_nodes_;
   int stop_signal_ = 0;
-  bool stopping_ = false;
-  bool drained_ = false;
+  ChildGroup group_;  // last: its handlers use the members above
 };
 
 }  // namespace

@@ -6,7 +6,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <array>
 #include <functional>
 #include <filesystem>
 #include <fstream>
@@ -14,11 +13,11 @@
 #include <optional>
 
 #include <boost/asio/io_context.hpp>
-#include <boost/asio/posix/stream_descriptor.hpp>
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "mtrain/launch/child_group.hpp"
 #include "mtrain/launch/exit_status.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/progress_watch.hpp"
@@ -32,45 +31,31 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// What the supervisor knows of a rank besides its process (child_group.hpp).
 struct RankRun {
   const plan::Worker* worker = nullptr;
   std::string host;
-  pid_t pid = -1;
-  Clock::time_point started;
-  std::optional<ExitStatus> exit;
-  std::optional<Clock::time_point> ended;
-  std::chrono::system_clock::time_point ended_wall;  // to compare with error files' times
+  Child* child = nullptr;
   std::optional<Clock::time_point> stopped_since;  // seen stopped (SIGSTOP) since then
   bool stopped_by_us = false;  // signalled during teardown
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE of this attempt, if watched
   std::unique_ptr<RankOutput> output;
-  std::array<std::unique_ptr<asio::posix::stream_descriptor>, 2> pipes;
-  std::array<char, 8192> buf[2];
-  int open_pipes = 0;
 };
 
 class Attempt {
  public:
   Attempt(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt, int attempt,
           asio::io_context& io, asio::signal_set& signals)
-      : plan_(plan), runner_(runner), opt_(opt), attempt_(attempt), io_(io), signals_(signals), grace_(io),
-        drain_(io), progress_timer_(io), wind_down_(io), stopped_timer_(io) {}
+      : plan_(plan), opt_(opt), attempt_(attempt), io_(io), progress_timer_(io), stopped_timer_(io),
+        group_(io, signals, runner, handlers()) {}
 
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
   ~Attempt() {
-    for (auto& r : ranks_)
-      for (auto& p : r->pipes)
-        if (p && p->is_open()) p->close();
-    grace_.cancel();
-    drain_.cancel();
     progress_timer_.cancel();
     stopped_timer_.cancel();
     for (auto* w : opt_.watchers) w->finish();
-    wind_down_.cancel();
-    signals_.cancel();
-    io_.restart();
-    io_.poll();
+    group_.close();
   }
 
   // Runs the attempt to the end; returns the failure (empty on success).
@@ -78,17 +63,29 @@ class Attempt {
     oom_before_ = oom_kill_count();
     spawn_all();
     start_watchers();
-    wait_signal();
-    reap();  // a rank may have exited before the first SIGCHLD was waited for
-    io_.restart();
-    while (!done() && io_.run_one()) {
-    }
+    group_.run();
     stop_signal = stop_signal_;
     notice_signal = notice_signal_;
     return failure();
   }
 
  private:
+  ChildGroupHandlers handlers() {
+    ChildGroupHandlers h;
+    h.output = [this](Child& c, Stream stream, const char* data, size_t n) {
+      RankRun& r = *ranks_[c.index];
+      r.output->feed(stream, data, n);
+      if (progress_) progress_->output(r.worker->rank);
+    };
+    h.stream_closed = [this](Child& c, Stream) {
+      if (c.open_streams == 0) ranks_[c.index]->output->finish();
+    };
+    h.exited = [this](Child& c) { rank_exited(*ranks_[c.index]); };
+    h.signal = [this](int sig) { on_signal(sig); };
+    h.all_exited = [this] { progress_timer_.cancel(); };
+    return h;
+  }
+
   void spawn_all() {
     for (const auto& node : plan_.nodes) {
       for (const auto& w : node.workers) {
@@ -117,27 +114,15 @@ class Attempt {
             ::close(fd);
           }
         }
-        Spawned s;
         try {
-          s = runner_.spawn(req);
+          r->child = &group_.spawn(req);
         } catch (...) {
           kill_all(SIGKILL);
           throw;
         }
-        r->pid = s.pid;
-        r->started = Clock::now();
-        int fds[2] = {s.stdout_fd, s.stderr_fd};
-        for (int i = 0; i < 2; ++i) {
-          if (fds[i] < 0) continue;
-          r->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]);
-          ++r->open_pipes;
-        }
         ranks_.push_back(std::move(r));
       }
     }
-    for (auto& r : ranks_)
-      for (int i = 0; i < 2; ++i)
-        if (r->pipes[i]) read_pipe(*r, i);
   }
 
   static void prepare_error_file(const std::string& path) {
@@ -149,133 +134,69 @@ class Attempt {
     ::unlink(path.c_str());
   }
 
-  void read_pipe(RankRun& r, int i) {
-    r.pipes[i]->async_read_some(asio::buffer(r.buf[i]), [this, &r, i](boost::system::error_code ec, size_t n) {
-      if (n > 0) {
-        r.output->feed(i == 0 ? Stream::Out : Stream::Err, r.buf[i].data(), n);
-        if (progress_) progress_->output(r.worker->rank);
-      }
-      if (!ec) return read_pipe(r, i);
-      r.pipes[i]->close();
-      if (--r.open_pipes == 0) r.output->finish();
-    });
-  }
-
-  void wait_signal() {
-    signals_.async_wait([this](boost::system::error_code ec, int sig) {
-      if (ec) return;
-      if (sig == SIGCHLD) {
-        reap();
-      } else if (sig == SIGUSR1 || sig == SIGUSR2) {
-        // A notice (Slurm sends USR1 before the time limit or a preemption): the ranks wind down
-        // on their own — the bundled trainer saves a checkpoint — so from now on a rank that
-        // exits does not tear the others down at once; they get `notice_grace` to finish.
-        if (!notice_signal_) notice_signal_ = sig;
-        for (auto& r : ranks_)
-          if (!r->exit) runner_.signal(r->pid, sig);
-      } else {
-        // SIGINT/SIGTERM/SIGHUP: pass it on, stop for good, and escalate after the grace period.
-        if (!stop_signal_) stop_signal_ = sig;
-        begin_teardown(sig);
-      }
-      if (!done()) wait_signal();
-    });
-  }
-
-  void reap() {
-    std::vector<pid_t> live;
-    for (auto& r : ranks_)
-      if (!r->exit) live.push_back(r->pid);
-    for (const auto& rp : runner_.reap(live)) {
-      for (auto& r : ranks_) {
-        if (r->pid != rp.pid) continue;
-        r->exit = from_wait_status(rp.status);
-        r->ended = Clock::now();
-        r->ended_wall = std::chrono::system_clock::now();
-        if (progress_) progress_->finished(r->worker->rank);
-        if (r->exit->signaled && r->exit->code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_)
-          r->exit->oom = true;
-        if (!r->exit->ok() && !root_ && !stop_signal_ && !r->stopped_by_us && !external_) {
-          root_ = r.get();
-          for (auto* w : opt_.watchers)
-            w->rank_failed(fmt::format("rank {} (local rank {}, pid {}) on {}: {}", r->worker->rank,
-                                       r->worker->local_rank, r->pid, r->host, r->exit->describe()));
-          if (notice_signal_) {
-            wind_down();
-          } else {
-            begin_teardown(SIGTERM);
-          }
-        } else if (notice_signal_ && !stop_signal_) {
-          wind_down();
-        }
-      }
+  void on_signal(int sig) {
+    if (sig == SIGUSR1 || sig == SIGUSR2) {
+      // A notice (Slurm sends USR1 before the time limit or a preemption): the ranks wind down
+      // on their own — the bundled trainer saves a checkpoint — so from now on a rank that
+      // exits does not tear the others down at once; they get `notice_grace` to finish.
+      if (!notice_signal_) notice_signal_ = sig;
+      group_.signal_all(sig);
+    } else {
+      // SIGINT/SIGTERM/SIGHUP: pass it on, stop for good, and escalate after the grace period.
+      if (!stop_signal_) stop_signal_ = sig;
+      begin_teardown(sig);
     }
-    if (all_exited()) {
-      grace_.cancel();
-      progress_timer_.cancel();
-      wind_down_.cancel();
-      // Give the pipes a moment to deliver the last lines (a grandchild may hold them open).
-      drain_.expires_after(std::chrono::milliseconds(1500));
-      drain_.async_wait([this](boost::system::error_code ec) {
-        if (!ec) drained_ = true;
-      });
+  }
+
+  void rank_exited(RankRun& r) {
+    ExitStatus& exit = *r.child->exit;
+    if (progress_) progress_->finished(r.worker->rank);
+    if (exit.signaled && exit.code == SIGKILL && oom_before_ >= 0 && oom_kill_count() > oom_before_) exit.oom = true;
+    if (!exit.ok() && !root_ && !stop_signal_ && !r.stopped_by_us && !external_) {
+      root_ = &r;
+      for (auto* w : opt_.watchers)
+        w->rank_failed(fmt::format("rank {} (local rank {}, pid {}) on {}: {}", r.worker->rank, r.worker->local_rank,
+                                   r.child->pid, r.host, exit.describe()));
+      if (notice_signal_) {
+        wind_down();
+      } else {
+        begin_teardown(SIGTERM);
+      }
+    } else if (notice_signal_ && !stop_signal_) {
+      wind_down();
     }
   }
 
   // After a notice, the first rank to end starts the clock for the rest; whoever is still
   // running when it expires is torn down as usual (SIGTERM, then SIGKILL after the grace period).
   void wind_down() {
-    if (winding_down_ || tearing_down_) return;
-    winding_down_ = true;
-    wind_down_.expires_after(opt_.notice_grace);
-    wind_down_.async_wait([this](boost::system::error_code ec) {
-      if (!ec && !all_exited()) begin_teardown(SIGTERM);
+    group_.wind_down(opt_.notice_grace, [this] {
+      if (!group_.all_exited()) begin_teardown(SIGTERM);
     });
   }
 
   void begin_teardown(int sig) {
     for (auto& r : ranks_) {
-      if (r->exit) continue;
+      if (r->child->exit) continue;
       r->stopped_by_us = true;
-      runner_.signal(r->pid, sig);
+      group_.signal(*r->child, sig);
       // A stopped rank gets the signal only once it runs again.
-      if (runner_.stopped(r->pid)) runner_.signal(r->pid, SIGCONT);
+      if (group_.stopped(*r->child)) group_.signal(*r->child, SIGCONT);
     }
-    if (tearing_down_) return;
-    tearing_down_ = true;
-    grace_.expires_after(opt_.grace_period);
-    grace_.async_wait([this](boost::system::error_code ec) {
-      if (!ec) kill_all(SIGKILL);
-    });
+    group_.stop(opt_.grace_period, [this] { kill_all(SIGKILL); });
   }
 
   void kill_all(int sig) {
     for (auto& r : ranks_)
-      if (!r->exit && r->pid > 0) {
-        r->stopped_by_us = true;
-        runner_.signal(r->pid, sig);
-      }
-  }
-
-  bool all_exited() const {
-    for (const auto& r : ranks_)
-      if (!r->exit) return false;
-    return true;
-  }
-
-  bool done() const {
-    if (!all_exited()) return false;
-    if (drained_) return true;
-    for (const auto& r : ranks_)
-      if (r->open_pipes > 0) return false;
-    return true;
+      if (!r->child->exit) r->stopped_by_us = true;
+    group_.signal_all(sig);
   }
 
   void start_watchers() {
     if (opt_.stopped_timeout.count() > 0) watch_stopped();
     for (auto* w : opt_.watchers)
       w->start(io_, [this](ExternalStop s) {
-        if (external_ || root_ || stop_signal_ || all_exited()) return;
+        if (external_ || root_ || stop_signal_ || group_.all_exited()) return;
         external_ = std::move(s);
         begin_teardown(SIGTERM);
       });
@@ -285,7 +206,7 @@ class Attempt {
         given ? std::chrono::milliseconds(static_cast<long>(opt_.heartbeat_timeout_s * 1000)) : opt_.default_heartbeat_floor,
         rendezvous::real_clock(), AdaptiveWatch{!given, 20});
     for (auto& r : ranks_) {
-      progress_->add(r->worker->rank, r->pid, r->host);
+      progress_->add(r->worker->rank, r->child->pid, r->host);
       if (!r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
     }
     watch_progress();
@@ -296,9 +217,9 @@ class Attempt {
     auto period = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000), progress_->timeout() / 4);
     progress_timer_.expires_after(std::max(period, std::chrono::milliseconds(10)));
     progress_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || all_exited()) return;
+      if (ec || group_.all_exited()) return;
       for (auto& r : ranks_)
-        if (!r->exit && !r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
+        if (!r->child->exit && !r->heartbeat_file.empty()) progress_->heartbeat(r->worker->rank, file_stamp(r->heartbeat_file));
       if (!root_ && !stop_signal_ && !external_) {
         if (auto stall = progress_->check()) {
           for (auto& r : ranks_)
@@ -322,21 +243,21 @@ class Attempt {
     auto period = std::min<std::chrono::milliseconds>(std::chrono::milliseconds(1000), opt_.stopped_timeout / 4);
     stopped_timer_.expires_after(std::max(period, std::chrono::milliseconds(10)));
     stopped_timer_.async_wait([this](boost::system::error_code ec) {
-      if (ec || all_exited()) return;
+      if (ec || group_.all_exited()) return;
       auto now = Clock::now();
       for (auto& r : ranks_) {
-        if (r->exit) continue;
-        if (!runner_.stopped(r->pid)) {
+        if (r->child->exit) continue;
+        if (!group_.stopped(*r->child)) {
           r->stopped_since.reset();
           continue;
         }
         if (!r->stopped_since) r->stopped_since = now;
-        if (root_ || stop_signal_ || external_ || tearing_down_ || now - *r->stopped_since < opt_.stopped_timeout)
+        if (root_ || stop_signal_ || external_ || group_.stop_asked() || now - *r->stopped_since < opt_.stopped_timeout)
           continue;
         root_ = r.get();
         stall_ = fmt::format("rank {} (pid {}) on {} has been stopped (SIGSTOP or job control) for {:.0f} s; its peers "
                              "cannot go on without it",
-                             r->worker->rank, r->pid, r->host,
+                             r->worker->rank, r->child->pid, r->host,
                              std::chrono::duration<double>(now - *r->stopped_since).count());
         std::fprintf(stderr, "mtrain: %s; stopping the job\n", stall_.c_str());
         for (auto* w : opt_.watchers) w->rank_failed(stall_);
@@ -355,13 +276,15 @@ class Attempt {
       f.cause = external_->reason;
       f.external_code = external_->exit_code;
       for (auto& r : ranks_)
-        if (r->exit) f.others.push_back(describe(*r));
+        if (r->child->exit) f.others.push_back(describe(*r));
       return f;
     }
     // A rank that failed on its own after the launcher was told to stop is still the root cause.
     if (!root_) {
       for (auto& r : ranks_)
-        if (r->exit && !r->exit->ok() && !r->stopped_by_us && (!root_ || *r->ended < *root_->ended)) root_ = r.get();
+        if (r->child->exit && !r->child->exit->ok() && !r->stopped_by_us &&
+            (!root_ || *r->child->ended < *root_->child->ended))
+          root_ = r.get();
     }
     if (!root_) return std::nullopt;
     Failure f;
@@ -369,7 +292,7 @@ class Attempt {
     f.root = describe(*root_);
     if (!stall_.empty()) f.cause = stall_;
     for (auto& r : ranks_)
-      if (r.get() != root_ && r->exit && !r->exit->ok()) f.others.push_back(describe(*r));
+      if (r.get() != root_ && r->child->exit && !r->child->exit->ok()) f.others.push_back(describe(*r));
     return f;
   }
 
@@ -390,7 +313,7 @@ class Attempt {
     RankRun* first = nullptr;
     std::chrono::system_clock::time_point first_t;
     for (auto& r : ranks_) {
-      if (!r->exit || r->exit->ok()) continue;
+      if (!r->child->exit || r->child->exit->ok()) continue;
       auto t = error_file_time(*r);
       if (t && (!first || *t < first_t)) {
         first = r.get();
@@ -399,12 +322,12 @@ class Attempt {
     }
     if (!first || first == root_) return;
     auto root_t = error_file_time(*root_);
-    if (first_t >= (root_t ? *root_t : root_->ended_wall)) return;
-    int code = root_->exit->launcher_code();
+    if (first_t >= (root_t ? *root_t : root_->child->ended_wall)) return;
+    int code = root_->child->exit->launcher_code();
     f.exit_code = code == 0 ? 1 : code;
     f.first_by_error_file = fmt::format(
         "rank {} wrote its error file {:.1f} s before rank {} {}; rank {} exited first (exit code {})",
-        first->worker->rank, std::chrono::duration<double>((root_t ? *root_t : root_->ended_wall) - first_t).count(),
+        first->worker->rank, std::chrono::duration<double>((root_t ? *root_t : root_->child->ended_wall) - first_t).count(),
         root_->worker->rank, root_t ? "wrote its own" : "exited", root_->worker->rank, *f.exit_code);
     root_ = first;
   }
@@ -414,9 +337,9 @@ class Attempt {
     d.host = r.host;
     d.rank = r.worker->rank;
     d.local_rank = r.worker->local_rank;
-    d.pid = r.pid;
-    d.status = *r.exit;
-    d.elapsed_s = std::chrono::duration<double>(*r.ended - r.started).count();
+    d.pid = r.child->pid;
+    d.status = *r.child->exit;
+    d.elapsed_s = std::chrono::duration<double>(*r.child->ended - r.child->started).count();
     d.stopped_by_launcher = r.stopped_by_us;
     d.stderr_tail.assign(r.output->stderr_tail().begin(), r.output->stderr_tail().end());
     auto ef = r.worker->env.find("TORCHELASTIC_ERROR_FILE");
@@ -429,12 +352,10 @@ class Attempt {
   }
 
   const plan::LaunchPlan& plan_;
-  ProcessRunner& runner_;
   const SuperviseOptions& opt_;
   int attempt_;
   asio::io_context& io_;
-  asio::signal_set& signals_;
-  asio::steady_timer grace_, drain_, progress_timer_, wind_down_, stopped_timer_;
+  asio::steady_timer progress_timer_, stopped_timer_;
   std::unique_ptr<ProgressWatch> progress_;
   std::optional<ExternalStop> external_;
   std::string stall_;
@@ -442,10 +363,8 @@ class Attempt {
   RankRun* root_ = nullptr;
   int stop_signal_ = 0;
   int notice_signal_ = 0;  // USR1/USR2 forwarded to the ranks
-  bool winding_down_ = false;
-  bool tearing_down_ = false;
-  bool drained_ = false;
   long oom_before_ = -1;
+  ChildGroup group_;  // last: its handlers use the members above
 };
 
 // The pause before a restart, on the event loop: SIGINT/SIGTERM/SIGHUP end it (and the job)
