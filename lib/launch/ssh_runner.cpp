@@ -66,31 +66,36 @@ class SshJob {
  private:
   ChildGroupHandlers handlers() {
     ChildGroupHandlers h;
-    h.output = [this](Child& c, Stream stream, const char* data, size_t n) {
-      Proc& p = *procs_[c.index];
-      const int i = stream == Stream::Out ? 0 : 1;
-      p.partial[i].append(data, n);
-      size_t nl;
-      while ((nl = p.partial[i].find('\n')) != std::string::npos) {
-        line(p, i, p.partial[i].substr(0, nl));
-        p.partial[i].erase(0, nl + 1);
-      }
-    };
-    h.stream_closed = [this](Child& c, Stream stream) {
-      Proc& p = *procs_[c.index];
-      const int i = stream == Stream::Out ? 0 : 1;
-      if (!p.partial[i].empty()) line(p, i, p.partial[i]);
-      p.partial[i].clear();
-    };
+    h.output = [this](Child& c, Stream s, const char* data, size_t n) { relay(*procs_[c.index], s, data, n); };
+    h.stream_closed = [this](Child& c, Stream s) { relay_rest(*procs_[c.index], s); };
     h.exited = [this](Child& c) { exited(*procs_[c.index]); };
-    h.signal = [this](int sig) {
-      if (!stop_signal_) stop_signal_ = sig;
-      std::fprintf(opt_.err, "mtrain: %s: stopping the agent on every node\n", signal_name(sig).c_str());
-      if (opt_.abort_job) opt_.abort_job(fmt::format("the launcher was stopped by {}", signal_name(sig)));
-      begin_stop();
-    };
+    h.signal = [this](int sig) { stopped_by(sig); };
     h.all_exited = [this] { poll_.cancel(); };
     return h;
+  }
+
+  // An agent's output, a line at a time (announcements are taken out, see line()).
+  void relay(Proc& p, Stream stream, const char* data, size_t n) {
+    const int i = stream == Stream::Out ? 0 : 1;
+    p.partial[i].append(data, n);
+    size_t nl;
+    while ((nl = p.partial[i].find('\n')) != std::string::npos) {
+      line(p, i, p.partial[i].substr(0, nl));
+      p.partial[i].erase(0, nl + 1);
+    }
+  }
+
+  void relay_rest(Proc& p, Stream stream) {
+    const int i = stream == Stream::Out ? 0 : 1;
+    if (!p.partial[i].empty()) line(p, i, p.partial[i]);
+    p.partial[i].clear();
+  }
+
+  void stopped_by(int sig) {
+    if (!stop_signal_) stop_signal_ = sig;
+    std::fprintf(opt_.err, "mtrain: %s: stopping the agent on every node\n", signal_name(sig).c_str());
+    if (opt_.abort_job) opt_.abort_job(fmt::format("the launcher was stopped by {}", signal_name(sig)));
+    begin_stop();
   }
 
   void start_agent(size_t k) {

@@ -72,11 +72,7 @@ class Attempt {
  private:
   ChildGroupHandlers handlers() {
     ChildGroupHandlers h;
-    h.output = [this](Child& c, Stream stream, const char* data, size_t n) {
-      RankRun& r = *ranks_[c.index];
-      r.output->feed(stream, data, n);
-      if (progress_) progress_->output(r.worker->rank);
-    };
+    h.output = [this](Child& c, Stream s, const char* data, size_t n) { relay(*ranks_[c.index], s, data, n); };
     h.stream_closed = [this](Child& c, Stream) {
       if (c.open_streams == 0) ranks_[c.index]->output->finish();
     };
@@ -84,6 +80,11 @@ class Attempt {
     h.signal = [this](int sig) { on_signal(sig); };
     h.all_exited = [this] { progress_timer_.cancel(); };
     return h;
+  }
+
+  void relay(RankRun& r, Stream stream, const char* data, size_t n) {
+    r.output->feed(stream, data, n);
+    if (progress_) progress_->output(r.worker->rank);
   }
 
   void spawn_all() {
