@@ -271,9 +271,10 @@ class SshJob {
     std::fflush(opt_.err);
     if (stop_signal_) return 128 + stop_signal_;
     // A node lost (heartbeats stopped, ssh failed) is 1; a rank's failure keeps its code.
-    if (root && root->child->exit && !root->child->exit->ok() && !(root->child->exit->code == 255 && !root->child->exit->signaled)) {
+    if (root && root->child->exit) {
+      const ExitStatus& e = *root->child->exit;
       bool lost = store_reason_.find("stopped sending heartbeats") != std::string::npos;
-      if (!lost) return root->child->exit->launcher_code();
+      if (!e.ok() && !(e.code == 255 && !e.signaled) && !lost) return e.launcher_code();
     }
     return kExitFailure;
   }
