@@ -189,7 +189,7 @@ std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
   v["REQUEUE"] = job.requeue ? "1" : "0";
   v["SRUN_ARGS"] = str::shell_join(srun);
   v["ELASTIC"] = elastic ? "1" : "0";
-  v["KILL_ON_BAD_EXIT"] = elastic ? "0" : "1";
+  v["KILL_POLICY"] = elastic ? "--kill-on-bad-exit=0 --no-kill" : "--kill-on-bad-exit=1";
   if (!job.template_file.empty()) return fill_template(read_file(job.template_file), v, job.template_file);
   return fill_template(bundled_template(job.pattern), v,
                        agent ? "templates/slurm/agent-per-node.sbatch" : "templates/slurm/task-per-gpu.sbatch");
