@@ -321,11 +321,11 @@ nlohmann::json read_json(const fs::path& p) {
 
 // Preempt a bundled-trainer job on `nodes` nodes (Slurm's signal before the time limit), let the
 // batch script requeue it, and check that the restart finished the run from its checkpoint.
-void preempted_trainer_finishes(int nodes, int ranks_per_node, const std::string& strategy) {
+void preempted_trainer_finishes(int nodes, int ranks_per_node, const std::string& strategy, int steps) {
   const fs::path wd = cluster().dir / "trainer-wd";
   // Enough steps that the job is still training when the signal comes, few enough that the
   // restart finishes quickly.
-  write_trainer_job(cluster().dir / "job.yaml", wd, 400, strategy.empty() ? "" : "strategy: " + strategy + "\n");
+  write_trainer_job(cluster().dir / "job.yaml", wd, steps, strategy.empty() ? "" : "strategy: " + strategy + "\n");
   std::string id = submit({"--config", "job.yaml", "--nodes", std::to_string(nodes), "--ntasks-per-node",
                            std::to_string(ranks_per_node), "--job-name", "preempt-trainer", "--signal", "USR1@60",
                            "--requeue"});
@@ -343,7 +343,8 @@ void preempted_trainer_finishes(int nodes, int ranks_per_node, const std::string
   CHECK_THAT(out, Catch::Contains(fmt::format("(written by world size {})", nodes * ranks_per_node)));
   // The restart finished the run from the checkpoint, not from step 0.
   auto summary = read_json(wd / "summary.json");
-  CHECK(summary["steps"] == 400);
+  CHECK(summary["steps"] == steps);
+  CHECK(summary["world_size"] == nodes * ranks_per_node);
   CHECK_FALSE(summary.contains("stopped_by"));
   CHECK(fs::exists(wd / "model.pt"));
 }
@@ -354,7 +355,7 @@ TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued a
           "[e2e][slurm][trainer]") {
   if (!have_worker()) return;
   cluster(1);
-  preempted_trainer_finishes(1, 2, "");
+  preempted_trainer_finishes(1, 2, "", 400);
 }
 
 // ---- Multi-node: 2-3 slurmd on this machine (cluster.sh start DIR N), nodes node1..nodeN ----
@@ -397,7 +398,8 @@ TEST_CASE("e2e slurm multi-node: a preempted 2-node zero3 job is requeued and fi
           "[e2e][slurm][trainer][multinode]") {
   if (!have_worker()) return;
   cluster(2);
-  preempted_trainer_finishes(2, 1, "zero3");
+  // 100 steps: 2 ranks of zero3 on this machine's 2 cores take ~0.5 s a step.
+  preempted_trainer_finishes(2, 1, "zero3", 100);
 }
 
 TEST_CASE("e2e slurm multi-node: a 3-node elastic job (--nnodes 2:3) that loses a node finishes on 2",

@@ -163,7 +163,8 @@ TEST_CASE("an elastic job (--nnodes MIN:MAX) outlives a lost node", "[slurm][scr
   // A fixed node count stays as before: one failed agent ends the step.
   j.launch_args = {"--nnodes=3:3"};
   const std::string fixed = render_script(j, kCtx);
-  CHECK_THAT(fixed, !Catch::Contains("--no-kill") && Catch::Contains("--kill-on-bad-exit=1") &&
+  CHECK_THAT(fixed, !Catch::Contains("#SBATCH --no-kill") && !Catch::Contains("--kill-on-bad-exit=0 --no-kill") &&
+                        Catch::Contains("--kill-on-bad-exit=1") &&
                         Catch::Contains("ELASTIC=0"));
   CHECK(elastic_in_launch_args({"--nnodes=1:4"}));
   CHECK_FALSE(elastic_in_launch_args({"--nnodes", "4"}));
