@@ -65,7 +65,7 @@ int rendezvous_port_for_job(const std::string& job_id);
 // lives on the first node (where the batch script runs), on the job's rendezvous port; only that
 // node's agent holds it (on a real cluster only it has that address; where several slurmd share
 // one machine every agent would otherwise think the endpoint is its own). Nodes join under their
-// Slurm names (SLURMD_NODENAME), which need not be the hostname.
+// Slurm node names (the allocation's, as SLURMD_NODENAME), which need not be the hostname.
 struct StepRendezvous {
   std::string endpoint;   // "<first node>:<rendezvous port>"
   std::string node_name;  // this node's name in the allocation
