@@ -43,6 +43,25 @@ int resolve_port(const std::string& text, const std::string& addr, LaunchProbes&
   return static_cast<int>(*v);
 }
 
+// An elastic job inside a Slurm step (`--nnodes MIN:MAX`, one agent task per node, as
+// `mtrain slurm submit` starts it): the node rendezvous, with the endpoint, node names and run id
+// every node derives alike from the allocation (slurm::step_rendezvous). Returns whether this
+// node holds the store; nullopt when this is no such step.
+std::optional<bool> apply_slurm_elastic(LaunchOptions& opt, const EnvMap& env) {
+  auto& m = opt.multi;
+  if (opt.launcher == "local" || m.ssh_agent || m.nnodes.empty() || !rendezvous::parse_nnodes(m.nnodes).elastic())
+    return std::nullopt;
+  auto a = slurm::allocation_from_env(env);
+  if (!a || !a->in_step || a->ntasks_per_node != 1) return std::nullopt;
+  const auto r = slurm::step_rendezvous(*a, env);
+  if (m.rdzv_backend == "static") m.rdzv_backend = "mtrain";
+  if (m.rdzv_endpoint.empty()) m.rdzv_endpoint = r.endpoint;
+  if (m.node_name.empty()) m.node_name = r.node_name;
+  if (opt.plan.rdzv_id.empty()) opt.plan.rdzv_id = r.run_id;
+  if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
+  return r.holds_store;
+}
+
 // One agent per node inside a Slurm step: every node's agent derives the same world from Slurm's
 // environment, so no node mistakes itself for the master and the port is the job's own.
 // Returns whether Slurm gave this node its place.
@@ -180,6 +199,7 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   auto& m = opt.multi;
   auto& p = opt.plan;
   if (m.rdzv_backend == "c10d") m.rdzv_backend = "mtrain";
+  const auto slurm_store_here = apply_slurm_elastic(opt, env);
   if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
     throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
   const bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
@@ -288,6 +308,7 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
 
   if (agent) {
     d.agent = agent_options(opt, hosts, env);
+    if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
     p.master_addr = master_addr_given;  // else node 0's address, from the agreement
     p.rdzv_backend = "mtrain";
     p.rdzv_endpoint = d.agent->endpoint.str();

@@ -160,6 +160,20 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
   return a;
 }
 
+int rendezvous_port_for_job(const std::string& job_id) { return master_port_for_job(job_id) - 2500; }
+
+StepRendezvous step_rendezvous(const Allocation& a, const Env& env) {
+  if (a.nodes.empty() || a.node_id >= static_cast<int>(a.nodes.size()))
+    throw Error("the Slurm allocation has no node for this task");
+  StepRendezvous r;
+  r.endpoint = fmt::format("{}:{}", a.nodes.front(), rendezvous_port_for_job(a.job_id));
+  r.node_name = a.nodes[a.node_id];
+  r.run_id = "slurm-" + a.job_id;
+  if (const auto* step = find(env, "SLURM_STEP_ID")) r.run_id += "." + *step;
+  r.holds_store = a.node_id == 0;
+  return r;
+}
+
 int contiguous_rank(const Allocation& a) {
   int before = 0;
   for (int n = 0; n < a.node_id && n < static_cast<int>(a.tasks_per_node.size()); ++n)

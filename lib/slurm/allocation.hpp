@@ -56,5 +56,23 @@ Env rank_env_from_slurm(const Allocation& a, const TaskEnvOptions& opt = {});
 // The global rank of task `localid` on node `node_id` (contiguous per node, node order).
 int contiguous_rank(const Allocation& a);
 
+// The port of an elastic job's node rendezvous store: 27000 + job_id mod 2500 (27000..29499),
+// beside the job's MASTER_PORT range, so the two never collide and concurrent jobs do not either.
+int rendezvous_port_for_job(const std::string& job_id);
+
+// An elastic job inside a Slurm step (`--nnodes MIN:MAX`, one agent task per node): what every
+// node's agent derives alike from the allocation, so no one has to pass an endpoint. The store
+// lives on the first node (where the batch script runs), on the job's rendezvous port; only that
+// node's agent holds it (on a real cluster only it has that address; where several slurmd share
+// one machine every agent would otherwise think the endpoint is its own). Nodes join under their
+// Slurm node names (the allocation's, as SLURMD_NODENAME), which need not be the hostname.
+struct StepRendezvous {
+  std::string endpoint;   // "<first node>:<rendezvous port>"
+  std::string node_name;  // this node's name in the allocation
+  std::string run_id;     // slurm-<job id>[.<step id>]: the same on every node of the step
+  bool holds_store = false;
+};
+StepRendezvous step_rendezvous(const Allocation& a, const Env& env);
+
 
 }  // namespace mtrain::slurm

@@ -251,6 +251,25 @@ std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args) {
   return std::nullopt;
 }
 
+namespace {
+
+// The value of `--nnodes X` / `--nnodes=X` among the launch arguments; empty when absent.
+std::string nnodes_in_launch_args(const std::vector<std::string>& args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--nnodes" && i + 1 < args.size()) return args[i + 1];
+    if (str::starts_with(args[i], "--nnodes=")) return args[i].substr(9);
+  }
+  return "";
+}
+
+}  // namespace
+
+bool elastic_in_launch_args(const std::vector<std::string>& args) {
+  const std::string v = nnodes_in_launch_args(args);
+  auto colon = v.find(':');
+  return colon != std::string::npos && str::trim(v.substr(0, colon)) != str::trim(v.substr(colon + 1));
+}
+
 void finalize(JobOptions& job, const std::string& cwd) {
   if (job.gpus_per_node > 0 && !job.gres.empty())
     throw Error(fmt::format("both --gpus-per-node {} and --gres {} were given", job.gpus_per_node, job.gres),
@@ -286,6 +305,17 @@ void finalize(JobOptions& job, const std::string& cwd) {
   if (job.pattern == Pattern::TaskPerGpu && !job.launch_args.empty())
     throw Error(fmt::format("unknown option '{}' (the task pattern runs no `mtrain launch`)", job.launch_args.front()),
                 "Options for mtrain launch need --pattern agent; see `mtrain slurm submit --help`.");
+  if (elastic_in_launch_args(job.launch_args)) {
+    // MIN:MAX counts the allocation's nodes: fewer than MIN can never form, more than MAX
+    // would be nodes that wait the whole job.
+    const std::string v = nnodes_in_launch_args(job.launch_args);
+    auto min = str::parse_uint(str::trim(v.substr(0, v.find(':'))));
+    auto max = str::parse_uint(str::trim(v.substr(v.find(':') + 1)));
+    if (min && max && (static_cast<long long>(*min) > job.nodes || static_cast<long long>(*max) < job.nodes))
+      throw Error(fmt::format("--nnodes {} does not fit an allocation of --nodes {}", v, job.nodes),
+                  fmt::format("Ask Slurm for MAX nodes and give MIN:MAX with MIN <= {} <= MAX, e.g. --nodes 3 --nnodes 2:3.",
+                              job.nodes));
+  }
   if (job.job_name.empty()) throw Error("--job-name is empty");
   // A name is a label for squeue and sacct (whose database column holds 255 bytes); a huge one
   // only bloats every script, log line and query that carries it.

@@ -65,6 +65,11 @@ void apply_job_text(JobOptions& job, const std::string& text, const std::string&
 // arguments; none when absent or not a number (auto, cpu, gpu are counted on the node).
 std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args);
 
+// True when the agent's launch arguments make an elastic job: `--nnodes MIN:MAX` with MIN < MAX.
+// Such a job runs the node rendezvous inside the allocation and outlives a lost node
+// (templates/slurm/agent-per-node.sbatch: sbatch --no-kill, no --kill-on-bad-exit).
+bool elastic_in_launch_args(const std::vector<std::string>& args);
+
 // Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
 void finalize(JobOptions& job, const std::string& cwd);
 

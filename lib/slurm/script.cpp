@@ -101,6 +101,7 @@ std::vector<std::string> agent_launch_args(const JobOptions& job) {
 
 std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
   const bool agent = job.pattern == Pattern::AgentPerNode;
+  const bool elastic = agent && elastic_in_launch_args(job.launch_args);
   std::vector<std::string> sb;
   auto opt = [&](const std::string& name, const std::string& value) {
     if (!value.empty()) sb.push_back(fmt::format("#SBATCH --{}={}", name, sbatch_quote(value)));
@@ -126,6 +127,10 @@ std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
   opt("time", job.time);
   opt("constraint", job.constraint);
   if (job.exclusive) sb.push_back("#SBATCH --exclusive");
+  if (elastic) {
+    sb.push_back("# elastic (--nnodes MIN:MAX): a failed node does not end the job; the others re-form without it");
+    sb.push_back("#SBATCH --no-kill");
+  }
   sb.push_back("# ---- files ----");
   opt("chdir", job.chdir);
   opt("output", job.output);
@@ -183,6 +188,8 @@ std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
   v["SIGNAL"] = str::shell_quote(job.signal.substr(0, job.signal.find('@')));
   v["REQUEUE"] = job.requeue ? "1" : "0";
   v["SRUN_ARGS"] = str::shell_join(srun);
+  v["ELASTIC"] = elastic ? "1" : "0";
+  v["KILL_POLICY"] = elastic ? "--kill-on-bad-exit=0 --no-kill" : "--kill-on-bad-exit=1";
   if (!job.template_file.empty()) return fill_template(read_file(job.template_file), v, job.template_file);
   return fill_template(bundled_template(job.pattern), v,
                        agent ? "templates/slurm/agent-per-node.sbatch" : "templates/slurm/task-per-gpu.sbatch");

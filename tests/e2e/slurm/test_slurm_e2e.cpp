@@ -1,12 +1,14 @@
-// mtrain slurm against a real one-node Slurm cluster started by tests/e2e/slurm/cluster.sh.
-// Each test case starts its own cluster (about 0.3 s) and tears it down at exit; every wait is
-// bounded. Where Slurm cannot run (not root, packages missing) the test exits 77: CTest skips it.
+// mtrain slurm against a real Slurm cluster started by tests/e2e/slurm/cluster.sh: one node, or
+// (the "multi-node" cases) 2-3 slurmd on this machine named node1..node3. Each test case starts
+// its own cluster (0.3-2 s) and tears it down at exit; every wait is bounded. Where Slurm cannot
+// run (not root, packages missing) the test exits 77: CTest skips it.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -14,6 +16,7 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mtrain/core/strings.hpp"
@@ -36,9 +39,10 @@ CommandResult sh(const std::vector<std::string>& argv, double timeout = 60) {
 // One cluster per test process, stopped by the destructor (also when a REQUIRE fails).
 struct Cluster {
   fs::path dir;
-  Cluster() {
+  int nodes = 1;
+  explicit Cluster(int n) : nodes(n) {
     dir = fs::temp_directory_path() / ("mtrain-e2e-slurm-" + std::to_string(::getpid()));
-    auto r = sh({kCluster, "start", dir.string()}, 90);
+    auto r = sh({kCluster, "start", dir.string(), std::to_string(n)}, 90);
     if (r.exit_code == 77 || r.not_found) {
       std::fprintf(stderr, "SKIPPED: %s\n", r.not_found ? r.errno_text.c_str() : mtrain::str::trim(r.err).c_str());
       std::fflush(stderr);
@@ -55,9 +59,15 @@ struct Cluster {
   void stop() { sh({kCluster, "stop", dir.string()}, 60); }
 };
 
-Cluster& cluster() {
-  static Cluster c;
-  return c;
+// The cluster of this process with `nodes` slurmd (0: the running one, else one node). A test
+// asking for another size replaces it: ctest runs every case in a process of its own, and a
+// whole-binary run goes on working.
+Cluster& cluster(int nodes = 0) {
+  static std::unique_ptr<Cluster> c;
+  if (nodes == 0) nodes = c ? c->nodes : 1;
+  if (c && c->nodes != nodes) c.reset();
+  if (!c) c = std::make_unique<Cluster>(nodes);
+  return *c;
 }
 
 CommandResult run_mtrain(const std::vector<std::string>& args, double timeout = 60) {
@@ -126,7 +136,7 @@ size_t count(const std::string& text, const std::string& what) {
 }  // namespace
 
 TEST_CASE("e2e slurm: 2-task gloo all_reduce, one task per rank through srun", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   write_allreduce(cluster().dir / "allreduce.py");
   std::string id = submit({"--pattern", "task", "--nodes", "1", "--ntasks-per-node", "2", "--job-name", "ar-task",
                            "--", "/usr/bin/python3", "allreduce.py"});
@@ -147,7 +157,7 @@ TEST_CASE("e2e slurm: 2-task gloo all_reduce, one task per rank through srun", "
 }
 
 TEST_CASE("e2e slurm: 2-rank gloo all_reduce through mtrain launch (one agent per node)", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   write_allreduce(cluster().dir / "allreduce.py");
   std::string id = submit({"--nodes", "1", "--ntasks-per-node", "2", "--job-name", "ar-agent", "--master-port", "auto",
                            "--", "/usr/bin/python3", "allreduce.py"});
@@ -159,7 +169,7 @@ TEST_CASE("e2e slurm: 2-rank gloo all_reduce through mtrain launch (one agent pe
 }
 
 TEST_CASE("e2e slurm: status and cancel of a running job", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   std::string id = submit({"--job-name", "sleeper", "--", "sleep", "300"});
   auto st = wait_for(id, [](const nlohmann::json& s) { return s["state"] == "RUNNING"; }, 60);
   CHECK(st["terminal"] == false);
@@ -176,7 +186,7 @@ TEST_CASE("e2e slurm: status and cancel of a running job", "[e2e][slurm]") {
 }
 
 TEST_CASE("e2e slurm: a failing job is FAILED with its exit code", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   std::string id = submit({"--pattern", "task", "--job-name", "failer", "--", "bash", "-c", "echo about to fail; exit 3"});
   auto st = wait_done(id);
   CHECK(st["state"] == "FAILED");
@@ -190,7 +200,7 @@ TEST_CASE("e2e slurm: a failing job is FAILED with its exit code", "[e2e][slurm]
 }
 
 TEST_CASE("e2e slurm: hostile job name and arguments arrive intact", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   const std::string name = "it's \"x\" $(touch PWNED) #1";
   std::string id = submit({"--pattern", "task", "--job-name", name, "--output", (cluster().dir / "hostile.out").string(),
                            "--", "printf", "<%s>\\n", "a b", "$(touch PWNED2)", "; touch PWNED3"});
@@ -207,7 +217,7 @@ TEST_CASE("e2e slurm: hostile job name and arguments arrive intact", "[e2e][slur
 }
 
 TEST_CASE("e2e slurm: bad input is refused with sbatch's reason", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   auto r = run_mtrain({"slurm", "submit", "--partition", "nosuchpart", "--", "true"});
   CHECK(r.exit_code == 2);
   CHECK_THAT(r.err, Catch::Contains("invalid partition") && Catch::Contains("Partitions here: debug"));
@@ -231,7 +241,7 @@ void preempt(const std::string& id, const std::string& signal) {
 }  // namespace
 
 TEST_CASE("e2e slurm: a preempted job gets the signal, ends its step, is requeued and restarts", "[e2e][slurm]") {
-  cluster();
+  cluster(1);
   // Rank program: on SIGUSR1 it records its progress (standing in for a checkpoint) and exits;
   // after the requeue (SLURM_RESTART_COUNT=1) it finds that record and finishes.
   std::ofstream(cluster().dir / "preemptible.py")
@@ -269,32 +279,59 @@ TEST_CASE("e2e slurm: a preempted job gets the signal, ends its step, is requeue
   CHECK_THAT(out, Catch::Contains("requeueing job " + id));
 }
 
-TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued and finishes from its checkpoint",
-          "[e2e][slurm][trainer]") {
-  if (!fs::exists(std::string(MTRAIN_BIN_DIR) + "/mtrain-worker")) {
-    WARN("SKIPPED: mtrain-worker is not built (configured without LibTorch)");
-    return;
+namespace {
+
+bool have_worker() {
+  if (fs::exists(std::string(MTRAIN_BIN_DIR) + "/mtrain-worker")) return true;
+  WARN("SKIPPED: mtrain-worker is not built (configured without LibTorch)");
+  return false;
+}
+
+// A small gpt on the embedded corpus for the bundled trainer; `extra` adds YAML lines.
+void write_trainer_job(const fs::path& file, const fs::path& work_dir, int max_steps, const std::string& extra = "") {
+  std::ofstream(file) << "model: {name: gpt, n_layer: 2, n_embd: 32, block_size: 16}\n"
+                         "train: {max_steps: " << max_steps << ", batch_size: 4, log_interval: 5, work_dir: "
+                      << work_dir.string() << "}\n" << extra;
+}
+
+// Poll until `pred` holds, at most `timeout_s`; false on timeout.
+bool eventually(const std::function<bool()>& pred, double timeout_s) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (std::chrono::steady_clock::now() < end) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  cluster();
+  return pred();
+}
+
+int logged_steps(const fs::path& metrics) {
+  std::ifstream in(metrics);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) n += line.find("\"loss\"") != std::string::npos;
+  return n;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  std::ifstream in(p);
+  INFO(p);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+// Preempt a bundled-trainer job on `nodes` nodes (Slurm's signal before the time limit), let the
+// batch script requeue it, and check that the restart finished the run from its checkpoint.
+void preempted_trainer_finishes(int nodes, int ranks_per_node, const std::string& strategy, int steps) {
   const fs::path wd = cluster().dir / "trainer-wd";
-  // A small gpt on the embedded corpus; enough steps that the job is still training when the
-  // signal comes, few enough that the restart finishes quickly.
-  std::ofstream(cluster().dir / "job.yaml") << "model: {name: gpt, n_layer: 2, n_embd: 32, block_size: 16}\n"
-                                               "train: {max_steps: 400, batch_size: 4, log_interval: 5, work_dir: "
-                                            << wd.string() << "}\n";
-  std::string id = submit({"--config", "job.yaml", "--ntasks-per-node", "2", "--job-name", "preempt-trainer",
-                           "--signal", "USR1@60", "--requeue"});
-  const fs::path metrics = wd / "metrics.jsonl";
-  bool training = false;  // wait until a few steps are logged: the checkpoint must hold progress
-  for (int i = 0; i < 3000 && !training; ++i) {  // up to 300 s: the job may queue behind the last one
-    std::ifstream in(metrics);
-    std::string line;
-    int n = 0;
-    while (std::getline(in, line)) n += line.find("\"loss\"") != std::string::npos;
-    training = n >= 3;
-    if (!training) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  }
-  REQUIRE(training);
+  // Enough steps that the job is still training when the signal comes, few enough that the
+  // restart finishes quickly.
+  write_trainer_job(cluster().dir / "job.yaml", wd, steps, strategy.empty() ? "" : "strategy: " + strategy + "\n");
+  std::string id = submit({"--config", "job.yaml", "--nodes", std::to_string(nodes), "--ntasks-per-node",
+                           std::to_string(ranks_per_node), "--job-name", "preempt-trainer", "--signal", "USR1@60",
+                           "--requeue"});
+  // Wait until a few steps are logged: the checkpoint must hold progress. Up to 300 s: the job
+  // may queue behind the last one.
+  REQUIRE(eventually([&] { return logged_steps(wd / "metrics.jsonl") >= 3; }, 300));
   preempt(id, "USR1");
   auto st = wait_done(id, 240);
   std::string out = logs(id);
@@ -303,11 +340,104 @@ TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued a
   CHECK_THAT(out, Catch::Contains("preempted by SIGUSR1 at step"));
   CHECK_THAT(out, Catch::Contains("requeueing job " + id));
   CHECK_THAT(out, Catch::Contains("restart 1"));
-  CHECK_THAT(out, Catch::Contains("Resumed from "));
+  CHECK_THAT(out, Catch::Contains(fmt::format("(written by world size {})", nodes * ranks_per_node)));
   // The restart finished the run from the checkpoint, not from step 0.
-  std::ifstream in(wd / "summary.json");
-  auto summary = nlohmann::json::parse(in);
-  CHECK(summary["steps"] == 400);
+  auto summary = read_json(wd / "summary.json");
+  CHECK(summary["steps"] == steps);
+  CHECK(summary["world_size"] == nodes * ranks_per_node);
   CHECK_FALSE(summary.contains("stopped_by"));
+  CHECK(fs::exists(wd / "model.pt"));
+}
+
+}  // namespace
+
+TEST_CASE("e2e slurm: a preempted bundled-trainer job checkpoints, is requeued and finishes from its checkpoint",
+          "[e2e][slurm][trainer]") {
+  if (!have_worker()) return;
+  cluster(1);
+  preempted_trainer_finishes(1, 2, "", 400);
+}
+
+// ---- Multi-node: 2-3 slurmd on this machine (cluster.sh start DIR N), nodes node1..nodeN ----
+
+namespace {
+
+// Whether node `name`'s slurmd started a task of step `id`.0 (its own log, cluster.sh's %n).
+bool node_ran_step(const std::string& name, const std::string& id) {
+  std::ifstream in(cluster().dir / "log" / ("slurmd-" + name + ".log"));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str().find("StepId=" + id + ".0") != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("e2e slurm multi-node: --nodes 2 of the bundled trainer (zero3) completes across 2 slurmd",
+          "[e2e][slurm][trainer][multinode]") {
+  if (!have_worker()) return;
+  cluster(2);
+  const fs::path wd = cluster().dir / "zero3-wd";
+  write_trainer_job(cluster().dir / "job.yaml", wd, 40, "strategy: zero3\n");
+  std::string id = submit({"--config", "job.yaml", "--nodes", "2", "--ntasks-per-node", "1", "--job-name", "zero3-2n"});
+  auto st = wait_done(id, 150);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(st["exit_code"] == 0);
+  CHECK_THAT(out, Catch::Contains("on node[1-2] (2 node(s))"));
+  // One agent per node: each node's slurmd started the step's task there.
+  CHECK(node_ran_step("node1", id));
+  CHECK(node_ran_step("node2", id));
+  auto summary = read_json(wd / "summary.json");
+  CHECK(summary["steps"] == 40);
+  CHECK(summary["world_size"] == 2);
+  CHECK(fs::exists(wd / "model.pt"));
+}
+
+TEST_CASE("e2e slurm multi-node: a preempted 2-node zero3 job is requeued and finishes from its checkpoint",
+          "[e2e][slurm][trainer][multinode]") {
+  if (!have_worker()) return;
+  cluster(2);
+  // 100 steps: 2 ranks of zero3 on this machine's 2 cores take ~0.5 s a step.
+  preempted_trainer_finishes(2, 1, "zero3", 100);
+}
+
+TEST_CASE("e2e slurm multi-node: a 3-node elastic job (--nnodes 2:3) that loses a node finishes on 2",
+          "[e2e][slurm][trainer][multinode]") {
+  if (!have_worker()) return;
+  cluster(3);
+  const fs::path wd = cluster().dir / "elastic-wd";
+  // 3 ranks share this machine's 2 cores: ~0.5-1 s a step; the kill comes after the first
+  // checkpoint (step 10), the rest is trained on 2 nodes.
+  const int steps = 60;
+  write_trainer_job(cluster().dir / "job.yaml", wd, steps, "strategy: zero3\ncheckpoint: {interval: 10}\n");
+  // --nnodes 2:3 (an elastic job): node rendezvous inside the allocation, sbatch and srun --no-kill.
+  // --node-timeout 5: the survivors notice the lost node's silence within 5 s (its peers' gloo
+  // connections usually fail first: then the round restarts for that rank failure).
+  // --rdzv-last-call 5: the new round waits 5 s (not 30) for the lost node before starting on 2.
+  std::string id = submit({"--config", "job.yaml", "--nodes", "3", "--ntasks-per-node", "1", "--job-name", "elastic",
+                           "--nnodes", "2:3", "--max-restarts", "3", "--node-timeout", "5", "--rdzv-last-call", "5"});
+  // Lose node3 once a checkpoint is on disk (the store lives on node1, the first node).
+  REQUIRE(eventually([&] { return status(id)["state"] == "RUNNING" &&
+                                  logs(id).find("Saving checkpoint at") != std::string::npos; }, 240));
+  auto killed = sh({kCluster, "kill-node", cluster().dir.string(), "node3"}, 30);
+  INFO(killed.err);
+  REQUIRE(killed.exit_code == 0);
+  auto st = wait_done(id, 180);
+  std::string out = logs(id);
+  INFO(out);
+  CHECK(st["state"] == "COMPLETED");
+  CHECK(st["exit_code"] == 0);
+  CHECK(node_ran_step("node3", id));
+  CHECK_THAT(out, Catch::Contains("rendezvous store for 2..3 nodes listening on node1:"));
+  CHECK_THAT(out, Catch::Contains("job formed: 3 nodes"));
+  // The next round formed without node3, as the job's first restart.
+  CHECK_THAT(out, Catch::Contains("waiting for: node3"));
+  CHECK_THAT(out, Catch::Contains("job formed: 2 nodes") && Catch::Contains("(restart 1 of 3)"));
+  // The second round resumed from the 3-node checkpoint on 2 nodes and ran to the end.
+  CHECK_THAT(out, Catch::Contains("(written by world size 3)"));
+  auto summary = read_json(wd / "summary.json");
+  CHECK(summary["steps"] == steps);
+  CHECK(summary["world_size"] == 2);
   CHECK(fs::exists(wd / "model.pt"));
 }

@@ -265,6 +265,28 @@ TEST_CASE("decide_launch, slurm node: nodes, node rank, master and job id from t
   }
 }
 
+TEST_CASE("decide_launch, elastic Slurm step: the node rendezvous from the allocation", "[launch][decision][slurm]") {
+  FakeProbes probes;
+  EnvMap step{{"SLURM_JOB_ID", "77"},         {"SLURM_STEP_ID", "3"},
+              {"SLURM_STEP_NODELIST", "n[1-3]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"},
+              {"SLURM_NODEID", "2"},          {"MASTER_PORT", "23456"}};
+  step["MTRAIN_RDZV_TOKEN"] = "0123456789abcdef0123";  // the batch script exports it
+  auto o = program();
+  o.multi.nnodes = "2:3";
+  auto d = decide_launch(o, environment(step), probes);
+  CHECK(d.mode == LaunchMode::dynamic_node);
+  REQUIRE(d.agent.has_value());
+  CHECK(d.agent->store_elsewhere);  // node 2 joins the first node's store
+  CHECK(d.options.multi.node_name == "n3");
+  CHECK(d.options.plan.rdzv_id == "slurm-77.3");
+  CHECK(d.options.multi.rdzv_endpoint.rfind("n1:", 0) == 0);
+
+  step["SLURM_NODEID"] = "0";
+  auto first = decide_launch(o, environment(step), probes);
+  REQUIRE(first.agent.has_value());
+  CHECK(!first.agent->store_elsewhere);  // the first node holds the store
+}
+
 TEST_CASE("decide_launch, static node by hand: --nnodes N --node-rank K", "[launch][decision]") {
   FakeProbes probes;
   auto o = program();

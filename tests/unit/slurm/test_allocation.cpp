@@ -132,3 +132,26 @@ TEST_CASE("allocation: OMP_NUM_THREADS only when the user has not set it", "[slu
   auto b = allocation_from_env(with(base(), {{"SLURM_CPUS_ON_NODE", "2"}}));
   CHECK(rank_env_from_slurm(*b)["OMP_NUM_THREADS"] == "1");
 }
+
+TEST_CASE("allocation: an elastic step's rendezvous is the first node's, on the job's own port", "[slurm][alloc]") {
+  // One agent per node on 3 nodes, this one the second.
+  Env e = with(base(), {{"SLURM_STEP_NODELIST", "node[1-3]"}, {"SLURM_JOB_NODELIST", "node[1-3]"},
+                        {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"}, {"SLURM_STEP_NUM_TASKS", "3"}, {"SLURM_NTASKS", "3"},
+                        {"SLURM_NODEID", "1"}, {"SLURM_PROCID", "1"}, {"SLURM_STEP_ID", "0"}});
+  auto a = allocation_from_env(e);
+  REQUIRE(a);
+  auto r = step_rendezvous(*a, e);
+  CHECK(r.endpoint == "node1:" + std::to_string(27000 + 4242 % 2500));
+  CHECK(r.node_name == "node2");
+  CHECK(r.run_id == "slurm-4242.0");
+  CHECK_FALSE(r.holds_store);
+  auto first = allocation_from_env(with(e, {{"SLURM_NODEID", "0"}, {"SLURM_PROCID", "0"}}));
+  auto r0 = step_rendezvous(*first, e);
+  CHECK(r0.holds_store);
+  CHECK(r0.node_name == "node1");
+  CHECK(r0.endpoint == r.endpoint);
+  // Never the job's MASTER_PORT, for any job id.
+  for (const char* id : {"1", "2499", "2500", "123456789", "77_3"})
+    CHECK(rendezvous_port_for_job(id) != master_port_for_job(id));
+  CHECK(rendezvous_port_for_job("1") == 27001);
+}

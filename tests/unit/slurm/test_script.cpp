@@ -148,3 +148,38 @@ TEST_CASE("generated scripts pass hostile strings intact through bash", "[slurm]
     CHECK(e.path().filename().string().rfind("PWNED", 0) == std::string::npos);
   fs::remove_all(dir);
 }
+
+TEST_CASE("an elastic job (--nnodes MIN:MAX) outlives a lost node", "[slurm][script]") {
+  JobOptions j;
+  j.nodes = 3;
+  j.mtrain = "/opt/mtrain/bin/mtrain";
+  j.launch_args = {"--nnodes", "2:3", "--max-restarts", "3"};
+  finalize(j, "/work");
+  const std::string text = render_script(j, kCtx);
+  CHECK_THAT(text, Catch::Contains("#SBATCH --no-kill"));
+  CHECK_THAT(text, Catch::Contains("--kill-on-bad-exit=0 --no-kill"));
+  CHECK_THAT(text, Catch::Contains("ELASTIC=1"));
+  CHECK_THAT(text, Catch::Contains("export MTRAIN_RDZV_TOKEN"));
+  // A fixed node count stays as before: one failed agent ends the step.
+  j.launch_args = {"--nnodes=3:3"};
+  const std::string fixed = render_script(j, kCtx);
+  CHECK_THAT(fixed, !Catch::Contains("#SBATCH --no-kill") && !Catch::Contains("--kill-on-bad-exit=0 --no-kill") &&
+                        Catch::Contains("--kill-on-bad-exit=1") &&
+                        Catch::Contains("ELASTIC=0"));
+  CHECK(elastic_in_launch_args({"--nnodes=1:4"}));
+  CHECK_FALSE(elastic_in_launch_args({"--nnodes", "4"}));
+}
+
+TEST_CASE("an elastic job's MIN:MAX must fit the allocation", "[slurm][script]") {
+  JobOptions j;
+  j.nodes = 2;
+  j.mtrain = "/opt/mtrain/bin/mtrain";
+  j.launch_args = {"--nnodes", "3:4"};  // MIN above the allocation: it could never form
+  CHECK_THROWS_WITH(finalize(j, "/work"), Catch::Contains("--nnodes 3:4 does not fit an allocation of --nodes 2"));
+  j.nodes = 3;
+  j.launch_args = {"--nnodes", "1:2"};  // a node beyond MAX would wait the whole job
+  CHECK_THROWS_WITH(finalize(j, "/work"), Catch::Contains("does not fit"));
+  j.nodes = 2;
+  j.launch_args = {"--nnodes", "2:3"};
+  CHECK_NOTHROW(finalize(j, "/work"));
+}
