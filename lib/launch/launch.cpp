@@ -14,9 +14,11 @@
 #include "mtrain/config/launch_checks.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/work_dir_lock.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/job_id.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/multinode.hpp"
 #include "mtrain/launch/node_agent.hpp"
 #include "mtrain/launch/preflight.hpp"
@@ -103,6 +105,7 @@ int run_launch(LaunchOptions opt) {
     t.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
     if (opt.plan.program.empty())
       throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
+    child_default_signals();  // the program starts with default USR1/USR2/PIPE, unblocked
     slurm::exec_as_rank(opt.plan.program, t);
   }
   auto& m = opt.multi;
@@ -238,7 +241,13 @@ int run_launch(LaunchOptions opt) {
   }
 
   // Input checks that touch the system, before anything starts.
-  if (p.program.empty()) config::check_before_launch(nlohmann::json::parse(opt.job_spec_json), agent ? 0 : lp.world_size);
+  if (p.program.empty()) {
+    const auto job = nlohmann::json::parse(opt.job_spec_json);
+    config::check_before_launch(job, agent ? 0 : lp.world_size);
+    // Rank 0 of the bundled trainer runs here: a work dir held by a live job refuses now, before
+    // any rank starts (lib/core/work_dir_lock.hpp); rank 0 still takes the lock itself.
+    if (!agent && lp.nodes.at(0).node_rank == 0) check_work_dir_free(config::get(job, "train.work_dir").get<std::string>());
+  }
   SuperviseOptions so;
   so.program_path = resolve_program(lp.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && ::access(p.program.front().c_str(), R_OK) != 0)
