@@ -12,6 +12,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/bench/comm_bench.hpp"
 #include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
+#include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
 namespace {
@@ -34,7 +35,7 @@ int guarded(const std::string& tag, F&& body) {
     std::cerr << tag << e.paragraph() << std::endl;
     return e.exit_code();
   } catch (const std::exception& e) {
-    std::cerr << tag << "error: " << e.what() << std::endl;
+    std::cerr << tag << mtrain::trainer::failure_paragraph(e) << std::endl;  // no C++ backtrace
     return mtrain::kExitFailure;
   }
 }
@@ -81,5 +82,12 @@ int main(int argc, char** argv) {
   }
   o.env = mtrain::trainer::worker_env_from_process();
   const std::string tag = "[rank " + (o.env.count("RANK") ? o.env["RANK"] : std::string("0")) + "] ";
-  return guarded(tag, [&] { return mtrain::trainer::run_worker(o, std::cout); });
+  return guarded(tag, [&] {
+    try {
+      return mtrain::trainer::run_worker(o, std::cout);
+    } catch (const std::exception& e) {
+      mtrain::trainer::record_failure(o.env, e);  // a failure before training (the first one wins)
+      throw;
+    }
+  });
 }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -14,10 +15,17 @@
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/version.hpp"
 
+// The launcher never dies of a lost console or a notice signal (launcher_signals.hpp): from its
+// first instruction, whatever it is doing when they arrive. glibc runs the executable's
+// .preinit_array (with argc, argv, envp) before any library's constructor and before our own
+// static initialisers, so even a USR1 sent while they run is held, not fatal.
+static void hold_signals_before_main(int argc, char** argv, char**) {
+  if (argc > 1 && argv[1] && std::string_view(argv[1]) == "launch") mtrain::launch::hold_stray_signals();
+}
+__attribute__((section(".preinit_array"), used)) static void (*const hold_signals_early)(int, char**, char**) =
+    hold_signals_before_main;
+
 int main(int argc, char** argv) {
-  // The launcher never dies of a lost console or a notice signal (launcher_signals.hpp): from
-  // its first instruction, whatever it is doing when they arrive.
-  if (argc > 1 && std::string(argv[1]) == "launch") mtrain::launch::ignore_stray_signals();
   CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
   root.set_version_flag("--version", [] {
     std::error_code ec;

@@ -13,6 +13,7 @@
 #include "mtrain/config/export.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/launch/launch_decision.hpp"
+#include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/launch_probes.hpp"
 #include "mtrain/launch/multinode.hpp"
 #include "mtrain/launch/node_agent.hpp"
@@ -52,7 +53,10 @@ int run_launch(LaunchOptions options) {
   const EnvMap& env = environment.vars;
   SystemLaunchProbes probes;
   LaunchDecision d = decide_launch(std::move(options), environment, probes);
-  if (d.mode == LaunchMode::slurm_task) slurm::exec_as_rank(d.options.plan.program, d.slurm_task);
+  if (d.mode == LaunchMode::slurm_task) {
+    child_default_signals();  // the program starts with default USR1/USR2/PIPE, unblocked
+    slurm::exec_as_rank(d.options.plan.program, d.slurm_task);
+  }
   if (d.mode == LaunchMode::ssh_launcher) return run_ssh_launch(d.options, *d.hosts, d.facts, d.rdzv_endpoint, env);
   LaunchOptions& opt = d.options;
   const plan::PlanOptions& p = opt.plan;

@@ -29,9 +29,42 @@ sigset_t notices() {
 
 }  // namespace
 
-void ignore_stray_signals() { set_all(SIG_IGN); }
+void hold_stray_signals() noexcept {
+  struct sigaction sa;
+  std::memset(&sa, 0, sizeof sa);
+  sa.sa_handler = SIG_IGN;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGPIPE, &sa, nullptr);
+  sigset_t set = notices();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
 
-void child_default_signals() noexcept { set_all(SIG_DFL); }
+std::vector<int> take_held_notices() {
+  std::vector<int> taken;
+  sigset_t pending;
+  if (sigpending(&pending) != 0) return taken;
+  for (int s : {SIGUSR1, SIGUSR2}) {
+    if (!sigismember(&pending, s)) continue;
+    sigset_t one;
+    sigemptyset(&one);
+    sigaddset(&one, s);
+    // Pending and blocked: sigtimedwait takes it at once (a zero timeout never waits).
+    struct timespec zero = {0, 0};
+    if (sigtimedwait(&one, nullptr, &zero) == s) taken.push_back(s);
+  }
+  return taken;
+}
+
+void release_notice_signals() {
+  sigset_t set = notices();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+void child_default_signals() noexcept {
+  set_all(SIG_DFL);
+  sigset_t set = notices();
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
 
 NoticeSignalsClosing::NoticeSignalsClosing() {
   sigset_t set = notices();
@@ -39,7 +72,7 @@ NoticeSignalsClosing::NoticeSignalsClosing() {
 }
 
 NoticeSignalsClosing::~NoticeSignalsClosing() {
-  ignore_stray_signals();
+  set_all(SIG_IGN);
   sigset_t set = notices();
   pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
 }

@@ -6,21 +6,21 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "mtrain/core/error_file.hpp"
+#include "mtrain/core/input_limits.hpp"
 #include "mtrain/launch/visible_text.hpp"
 
 namespace mtrain::launch {
 
 static std::string error_file_message(const std::string& path) {
-  // torch.distributed.elastic's @record writes {"message": {"message": "...", "extraInfo": {...}}}.
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  auto j = nlohmann::json::parse(ss.str(), nullptr, false);
-  if (j.is_discarded()) return "";
-  const auto* m = &j;
-  if (m->contains("message")) m = &(*m)["message"];
-  if (m->is_object() && m->contains("message")) m = &(*m)["message"];
-  return m->is_string() ? m->get<std::string>() : m->dump();
+  // torch.distributed.elastic's @record and mtrain-worker write {"message": {"message": "...",
+  // "extraInfo": {...}}} (lib/core/error_file.hpp).
+  try {
+    const auto text = read_input_file(path);  // bounded: a rank wrote it
+    return text ? mtrain::error_file_message(*text).value_or("") : "";
+  } catch (const std::exception&) {
+    return "";  // larger than any record: not one
+  }
 }
 
 std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int attempt, int max_restarts) {

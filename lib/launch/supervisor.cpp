@@ -459,11 +459,16 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
 
 int supervise(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt) {
   asio::io_context io;
+  // A notice held since the launcher started (launcher_signals.hpp) found no rank to tell.
+  for (int sig : take_held_notices())
+    std::fprintf(stderr, "mtrain: %s arrived before any rank started: no rank to pass it on to (notices are "
+                         "passed on to the ranks while they run)\n", signal_name(sig).c_str());
   // Installed before the first spawn so that no SIGCHLD or Ctrl-C is missed.
   std::optional<asio::signal_set> signals(std::in_place, io, SIGCHLD, SIGINT, SIGTERM);
   signals->add(SIGHUP);
   signals->add(SIGUSR1);
   signals->add(SIGUSR2);
+  release_notice_signals();
   // Asio gives the signals back to their default action when the set goes away: a notice
   // (USR1) at that moment must not end a job that succeeded (launcher_signals.hpp).
   auto release = [&] {

@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/error_file.hpp"
 #include "mtrain/trainer/checkpoint/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
@@ -45,6 +46,9 @@ at::Tensor on_comm_device(Communicator& comm, at::Tensor t) {
 
 // Number of ranks that pass failed = true. Control traffic: counted apart from training's.
 int vote(Communicator& comm, bool failed) {
+  // This rank's own fault happened now; its peers fail only once the vote is in, so its error
+  // file stays the earliest (lib/core/error_file.hpp: the launcher blames the earliest).
+  if (failed) note_own_failure();
   at::Tensor t = on_comm_device(comm, at::full({1}, failed ? 1.0 : 0.0, at::kDouble));
   comm.all_reduce(t, "all_reduce(control)").wait();
   return static_cast<int>(t.item<double>() + 0.5);

@@ -40,7 +40,7 @@ struct SaveRequest {
 std::string save_checkpoint(Communicator& comm, const SaveRequest& r);
 
 // Removes the .tmp_step_* and .del_step_* folders under root: saves and prunes that a crash
-// interrupted. Only for the holder of the work-dir lock (work_dir_lock.hpp), at startup: they
+// interrupted. Only for the holder of the work-dir lock (lib/core/work_dir_lock.hpp), at startup: they
 // then belong to runs that are dead.
 void remove_abandoned_saves(const std::string& root);
 

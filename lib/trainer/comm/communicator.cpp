@@ -1,8 +1,12 @@
 #include "mtrain/trainer/comm/communicator.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/absent_ranks.hpp"
+#include "mtrain/trainer/comm/exception_text.hpp"
 
 namespace mtrain::trainer {
 
@@ -25,30 +29,37 @@ void check_flat(const at::Tensor& t, const char* what) {
 }  // namespace
 
 void CommHandle::wait() {
+  // A failed collective names the ranks that never reached it (absent_ranks.hpp), then what the
+  // backend said, without its C++ backtrace (exception_text.hpp).
+  const char* hint = "check that every rank is alive and runs the same job; raise comm.timeout_s "
+                     "if steps are legitimately slow";
+  auto failed = [&](const std::string& how, const std::string& said) {
+    const std::string who = absent_ ? absent_() : "";
+    return Error(fmt::format("{} {}{}{}", what_, how, who.empty() ? "" : ": " + who, said.empty() ? "" : " (" + said + ")"),
+                 hint, kExitFailure);
+  };
   if (local_.valid()) {
     // ShmCollectives bounds each of its waits by the same timeout; the margin only covers a
     // queue of several collectives ahead of this one.
     if (local_.wait_for(timeout_ * 2 + std::chrono::seconds(5)) != std::future_status::ready) {
-      throw Error(fmt::format("{} did not complete within {} s", what_, timeout_.count() / 500.0), "", kExitFailure);
+      throw failed(fmt::format("did not complete within {} s", timeout_.count() / 500.0), "");
     }
     auto f = std::move(local_);
     local_ = {};
-    f.get();  // rethrows the peer timeout as its mtrain::Error
+    try {
+      f.get();  // rethrows the peer timeout as its mtrain::Error
+    } catch (const Error& e) {
+      throw failed("failed", e.message());
+    }
   }
   if (work_) {
     bool ok = false;
     try {
       ok = work_->wait(timeout_);
     } catch (const std::exception& e) {
-      throw Error(fmt::format("{} failed or timed out after {} s: {}", what_,
-                              timeout_.count() / 1000.0, e.what()),
-                  "check that every rank is alive and runs the same job; raise comm.timeout_s "
-                  "if steps are legitimately slow",
-                  kExitFailure);
+      throw failed(fmt::format("failed or timed out after {} s", timeout_.count() / 1000.0), exception_text(e));
     }
-    if (!ok) {
-      throw Error(fmt::format("{} did not complete", what_), "", kExitFailure);
-    }
+    if (!ok) throw failed("did not complete", "");
     work_.reset();
   }
   if (finish_) {
@@ -113,7 +124,9 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
   }
   o.world = static_cast<int>(ranks.size());
   auto store = compat::make_prefix_store("subgroup/" + tag + "/", store_);
-  return std::unique_ptr<Communicator>(new Communicator(store, o, sink_));
+  std::unique_ptr<Communicator> sub(new Communicator(store, o, sink_));
+  for (int r : ranks) sub->members_.push_back(members_.empty() ? r : members_.at(static_cast<size_t>(r)));
+  return sub;
 }
 
 void Communicator::count(const std::string& name, double payload, double wire_factor) {
@@ -134,8 +147,18 @@ void Communicator::reset_counters() {
   sink_->c.clear();
 }
 
+std::function<std::string()> Communicator::absent_probe(uint64_t seq) const {
+  // Long enough for the peers waiting in the same collective to time out too (they entered it
+  // about when this rank did), short next to the timeout that already passed.
+  const auto grace = std::clamp(opt_.timeout / 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
+  return [store = store_, rank = opt_.rank, world = opt_.world, members = members_, seq, grace] {
+    return describe_absent_ranks(find_absent_ranks(store, rank, world, seq, grace), members, grace);
+  };
+}
+
 CommHandle Communicator::handle(compat::WorkPtr w, std::string what, std::function<void()> finish) {
   CommHandle h;
+  h.absent_ = absent_probe(++seq_);
   h.work_ = std::move(w);
   h.finish_ = std::move(finish);
   h.timeout_ = opt_.timeout;
@@ -147,8 +170,9 @@ bool Communicator::shm_fp32(const at::Tensor& t) const {
   return shm_ && t.scalar_type() == at::kFloat && t.device().is_cpu();
 }
 
-CommHandle Communicator::local(std::shared_future<void> f, std::string what) const {
+CommHandle Communicator::local(std::shared_future<void> f, std::string what) {
   CommHandle h;
+  h.absent_ = absent_probe(++seq_);
   h.timeout_ = opt_.timeout;
   h.what_ = std::move(what);
   h.local_ = std::move(f);

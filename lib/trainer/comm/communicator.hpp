@@ -41,6 +41,7 @@ class CommHandle {
   std::function<void()> finish_;  // local step after the wire part (e.g. the reduce-scatter sum)
   std::chrono::milliseconds timeout_{0};
   std::string what_;
+  std::function<std::string()> absent_;  // on failure: who never reached it (absent_ranks.hpp)
 };
 
 enum class BackendKind { Gloo, Nccl };
@@ -98,11 +99,16 @@ class Communicator {
   void count(const std::string& name, double payload, double wire_factor);
   void join_shared_memory();
   bool shm_fp32(const at::Tensor& t) const;
-  CommHandle local(std::shared_future<void> f, std::string what) const;
+  CommHandle local(std::shared_future<void> f, std::string what);
   CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
+
+  // Which ranks never reached collective number `seq` (this one failed), as a clause.
+  std::function<std::string()> absent_probe(uint64_t seq) const;
 
   CommOptions opt_;
   compat::StorePtr store_;
+  std::vector<int> members_;  // a sub-group's global rank per group rank; empty: the world
+  uint64_t seq_ = 0;          // collectives issued so far (the same sequence on every rank)
   std::string shm_fallback_;
   compat::BackendPtr backend_;
   bool flat_collectives_ = false;

@@ -14,10 +14,11 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/work_dir_lock.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
-#include "mtrain/trainer/loop/work_dir_lock.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 
 namespace mtrain::trainer {
@@ -29,7 +30,7 @@ namespace {
 const char* const kEnvVars[] = {"RANK",        "WORLD_SIZE",      "LOCAL_RANK", "MASTER_ADDR",
                                 "MASTER_PORT", "OMP_NUM_THREADS", "MTRAIN_JOB_ID",
                                 "TORCHELASTIC_RESTART_COUNT", "LOCAL_WORLD_SIZE",
-                                "MTRAIN_HEARTBEAT_FILE"};
+                                "MTRAIN_HEARTBEAT_FILE", "TORCHELASTIC_ERROR_FILE"};
 
 std::string env_or(const WorkerOptions& o, const std::string& k, const std::string& def) {
   auto it = o.env.find(k);
@@ -212,8 +213,15 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
                                : std::string("gloo"),
                            ms.name, ds.name, at::get_num_threads(), tj.work_dir);
   }
-  const TrainResult r = train(tj, comm, parts, console);
-  return r.stopped_by != 0 ? 128 + r.stopped_by : 0;
+  // Recorded here, while the communicator and the store still live: their teardown on the way
+  // out can take a while, and a peer may fail meanwhile (failure_record.hpp).
+  try {
+    const TrainResult r = train(tj, comm, parts, console);
+    return r.stopped_by != 0 ? 128 + r.stopped_by : 0;
+  } catch (const std::exception& e) {
+    record_failure(o.env, e);
+    throw;
+  }
 }
 
 }  // namespace mtrain::trainer

@@ -1,7 +1,10 @@
 #include <catch2/catch.hpp>
 
 #include <ATen/ATen.h>
+#include <fmt/format.h>
 
+#include "mtrain/trainer/comm/absent_ranks.hpp"
+#include "mtrain/trainer/comm/exception_text.hpp"
 #include "ranks.hpp"
 
 using namespace mtrain::trainer;
@@ -134,4 +137,64 @@ TEST_CASE("a shared-memory all-reduce whose peer never arrives fails with an err
   for (auto& d : done) REQUIRE(d.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
   for (auto& d : done) d.get();
   CHECK_THAT(what, Catch::Contains("rank 1 did not reach step 1"));
+}
+
+TEST_CASE("a Gloo collective that times out names the rank that never reached it, without a backtrace",
+          "[trainer][comm]") {
+  // Issue 17 item 10: Gloo's timeout names no rank and c10 appends eleven frames of C++ backtrace.
+  auto store = compat::make_hash_store();
+  std::vector<std::future<void>> done;
+  std::vector<std::string> what(3);
+  for (int r = 0; r < 3; ++r) {
+    done.push_back(std::async(std::launch::async, [&, r] {
+      CommOptions o;
+      o.rank = r;
+      o.world = 3;
+      o.timeout = std::chrono::milliseconds(1500);
+      o.hostname = "127.0.0.1";
+      Communicator comm(store, o);
+      auto t = at::ones({10}, at::kFloat);
+      comm.all_reduce(t).wait();  // one that every rank reaches
+      if (r == 2) {
+        std::this_thread::sleep_for(std::chrono::seconds(6));  // alive, but never at the next one
+        return;
+      }
+      try {
+        comm.all_reduce(t).wait();
+      } catch (const std::exception& e) {
+        what[static_cast<size_t>(r)] = e.what();
+      }
+    }));
+  }
+  for (auto& d : done) REQUIRE(d.wait_for(std::chrono::seconds(60)) == std::future_status::ready);
+  for (auto& d : done) d.get();
+  for (int r = 0; r < 2; ++r) {
+    INFO("rank " << r << ": " << what[static_cast<size_t>(r)]);
+    CHECK_THAT(what[static_cast<size_t>(r)], Catch::Contains("rank 2 never reached it"));
+    CHECK_THAT(what[static_cast<size_t>(r)], Catch::Contains(fmt::format("rank {} was waiting for it too", 1 - r)));
+    CHECK_THAT(what[static_cast<size_t>(r)], !Catch::Contains("frame #") && !Catch::Contains("Exception raised from"));
+  }
+}
+
+TEST_CASE("exception text: a c10-style backtrace is cut off", "[trainer][comm]") {
+  CHECK(without_backtrace("[gloo/pair.cc:598] Connection closed by peer [127.0.0.1]:1234\nException raised from "
+                          "recvFromPeer at ../x.cpp:1 (most recent call first):\nframe #0: c10::Error::Error()\n") ==
+        "[gloo/pair.cc:598] Connection closed by peer [127.0.0.1]:1234");
+  CHECK(without_backtrace("plain message\n") == "plain message");
+  try {
+    TORCH_CHECK(false, "Timed out waiting 1500ms for recv operation to complete");
+  } catch (const std::exception& e) {
+    CHECK(exception_text(e) == "Timed out waiting 1500ms for recv operation to complete");
+  }
+}
+
+TEST_CASE("absent ranks: the clause names global ranks of a sub-group", "[trainer][comm]") {
+  AbsentRanks a;
+  a.store_answered = true;
+  a.absent = {1};
+  a.gave_up = {0, 2};
+  CHECK(describe_absent_ranks(a, {4, 5, 6}, std::chrono::seconds(5)) ==
+        "rank 5 never reached it (stopped, hung or busy elsewhere); ranks 4 and 6 were waiting for it too");
+  CHECK_THAT(describe_absent_ranks(AbsentRanks{}, {}, std::chrono::seconds(5)),
+             Catch::Contains("the store on rank 0 did not answer within 5 s"));
 }

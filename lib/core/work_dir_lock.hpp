@@ -10,12 +10,17 @@
 // process holds the flock (or, without flock, the pid is gone); on another host: no heartbeat
 // for kLease — is taken over with a notice. Releasing empties the file (it stays: unlinking a
 // locked file lets a third job lock a new inode while a second still waits on the old one).
+//
+// Torch-free (lib/core) so that both sides use one format and one rule: the trainer's rank 0
+// takes the lock (`WorkDirLock::acquire`), and `mtrain launch`, starting the bundled trainer with
+// rank 0 on this machine, checks it before any rank starts (`check_work_dir_free`): a second
+// job fails in milliseconds with exit 2, not after its ranks have started.
 #include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
 
-namespace mtrain::trainer {
+namespace mtrain {
 
 struct LockHolder {
   std::string job_id, host, started;  // started: ISO-8601 UTC
@@ -36,6 +41,13 @@ LockDecision decide_lock(FlockState flock, const std::optional<LockHolder>& reco
                          const std::string& my_host, bool recorded_pid_alive,
                          std::chrono::seconds heartbeat_age, std::chrono::seconds lease);
 
+// The launcher's check, before any rank starts: throws the Error `WorkDirLock::acquire` would
+// throw (exit 2, naming the holder) when a live job holds `work_dir`'s lock. Quiet when there is
+// no lock file, when its holder is gone (rank 0 takes such a lock over, with its notice), or when
+// the file cannot be read (rank 0 then says why). Creates and changes nothing; the flock it tries
+// is shared and dropped at once, so that it also works on read-only NFS opens.
+void check_work_dir_free(const std::string& work_dir);
+
 class WorkDirLock {
  public:
   static constexpr std::chrono::seconds kHeartbeat{5};
@@ -54,4 +66,4 @@ class WorkDirLock {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace mtrain::trainer
+}  // namespace mtrain

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/work_dir_lock.hpp"
+#include "mtrain/core/work_dir_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -20,7 +20,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
 
-namespace mtrain::trainer {
+namespace mtrain {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -115,11 +115,66 @@ struct WorkDirLock::Impl {
 
 WorkDirLock::WorkDirLock(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+
+// What the lock file says, seen through `fd` after trying its flock.
+struct Inspection {
+  std::optional<LockHolder> recorded;
+  std::string host;
+  LockDecision decision;
+};
+
+Inspection inspect(int fd, FlockState fl) {
+  Inspection in;
+  in.recorded = parse_holder(read_fd(fd));
+  struct stat st {};
+  ::fstat(fd, &st);
+  const auto age = std::chrono::seconds(std::max<long>(0, std::time(nullptr) - st.st_mtime));
+  in.host = this_host();
+  const bool alive = in.recorded && in.recorded->pid > 0 &&
+                     (::kill(static_cast<pid_t>(in.recorded->pid), 0) == 0 || errno == EPERM);
+  in.decision = decide_lock(fl, in.recorded, in.host, alive, age, WorkDirLock::kLease);
+  return in;
+}
+
+FlockState try_flock(int fd, int how) {
+  if (::flock(fd, how | LOCK_NB) == 0) return FlockState::Got;
+  return (errno == EWOULDBLOCK || errno == EAGAIN) ? FlockState::Held : FlockState::Unsupported;
+}
+
+[[noreturn]] void refuse(const std::string& work_dir, const std::string& path, const Inspection& in) {
+  const std::string who = in.recorded ? describe_holder(*in.recorded) : "another process";
+  throw Error(fmt::format("work dir {} is in use by {}: {}; two jobs in one work dir overwrite "
+                          "each other's checkpoints and metrics",
+                          work_dir, who, in.decision.notice),
+              fmt::format("give this job its own --work-dir (train.work_dir), or wait for that "
+                          "job to end (its lock: {})", path));
+}
+
+std::string lock_path(const std::string& work_dir) { return (fs::path(work_dir) / ".mtrain.lock").string(); }
+
+}  // namespace
+
+void check_work_dir_free(const std::string& work_dir) {
+  const std::string path = lock_path(work_dir);
+  // O_NONBLOCK: a FIFO planted at the name must not hang the launcher.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return;  // no lock yet (or unreadable: rank 0's acquire says why)
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return;
+  }
+  const Inspection in = inspect(fd, try_flock(fd, LOCK_SH));
+  ::close(fd);  // drops the shared flock, if we got it
+  if (!in.decision.take) refuse(work_dir, path, in);
+}
+
 std::unique_ptr<WorkDirLock> WorkDirLock::acquire(const std::string& work_dir, const std::string& job_id,
                                                   std::string* notice) {
   std::error_code ec;
   fs::create_directories(work_dir, ec);
-  const std::string path = (fs::path(work_dir) / ".mtrain.lock").string();
+  const std::string path = lock_path(work_dir);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
   if (fd < 0) {
     const int e = errno;
@@ -127,27 +182,13 @@ std::unique_ptr<WorkDirLock> WorkDirLock::acquire(const std::string& work_dir, c
                 "make train.work_dir a writable folder of yours (a symlink named .mtrain.lock is "
                 "refused)");
   }
-  FlockState fl = FlockState::Got;
-  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
-    fl = (errno == EWOULDBLOCK || errno == EAGAIN) ? FlockState::Held : FlockState::Unsupported;
-  }
-  const auto recorded = parse_holder(read_fd(fd));
-  struct stat st {};
-  ::fstat(fd, &st);
-  const auto age = std::chrono::seconds(std::max<long>(0, std::time(nullptr) - st.st_mtime));
-  const std::string host = this_host();
-  const bool alive = recorded && recorded->pid > 0 &&
-                     (::kill(static_cast<pid_t>(recorded->pid), 0) == 0 || errno == EPERM);
-  const LockDecision d = decide_lock(fl, recorded, host, alive, age, kLease);
+  const Inspection in = inspect(fd, try_flock(fd, LOCK_EX));
+  const LockDecision& d = in.decision;
   if (!d.take) {
     ::close(fd);
-    const std::string who = recorded ? describe_holder(*recorded) : "another process";
-    throw Error(fmt::format("work dir {} is in use by {}: {}; two jobs in one work dir overwrite "
-                            "each other's checkpoints and metrics",
-                            work_dir, who, d.notice),
-                fmt::format("give this job its own --work-dir (train.work_dir), or wait for that "
-                            "job to end (its lock: {})", path));
+    refuse(work_dir, path, in);
   }
+  const std::string& host = in.host;
   if (notice) *notice = d.notice;
   LockHolder me{job_id, host, now_iso(), static_cast<long>(::getpid())};
   const std::string text = holder_text(me);
@@ -182,4 +223,4 @@ WorkDirLock::~WorkDirLock() {
   ::close(impl_->fd);
 }
 
-}  // namespace mtrain::trainer
+}  // namespace mtrain
