@@ -62,7 +62,7 @@ TEST_CASE("activation checkpointing: same gradients, less kept for backward (gpt
           "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "gpt";
+  s.name = mtrain::config::ModelName::Gpt;
   s.n_layer = 4;
   s.n_head = 2;
   s.n_embd = 32;
@@ -78,7 +78,7 @@ TEST_CASE("activation checkpointing: same gradients and BatchNorm statistics (re
           "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "resnet18";
+  s.name = mtrain::config::ModelName::Resnet18;
   s.num_classes = 10;
   at::manual_seed(2);
   Batch b{at::randn({4, 3, 16, 16}), at::randint(0, 10, {4}, at::kLong)};
@@ -88,7 +88,7 @@ TEST_CASE("activation checkpointing: same gradients and BatchNorm statistics (re
 TEST_CASE("activation checkpointing is inert in eval and without autograd", "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "gpt";
+  s.name = mtrain::config::ModelName::Gpt;
   s.n_layer = 2;
   s.n_head = 2;
   s.n_embd = 16;
