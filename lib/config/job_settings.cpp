@@ -1,5 +1,6 @@
 // Every job setting the bundled trainer understands. The worker's TrainJob struct mirrors this
-// table (tests/unit/trainer checks that the defaults agree).
+// table (tests/unit/trainer/loop/test_train_job.cpp checks that every key reaches it and that the
+// defaults agree).
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/setting_builders.hpp"

@@ -2,14 +2,13 @@
 // refusal one paragraph naming the file and the limit.
 #include <catch2/catch.hpp>
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using mtrain::InputLimits;
@@ -46,8 +45,8 @@ TEST_CASE("parse_json_limited: too large, too deep, too many values", "[input_li
 }
 
 TEST_CASE("read_input_file: whole small files, nothing for missing ones, a bound on endless ones", "[input_limits]") {
-  const fs::path dir = fs::temp_directory_path() / ("mtrain_test_input_limits_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const mtrain::testing::TempDir t("mtrain_test_input_limits");
+  const fs::path& dir = t.path;
   std::ofstream(dir / "small.yaml") << "a: 1\n";
   CHECK(mtrain::read_input_file((dir / "small.yaml").string()) == std::optional<std::string>("a: 1\n"));
   CHECK_FALSE(mtrain::read_input_file((dir / "missing.yaml").string()).has_value());
@@ -55,5 +54,4 @@ TEST_CASE("read_input_file: whole small files, nothing for missing ones, a bound
   InputLimits lim;
   lim.max_bytes = 1000;
   CHECK_THROWS_WITH(mtrain::read_input_file("/dev/zero", lim), Catch::Contains("/dev/zero") && Catch::Contains("larger than"));
-  fs::remove_all(dir);
 }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/run_folder.hpp"
 
@@ -19,18 +20,7 @@ using namespace mtrain::runs;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("mtrain_test_run_folder_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream in(p);
@@ -59,7 +49,7 @@ TEST_CASE("run folder names: the local time, and only what run_folder_name makes
 }
 
 TEST_CASE("start_run_folder: run.json, a second run in the same second, the latest links", "[run_folder]") {
-  TempDir t;
+  TempDir t("mtrain_test_run_folder");
   const std::string wd = (t.path / "work").string();
   const std::time_t now = 1790000000;
   const std::string first = start_run_folder(wd, {{"strategy", "ddp"}}, now);
@@ -81,7 +71,7 @@ TEST_CASE("start_run_folder: run.json, a second run in the same second, the late
 }
 
 TEST_CASE("start_run_folder: a single-run layout's files are kept as .old", "[run_folder]") {
-  TempDir t;
+  TempDir t("mtrain_test_run_folder");
   const fs::path wd = t.path / "work";
   fs::create_directories(wd);
   std::ofstream(wd / "summary.json") << "{\"old\": true}";
@@ -92,7 +82,7 @@ TEST_CASE("start_run_folder: a single-run layout's files are kept as .old", "[ru
 }
 
 TEST_CASE("start_run_folder: an unwritable work dir is one paragraph naming train.work_dir", "[run_folder]") {
-  TempDir t;
+  TempDir t("mtrain_test_run_folder");
   const fs::path file = t.path / "a_file";
   std::ofstream(file) << "x";
   CHECK_THROWS_WITH(start_run_folder((file / "work").string(), {}, 1790000000),

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/runs/catalog.hpp"
 
@@ -18,18 +19,7 @@ using namespace mtrain::runs;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("mtrain_test_catalog_" + std::to_string(::getpid()));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 
 void write(const fs::path& p, const std::string& text) {
   fs::create_directories(p.parent_path());
@@ -60,7 +50,7 @@ const std::string kMetrics =
 }  // namespace
 
 TEST_CASE("runs: an unfinished run is running while its process lives, else failed", "[runs]") {
-  TempDir t;
+  TempDir t("mtrain_test_catalog");
   const fs::path d = make_run(t.path, "20261123_150401", kInfo, kMetrics);
   const Run dead = read_run(d.string(), "20261123_150401", never_alive);
   CHECK(dead.state == "failed");
@@ -80,7 +70,7 @@ TEST_CASE("runs: an unfinished run is running while its process lives, else fail
 }
 
 TEST_CASE("runs: summary.json decides a finished run and wins over run.json", "[runs]") {
-  TempDir t;
+  TempDir t("mtrain_test_catalog");
   json summary = {{"strategy", "fsdp"}, {"world_size", 8}, {"steps", 50}, {"final_loss", 1.25},
                   {"final_val", {{"loss", 1.5}}}};
   const fs::path d = make_run(t.path, "20261123_150401", kInfo, kMetrics, summary);
@@ -98,7 +88,7 @@ TEST_CASE("runs: summary.json decides a finished run and wins over run.json", "[
 }
 
 TEST_CASE("runs: a folder with no readable files is a failed run of zero steps", "[runs]") {
-  TempDir t;
+  TempDir t("mtrain_test_catalog");
   const fs::path d = t.path / "20261123_150401";
   fs::create_directories(d);
   write(d / "run.json", "{not json");
@@ -110,7 +100,7 @@ TEST_CASE("runs: a folder with no readable files is a failed run of zero steps",
 }
 
 TEST_CASE("runs: listed from a run folder, a work dir or a folder of work dirs, oldest first", "[runs]") {
-  TempDir t;
+  TempDir t("mtrain_test_catalog");
   make_run(t.path / "exp_b", "20261123_150401", kInfo, kMetrics);
   make_run(t.path / "exp_a", "20261123_160000", kInfo, kMetrics);
   make_run(t.path / "exp_a", "20261123_150401_1", kInfo, kMetrics);
@@ -133,7 +123,7 @@ TEST_CASE("runs: listed from a run folder, a work dir or a folder of work dirs, 
 }
 
 TEST_CASE("runs plot: a run folder is itself, a work dir means its newest run", "[runs]") {
-  TempDir t;
+  TempDir t("mtrain_test_catalog");
   make_run(t.path / "wd", "20261123_150401", kInfo, kMetrics);
   const fs::path newest = make_run(t.path / "wd", "20261123_170000", kInfo, kMetrics);
   const Run r = resolve_run((t.path / "wd").string());

@@ -208,7 +208,7 @@ TEST_CASE("models: same seed gives identical weights, another seed different", "
   ModelSpec r18;
   r18.name = mtrain::config::ModelName::Resnet18;
   for (const ModelSpec& s : {tiny_mlp(), tiny_gpt(), r18}) {
-    CAPTURE(s.name);
+    INFO(mtrain::config::to_string(s.name));
     auto a = make_model(s, 42), b = make_model(s, 42), c = make_model(s, 43);
     CHECK(same_weights(*a, *b));
     CHECK_FALSE(same_weights(*a, *c));

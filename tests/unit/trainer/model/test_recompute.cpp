@@ -40,7 +40,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   counting_allocator();  // installed before either forward
   const Pass p = run(*plain, b);
   const Pass c = run(*ckpt, b);
-  INFO(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
+  INFO(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
                  << " checkpointed");
   CHECK(c.loss == p.loss);
   REQUIRE(c.grads.size() == p.grads.size());
@@ -52,7 +52,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   for (size_t i = 0; i < p.buffers.size(); ++i) CHECK(at::equal(c.buffers[i], p.buffers[i]));
   CHECK(at::equal(c.next_random, p.next_random));  // recompute restored the RNG it borrowed
   CHECK(c.kept_bytes < p.kept_bytes / 2);
-  WARN(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
+  WARN(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
                  << " with activation checkpointing");
 }
 
