@@ -11,13 +11,15 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/names.hpp"
+
 #include "mtrain/bench/report.hpp"
 #include "mtrain/envreport/system_probe.hpp"
 
 namespace mtrain::bench {
 
 struct TrainBenchOptions {
-  std::vector<std::string> strategies = {"ddp", "zero1", "zero2", "zero3", "fsdp"};
+  std::vector<std::string> strategies = config::strategy_names();  // all of them
   std::vector<int> nproc = {1, 2, 4};
   std::string model;                 // "" → the job default
   int steps = 10;   // timed steps per run

@@ -3,6 +3,7 @@
 // deepspeed/launcher/runner.py (parse_args, main) and accelerate/commands/launch.py with
 // accelerate/utils/launch.py (prepare_multi_gpu_env, prepare_deepspeed_cmd_env).
 #include "mtrain/config/compat_flags.hpp"
+#include "mtrain/config/names.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -329,7 +330,7 @@ class Rewriter {
       zero_stage_ = static_cast<int>(*s);
       accelerate_ = true;
     } else if (rule == "use_fsdp") {
-      produce(name, "--strategy", "fsdp");
+      produce(name, "--strategy", to_string(StrategyName::Fsdp));
       accelerate_ = true;
     } else if (rule == "gradient_accumulation_steps") {
       produce(name, "--grad-accum", v);
@@ -394,7 +395,7 @@ class Rewriter {
     }
     if (use_deepspeed_ || zero_stage_) {
       const int stage = zero_stage_.value_or(2);  // accelerate's DeepSpeedPlugin default
-      produce(use_deepspeed_ ? "--use_deepspeed" : "--zero_stage", "--strategy", stage == 0 ? "ddp" : fmt::format("zero{}", stage));
+      produce(use_deepspeed_ ? "--use_deepspeed" : "--zero_stage", "--strategy", strategy_text_of_zero_stage(stage));
     }
     if (accelerate_ && !given_.count("--pass-config")) produce("accelerate flags", "--pass-config", "accelerate");
     // A product the user also gave as mtrain's flag is two answers to one question.

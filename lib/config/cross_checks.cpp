@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "mtrain/config/data_checks.hpp"
+#include "mtrain/config/names.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -22,8 +23,8 @@ long long as_int(const json& job, const std::string& key) { return get(job, key)
 std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
 
 int effective_zero_stage(const json& job) {
-  const std::string strategy = as_text(job, "strategy");
-  if (strategy.rfind("zero", 0) == 0) return strategy.back() - '0';
+  const StrategyName strategy = strategy_from_text(as_text(job, "strategy"));
+  if (is_zero(strategy)) return zero_stage(strategy);
   return static_cast<int>(as_int(job, "zero.stage"));
 }
 
@@ -67,13 +68,15 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   const json& job = r.job;
   std::vector<Problem> out;
   const std::string strategy = as_text(job, "strategy");
+  const StrategyName strategy_id = strategy_from_text(strategy);
+  const ModelName model = model_from_text(as_text(job, "model.name"));
 
   for (auto& p : batch_problems(job, known_world_size(job))) out.push_back(std::move(p));
   for (auto& p : data_model_problems(job)) out.push_back(std::move(p));
 
   // ZeRO stage against strategy, and offloading against the stage.
   const long long stage = as_int(job, "zero.stage");
-  if (stage != 0 && strategy != fmt::format("zero{}", stage)) {
+  if (stage != 0 && zero_stage(strategy_id) != stage) {
     out.push_back({true, {"zero.stage", "strategy"},
                    fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
                    fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
@@ -95,14 +98,15 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
 
   // Knobs of a strategy that is not in use: accepted, but they do nothing.
-  for (const auto& [prefix, owner] : {std::pair<std::string, std::string>{"fsdp.", "fsdp"}, {"ddp.", "ddp"}}) {
+  for (const auto& [prefix, owner] : {std::pair<std::string, StrategyName>{"fsdp.", StrategyName::Fsdp},
+                                      {"ddp.", StrategyName::Ddp}}) {
     for (const auto& s : reg.all()) {
       // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
       if (s.key == "fsdp.activation_checkpointing") continue;
-      if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy != owner) {
+      if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
         out.push_back({false, {s.key, "strategy"},
                        fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
-                       fmt::format("Set strategy to {} or drop the setting.", owner)});
+                       fmt::format("Set strategy to {} or drop the setting.", to_string(owner))});
       }
     }
   }
@@ -121,7 +125,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
 
   // Model shapes.
-  if (as_text(job, "model.name") == "gpt" && as_int(job, "model.n_embd") % as_int(job, "model.n_head") != 0) {
+  if (model == ModelName::Gpt && as_int(job, "model.n_embd") % as_int(job, "model.n_head") != 0) {
     out.push_back({true, {"model.n_embd", "model.n_head"},
                    fmt::format("model.n_embd {} is not divisible by model.n_head {}",
                                as_int(job, "model.n_embd"), as_int(job, "model.n_head")),
@@ -152,7 +156,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
       out.push_back({true, {key}, fmt::format("{} '{}' does not exist or is not a file", key, path), fix});
     }
   };
-  if (as_text(job, "model.name") == "torchscript") {
+  if (model == ModelName::Torchscript) {
     missing_file("model.path", "model.name is torchscript",
                  "Set model.path (--model-path) to the file written by "
                  "torch.jit.save(torch.jit.script(module), PATH).");

@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/names.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace fs = std::filesystem;
@@ -16,6 +17,7 @@ namespace {
 
 std::string text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
 long long integer(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
+ModelName model_of(const json& job) { return model_from_text(text(job, "model.name")); }
 
 using Check = std::vector<Problem> (*)(const json& job);
 
@@ -29,7 +31,7 @@ std::vector<Problem> none(const json&) { return {}; }
 
 std::vector<Problem> text_model(const json& job) {
   const std::string model = text(job, "model.name");
-  if (model != "gpt")
+  if (model_of(job) != ModelName::Gpt)
     return {{true, {"data.name", "model.name"},
              fmt::format("data 'text' is byte-level language modelling, which model '{}' cannot learn", model),
              "Use model gpt for text, or data synthetic (or cifar10 for resnet18/resnet50/mlp)."}};
@@ -43,11 +45,11 @@ std::vector<Problem> text_model(const json& job) {
 std::vector<Problem> cifar10_model(const json& job) {
   const std::string model = text(job, "model.name");
   std::vector<Problem> out;
-  if (model == "mlp" && integer(job, "model.input_dim") != 3 * 32 * 32) {
+  if (model_of(job) == ModelName::Mlp && integer(job, "model.input_dim") != 3 * 32 * 32) {
     out.push_back({true, {"model.input_dim", "data.name"},
                    fmt::format("cifar10 images have 3072 values but model.input_dim is {}", integer(job, "model.input_dim")),
                    "Set model.input_dim to 3072, or use resnet18/resnet50."});
-  } else if (model != "mlp" && model != "resnet18" && model != "resnet50") {
+  } else if (model_of(job) != ModelName::Mlp && !is_resnet(model_of(job))) {
     out.push_back({true, {"data.name", "model.name"},
                    fmt::format("data 'cifar10' is image classification, which model '{}' cannot learn", model),
                    "Use resnet18, resnet50 or mlp (model.input_dim 3072) for cifar10."});
@@ -120,7 +122,7 @@ const DataRule* rule_for(const json& job) {
 std::string effective_data_name(const json& job) {
   const std::string name = text(job, "data.name");
   if (name != "auto") return name;
-  return text(job, "model.name") == "gpt" ? "text" : "synthetic";
+  return model_of(job) == ModelName::Gpt ? "text" : "synthetic";
 }
 
 std::vector<Problem> data_model_problems(const json& job) {

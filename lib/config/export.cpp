@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/foreign_keys.hpp"
+#include "mtrain/config/names.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -18,11 +19,7 @@ double as_num(const json& job, const std::string& key) { return get(job, key).ge
 std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
 bool as_bool(const json& job, const std::string& key) { return get(job, key).get<bool>(); }
 
-// ZeRO stage of the job's strategy: zero1-3 → 1-3, else 0.
-int zero_stage(const json& job) {
-  const std::string s = as_text(job, "strategy");
-  return str::starts_with(s, "zero") ? s.back() - '0' : 0;
-}
+StrategyName strategy_of(const json& job) { return strategy_from_text(as_text(job, "strategy")); }
 
 std::string num_text(double v) { return json(v).dump(); }
 
@@ -55,8 +52,8 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
     }
   }
 
-  const std::string strategy = as_text(job, "strategy");
-  const int stage = zero_stage(job);
+  const StrategyName strategy = strategy_of(job);
+  const int stage = zero_stage(strategy);
   const long long embd = as_int(job, "model.n_embd");
   json z;
   z["stage"] = stage;
@@ -78,7 +75,7 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   if (as_text(job, "zero.offload_param_device") != "none")
     z["offload_param"] = {{"device", as_text(job, "zero.offload_param_device")}};
   ds["zero_optimization"] = z;
-  if (strategy != "fsdp") m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
+  if (strategy != StrategyName::Fsdp) m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
   m.insert({"zero.stage", "zero.offload_optimizer_device", "zero.offload_param_device"});
 
   const double lr = as_num(job, "optim.lr");
@@ -131,15 +128,15 @@ ExportResult export_accelerate(const json& job) {
   json& a = r.doc;
   auto& m = r.mapped;
   a["compute_environment"] = "LOCAL_MACHINE";
-  const std::string strategy = as_text(job, "strategy");
+  const StrategyName strategy = strategy_of(job);
   const std::string device = as_text(job, "launch.device");
   const std::string precision = as_text(job, "train.precision");
   a["mixed_precision"] = precision == "fp32" ? "no" : precision;
   m.insert({"strategy", "train.precision"});
-  if (str::starts_with(strategy, "zero")) {
+  if (is_zero(strategy)) {
     a["distributed_type"] = "DEEPSPEED";
     json d;
-    d["zero_stage"] = zero_stage(job);
+    d["zero_stage"] = zero_stage(strategy);
     d["gradient_accumulation_steps"] = as_int(job, "train.grad_accum");
     d["gradient_clipping"] = as_num(job, "optim.grad_clip");
     d["offload_optimizer_device"] = as_text(job, "zero.offload_optimizer_device");
@@ -152,7 +149,7 @@ ExportResult export_accelerate(const json& job) {
     m.insert({"zero.stage", "train.grad_accum", "optim.grad_clip", "zero.offload_optimizer_device",
               "zero.offload_param_device", "zero.stage3_gather_16bit_weights_on_model_save", "launch.hostfile",
               "launch.include", "launch.exclude"});
-  } else if (strategy == "fsdp") {
+  } else if (strategy == StrategyName::Fsdp) {
     a["distributed_type"] = "FSDP";
     const std::string wrap = as_text(job, "fsdp.wrap_policy");
     const std::string prefetch = as_text(job, "fsdp.backward_prefetch");
@@ -197,10 +194,10 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
   e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(as_int(job, "train.grad_accum"));
   m.insert({"train.precision", "train.grad_accum", "strategy"});
   if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
-  const std::string strategy = as_text(job, "strategy");
-  if (str::starts_with(strategy, "zero")) {
+  const StrategyName strategy = strategy_of(job);
+  if (is_zero(strategy)) {
     e["ACCELERATE_USE_DEEPSPEED"] = "true";
-    e["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = std::to_string(zero_stage(job));
+    e["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = std::to_string(zero_stage(strategy));
     e["ACCELERATE_GRADIENT_CLIPPING"] = num_text(as_num(job, "optim.grad_clip"));
     e["ACCELERATE_DEEPSPEED_OFFLOAD_OPTIMIZER_DEVICE"] = as_text(job, "zero.offload_optimizer_device");
     e["ACCELERATE_DEEPSPEED_OFFLOAD_PARAM_DEVICE"] = as_text(job, "zero.offload_param_device");
@@ -208,7 +205,7 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
         as_bool(job, "zero.stage3_gather_16bit_weights_on_model_save") ? "true" : "false";
     m.insert({"zero.stage", "optim.grad_clip", "zero.offload_optimizer_device", "zero.offload_param_device",
               "zero.stage3_gather_16bit_weights_on_model_save"});
-  } else if (strategy == "fsdp") {
+  } else if (strategy == StrategyName::Fsdp) {
     const std::string wrap = as_text(job, "fsdp.wrap_policy");
     const std::string prefetch = as_text(job, "fsdp.backward_prefetch");
     e["ACCELERATE_USE_FSDP"] = "true";

@@ -4,6 +4,7 @@
 
 #include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/import.hpp"
+#include "mtrain/config/names.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::config {
@@ -20,7 +21,7 @@ void import_ds_plugin(const Registry& reg, Importer& im, const json& d, const st
     const std::string& k = it.key();
     if (k == "zero_stage") {
       im.set(path, "zero.stage", v);
-      im.set(path, "strategy", v == 0 ? std::string("ddp") : fmt::format("zero{}", v.get<long long>()));
+      im.set(path, "strategy", strategy_text_of_zero_stage(v.get<long long>()));
     } else if (k == "gradient_accumulation_steps") {
       im.set(path, "train.grad_accum", v);
     } else if (k == "gradient_clipping") {
@@ -107,9 +108,9 @@ static ImportResult import_accelerate_walk(const Registry& reg, const json& doc,
     if (k == "compute_environment") {
       if (v != "LOCAL_MACHINE") im.warn(k, fmt::format("{}: mtrain launches on machines it can reach (local, ssh, Slurm); not imported", v.dump()));
     } else if (k == "distributed_type") {
-      if (type == "MULTI_GPU") im.set(k, "strategy", "ddp");
-      else if (type == "MULTI_CPU") im.set(k, "strategy", "ddp"), im.set(k, "launch.device", "cpu");
-      else if (type == "FSDP") im.set(k, "strategy", "fsdp");
+      if (type == "MULTI_GPU") im.set(k, "strategy", to_string(StrategyName::Ddp));
+      else if (type == "MULTI_CPU") im.set(k, "strategy", to_string(StrategyName::Ddp)), im.set(k, "launch.device", "cpu");
+      else if (type == "FSDP") im.set(k, "strategy", to_string(StrategyName::Fsdp));
       else if (type == "NO") im.set(k, "launch.nproc_per_node", "1");
       else if (type != "DEEPSPEED") im.warn(k, fmt::format("'{}' has no mtrain counterpart (ddp, zero1-3, fsdp); not imported", type));
       // DEEPSPEED: the strategy comes from deepspeed_config.zero_stage.

@@ -8,6 +8,7 @@
 
 #include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/import.hpp"
+#include "mtrain/config/names.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::config {
@@ -177,7 +178,7 @@ void import_zero(Importer& im, const json& z) {
     if (it.key() == "stage") {
       im.set(path, "zero.stage", v);
       const long long stage = v.get<long long>();
-      im.set(path, "strategy", stage == 0 ? "ddp" : fmt::format("zero{}", stage));
+      im.set(path, "strategy", strategy_text_of_zero_stage(stage));
     } else if (it.key() == "stage3_gather_fp16_weights_on_model_save") {  // the older spelling
       im.set(path, "zero.stage3_gather_16bit_weights_on_model_save", v);
     } else if (const std::string key = foreign::to_mtrain(foreign::kZeroKeys, it.key()); key != it.key()) {

@@ -1,5 +1,7 @@
 // Every job setting the bundled trainer understands. The worker's TrainJob struct mirrors this
-// table (tests/unit/trainer checks that the defaults agree).
+// table (tests/unit/trainer/loop/test_train_job.cpp checks that every key reaches it and that the
+// defaults agree).
+#include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/setting_builders.hpp"
 
@@ -12,7 +14,7 @@ using namespace detail;
 Registry build() {
   Registry r;
   // Strategy.
-  r.add(choice("strategy", "ddp", {"ddp", "zero1", "zero2", "zero3", "fsdp"},
+  r.add(choice("strategy", to_string(StrategyName::Ddp), strategy_names(),
                "How model state is spread over ranks: replicated (ddp), optimiser state sharded "
                "(zero1), + gradients (zero2), + parameters (zero3, fsdp).",
                "strategy"));
@@ -25,7 +27,7 @@ Registry build() {
   add_strategy_settings(r);
 
   // Model.
-  r.add(choice("model.name", "gpt", {"mlp", "gpt", "resnet18", "resnet50", "torchscript"},
+  r.add(choice("model.name", to_string(ModelName::Gpt), model_names(),
                "Model architecture; torchscript trains your own module from model.path.", "model"));
   r.add(text("model.path", "",
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/config_commands.hpp"
+#include "mtrain/config/names.hpp"
 #include "mtrain/config/cross_checks.hpp"
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
@@ -35,7 +36,9 @@ const std::vector<Question>& script() {
   static const std::vector<Question> q = [] {
     auto always = [](const json&) { return true; };
     auto launcher_is = [](std::string l) { return [l](const json& j) { return text_of(j, "launch.launcher") == l; }; };
-    auto zero = [](const json& j) { return text_of(j, "strategy").rfind("zero", 0) == 0; };
+    auto strategy_is = [](StrategyName s) { return [s](const json& j) { return strategy_from_text(text_of(j, "strategy")) == s; }; };
+    auto model_is = [](ModelName m) { return [m](const json& j) { return model_from_text(text_of(j, "model.name")) == m; }; };
+    auto zero = [](const json& j) { return is_zero(strategy_from_text(text_of(j, "strategy"))); };
     return std::vector<Question>{
         {"launch.launcher", "Where will the job run?", always},
         {"launch.nproc_per_node", "How many ranks on each node?", always},
@@ -47,18 +50,18 @@ const std::vector<Question>& script() {
         {"slurm.time", "Slurm: time limit?", launcher_is("slurm")},
         {"slurm.account", "Slurm: account to charge?", launcher_is("slurm")},
         {"model.name", "Which model does mtrain-worker train?", always},
-        {"model.n_layer", "GPT size: blocks.", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
-        {"model.n_head", "GPT size: attention heads.", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
-        {"model.n_embd", "GPT size: width (a multiple of the head count).", [](const json& j) { return text_of(j, "model.name") == "gpt"; }},
-        {"model.hidden", "MLP size: hidden width.", [](const json& j) { return text_of(j, "model.name") == "mlp"; }},
-        {"model.depth", "MLP size: layers.", [](const json& j) { return text_of(j, "model.name") == "mlp"; }},
+        {"model.n_layer", "GPT size: blocks.", model_is(ModelName::Gpt)},
+        {"model.n_head", "GPT size: attention heads.", model_is(ModelName::Gpt)},
+        {"model.n_embd", "GPT size: width (a multiple of the head count).", model_is(ModelName::Gpt)},
+        {"model.hidden", "MLP size: hidden width.", model_is(ModelName::Mlp)},
+        {"model.depth", "MLP size: layers.", model_is(ModelName::Mlp)},
         {"strategy", "How should model state be spread over the ranks?", always},
         {"zero.offload_optimizer_device", "ZeRO: keep optimiser state off the GPU?", zero},
         {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?",
-         [](const json& j) { return text_of(j, "strategy") == "zero3"; }},
-        {"fsdp.sharding_strategy", "FSDP: what to shard?", [](const json& j) { return text_of(j, "strategy") == "fsdp"; }},
+         strategy_is(StrategyName::Zero3)},
+        {"fsdp.sharding_strategy", "FSDP: what to shard?", strategy_is(StrategyName::Fsdp)},
         {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?",
-         [](const json& j) { return text_of(j, "strategy") == "fsdp"; }},
+         strategy_is(StrategyName::Fsdp)},
         {"train.precision", "Numeric precision?", always},
         {"precision.loss_scale", "fp16 needs loss scaling so small gradients survive: fixed or dynamic?",
          [](const json& j) { return text_of(j, "train.precision") == "fp16"; }},

@@ -80,16 +80,16 @@ void append_batch_file(const std::string& path, std::vector<unsigned char>& out)
 
 std::unique_ptr<Dataset> make_cifar10(const DataSpec& d, const ModelSpec& m, Split split) {
   bool flatten = false;
-  if (m.name == "mlp") {
+  if (m.name == config::ModelName::Mlp) {
     if (m.input_dim != kPixels)
       throw Error(fmt::format("cifar10 images have {} values but model.input_dim is {}", kPixels,
                               m.input_dim),
                   fmt::format("set model.input_dim to {} or use a resnet", kPixels))
           .at("model.input_dim");
     flatten = true;
-  } else if (m.name != "resnet18" && m.name != "resnet50") {
+  } else if (!config::is_resnet(m.name)) {
     throw Error(fmt::format("cifar10 is an image classification task; model '{}' cannot read it",
-                            m.name),
+                            config::to_string(m.name)),
                 "use resnet18, resnet50 or mlp (input_dim 3072)")
         .at("data.name");
   }

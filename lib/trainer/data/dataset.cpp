@@ -1,6 +1,5 @@
 #include "mtrain/trainer/data/dataset.hpp"
 
-#include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/data/datasets.hpp"
 
@@ -10,46 +9,25 @@
 
 namespace mtrain::trainer {
 
-DataSpec data_spec_from_job(const nlohmann::json& job) {
-  nlohmann::json full = config::job_registry().defaults();
-  full.merge_patch(job);
-  const nlohmann::json& d = full.at("data");
-  DataSpec s;
-  s.name = resolve_data_name(d.at("name").get<std::string>(),
-                             full.at("model").at("name").get<std::string>());
-  s.path = d.at("path").get<std::string>();
-  s.val_path = d.at("val_path").get<std::string>();
-  s.num_samples = d.at("num_samples").get<int64_t>();
-  s.val_fraction = d.at("val_fraction").get<double>();
-  s.shuffle = d.at("shuffle").get<bool>();
-  s.drop_last = d.at("drop_last").get<bool>();
-  return s;
-}
-
-std::string resolve_data_name(const std::string& data_name, const std::string& model_name) {
-  if (data_name != "auto") return data_name;
-  return model_name == "gpt" ? "text" : "synthetic";
-}
-
 std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Split split,
                                       uint64_t seed) {
-  const std::string name = resolve_data_name(d.name, m.name);
+  const std::string& name = d.name;
   if (name == "synthetic") return make_synthetic(d, m, split, seed);
   if (name == "text") return make_text(d, m, split);
   if (name == "cifar10") return make_cifar10(d, m, split);
   if (name == "tokens") return make_tokens(d, m, split);
   if (name == "tensors") return make_tensors(d, split);
   throw Error(fmt::format("unknown dataset '{}'", name),
-              "use one of auto, synthetic, text, cifar10, tokens, tensors")
+              "use one of synthetic, text, cifar10, tokens, tensors")
       .at("data.name");
 }
 
 // Token windows need a model that maps ids [B,T] to logits [B,T,V] scored against the next ids:
 // the built-in gpt, or a TorchScript module trained with model.loss lm_cross_entropy.
 void require_language_model(const ModelSpec& m, const char* dataset) {
-  if (m.name == "gpt") return;
-  if (m.name == "torchscript" && (m.loss == "lm_cross_entropy" || m.language_model)) return;
-  throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, m.name),
+  if (m.name == config::ModelName::Gpt) return;
+  if (m.name == config::ModelName::Torchscript && (m.loss == "lm_cross_entropy" || m.language_model)) return;
+  throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, config::to_string(m.name)),
               "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
               "against targets [B,T]), or data synthetic/cifar10 for classifiers")
       .at("data.name");

@@ -24,8 +24,6 @@
 //             val_fraction of the rows.
 #include "mtrain/trainer/model/model.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,8 +33,8 @@ namespace mtrain::trainer {
 
 enum class Split { Train, Val };
 
-// Mirrors the job's "data" section; name is already resolved ("auto" → text for gpt,
-// synthetic otherwise).
+// Mirrors the job's "data" section (TrainJob fills it); name is already resolved ("auto" → text
+// for gpt, synthetic otherwise: config::effective_data_name).
 struct DataSpec {
   std::string name = "synthetic";  // synthetic | text | cifar10 | tokens | tensors
   std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder;
@@ -47,10 +45,6 @@ struct DataSpec {
   bool shuffle = true;             // read by the sampler's caller
   bool drop_last = true;           // read by the sampler's caller
 };
-
-DataSpec data_spec_from_job(const nlohmann::json& job);
-// "auto" resolved for a model name.
-std::string resolve_data_name(const std::string& data_name, const std::string& model_name);
 
 class Dataset {
  public:

@@ -161,16 +161,16 @@ std::unique_ptr<Dataset> make_synthetic(const DataSpec& d, const ModelSpec& m, S
   const auto val = static_cast<int64_t>(std::ceil(static_cast<double>(d.num_samples) * d.val_fraction));
   const int64_t size = split == Split::Train ? d.num_samples : val;
   const int64_t first = split == Split::Train ? 0 : d.num_samples;
-  if (m.name == "mlp") {
+  if (m.name == config::ModelName::Mlp) {
     // An mlp whose input is an image's worth of pixels learns the image task, flattened.
     if (m.input_dim == 3 * 32 * 32)
       return std::make_unique<Images>(size, first, seed, m.num_classes, true);
     return std::make_unique<Features>(size, first, seed, m.input_dim, m.num_classes);
   }
-  if (m.name == "resnet18" || m.name == "resnet50")
+  if (config::is_resnet(m.name))
     return std::make_unique<Images>(size, first, seed, m.num_classes, false);
-  if (m.name == "gpt") return std::make_unique<Tokens>(size, first, seed, m.vocab_size, m.block_size);
-  throw Error(fmt::format("synthetic data has no task for model '{}'", m.name)).at("data.name");
+  if (m.name == config::ModelName::Gpt) return std::make_unique<Tokens>(size, first, seed, m.vocab_size, m.block_size);
+  throw Error(fmt::format("synthetic data has no task for model '{}'", config::to_string(m.name))).at("data.name");
 }
 
 }  // namespace mtrain::trainer

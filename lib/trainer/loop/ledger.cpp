@@ -9,6 +9,8 @@
 
 namespace mtrain::trainer {
 
+using config::StrategyName;
+
 namespace {
 
 // How each part of the model state is held: replicated on every rank or split N ways.
@@ -18,26 +20,24 @@ struct Layout {
   bool optimizer_sharded = false;
 };
 
-Layout layout_of(const std::string& strategy, const std::string& sharding) {
-  if (strategy == "ddp") return {};
-  if (strategy == "zero1") return {false, false, true};
-  if (strategy == "zero2") return {false, true, true};
-  if (strategy == "zero3") return {true, true, true};
-  if (strategy == "fsdp") {
-    if (sharding.empty() || sharding == "FULL_SHARD" || sharding == "HYBRID_SHARD") {
-      return {true, true, true};
-    }
-    // SHARD_GRAD_OP keeps parameters gathered from forward through backward, then reshards
-    // them (as torch's FSDP does): between steps, which is what the ledger counts, it holds
-    // the same as FULL_SHARD; the difference is the gathered units during the step.
-    if (sharding == "SHARD_GRAD_OP") return {true, true, true};
-    if (sharding == "NO_SHARD") return {};
-    throw Error(fmt::format("fsdp.sharding_strategy '{}' is not known to the memory ledger",
-                            sharding),
-                "use FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD");
+Layout layout_of(StrategyName strategy, const std::string& sharding) {
+  switch (strategy) {
+    case StrategyName::Ddp: return {};
+    case StrategyName::Zero1: return {false, false, true};
+    case StrategyName::Zero2: return {false, true, true};
+    case StrategyName::Zero3: return {true, true, true};
+    case StrategyName::Fsdp: break;
   }
-  throw Error(fmt::format("strategy '{}' is not known to the memory ledger", strategy),
-              "use ddp, zero1, zero2, zero3 or fsdp");
+  if (sharding.empty() || sharding == "FULL_SHARD" || sharding == "HYBRID_SHARD") {
+    return {true, true, true};
+  }
+  // SHARD_GRAD_OP keeps parameters gathered from forward through backward, then reshards
+  // them (as torch's FSDP does): between steps, which is what the ledger counts, it holds
+  // the same as FULL_SHARD; the difference is the gathered units during the step.
+  if (sharding == "SHARD_GRAD_OP") return {true, true, true};
+  if (sharding == "NO_SHARD") return {};
+  throw Error(fmt::format("fsdp.sharding_strategy '{}' is not known to the memory ledger", sharding),
+              "use FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD");
 }
 
 std::string term(double coeff, bool sharded) {
@@ -58,7 +58,7 @@ std::string human(double bytes) {
 
 }  // namespace
 
-ModelStateBytes expected_model_state_bytes(const std::string& strategy,
+ModelStateBytes expected_model_state_bytes(StrategyName strategy,
                                            const std::string& sharding_strategy,
                                            const std::string& precision, int64_t psi, int world) {
   if (world < 1) throw Error(fmt::format("memory ledger: world size {} is not positive", world));
@@ -89,17 +89,17 @@ ModelStateBytes expected_model_state_bytes(const std::string& strategy,
   return b;
 }
 
-int ledger_group_size(const std::string& strategy, const std::string& sharding_strategy, int world,
+int ledger_group_size(StrategyName strategy, const std::string& sharding_strategy, int world,
                       int local_world_size) {
-  const bool hybrid = strategy == "fsdp" && sharding_strategy == "HYBRID_SHARD";
+  const bool hybrid = strategy == StrategyName::Fsdp && sharding_strategy == "HYBRID_SHARD";
   return hybrid && local_world_size > 0 ? local_world_size : world;
 }
 
-std::string offload_text(const std::string& strategy, const std::string& zero_optimizer_device,
+std::string offload_text(StrategyName strategy, const std::string& zero_optimizer_device,
                          const std::string& zero_param_device, bool fsdp_cpu_offload) {
-  if (strategy == "fsdp") return fsdp_cpu_offload ? "parameter shards, fp32 master and optimizer state" : "";
-  if (strategy.rfind("zero", 0) != 0) return "";
-  const bool params = strategy == "zero3" && zero_param_device == "cpu";
+  if (strategy == StrategyName::Fsdp) return fsdp_cpu_offload ? "parameter shards, fp32 master and optimizer state" : "";
+  if (!config::is_zero(strategy)) return "";
+  const bool params = strategy == StrategyName::Zero3 && zero_param_device == "cpu";
   const bool optim = zero_optimizer_device == "cpu";
   if (params && optim) return "parameter shards, fp32 master and optimizer state";
   if (params) return "parameter shards";
@@ -107,8 +107,8 @@ std::string offload_text(const std::string& strategy, const std::string& zero_op
 }
 
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e) {
-  std::string name = r.strategy;
-  if (r.strategy == "fsdp") {
+  std::string name = config::to_string(r.strategy);
+  if (r.strategy == StrategyName::Fsdp) {
     name += "/" + (r.sharding_strategy.empty() ? std::string("FULL_SHARD") : r.sharding_strategy);
   }
   const std::string n = r.world_size > 0 && r.world_size != r.world
@@ -136,7 +136,7 @@ std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e)
                        "(transient)", "");
   }
   out += fmt::format("  formula: {} = {} bytes\n", e.formula, static_cast<int64_t>(std::llround(e.total())));
-  if (r.strategy == "zero3" && r.persistence_threshold > 0 && static_cast<double>(r.params) > e.params * 1.001) {
+  if (r.strategy == StrategyName::Zero3 && r.persistence_threshold > 0 && static_cast<double>(r.params) > e.params * 1.001) {
     out += fmt::format("  note: params is above the formula: units smaller than zero.stage3_param_persistence_threshold "
                        "({}) stay unsharded on every rank, as in DeepSpeed (0 shards every parameter)\n",
                        r.persistence_threshold);

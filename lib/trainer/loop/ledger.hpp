@@ -15,6 +15,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mtrain/config/names.hpp"
+
 namespace mtrain::trainer {
 
 // Bytes per rank, split as the strategy's MemoryLedger is.
@@ -26,24 +28,24 @@ struct ModelStateBytes {
   double total() const { return params + grads + optimizer; }
 };
 
-// strategy: ddp | zero1 | zero2 | zero3 | fsdp (a resolved name; "zero" must be resolved to
-// zeroK by the caller). sharding_strategy: FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD,
+// sharding_strategy: FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD,
 // used for fsdp only ("" = FULL_SHARD). precision: fp32 | bf16 | fp16. world: N ≥ 1, the size
-// of the group the state is sharded over. Throws mtrain::Error for an unknown name.
-ModelStateBytes expected_model_state_bytes(const std::string& strategy,
+// of the group the state is sharded over. Throws mtrain::Error for an unknown sharding strategy or
+// precision.
+ModelStateBytes expected_model_state_bytes(config::StrategyName strategy,
                                            const std::string& sharding_strategy,
                                            const std::string& precision, int64_t psi, int world);
 
 // N of the formula for a run on `world` ranks: for fsdp HYBRID_SHARD the shard group of
 // local_world_size ranks (the strategy's StrategyOptions::local_world_size; 0 = the whole world,
 // as the strategy itself treats it), for every other strategy the world.
-int ledger_group_size(const std::string& strategy, const std::string& sharding_strategy, int world,
+int ledger_group_size(config::StrategyName strategy, const std::string& sharding_strategy, int world,
                       int local_world_size);
 
 // The table rank 0 prints at start: measured bytes per rank (params, grads, optimizer and the
 // largest gathered unit when `gathered` ≥ 0) beside the formula, with Ψ and N.
 struct LedgerReport {
-  std::string strategy;
+  config::StrategyName strategy = config::StrategyName::Ddp;
   std::string sharding_strategy;
   std::string precision;
   int64_t psi = 0;
@@ -65,9 +67,9 @@ struct LedgerReport {
 };
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& expected);
 
-// LedgerReport::offload for a resolved strategy (ddp, zero1-3, fsdp) and its offload settings:
-// what is kept in host memory, or "" when nothing is.
-std::string offload_text(const std::string& strategy, const std::string& zero_optimizer_device,
+// LedgerReport::offload for a strategy and its offload settings: what is kept in host memory, or
+// "" when nothing is.
+std::string offload_text(config::StrategyName strategy, const std::string& zero_optimizer_device,
                          const std::string& zero_param_device, bool fsdp_cpu_offload);
 
 }  // namespace mtrain::trainer

@@ -1,83 +1,176 @@
 #include "mtrain/trainer/loop/train_job.hpp"
 
+#include <fmt/format.h>
+
+#include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
 
 namespace mtrain::trainer {
 
 namespace {
-// DeepSpeed's "auto" values (the HuggingFace integration's rule), from the model width.
-template <class F>
-int64_t auto_or(const nlohmann::json& job, const char* key, F rule) {
-  const nlohmann::json& v = config::get(job, key);
-  if (v.is_string()) return rule();
-  return v.get<int64_t>();
+
+// Typed reads of a job that config::load_job has already checked against the registry, so a
+// key is always there and of its setting's type ("auto" only where the setting allows it).
+struct Reader {
+  const nlohmann::json& job;
+  const nlohmann::json& at(const char* key) const { return config::get(job, key); }
+  int64_t integer(const char* key) const { return at(key).get<int64_t>(); }
+  double number(const char* key) const { return at(key).get<double>(); }
+  bool flag(const char* key) const { return at(key).get<bool>(); }
+  std::string text(const char* key) const { return at(key).get<std::string>(); }
+  // DeepSpeed's "auto" values (the HuggingFace integration's rule), from the model width.
+  template <class F>
+  int64_t integer_or_auto(const char* key, F rule) const {
+    return at(key).is_string() ? rule() : integer(key);
+  }
+};
+
+OptimOptions optim_options(const Reader& r) {
+  OptimOptions o;
+  o.name = r.text("optim.name");
+  o.weight_decay = r.number("optim.weight_decay");
+  o.beta1 = r.number("optim.beta1");
+  o.beta2 = r.number("optim.beta2");
+  o.eps = r.number("optim.eps");
+  o.momentum = r.number("optim.momentum");
+  o.nesterov = r.flag("optim.nesterov");
+  return o;
 }
+
+ScheduleOptions schedule_options(const Reader& r) {
+  ScheduleOptions s;
+  s.name = r.text("sched.name");
+  s.lr = r.number("optim.lr");
+  s.warmup_steps = r.integer("sched.warmup_steps");
+  s.min_lr = r.number("sched.min_lr");
+  s.step_size = r.integer("sched.step_size");
+  s.gamma = r.number("sched.gamma");
+  s.start_factor = r.number("sched.start_factor");
+  s.end_factor = r.number("sched.end_factor");
+  s.total_iters = r.integer("sched.total_iters");
+  return s;
+}
+
+ZeroOptions zero_options(const Reader& r, int64_t embd) {
+  ZeroOptions z;
+  z.allgather_bucket_size = r.integer("zero.allgather_bucket_size");
+  z.reduce_bucket_size = r.integer_or_auto("zero.reduce_bucket_size", [&] { return embd * embd; });
+  if (const auto& ov = r.at("zero.overlap_comm"); !ov.is_string()) z.overlap_comm = ov.get<bool>();
+  z.contiguous_gradients = r.flag("zero.contiguous_gradients");
+  z.stage3_prefetch_bucket_size =
+      r.integer_or_auto("zero.stage3_prefetch_bucket_size", [&] { return embd * embd * 9 / 10; });
+  z.stage3_param_persistence_threshold =
+      r.integer_or_auto("zero.stage3_param_persistence_threshold", [&] { return 10 * embd; });
+  z.stage3_max_live_parameters = r.integer("zero.stage3_max_live_parameters");
+  z.stage3_max_reuse_distance = r.integer("zero.stage3_max_reuse_distance");
+  z.offload_optimizer_device = r.text("zero.offload_optimizer_device");
+  z.offload_param_device = r.text("zero.offload_param_device");
+  z.stage3_gather_16bit_weights_on_model_save = r.flag("zero.stage3_gather_16bit_weights_on_model_save");
+  return z;
+}
+
+FsdpOptions fsdp_options(const Reader& r) {
+  FsdpOptions f;
+  f.sharding_strategy = r.text("fsdp.sharding_strategy");
+  f.wrap_policy = r.text("fsdp.wrap_policy");
+  f.min_num_params = r.integer("fsdp.min_num_params");
+  f.forward_prefetch = r.flag("fsdp.forward_prefetch");
+  f.backward_prefetch = r.text("fsdp.backward_prefetch");
+  f.limit_all_gathers = r.flag("fsdp.limit_all_gathers");
+  f.cpu_offload = r.flag("fsdp.cpu_offload");
+  return f;
+}
+
+LossScaleOptions loss_scale_options(const Reader& r) {
+  LossScaleOptions ls;
+  ls.loss_scale = r.number("precision.loss_scale");
+  ls.initial_scale_power = r.integer("precision.initial_scale_power");
+  ls.loss_scale_window = r.integer("precision.loss_scale_window");
+  ls.hysteresis = r.integer("precision.hysteresis");
+  ls.min_loss_scale = r.number("precision.min_loss_scale");
+  return ls;
+}
+
+ModelSpec model_spec(const Reader& r) {
+  ModelSpec s;
+  s.name = config::model_from_text(r.text("model.name"));
+  s.n_layer = r.integer("model.n_layer");
+  s.n_head = r.integer("model.n_head");
+  s.n_embd = r.integer("model.n_embd");
+  s.block_size = r.integer("model.block_size");
+  s.vocab_size = r.integer("model.vocab_size");
+  s.dropout = r.number("model.dropout");
+  s.hidden = r.integer("model.hidden");
+  s.depth = r.integer("model.depth");
+  s.input_dim = r.integer("model.input_dim");
+  s.num_classes = r.integer("model.num_classes");
+  s.path = r.text("model.path");
+  s.loss = r.text("model.loss");
+  s.wrap_module_types = r.text("fsdp.wrap_module_types");
+  s.language_model = s.loss == "lm_cross_entropy" || r.text("data.name") == "tokens";
+  return s;
+}
+
+DataSpec data_spec(const Reader& r) {
+  DataSpec s;
+  s.name = config::effective_data_name(r.job);
+  s.path = r.text("data.path");
+  s.val_path = r.text("data.val_path");
+  s.num_samples = r.integer("data.num_samples");
+  s.val_fraction = r.number("data.val_fraction");
+  s.shuffle = r.flag("data.shuffle");
+  s.drop_last = r.flag("data.drop_last");
+  return s;
+}
+
 }  // namespace
 
-TrainJob train_job_from_json(const nlohmann::json& job) {
-  using config::get;
-  const int64_t embd = get(job, "model.n_embd").get<int64_t>();
+TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origin) {
+  // Unknown keys, wrong types and out-of-range values fail here, naming origin and key; every
+  // missing key takes its registry default.
+  const nlohmann::json full = config::load_job(config::job_registry(), job, origin);
+  const Reader r{full};
   TrainJob t;
-  t.strategy = get(job, "strategy").get<std::string>();
-  t.strat.bucket_cap_mb = get(job, "ddp.bucket_cap_mb").get<double>();
-  t.strat.first_bucket_mb = get(job, "ddp.first_bucket_mb").get<double>();
-  t.strat.find_unused_parameters = get(job, "ddp.find_unused_parameters").get<bool>();
-  t.strat.grad_clip = get(job, "optim.grad_clip").get<double>();
-  t.strat.optim = optim_options_from_job(job);
-  ZeroOptions& z = t.strat.zero;
-  z.stage = static_cast<int>(get(job, "zero.stage").get<int64_t>());
-  z.allgather_bucket_size = get(job, "zero.allgather_bucket_size").get<int64_t>();
-  z.reduce_bucket_size = auto_or(job, "zero.reduce_bucket_size", [&] { return embd * embd; });
-  if (const auto& ov = get(job, "zero.overlap_comm"); !ov.is_string()) z.overlap_comm = ov.get<bool>();
-  z.contiguous_gradients = get(job, "zero.contiguous_gradients").get<bool>();
-  z.stage3_prefetch_bucket_size =
-      auto_or(job, "zero.stage3_prefetch_bucket_size", [&] { return embd * embd * 9 / 10; });
-  z.stage3_param_persistence_threshold =
-      auto_or(job, "zero.stage3_param_persistence_threshold", [&] { return 10 * embd; });
-  z.stage3_max_live_parameters = get(job, "zero.stage3_max_live_parameters").get<int64_t>();
-  z.stage3_max_reuse_distance = get(job, "zero.stage3_max_reuse_distance").get<int64_t>();
-  z.offload_optimizer_device = get(job, "zero.offload_optimizer_device").get<std::string>();
-  z.offload_param_device = get(job, "zero.offload_param_device").get<std::string>();
-  z.stage3_gather_16bit_weights_on_model_save =
-      get(job, "zero.stage3_gather_16bit_weights_on_model_save").get<bool>();
-  FsdpOptions& f = t.strat.fsdp;
-  f.sharding_strategy = get(job, "fsdp.sharding_strategy").get<std::string>();
-  f.wrap_policy = get(job, "fsdp.wrap_policy").get<std::string>();
-  f.min_num_params = get(job, "fsdp.min_num_params").get<int64_t>();
-  f.forward_prefetch = get(job, "fsdp.forward_prefetch").get<bool>();
-  f.backward_prefetch = get(job, "fsdp.backward_prefetch").get<std::string>();
-  f.limit_all_gathers = get(job, "fsdp.limit_all_gathers").get<bool>();
-  f.cpu_offload = get(job, "fsdp.cpu_offload").get<bool>();
-  t.strat.precision = get(job, "train.precision").get<std::string>();
-  LossScaleOptions& ls = t.strat.loss_scale;
-  ls.loss_scale = get(job, "precision.loss_scale").get<double>();
-  ls.initial_scale_power = get(job, "precision.initial_scale_power").get<int64_t>();
-  ls.loss_scale_window = get(job, "precision.loss_scale_window").get<int64_t>();
-  ls.hysteresis = get(job, "precision.hysteresis").get<int64_t>();
-  ls.min_loss_scale = get(job, "precision.min_loss_scale").get<double>();
-  t.sched = schedule_options_from_job(job);
-  t.max_steps = get(job, "train.max_steps").get<int64_t>();
-  t.max_epochs = get(job, "train.max_epochs").get<int64_t>();
-  t.batch_size = get(job, "train.batch_size").get<int64_t>();
-  t.grad_accum = get(job, "train.grad_accum").get<int64_t>();
-  t.precision = get(job, "train.precision").get<std::string>();
-  t.seed = get(job, "train.seed").get<uint64_t>();
-  t.work_dir = get(job, "train.work_dir").get<std::string>();
-  t.log_interval = get(job, "train.log_interval").get<int64_t>();
-  t.timing_warmup_steps = get(job, "train.timing_warmup_steps").get<int64_t>();
-  t.val_interval = get(job, "train.val_interval").get<int64_t>();
-  t.val_steps = get(job, "train.val_steps").get<int64_t>();
-  t.threads = get(job, "train.threads").get<int64_t>();
-  t.shuffle = get(job, "data.shuffle").get<bool>();
-  t.drop_last = get(job, "data.drop_last").get<bool>();
-  t.checkpoint_interval = get(job, "checkpoint.interval").get<int64_t>();
-  t.checkpoint_keep = get(job, "checkpoint.keep").get<int64_t>();
-  t.resume = get(job, "checkpoint.resume").get<std::string>();
-  t.init = get(job, "model.init").get<std::string>();
-  t.init_strict = get(job, "model.init_strict").get<bool>();
-  t.settings = job;
-  t.comm_timeout_s = get(job, "comm.timeout_s").get<double>();
-  t.comm_shared_memory = get(job, "comm.shared_memory").get<bool>();
+  t.strategy = config::strategy_from_text(r.text("strategy"));
+  // zero.stage (DeepSpeed's name, which imports write beside strategy) only has to agree.
+  if (const int64_t stage = r.integer("zero.stage"); stage != 0 && stage != t.zero_stage()) {
+    throw Error(fmt::format("zero.stage is {} but strategy is '{}'", stage, config::to_string(t.strategy)),
+                fmt::format("set strategy to zero{} (or zero.stage to 0 to follow strategy)", stage))
+        .at(origin);
+  }
+  t.strat.bucket_cap_mb = r.number("ddp.bucket_cap_mb");
+  t.strat.first_bucket_mb = r.number("ddp.first_bucket_mb");
+  t.strat.find_unused_parameters = r.flag("ddp.find_unused_parameters");
+  t.strat.grad_clip = r.number("optim.grad_clip");
+  t.strat.optim = optim_options(r);
+  t.strat.zero = zero_options(r, r.integer("model.n_embd"));
+  t.strat.fsdp = fsdp_options(r);
+  t.strat.precision = r.text("train.precision");
+  t.strat.loss_scale = loss_scale_options(r);
+  t.sched = schedule_options(r);
+  t.model = model_spec(r);
+  t.data = data_spec(r);
+  t.activation_checkpointing = r.flag("fsdp.activation_checkpointing");
+  t.max_steps = r.integer("train.max_steps");
+  t.max_epochs = r.integer("train.max_epochs");
+  t.batch_size = r.integer("train.batch_size");
+  t.grad_accum = r.integer("train.grad_accum");
+  t.seed = r.at("train.seed").get<uint64_t>();
+  t.work_dir = r.text("train.work_dir");
+  t.log_interval = r.integer("train.log_interval");
+  t.timing_warmup_steps = r.integer("train.timing_warmup_steps");
+  t.val_interval = r.integer("train.val_interval");
+  t.val_steps = r.integer("train.val_steps");
+  t.threads = r.integer("train.threads");
+  t.checkpoint_interval = r.integer("checkpoint.interval");
+  t.checkpoint_keep = r.integer("checkpoint.keep");
+  t.resume = r.text("checkpoint.resume");
+  t.init = r.text("model.init");
+  t.init_strict = r.flag("model.init_strict");
+  t.comm_timeout_s = r.number("comm.timeout_s");
+  t.comm_shared_memory = r.flag("comm.shared_memory");
+  t.settings = full;
   return t;
 }
 

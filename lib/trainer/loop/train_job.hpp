@@ -1,25 +1,36 @@
 #pragma once
-// The loop's view of a resolved job (lib/config/job_settings.cpp is the authority on keys and
-// defaults; the struct defaults mirror it and a unit test holds them together).
+// The trainer's one typed view of a job: built once from the resolved job JSON by
+// train_job_from_json (which fills every missing key from the settings registry,
+// lib/config/job_settings.cpp + strategy_settings.cpp, and checks every value against it), then
+// read everywhere in the trainer. No other trainer code reads job keys.
+//
+// Each setting is stored once: the ZeRO stage is the strategy's (zero.stage only has to agree
+// with it), the precision is strat.precision, shuffle/drop_last are data.*. The struct defaults
+// mirror the registry's; tests/unit/trainer/loop/test_train_job.cpp holds them together.
 #include <cstdint>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/config/names.hpp"
+#include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/model/model.hpp"
 #include "mtrain/trainer/optim/schedule.hpp"
 #include "mtrain/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 
 struct TrainJob {
-  std::string strategy = "ddp";
-  StrategyOptions strat;
-  ScheduleOptions sched;
+  config::StrategyName strategy = config::StrategyName::Ddp;
+  StrategyOptions strat;  // ddp.*, zero.*, fsdp.*, optim.* (with grad_clip), train.precision, precision.*
+  ScheduleOptions sched;  // sched.*, optim.lr
+  ModelSpec model;        // model.*, fsdp.wrap_module_types
+  DataSpec data;          // data.*, name resolved ("auto" → text for gpt, else synthetic)
+  bool activation_checkpointing = false;  // fsdp.activation_checkpointing, honoured by every strategy
   int64_t max_steps = 200;
   int64_t max_epochs = 0;
   int64_t batch_size = 16;
   int64_t grad_accum = 1;
-  std::string precision = "fp32";
   uint64_t seed = 0;
   std::string work_dir = "work_dirs/default";
   int64_t log_interval = 10;
@@ -27,18 +38,23 @@ struct TrainJob {
   int64_t val_interval = 0;
   int64_t val_steps = 10;
   int64_t threads = 0;
-  bool shuffle = true;
-  bool drop_last = true;
   int64_t checkpoint_interval = 0;
   int64_t checkpoint_keep = 2;
   std::string resume;
   std::string init;         // model.init: pretrained weights ("" = none)
   bool init_strict = true;  // model.init_strict
-  nlohmann::json settings;  // the resolved job this was made from (model.safetensors metadata)
+  nlohmann::json settings;  // the resolved job this was made from, every key present (model.safetensors metadata)
   double comm_timeout_s = 300;
   bool comm_shared_memory = true;
+
+  // 1-3 for zero1-3, else 0.
+  int zero_stage() const { return config::zero_stage(strategy); }
+  const std::string& precision() const { return strat.precision; }
 };
 
-TrainJob train_job_from_json(const nlohmann::json& job);
+// `job`: a nested job JSON (the launcher's resolved job, or any part of one: missing keys take the
+// registry's defaults). Throws mtrain::Error, one paragraph naming `origin` and the key, for an
+// unknown key, a value of the wrong type or out of range, or zero.stage disagreeing with strategy.
+TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origin = "the job");
 
 }  // namespace mtrain::trainer

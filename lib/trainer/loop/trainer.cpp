@@ -90,8 +90,8 @@ class Loop {
     sampler_.rank = comm_.rank();
     sampler_.world = comm_.world();
     sampler_.seed = job_.seed;
-    sampler_.shuffle = job_.shuffle;
-    sampler_.drop_last = job_.drop_last;
+    sampler_.shuffle = job_.data.shuffle;
+    sampler_.drop_last = job_.data.drop_last;
     const int64_t per_rank = samples_per_rank(sampler_);
     const int64_t per_step = job_.batch_size * job_.grad_accum;
     if (per_rank < per_step) {
@@ -112,7 +112,7 @@ class Loop {
     if (comm_.rank() == 0) {  // this run's own folder: runs into one work dir never overwrite each other
       run_dir_ = runs::start_run_folder(job_.work_dir,
                                         {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
-                                         {"model", parts_.model_name}, {"total_steps", total_}, {"start_step", start_step}},
+                                         {"model", config::to_string(job_.model.name)}, {"total_steps", total_}, {"start_step", start_step}},
                                         std::time(nullptr));
       metrics_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl", false);
     }
@@ -166,14 +166,14 @@ class Loop {
             {"memory", std::to_string(mem_mb)},
             {"loss", fmt::format("{:.4f}", last_loss_)}};
         if (grad_norm >= 0) f.emplace_back("grad_norm", fmt::format("{:.4f}", grad_norm));
-        if (job_.precision == "fp16") f.emplace_back("loss_scale", fmt::format("{:g}", sr.loss_scale));
+        if (job_.precision() == "fp16") f.emplace_back("loss_scale", fmt::format("{:g}", sr.loss_scale));
         console_.line(format_line(position_prefix("train", position()), f));
         json rec{{"mode", "train"}, {"step", step_},         {"epoch", epoch + 1},
                  {"iter", position().iter}, {"lr", lr},       {"loss", last_loss_},
                  {"time", avg_time},  {"data_time", window_data / window_n},
                  {"memory", mem_mb}};
         if (grad_norm >= 0) rec["grad_norm"] = grad_norm;
-        if (job_.precision == "fp16") {
+        if (job_.precision() == "fp16") {
           rec["loss_scale"] = sr.loss_scale;
           rec["skipped_steps"] = skipped_steps_;
         }
@@ -312,15 +312,9 @@ class Loop {
     return n;
   }
 
-  std::string ledger_strategy() const {
-    const std::string n = strategy_->name();
-    if (n == "zero" && parts_.zero_stage > 0) return "zero" + std::to_string(parts_.zero_stage);
-    return n;
-  }
-
   // N of the formula, from the options the strategy itself was made with.
   int ledger_world() const {
-    return ledger_group_size(ledger_strategy(), job_.strat.fsdp.sharding_strategy, comm_.world(),
+    return ledger_group_size(job_.strategy, job_.strat.fsdp.sharding_strategy, comm_.world(),
                              job_.strat.local_world_size);
   }
 
@@ -331,17 +325,17 @@ class Loop {
                                     static_cast<double>(m.optimizer),
                                     static_cast<double>(gathered_of(m, 0))});
     try {
-      ledger_expected_ = expected_model_state_bytes(ledger_strategy(), job_.strat.fsdp.sharding_strategy,
-                                                    job_.precision, strategy_->num_parameters(),
+      ledger_expected_ = expected_model_state_bytes(job_.strategy, job_.strat.fsdp.sharding_strategy,
+                                                    job_.precision(), strategy_->num_parameters(),
                                                     ledger_world());
     } catch (const Error&) {
       ledger_expected_ = ModelStateBytes{};
       ledger_expected_.formula = "unknown for strategy " + strategy_->name();
     }
     LedgerReport rep;
-    rep.strategy = ledger_strategy();
+    rep.strategy = job_.strategy;
     rep.sharding_strategy = job_.strat.fsdp.sharding_strategy;
-    rep.precision = job_.precision;
+    rep.precision = job_.precision();
     rep.psi = strategy_->num_parameters();
     rep.world = ledger_world();
     rep.world_size = comm_.world();
@@ -433,8 +427,8 @@ class Loop {
                          {"batch_size", job_.batch_size},
                          {"grad_accum", job_.grad_accum},
                          {"seed", job_.seed},
-                         {"shuffle", job_.shuffle},
-                         {"drop_last", job_.drop_last}}},
+                         {"shuffle", job_.data.shuffle},
+                         {"drop_last", job_.data.drop_last}}},
             {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
             {"last_loss", last_loss_},
             {"optimizer", job_.strat.optim.name}};
@@ -586,12 +580,12 @@ class Loop {
     }
     json s{{"strategy", strategy_->name()},
            {"world_size", comm_.world()},
-           {"model", parts_.model_name},
+           {"model", config::to_string(job_.model.name)},
            {"num_params", strategy_->num_parameters()},
            {"steps", step_},
            {"global_batch", global_batch},
            {"final_loss", last_loss_},
-           {"precision", job_.precision},
+           {"precision", job_.precision()},
            {"skipped_steps", skipped_steps_},
            {"model_state_bytes_per_rank",
             {{"params", static_cast<int64_t>(mx[0])},

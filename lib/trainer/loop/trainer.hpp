@@ -30,13 +30,9 @@ struct TrainerParts {
   std::shared_ptr<const Dataset> train;
   std::shared_ptr<const Dataset> val;   // may be null: no validation
   at::Device device = at::kCPU;
-  std::string model_name;               // for summary.json
   // Testing: stop right after this step as if the process were killed (no final checkpoint,
   // no model.pt, no summary); -1 = run to the end.
   int64_t interrupt_after = -1;
-  // For the memory ledger: zero.stage (when the strategy is "zero"). The fsdp sharding strategy
-  // and HYBRID_SHARD's shard group come from the job's StrategyOptions.
-  int zero_stage = 0;
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE: touched after every step; "" = off
   std::string run_token;       // names this run's temporary checkpoint folders; same on every rank
   // Testing: called on every rank after each optimizer step (e.g. to raise a stop signal).

@@ -51,26 +51,25 @@ int env_int(const WorkerOptions& o, const std::string& k, int def) {
   }
 }
 
+// The job file as written, with --set applied on top; train_job_from_json fills the defaults and
+// checks every value once.
 json read_job(const WorkerOptions& o) {
   const auto& reg = config::job_registry();
-  json job;
-  if (o.job_path.empty()) {
-    job = reg.defaults();
-  } else {
+  json job = json::object();
+  if (!o.job_path.empty()) {
     const auto text = read_input_file(o.job_path);  // size limit
     if (!text) {
       throw Error(fmt::format("{}: cannot read the job file", o.job_path),
                   "pass the resolved job JSON that `mtrain launch` writes, or omit --job to use "
                   "the defaults");
     }
-    json raw;
     try {
-      raw = parse_json_limited(*text, o.job_path);  // depth limit
+      job = parse_json_limited(*text, o.job_path);  // depth limit
     } catch (const json::exception& e) {
       throw Error(fmt::format("{}: not valid JSON ({})", o.job_path, e.what()),
                   "the job file is the nested JSON of job settings");
     }
-    job = config::load_job(reg, raw, o.job_path);
+    if (!job.is_object()) throw Error(fmt::format("{}: a job spec must be a JSON object", o.job_path));
   }
   for (const auto& kv : o.sets) {
     const auto eq = kv.find('=');
@@ -99,8 +98,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   // (preemption.hpp); a rank still joining the group only notices then (the launcher escalates
   // to SIGKILL after its grace period).
   install_stop_signal_handlers();
-  const json job = read_job(o);
-  TrainJob tj = train_job_from_json(job);
+  TrainJob tj = train_job_from_json(read_job(o), o.job_path.empty() ? "the job" : o.job_path);
   // HYBRID_SHARD's shard group is the ranks of this node; the strategy reads only its options.
   tj.strat.local_world_size = env_int(o, "LOCAL_WORLD_SIZE", 0);
 
@@ -184,34 +182,31 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
     run_token.assign(bytes.begin(), bytes.end());
   }
 
-  const ModelSpec ms = model_spec_from_job(job);
-  DataSpec ds = data_spec_from_job(job);
+  const ModelSpec& ms = tj.model;
+  const DataSpec& ds = tj.data;
   TrainerParts parts;
   parts.model = make_model(ms, tj.seed);
   parts.model->to(device);
   // fsdp.activation_checkpointing is honoured by every strategy: recomputing blocks is a model
   // property, independent of how the state is sharded.
-  parts.model->set_activation_checkpointing(
-      config::get(job, "fsdp.activation_checkpointing").get<bool>());
-  parts.model_name = ms.name;
+  parts.model->set_activation_checkpointing(tj.activation_checkpointing);
   parts.train = make_dataset(ds, ms, Split::Train, tj.seed);
   std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
   if (val->size() > 0) parts.val = val;
   parts.device = device;
-  parts.zero_stage = static_cast<int>(config::get(job, "zero.stage").get<int64_t>());
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
   parts.run_token = run_token;
   if (rank == 0) {
     console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
                            "work_dir {}\n",
-                           tj.strategy, world,
+                           config::to_string(tj.strategy), world,
                            co.backend == BackendKind::Nccl ? "nccl"
                            : comm.uses_shared_memory()     ? "gloo, fp32 collectives in shared memory"
                            : !comm.shared_memory_fallback().empty()
                                ? "gloo; shared-memory collectives unavailable: " +
                                      comm.shared_memory_fallback() + ", so every collective goes over TCP (slower)"
                                : std::string("gloo"),
-                           ms.name, ds.name, at::get_num_threads(), tj.work_dir);
+                           config::to_string(ms.name), ds.name, at::get_num_threads(), tj.work_dir);
   }
   // Recorded here, while the communicator and the store still live: their teardown on the way
   // out can take a while, and a peer may fail meanwhile (failure_record.hpp).

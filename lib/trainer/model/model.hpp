@@ -15,7 +15,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include <nlohmann/json.hpp>
+#include "mtrain/config/names.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -41,9 +41,9 @@ struct EvalStats {
   int64_t correct = 0;
 };
 
-// Mirrors the job's "model" section (defaults = the settings registry's).
+// Mirrors the job's "model" section (defaults = the settings registry's); TrainJob fills it.
 struct ModelSpec {
-  std::string name = "gpt";  // mlp | gpt | resnet18 | resnet50 | torchscript
+  config::ModelName name = config::ModelName::Gpt;
   int64_t n_layer = 4;       // gpt
   int64_t n_head = 4;        // gpt
   int64_t n_embd = 128;      // gpt
@@ -59,9 +59,6 @@ struct ModelSpec {
   std::string wrap_module_types;  // torchscript: block classes / dotted names, comma-separated
   bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };
-
-// job = the resolved nested job JSON; missing keys take the registry's defaults.
-ModelSpec model_spec_from_job(const nlohmann::json& job);
 
 class TaskModel : public torch::nn::Module {
  public:
@@ -92,9 +89,8 @@ class TaskModel : public torch::nn::Module {
   bool recompute_blocks_ = false;
 };
 
-// Throws mtrain::Error for an unknown name or an inconsistent spec (e.g. n_embd % n_head != 0).
-// torchscript models take their weights from model.path and ignore `seed`.
+// Throws mtrain::Error for an inconsistent spec (e.g. n_embd % n_head != 0). torchscript models
+// take their weights from model.path and ignore `seed`.
 std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed);
-std::vector<std::string> model_names();  // "mlp", "gpt", "resnet18", "resnet50", "torchscript"
 
 }  // namespace mtrain::trainer

@@ -10,7 +10,6 @@
 #include <vector>
 
 #include <ATen/ATen.h>
-#include <nlohmann/json.hpp>
 
 namespace mtrain::trainer {
 
@@ -21,7 +20,6 @@ struct OptimOptions {
   double momentum = 0.0;                           // sgd
   bool nesterov = false;                           // sgd
 };
-OptimOptions optim_options_from_job(const nlohmann::json& job);
 
 class FlatOptimizer {
  public:

@@ -3,25 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::trainer {
-
-ScheduleOptions schedule_options_from_job(const nlohmann::json& job) {
-  using config::get;
-  ScheduleOptions s;
-  s.name = get(job, "sched.name").get<std::string>();
-  s.lr = get(job, "optim.lr").get<double>();
-  s.warmup_steps = get(job, "sched.warmup_steps").get<int64_t>();
-  s.min_lr = get(job, "sched.min_lr").get<double>();
-  s.step_size = get(job, "sched.step_size").get<int64_t>();
-  s.gamma = get(job, "sched.gamma").get<double>();
-  s.start_factor = get(job, "sched.start_factor").get<double>();
-  s.end_factor = get(job, "sched.end_factor").get<double>();
-  s.total_iters = get(job, "sched.total_iters").get<int64_t>();
-  return s;
-}
 
 double learning_rate(const ScheduleOptions& s, int64_t step, int64_t total_steps) {
   if (step < s.warmup_steps) {

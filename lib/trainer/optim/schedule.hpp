@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <string>
 
-#include <nlohmann/json.hpp>
 
 namespace mtrain::trainer {
 
@@ -20,7 +19,6 @@ struct ScheduleOptions {
   double end_factor = 1.0;
   int64_t total_iters = 0;
 };
-ScheduleOptions schedule_options_from_job(const nlohmann::json& job);
 
 // Learning rate of optimiser step `step` (0-based) in a run of `total_steps` steps.
 double learning_rate(const ScheduleOptions& s, int64_t step, int64_t total_steps);

@@ -7,26 +7,22 @@
 
 namespace mtrain::trainer {
 
-std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
+std::unique_ptr<Strategy> make_strategy(config::StrategyName name, const StrategyOptions& o,
                                         Communicator& comm) {
   precision_policy(o.precision);  // validates train.precision
-  const int stage = o.zero.stage;
-  if (name == "zero" || name == "zero1" || name == "zero2" || name == "zero3") {
-    const int named = name == "zero" ? stage : name.back() - '0';
-    if (name != "zero" && stage != 0 && stage != named) {
-      throw Error(fmt::format("zero.stage is {} but strategy is '{}'", stage, name),
-                  fmt::format("set strategy to zero{} (or zero.stage to 0 to follow strategy)", stage));
-    }
-    if (named == 0) throw Error("strategy 'zero' needs zero.stage 1, 2 or 3", "set zero.stage");
-    return make_zero(named, o, comm);
+  switch (name) {
+    case config::StrategyName::Ddp: return make_ddp(o, comm);
+    case config::StrategyName::Fsdp: return make_fsdp(o, comm);
+    case config::StrategyName::Zero1:
+    case config::StrategyName::Zero2:
+    case config::StrategyName::Zero3: return make_zero(config::zero_stage(name), o, comm);
   }
-  if (stage != 0) {
-    throw Error(fmt::format("zero.stage is {} but strategy is '{}'", stage, name),
-                fmt::format("set strategy to zero{} (or zero.stage to 0)", stage));
-  }
-  if (name == "ddp") return make_ddp(o, comm);
-  if (name == "fsdp") return make_fsdp(o, comm);
-  throw Error("strategy '" + name + "' is unknown", "use ddp, zero1, zero2, zero3 or fsdp");
+  throw Error(fmt::format("strategy '{}' has no implementation", config::to_string(name)), "", kExitFailure);
+}
+
+std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
+                                        Communicator& comm) {
+  return make_strategy(config::strategy_from_text(name), o, comm);
 }
 
 std::vector<ParameterExport> Strategy::export_parameters() {

@@ -22,6 +22,7 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
+#include "mtrain/config/names.hpp"
 #include "mtrain/trainer/optim/loss_scale.hpp"
 #include "mtrain/trainer/optim/optimizer.hpp"
 
@@ -69,9 +70,9 @@ class TensorSource {
   virtual at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const = 0;
 };
 
-// DeepSpeed zero_optimization (names and defaults as the settings registry's zero.*).
+// DeepSpeed zero_optimization (names and defaults as the settings registry's zero.*). The stage
+// is the strategy's (zero1-3), not an option.
 struct ZeroOptions {
-  int stage = 0;  // 0: follow the strategy name
   int64_t allgather_bucket_size = 500000000;
   int64_t reduce_bucket_size = 500000000;
   // Unset ('auto', the default): on for stage 3 only, as DeepSpeed decides when the key is absent.
@@ -163,6 +164,9 @@ class Strategy {
   virtual std::vector<ParameterExport> export_parameters();
 };
 
+std::unique_ptr<Strategy> make_strategy(config::StrategyName name, const StrategyOptions& o,
+                                        Communicator& comm);
+// The same for a spelled name (tests, benches); an unknown name throws mtrain::Error.
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,
                                         Communicator& comm);
 std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm);

@@ -16,7 +16,7 @@ namespace mtrain::trainer::testing {
 
 inline ModelSpec tiny_gpt(int64_t n_embd = 5, int64_t n_head = 1) {
   ModelSpec s;
-  s.name = "gpt";
+  s.name = mtrain::config::ModelName::Gpt;
   s.n_layer = 2;
   s.n_head = n_head;
   s.n_embd = n_embd;

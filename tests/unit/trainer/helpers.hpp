@@ -57,11 +57,11 @@ inline json small_job(const fs::path& work_dir, const std::string& model = "gpt"
 }
 
 inline TrainerParts parts_for(const json& j) {
-  const auto ms = model_spec_from_job(j);
-  const auto ds = data_spec_from_job(j);
+  const TrainJob tj = train_job_from_json(j);
+  const ModelSpec& ms = tj.model;
+  const DataSpec& ds = tj.data;
   TrainerParts p;
   p.model = make_model(ms, 5);
-  p.model_name = ms.name;
   p.train = make_dataset(ds, ms, Split::Train, 5);
   return p;
 }

@@ -34,8 +34,9 @@ void check_loads(const json& base, const std::string& dir, const std::string& st
                  const std::map<std::string, at::Tensor>& model) {
   json j = base;
   mtrain::config::set(j, "strategy", strategy);
-  const auto spec = model_spec_from_job(j);
-  const auto opts = train_job_from_json(j).strat;
+  const TrainJob tj = train_job_from_json(j);
+  const auto& spec = tj.model;
+  const auto& opts = tj.strat;
   run_ranks(world, [&](Communicator& comm) {
     auto m = make_model(spec, 99);  // other initial weights: only the load can make them equal
     auto s = make_strategy(strategy, opts, comm);

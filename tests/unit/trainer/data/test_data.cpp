@@ -1,5 +1,6 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/train_job.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 
 #include <catch2/catch.hpp>
@@ -21,7 +22,7 @@ namespace {
 
 ModelSpec gpt_spec(int64_t block) {
   ModelSpec m;
-  m.name = "gpt";
+  m.name = mtrain::config::ModelName::Gpt;
   m.block_size = block;
   return m;
 }
@@ -36,14 +37,14 @@ std::vector<int64_t> range(int64_t n) {
 
 TEST_CASE("data: spec from the job resolves auto by model", "[data]") {
   auto job = nlohmann::json::parse(R"({"model": {"name": "gpt"}, "data": {"val_fraction": 0.2}})");
-  DataSpec d = data_spec_from_job(job);
+  DataSpec d = train_job_from_json(job).data;
   CHECK(d.name == "text");
   CHECK(d.val_fraction == Approx(0.2));
   CHECK(d.num_samples == 4096);
   job["model"]["name"] = "resnet18";
-  CHECK(data_spec_from_job(job).name == "synthetic");
+  CHECK(train_job_from_json(job).data.name == "synthetic");
   job["data"]["name"] = "cifar10";
-  CHECK(data_spec_from_job(job).name == "cifar10");
+  CHECK(train_job_from_json(job).data.name == "cifar10");
 }
 
 TEST_CASE("text: windows shift by one, split by val_fraction at the tail", "[data]") {
@@ -91,7 +92,7 @@ TEST_CASE("text: errors name the file and what was expected", "[data]") {
   const std::string short_text = error_text([&] { make_dataset(d, gpt_spec(16), Split::Train, 0); });
   CHECK_THAT(short_text, Catch::Contains("short.txt") && Catch::Contains("17"));
   ModelSpec mlp;
-  mlp.name = "mlp";
+  mlp.name = mtrain::config::ModelName::Mlp;
   CHECK_THROWS_AS(make_dataset(d, mlp, Split::Train, 0), mtrain::Error);
 }
 
@@ -128,7 +129,7 @@ TEST_CASE("cifar10: reads generated batches, errors on truncated ones", "[data]"
   d.name = "cifar10";
   d.path = dir.path.string();
   ModelSpec m;
-  m.name = "resnet18";
+  m.name = mtrain::config::ModelName::Resnet18;
   auto train = make_dataset(d, m, Split::Train, 0);
   auto val = make_dataset(d, m, Split::Val, 0);
   CHECK(train->size() == 10);
@@ -143,7 +144,7 @@ TEST_CASE("cifar10: reads generated batches, errors on truncated ones", "[data]"
   CHECK(val->batch({2}).target[0].item<int64_t>() == 2);
 
   ModelSpec mlp;
-  mlp.name = "mlp";
+  mlp.name = mtrain::config::ModelName::Mlp;
   mlp.input_dim = 3072;
   CHECK(make_dataset(d, mlp, Split::Val, 0)->batch({0}).input.sizes() == at::IntArrayRef{1, 3072});
   mlp.input_dim = 32;
@@ -165,7 +166,7 @@ TEST_CASE("synthetic: deterministic per index, shapes per model, disjoint val", 
   d.num_samples = 100;
   d.val_fraction = 0.1;
   ModelSpec mlp;
-  mlp.name = "mlp";
+  mlp.name = mtrain::config::ModelName::Mlp;
   mlp.input_dim = 12;
   mlp.num_classes = 5;
   auto a = make_dataset(d, mlp, Split::Train, 4);
@@ -185,7 +186,7 @@ TEST_CASE("synthetic: deterministic per index, shapes per model, disjoint val", 
   CHECK(at::bincount(all.target).gt(0).sum().item<int64_t>() >= 4);  // the teacher uses (nearly) every class
 
   ModelSpec r;
-  r.name = "resnet50";
+  r.name = mtrain::config::ModelName::Resnet50;
   const Batch img = make_dataset(d, r, Split::Train, 0)->batch({0, 1});
   CHECK(img.input.sizes() == at::IntArrayRef{2, 3, 32, 32});
   CHECK(img.target.sizes() == at::IntArrayRef{2});

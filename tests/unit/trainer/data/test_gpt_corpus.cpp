@@ -4,6 +4,7 @@
 // concatenated, which is the gradient DDP averages. Hidden ("[.]"): about a minute of CPU; run
 // with `test_trainer_data "[gpt-corpus]"`.
 #include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/train_job.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/model/model.hpp"
 
@@ -17,8 +18,9 @@ using namespace mtrain::trainer;
 
 TEST_CASE("gpt: the default job's loss falls on the embedded corpus", "[.][gpt-corpus]") {
   const auto job = nlohmann::json::parse(R"({"model": {"name": "gpt"}})");
-  const ModelSpec m = model_spec_from_job(job);
-  const DataSpec d = data_spec_from_job(job);
+  const TrainJob tj = train_job_from_json(job);
+  const ModelSpec& m = tj.model;
+  const DataSpec& d = tj.data;
   REQUIRE(d.name == "text");
   auto data = make_dataset(d, m, Split::Train, 0);
   auto val = make_dataset(d, m, Split::Val, 0);

@@ -4,6 +4,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/token_file.hpp"
 #include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/train_job.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -51,7 +52,7 @@ std::string llmc_bytes(const std::vector<uint32_t>& ids, int token_bytes) {
 
 ModelSpec lm(int64_t block, int64_t vocab) {
   ModelSpec m;
-  m.name = "gpt";
+  m.name = mtrain::config::ModelName::Gpt;
   m.block_size = block;
   m.vocab_size = vocab;
   return m;
@@ -257,7 +258,7 @@ TEST_CASE("tokens: too short, or not a language model", "[tokens]") {
   CHECK_THAT(error_text([&] { make_dataset(tokens_at(p, 0), lm(16, 256), Split::Train, 0); }),
              Catch::Contains("few.bin") && Catch::Contains("16 tokens") && Catch::Contains("17"));
   ModelSpec mlp;
-  mlp.name = "mlp";
+  mlp.name = mtrain::config::ModelName::Mlp;
   CHECK_THAT(error_text([&] { make_dataset(tokens_at(p, 0), mlp, Split::Train, 0); }),
              Catch::Contains("language model") && Catch::Contains("data.name"));
 }
@@ -265,7 +266,7 @@ TEST_CASE("tokens: too short, or not a language model", "[tokens]") {
 TEST_CASE("tokens: data.name and data.val_path come from the job", "[tokens]") {
   auto job = nlohmann::json::parse(
       R"({"model": {"name": "gpt"}, "data": {"name": "tokens", "path": "a.bin", "val_path": "b.bin"}})");
-  const DataSpec d = data_spec_from_job(job);
+  const DataSpec d = train_job_from_json(job).data;
   CHECK(d.name == "tokens");
   CHECK(d.path == "a.bin");
   CHECK(d.val_path == "b.bin");

@@ -10,10 +10,12 @@ using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
 
 namespace {
+mtrain::config::StrategyName S(const std::string& name) { return mtrain::config::strategy_from_text(name); }
+
 void check(const std::string& strategy, const std::string& sharding, const std::string& precision,
            double params, double grads, double optim, const std::string& formula) {
   INFO(strategy << " " << sharding << " " << precision);
-  const auto b = expected_model_state_bytes(strategy, sharding, precision, 1000, 4);
+  const auto b = expected_model_state_bytes(S(strategy), sharding, precision, 1000, 4);
   CHECK(b.params == params);
   CHECK(b.grads == grads);
   CHECK(b.optimizer == optim);
@@ -37,37 +39,36 @@ TEST_CASE("expected model-state bytes follow docs/architecture.md §6", "[ledger
   check("zero2", "", "fp16", 2000, 500, 3000, "2Ψ + 14Ψ/N");
   check("zero3", "", "bf16", 500, 500, 3000, "16Ψ/N");
   // Totals as the section states them.
-  CHECK(expected_model_state_bytes("zero1", "", "fp32", 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
-  CHECK(expected_model_state_bytes("zero2", "", "bf16", 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
-  CHECK(expected_model_state_bytes("zero3", "", "fp32", 1000, 1).total() == 16000);
-  CHECK_THROWS_WITH(expected_model_state_bytes("zero9", "", "fp32", 1, 1), Catch::Contains("zero9"));
-  CHECK_THROWS_WITH(expected_model_state_bytes("fsdp", "HALF", "fp32", 1, 1), Catch::Contains("HALF"));
-  CHECK_THROWS_WITH(expected_model_state_bytes("ddp", "", "fp8", 1, 1), Catch::Contains("fp8"));
-  CHECK_THROWS(expected_model_state_bytes("ddp", "", "fp32", 1, 0));
+  CHECK(expected_model_state_bytes(S("zero1"), "", "fp32", 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
+  CHECK(expected_model_state_bytes(S("zero2"), "", "bf16", 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
+  CHECK(expected_model_state_bytes(S("zero3"), "", "fp32", 1000, 1).total() == 16000);
+  CHECK_THROWS_WITH(expected_model_state_bytes(S("fsdp"), "HALF", "fp32", 1, 1), Catch::Contains("HALF"));
+  CHECK_THROWS_WITH(expected_model_state_bytes(S("ddp"), "", "fp8", 1, 1), Catch::Contains("fp8"));
+  CHECK_THROWS(expected_model_state_bytes(S("ddp"), "", "fp32", 1, 0));
 
   LedgerReport r;
-  r.strategy = "zero2";
+  r.strategy = S("zero2");
   r.precision = "fp32";
   r.psi = 1000;
   r.world = 4;
   r.params = 4000;
   r.grads = 1000;
   r.optimizer = 2100;
-  const std::string t = format_ledger_table(r, expected_model_state_bytes("zero2", "", "fp32", 1000, 4));
+  const std::string t = format_ledger_table(r, expected_model_state_bytes(S("zero2"), "", "fp32", 1000, 4));
   CHECK_THAT(t, Catch::Contains("Ψ = 1000") && Catch::Contains("N = 4") &&
                     Catch::Contains("4Ψ + 12Ψ/N = 7000 bytes") && Catch::Contains("1.050"));
 }
 
 TEST_CASE("HYBRID_SHARD's ledger uses N = the shard group (ranks per node), not the world",
           "[ledger]") {
-  CHECK(ledger_group_size("fsdp", "HYBRID_SHARD", 4, 2) == 2);
-  CHECK(ledger_group_size("fsdp", "HYBRID_SHARD", 4, 0) == 4);  // no group given: the world
-  CHECK(ledger_group_size("fsdp", "FULL_SHARD", 4, 2) == 4);
-  CHECK(ledger_group_size("zero3", "HYBRID_SHARD", 4, 2) == 4);  // fsdp.* applies to fsdp only
-  CHECK(ledger_group_size("ddp", "", 1, 0) == 1);
+  CHECK(ledger_group_size(S("fsdp"), "HYBRID_SHARD", 4, 2) == 2);
+  CHECK(ledger_group_size(S("fsdp"), "HYBRID_SHARD", 4, 0) == 4);  // no group given: the world
+  CHECK(ledger_group_size(S("fsdp"), "FULL_SHARD", 4, 2) == 4);
+  CHECK(ledger_group_size(S("zero3"), "HYBRID_SHARD", 4, 2) == 4);  // fsdp.* applies to fsdp only
+  CHECK(ledger_group_size(S("ddp"), "", 1, 0) == 1);
 
   LedgerReport r;
-  r.strategy = "fsdp";
+  r.strategy = S("fsdp");
   r.sharding_strategy = "HYBRID_SHARD";
   r.precision = "fp32";
   r.psi = 1000;
@@ -76,7 +77,7 @@ TEST_CASE("HYBRID_SHARD's ledger uses N = the shard group (ranks per node), not 
   r.params = 2000;
   r.grads = 2000;
   r.optimizer = 4000;
-  const auto e = expected_model_state_bytes("fsdp", "HYBRID_SHARD", "fp32", 1000, r.world);
+  const auto e = expected_model_state_bytes(S("fsdp"), "HYBRID_SHARD", "fp32", 1000, r.world);
   const std::string t = format_ledger_table(r, e);
   CHECK_THAT(t, Catch::Contains("fsdp/HYBRID_SHARD") && Catch::Contains("Ψ = 1000") &&
                     Catch::Contains("N = 2 ranks per shard group of world 4") &&
@@ -138,7 +139,7 @@ TEST_CASE("the loop prints the ledger and writes measured and formula bytes", "[
 TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) and what offload does",
           "[ledger]") {
   LedgerReport r;
-  r.strategy = "zero3";
+  r.strategy = S("zero3");
   r.precision = "fp32";
   r.psi = 1000;
   r.world = 2;
@@ -146,9 +147,9 @@ TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) an
   r.grads = 2000;
   r.optimizer = 4000;
   r.persistence_threshold = 100000;
-  r.offload = offload_text("zero3", "cpu", "cpu", false);
+  r.offload = offload_text(S("zero3"), "cpu", "cpu", false);
   r.on_cpu = true;
-  const auto e = expected_model_state_bytes("zero3", "", "fp32", 1000, 2);
+  const auto e = expected_model_state_bytes(S("zero3"), "", "fp32", 1000, 2);
   const std::string t = format_ledger_table(r, e);
   CHECK_THAT(t, Catch::Contains("2.000"));
   CHECK_THAT(t, Catch::Contains("zero.stage3_param_persistence_threshold (100000) stay unsharded"));
@@ -158,8 +159,8 @@ TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) an
   r.offload = "";
   const std::string plain = format_ledger_table(r, e);
   CHECK_THAT(plain, !Catch::Contains("note:") && !Catch::Contains("offload:"));
-  CHECK(offload_text("zero2", "cpu", "none", false) == "fp32 master and optimizer state");
-  CHECK(offload_text("zero2", "none", "cpu", false).empty());  // params offload is stage 3 only
-  CHECK(offload_text("fsdp", "none", "none", true) == "parameter shards, fp32 master and optimizer state");
-  CHECK(offload_text("ddp", "cpu", "cpu", true).empty());
+  CHECK(offload_text(S("zero2"), "cpu", "none", false) == "fp32 master and optimizer state");
+  CHECK(offload_text(S("zero2"), "none", "cpu", false).empty());  // params offload is stage 3 only
+  CHECK(offload_text(S("fsdp"), "none", "none", true) == "parameter shards, fp32 master and optimizer state");
+  CHECK(offload_text(S("ddp"), "cpu", "cpu", true).empty());
 }

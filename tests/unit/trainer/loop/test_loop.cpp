@@ -45,11 +45,11 @@ json small_job(const fs::path& work_dir) {
 }
 
 TrainerParts parts_for(const json& j, int64_t interrupt_after = -1) {
-  const auto ms = model_spec_from_job(j);
-  const auto ds = data_spec_from_job(j);
+  const TrainJob tj = train_job_from_json(j);
+  const ModelSpec& ms = tj.model;
+  const DataSpec& ds = tj.data;
   TrainerParts p;
   p.model = make_model(ms, 5);
-  p.model_name = ms.name;
   p.train = make_dataset(ds, ms, Split::Train, 5);
   p.val = make_dataset(ds, ms, Split::Val, 5);
   p.interrupt_after = interrupt_after;
@@ -165,41 +165,6 @@ TEST_CASE("a damaged or incomplete checkpoint is a clear error naming the file",
   fs::remove(ck / "manifest.json");
   mtrain::config::set(j, "checkpoint.resume", (d / "nope").string());
   CHECK_THROWS_WITH(run_job(j, 1, -1), Catch::Contains("nope"));
-}
-
-TEST_CASE("TrainJob defaults mirror the job settings table", "[trainer][loop]") {
-  const TrainJob from_table = train_job_from_json(mtrain::config::job_registry().defaults());
-  const TrainJob plain;
-  CHECK(from_table.strategy == plain.strategy);
-  CHECK(from_table.max_steps == plain.max_steps);
-  CHECK(from_table.batch_size == plain.batch_size);
-  CHECK(from_table.grad_accum == plain.grad_accum);
-  CHECK(from_table.work_dir == plain.work_dir);
-  CHECK(from_table.log_interval == plain.log_interval);
-  CHECK(from_table.timing_warmup_steps == plain.timing_warmup_steps);
-  CHECK(from_table.val_steps == plain.val_steps);
-  CHECK(from_table.checkpoint_keep == plain.checkpoint_keep);
-  CHECK(from_table.init == plain.init);
-  CHECK(from_table.init_strict == plain.init_strict);
-  CHECK(from_table.strat.bucket_cap_mb == plain.strat.bucket_cap_mb);
-  CHECK(from_table.strat.first_bucket_mb == plain.strat.first_bucket_mb);
-  CHECK(from_table.sched.name == plain.sched.name);
-  CHECK(from_table.sched.lr == plain.sched.lr);
-  CHECK(from_table.strat.optim.name == plain.strat.optim.name);
-  CHECK(from_table.strat.optim.beta2 == plain.strat.optim.beta2);
-  CHECK(from_table.comm_timeout_s == plain.comm_timeout_s);
-  CHECK(from_table.strat.zero.overlap_comm == plain.strat.zero.overlap_comm);
-}
-
-TEST_CASE("zero.overlap_comm: 'auto' (the default) leaves the stage to decide, a boolean is kept", "[trainer][loop]") {
-  auto job = mtrain::config::job_registry().defaults();
-  CHECK_FALSE(train_job_from_json(job).strat.zero.overlap_comm.has_value());
-  for (bool v : {true, false}) {
-    mtrain::config::set(job, "zero.overlap_comm", v);
-    const auto z = train_job_from_json(job).strat.zero;
-    REQUIRE(z.overlap_comm.has_value());
-    CHECK(*z.overlap_comm == v);
-  }
 }
 
 TEST_CASE("comm_per_step counts training steps only: validation, checkpoints and export apart",

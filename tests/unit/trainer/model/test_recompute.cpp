@@ -40,7 +40,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   counting_allocator();  // installed before either forward
   const Pass p = run(*plain, b);
   const Pass c = run(*ckpt, b);
-  INFO(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
+  INFO(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
                  << " checkpointed");
   CHECK(c.loss == p.loss);
   REQUIRE(c.grads.size() == p.grads.size());
@@ -52,7 +52,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   for (size_t i = 0; i < p.buffers.size(); ++i) CHECK(at::equal(c.buffers[i], p.buffers[i]));
   CHECK(at::equal(c.next_random, p.next_random));  // recompute restored the RNG it borrowed
   CHECK(c.kept_bytes < p.kept_bytes / 2);
-  WARN(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
+  WARN(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
                  << " with activation checkpointing");
 }
 
@@ -62,7 +62,7 @@ TEST_CASE("activation checkpointing: same gradients, less kept for backward (gpt
           "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "gpt";
+  s.name = mtrain::config::ModelName::Gpt;
   s.n_layer = 4;
   s.n_head = 2;
   s.n_embd = 32;
@@ -78,7 +78,7 @@ TEST_CASE("activation checkpointing: same gradients and BatchNorm statistics (re
           "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "resnet18";
+  s.name = mtrain::config::ModelName::Resnet18;
   s.num_classes = 10;
   at::manual_seed(2);
   Batch b{at::randn({4, 3, 16, 16}), at::randint(0, 10, {4}, at::kLong)};
@@ -88,7 +88,7 @@ TEST_CASE("activation checkpointing: same gradients and BatchNorm statistics (re
 TEST_CASE("activation checkpointing is inert in eval and without autograd", "[recompute]") {
   at::set_num_threads(1);
   ModelSpec s;
-  s.name = "gpt";
+  s.name = mtrain::config::ModelName::Gpt;
   s.n_layer = 2;
   s.n_head = 2;
   s.n_embd = 16;

@@ -111,7 +111,7 @@ def loss(self, x, y):
 
 ModelSpec ts_spec(const std::string& path, const std::string& loss = "cross_entropy") {
   ModelSpec s;
-  s.name = "torchscript";
+  s.name = mtrain::config::ModelName::Torchscript;
   s.path = path;
   s.loss = loss;
   return s;
