@@ -1,6 +1,7 @@
 #include "mtrain/config/cli_flags.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -13,15 +14,36 @@ std::string flag_help(const Setting& s) {
                      yaml_scalar(s.default_value), s.env, s.key);
 }
 
+std::string flag_names(const Setting& s) {
+  std::string names = "--" + cli_flag(s);
+  for (const auto& a : s.aliases) names += ",--" + a;
+  return names;
+}
+
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
-                       const std::vector<Scope>& scopes) {
+                       const std::vector<Scope>& scopes, const std::string& group) {
   for (const auto& s : reg.all()) {
     if (cli_flag(s).empty() || std::find(scopes.begin(), scopes.end(), s.scope) == scopes.end()) continue;
     const std::string key = s.key;
-    auto* opt = app.add_option_function<std::string>(
-        "--" + cli_flag(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
+    CLI::Option* opt;
+    if (s.type == Type::Bool && !s.allow_auto) {
+      // A switch: --raw-output alone means true, --raw-output=false no (CLI11 counts it -1).
+      opt = app.add_flag_function(
+          flag_names(s), [&out, key](std::int64_t n) { out[key] = n > 0 ? "true" : "false"; }, flag_help(s));
+    } else if (s.list) {
+      // Repeated flags append, in order: the items travel one per line (registry.hpp).
+      opt = app.add_option_function<std::vector<std::string>>(
+          flag_names(s),
+          [&out, key](const std::vector<std::string>& v) {
+            for (const auto& item : v) out[key] += (out[key].empty() ? "" : "\n") + item;
+          },
+          flag_help(s));
+    } else {
+      opt = app.add_option_function<std::string>(
+          flag_names(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
+    }
     opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
-    opt->group(fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
+    opt->group(!group.empty() ? group : fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
   }
 }
 

@@ -178,14 +178,24 @@ void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts,
   if (p.gpus.empty() && !default_slots(h.slots)) p.gpus = topology::format_gpu_list(h.slots);
 }
 
+// --rdzv-endpoint HOST without a port listens on / joins launch.rdzv_port (--rdzv-port).
+static rendezvous::Endpoint endpoint_of(const MultiNodeOptions& m) {
+  auto ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  const std::string& t = m.rdzv_endpoint;
+  const bool has_port = t[0] == '[' ? t.find("]:") != std::string::npos : t.find(':') != std::string::npos;
+  if (!has_port) ep.port = static_cast<uint16_t>(m.rdzv_port);
+  return ep;
+}
+
 int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
                    const EnvMap& env) {
   auto& p = opt.plan;
   auto& m = opt.multi;
   rendezvous::Endpoint ep;
   if (!m.rdzv_endpoint.empty()) {
-    ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
+    ep = endpoint_of(m);
   } else {
+    ep.port = static_cast<uint16_t>(m.rdzv_port);
     // The launcher's address on the way to the first host: the agents can reach it there.
     ep.host = route_source_address(hosts.front().host, 22);
     // A plan is printed offline too (hosts not resolvable from here, no network): the endpoint
@@ -277,7 +287,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   if (m.rdzv_endpoint.empty())
     throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
                 "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
-  a.endpoint = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  a.endpoint = endpoint_of(m);
   a.nnodes = rendezvous::parse_nnodes(m.nnodes.empty() ? std::to_string(hosts ? hosts->size() : 1) : m.nnodes);
   a.node_name = m.node_name;
   auto tok = env.find(rendezvous::kTokenEnv);
