@@ -1,7 +1,6 @@
 #include "mtrain/config/cli_flags.hpp"
 
 #include <algorithm>
-#include <cstdint>
 
 #include <fmt/format.h>
 
@@ -27,9 +26,11 @@ void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string,
     const std::string key = s.key;
     CLI::Option* opt;
     if (s.type == Type::Bool && !s.allow_auto) {
-      // A switch: --raw-output alone means true, --raw-output=false no (CLI11 counts it -1).
-      opt = app.add_flag_function(
-          flag_names(s), [&out, key](std::int64_t n) { out[key] = n > 0 ? "true" : "false"; }, flag_help(s));
+      // A switch: --raw-output alone means true; --raw-output=false (or any other word) goes to
+      // the registry's parse like every other source, so --raw-output=maybe gets its error.
+      const std::string help = flag_help(s);
+      opt = app.add_flag(flag_names(s), help);
+      opt->each([&out, key](const std::string& v) { out[key] = v.empty() ? "true" : v; });
     } else if (s.list) {
       // Repeated flags append, in order: the items travel one per line (registry.hpp).
       opt = app.add_option_function<std::vector<std::string>>(

@@ -52,7 +52,7 @@ std::string check_time(const std::string& t) {
   }
   auto parts = str::split(rest, ':');
   if (parts.size() > 3 || !std::all_of(parts.begin(), parts.end(), all_digits))
-    return "not a Slurm time (minutes, HH:MM:SS or D-HH:MM:SS)";
+    return "not a Slurm time limit (minutes, HH:MM:SS or D-HH:MM:SS)";
   return "";
 }
 

@@ -120,14 +120,11 @@ struct Source {
 };
 
 // The four ways a user gives `text` to setting `s` (no user file, nothing else in the environment).
-// A switch (Type::Bool) takes no value word: CLI11 itself refuses --exclusive=maybe, so the
-// flag source is left out for a bad switch value (with_flag false).
-std::vector<Source> sources(const config::Setting& s, const std::string& text, const TempDir& d,
-                            bool with_flag = true) {
+std::vector<Source> sources(const config::Setting& s, const std::string& text, const TempDir& d) {
   std::vector<Source> out(4);
   for (auto& o : out) o.in.user_file = d.path + "/no-user-file.yaml";
   out[0].name = "flag " + config::cli_flag(s);
-  if (with_flag) {
+  {
     CLI::App app;
     config::add_setting_flags(app, config::job_registry(), out[0].in.flags, {config::Scope::Launch, config::Scope::Slurm});
     auto words = flag_words(s, text);
@@ -140,7 +137,6 @@ std::vector<Source> sources(const config::Setting& s, const std::string& text, c
   out[2].in.env = {{s.env, text}};
   out[3].name = "--set";
   out[3].in.sets = {s.key + "=" + text};
-  if (!with_flag) out.erase(out.begin());
   return out;
 }
 
@@ -194,14 +190,7 @@ TEST_CASE("a bad launch or Slurm value is refused by every source with the regis
     const auto [good, bad] = samples(*s);
     if (bad.empty()) continue;  // any text is a host, path or address
     INFO("setting " << s->key << " = " << bad);
-    const bool is_switch = s->type == config::Type::Bool;
-    if (is_switch) {
-      CLI::App app;
-      std::map<std::string, std::string> flags;
-      config::add_setting_flags(app, config::job_registry(), flags, {s->scope});
-      CHECK_THROWS_AS(app.parse(std::vector<std::string>{"--" + config::cli_flag(*s) + "=" + bad}), CLI::ParseError);
-    }
-    const std::vector<Source> srcs = sources(*s, bad, d, !is_switch);
+    const std::vector<Source> srcs = sources(*s, bad, d);
     for (const auto& src : srcs) {
       INFO("from " << src.name);
       try {
