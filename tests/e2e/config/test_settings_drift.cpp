@@ -8,9 +8,12 @@
 using namespace e2e;
 
 namespace {
+// The first line that starts with "error:" (config show prints a slurm.error setting too).
 std::string first_error_line(const std::string& out) {
-  auto at = out.find("error:");
-  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+  auto at = out.rfind("error:", 0) == 0 ? 0 : out.find("\nerror:");
+  if (at == std::string::npos) return "";
+  if (at > 0) ++at;
+  return out.substr(at, out.find('\n', at) - at);
 }
 }  // namespace
 
