@@ -43,7 +43,8 @@ void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string,
       opt = app.add_option_function<std::string>(
           flag_names(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
     }
-    opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
+    if (!(s.type == Type::Bool && !s.allow_auto))  // a switch takes no value word
+      opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
     opt->group(!group.empty() ? group : fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
   }
 }
