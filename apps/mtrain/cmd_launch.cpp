@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/compat_flags.hpp"
 #include "mtrain/config/data_files.hpp"
 #include "mtrain/config/export.hpp"
@@ -13,6 +14,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/launch_settings.hpp"
 #include "mtrain/topology/gpu_list.hpp"
 
 namespace mtrain::app {
@@ -47,37 +49,12 @@ config::Resolved resolve(const LaunchFlags& f) {
   return r;
 }
 
-std::string text_of(const config::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-// launch.* values from a job or user file fill in what neither a flag nor MTRAIN_* gave.
-void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch::LaunchOptions& o) {
-  auto from_file = [&](const std::string& key, const std::string& flag) {
-    auto it = r.provenance.find(key);
-    if (it == r.provenance.end()) return false;
-    auto src = it->second.first;
-    if (src != config::Source::JobFile && src != config::Source::UserFile) return false;
-    return sub.get_option(flag)->count() == 0;
-  };
-  auto str = [&](const char* key, const char* flag, std::string& dst) {
-    if (from_file(key, flag)) dst = text_of(config::get(r.job, key));
-  };
-  str("launch.nproc_per_node", "--nproc-per-node", o.plan.nproc_per_node);
-  str("launch.gpus", "--gpus", o.plan.gpus);
-  str("launch.device", "--device", o.plan.device);
-  str("launch.include", "--include", o.plan.include);
-  str("launch.exclude", "--exclude", o.plan.exclude);
-  str("launch.master_addr", "--master-addr", o.plan.master_addr);
-  str("launch.master_port", "--master-port", o.master_port);
-  str("launch.log_dir", "--log-dir", o.output.log_dir);
-  str("launch.pass_config", "--pass-config", o.pass_config);
-  if (from_file("launch.raw_output", "--raw-output")) o.output.raw_output = config::get(r.job, "launch.raw_output").get<bool>();
-  if (from_file("launch.max_restarts", "--max-restarts"))
-    o.plan.max_restarts = config::get(r.job, "launch.max_restarts").get<int>();
-  if (from_file("launch.nnodes", "--nnodes")) o.multi.nnodes = text_of(config::get(r.job, "launch.nnodes"));
-  str("launch.hostfile", "--hostfile", o.multi.hostfile);
-  str("launch.rdzv_backend", "--rdzv-backend", o.multi.rdzv_backend);
-  if (from_file("launch.rdzv_timeout_s", "--rdzv-timeout"))
-    o.multi.rdzv_timeout_s = config::get(r.job, "launch.rdzv_timeout_s").get<double>();
+// A trainer setting came from a flag or --set (a job file or MTRAIN_* alone does not make a
+// program's launch resolve a job for it, as before the launch settings joined the registry).
+bool job_flags_given(const config::Resolved& r) {
+  for (const auto& [key, src] : r.provenance)
+    if (src.first == config::Source::Cli && config::job_registry().require(key).scope == config::Scope::Job) return true;
+  return false;
 }
 
 // launch's own flags as the compatibility rewrite needs them: spelling → takes a value.
@@ -96,7 +73,6 @@ config::KnownFlags known_flags(const CLI::App& sub) {
 void add_launch(CLI::App& root, Exit& exit) {
   auto f = std::make_shared<LaunchFlags>();
   auto& o = f->opt;
-  o.plan.nproc_per_node = "";
   auto* sub = root.add_subcommand("launch", "Start one process per rank with the torchrun environment and supervise them");
   sub->allow_extras();
   sub->prefix_command();  // everything from the program name on belongs to the program
@@ -116,38 +92,15 @@ void add_launch(CLI::App& root, Exit& exit) {
   auto group = [&](CLI::Option* opt, const char* g) { opt->group(g); return opt; };
 
   const char* kRanks = "Ranks and GPUs";
-  group(env(sub->add_option("--nproc-per-node,--nproc", o.plan.nproc_per_node, config::job_registry().find("launch.nproc_per_node")->help),
-            "nproc-per-node"), kRanks);
-  group(env(sub->add_option("--gpus", o.plan.gpus, "GPU ids to use, e.g. 0,3 (from CUDA_VISIBLE_DEVICES if set)"),
-            "gpus"), kRanks);
-  group(env(sub->add_option("--device", o.plan.device,
-                            "What ranks compute on: auto (GPUs when present), cpu (no GPU is assigned, "
-                            "CUDA_VISIBLE_DEVICES is empty) or gpu (fail when this node has none)")
-                ->check(CLI::IsMember({"auto", "cpu", "gpu"}))
-                ->default_str("auto"),
-            "device"), kRanks);
-  group(env(sub->add_option("--include", o.plan.include, "DeepSpeed-style selection, e.g. localhost:0,2"), "include"),
-        kRanks);
-  group(env(sub->add_option("--exclude", o.plan.exclude, "DeepSpeed-style exclusion, e.g. localhost:1"), "exclude"),
-        kRanks);
+  // Every launch.* setting of the registry: --nproc-per-node, --gpus, --device, --include, --exclude,
+  // --hostfile, --master-addr, --master-port, --launcher, --nnodes, --rdzv-backend, --rdzv-port,
+  // --rdzv-timeout, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
+  // launch.* in a job file and --set launch.*=…), resolved with the job and applied by
+  // launch::apply_launch_settings.
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
+                            "Launch settings (launch.* in a job file)");
 
   const char* kRdzv = "Rendezvous";
-  group(env(sub->add_option("--master-addr", o.plan.master_addr, "Address of rank 0's store (default 127.0.0.1)"),
-            "master-addr"), kRdzv);
-  group(env(sub->add_option("--master-port", o.master_port, "Port of rank 0's store; 0 or auto picks a free one")
-                ->default_str("29500"),
-            "master-port"), kRdzv);
-  group(env(sub->add_option("--launcher", o.launcher,
-                            "auto (Slurm agent step if detected, ssh when the hostfile names other hosts, else "
-                            "local), local, ssh, slurm, or slurm-task (srun started every rank: translate its "
-                            "environment and run the program)")
-                ->check(CLI::IsMember({"auto", "local", "ssh", "slurm", "slurm-task"}))
-                ->default_str("auto"),
-            "launcher"), kRdzv);
-  group(env(sub->add_option("--nnodes", o.multi.nnodes,
-                            "Nodes in the job: N, or MIN:MAX with --rdzv-backend mtrain (static: start mtrain on "
-                            "each node with --node-rank)"),
-            "nnodes"), kRdzv);
   group(env(sub->add_option("--node-rank", o.plan.node_rank, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0)")
                 ->check(CLI::Range(0, 65535)),
             "node-rank"), kRdzv);
@@ -156,21 +109,10 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--job-id", o.plan.job_id, "Job id (MTRAIN_JOB_ID); default: generated"), "job-id"),
         kRdzv);
   group(env(sub->add_option("--role", o.plan.role, "Role name (ROLE_NAME)")->default_str("default"), "role"), kRdzv);
-  group(env(sub->add_option("--rdzv-backend", o.multi.rdzv_backend,
-                            "static (node ranks from --node-rank or the hostfile) or mtrain (nodes join the store "
-                            "at --rdzv-endpoint and get node ranks; c10d is taken as mtrain)")
-                ->check(CLI::IsMember({"static", "mtrain", "c10d"}))
-                ->default_str("static"),
-            "rdzv-backend"), kRdzv);
   group(env(sub->add_option("--rdzv-endpoint", o.multi.rdzv_endpoint,
                             "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that "
                             "address holds it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node"),
             "rdzv-endpoint"), kRdzv);
-  group(env(sub->add_option("--rdzv-timeout", o.multi.rdzv_timeout_s,
-                            "Seconds for every node to join before the job fails, naming the missing ones")
-                ->check(CLI::Range(0.1, 86400.0))
-                ->default_str("300"),
-            "rdzv-timeout"), kRdzv);
   group(env(sub->add_option("--rdzv-last-call", o.multi.rdzv_last_call_s,
                             "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined")
                 ->check(CLI::Range(0.0, 86400.0))
@@ -185,9 +127,6 @@ void add_launch(CLI::App& root, Exit& exit) {
             "node-name"), kRdzv);
 
   const char* kHosts = "Hosts (ssh)";
-  group(env(sub->add_option("--hostfile", o.multi.hostfile,
-                            "Hosts, one per line: 'worker-0 slots=4', 'alice@worker-1 gpus=0,2' (DeepSpeed format)"),
-            "hostfile"), kHosts);
   group(env(sub->add_option("--num-nodes", o.multi.num_nodes, "Use the first N hosts of the hostfile")
                 ->check(CLI::Range(0, 1 << 20)),
             "num-nodes"), kHosts);
@@ -211,9 +150,6 @@ void add_launch(CLI::App& root, Exit& exit) {
       ->group("");
 
   const char* kSup = "Supervision";
-  group(env(sub->add_option("--max-restarts", o.plan.max_restarts, "Restart the whole group up to K times on failure")
-                ->check(CLI::Range(0, 1000000)),
-            "max-restarts"), kSup);
   group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
                             "Stop the job (exit 75) when a rank writes no output and does not touch its "
                             "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
@@ -227,9 +163,6 @@ void add_launch(CLI::App& root, Exit& exit) {
             "grace-period"), kSup);
 
   const char* kOut = "Output";
-  group(env(sub->add_option("--log-dir", o.output.log_dir,
-                            "Write each rank's stdout/stderr to <dir>/<job>/attempt_<k>/<rank>/ instead of the console"),
-            "log-dir"), kOut);
   group(env(sub->add_flag("--tee", o.output.tee, "With --log-dir, also show rank output on the console"), "tee"), kOut);
   group(env(sub->add_option("--prefix", o.output.prefix_format,
                             "Console line prefix; {host} {rank} {local_rank} {role}")
@@ -238,10 +171,6 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_flag("--no-prefix", f->no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
   group(env(sub->add_option("--ranks-filter", f->ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
             "ranks-filter"), kOut);
-  group(env(sub->add_flag("--raw-output", o.output.raw_output,
-                          "Relay rank output to a terminal byte for byte (default: control characters shown as ^[ …)"),
-            "raw-output"), kOut);
-
   const char* kProg = "Program";
   group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
             "module"), kProg);
@@ -252,12 +181,6 @@ void add_launch(CLI::App& root, Exit& exit) {
                             "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run)")
                 ->default_str("python3"),
             "python"), kProg);
-  group(env(sub->add_option("--pass-config", o.pass_config,
-                            "How the job's trainer settings reach PROGRAM besides MTRAIN_JOB_FILE: none, "
-                            "deepspeed (--deepspeed_config FILE per rank) or accelerate (ACCELERATE_* variables)")
-                ->check(CLI::IsMember({"none", "deepspeed", "accelerate"}))
-                ->default_str("none"),
-            "pass-config"), kProg);
   group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
                           "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
             "local-rank-arg"), kProg);
@@ -269,16 +192,7 @@ void add_launch(CLI::App& root, Exit& exit) {
 
   // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
   const char* kJob = "Bundled trainer (when no PROGRAM is given)";
-  for (const auto& s : config::job_registry().all()) {
-    if (s.flag.empty() || s.scope != config::Scope::Job) continue;
-    std::string help = s.help;
-    if (!s.choices.empty()) help += " {" + str::join(s.choices, ",") + "}";
-    std::string key = s.key;
-    sub->add_option_function<std::string>(
-           "--" + s.flag, [f, key](const std::string& v) { f->job_flags[key] = v; }, help)
-        ->group(kJob)
-        ->default_str(s.default_value.is_string() ? s.default_value.get<std::string>() : s.default_value.dump());
-  }
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Job}, kJob);
   sub->add_option("--config", f->config_file, "Job file (YAML; `mtrain config init` writes one)")
       ->envname("MTRAIN_CONFIG")
       ->group(kJob);
@@ -290,13 +204,16 @@ void add_launch(CLI::App& root, Exit& exit) {
     if (o.plan.module && o.plan.no_python)
       throw Error("-m/--module and --no-python contradict each other",
                   "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
-    o.master_port_given = sub->get_option("--master-port")->count() > 0;
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
     if (f->no_local_rank) o.plan.local_rank_arg = false;
     o.output.prefix = !f->no_prefix;
     if (!f->ranks_filter.empty())
       for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
+    // Launch settings come through the registry with the job: one parse and one set of checks
+    // for flags, job file, MTRAIN_* and --set.
+    const config::Resolved r = resolve(*f);
+    launch::apply_launch_settings(r, o);
     auto shipped = mtrain::process_environment();
     if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
@@ -304,10 +221,7 @@ void add_launch(CLI::App& root, Exit& exit) {
       o.job_spec_json = spec.dump(2);
       if (o.plan.program.empty()) o.worker_path = launch::find_worker(self_exe());
       else o.job = config::load_job(config::job_registry(), spec, "MTRAIN_JOB_SPEC");
-    } else if (o.plan.program.empty() || !f->config_file.empty() || !f->job_flags.empty() || !f->sets.empty() ||
-               o.pass_config != "none") {
-      auto r = resolve(*f);
-      apply_file_launch_settings(r, *sub, o);
+    } else if (o.plan.program.empty() || !f->config_file.empty() || job_flags_given(r) || o.pass_config != "none") {
       o.job_spec_json = config::job_spec(config::job_registry(), r.job).dump(2);
       if (o.plan.program.empty()) {
         o.worker_path = launch::find_worker(self_exe());

@@ -1,6 +1,6 @@
 // `mtrain slurm`: write, submit and follow Slurm jobs; `slurm task` runs one rank under srun.
-// Flags map onto mtrain::slurm::JobOptions through the same settings table as the job file's
-// `slurm:` section; everything else is in lib/slurm.
+// Flags are the registry's slurm.* settings, resolved with the job file's `slurm:` section, the
+// environment and --set, then bound to mtrain::slurm::JobOptions; everything else is in lib/slurm.
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -8,7 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
 #include "mtrain/slurm/job_ops.hpp"
 #include "mtrain/slurm/task_exec.hpp"
 #include "mtrain/version.hpp"
@@ -56,17 +60,11 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
       in.add_option("--script-file", script_file, "Where to write the script (default: mtrain-slurm/<job-name>.sbatch)");
       in.add_option("--format", format, "text (the job id) or json");
     }
-    std::map<std::string, std::vector<std::string>> lists;
-    std::map<std::string, std::string> values;
-    std::map<std::string, bool> flags;
-    std::vector<std::pair<std::string, CLI::Option*>> opts;
-    for (const auto& s : sl::job_settings()) {
-      CLI::Option* o;
-      if (s.list) o = in.add_option("--" + s.key, lists[s.key], s.help);
-      else if (s.flag) o = in.add_flag("--" + s.key, flags[s.key], s.help);
-      else o = in.add_option("--" + s.key, values[s.key], s.help);
-      opts.emplace_back(s.key, o);
-    }
+    // The slurm.* settings of the registry, generated (config::add_setting_flags).
+    std::map<std::string, std::string> flags;
+    config::add_setting_flags(in, config::job_registry(), flags, {config::Scope::Slurm}, "Slurm settings (slurm.* in the job file)");
+    std::vector<std::string> sets;
+    in.add_option("--set", sets, "slurm.KEY=VALUE (repeatable); other keys go on to `mtrain launch --set`");
     std::reverse(before.begin(), before.end());
     try {
       in.parse(before);
@@ -78,15 +76,19 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
       throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
     }
     check_format(format);
-    sl::JobOptions job;
-    if (!config.empty()) sl::apply_job_file(job, config);
-    for (const auto& [key, o] : opts) {
-      if (o->count() == 0) continue;
-      if (lists.count(key)) for (const auto& v : lists[key]) sl::apply_setting(job, key, v);
-      else if (flags.count(key)) sl::apply_setting(job, key, flags[key] ? "true" : "false");
-      else sl::apply_setting(job, key, values[key]);
-    }
+    // One resolution for every source (defaults < user file < --config < MTRAIN_SLURM_* < flags <
+    // --set), as `mtrain launch` resolves the same file inside the allocation.
+    config::JobInputs inputs;
+    inputs.job_file = config;
+    inputs.flags = flags;
+    inputs.env = mtrain::process_environment();
+    std::vector<std::string> launch_sets;
+    for (const auto& a : sets)
+      (str::starts_with(config::split_assignment(a).first, "slurm.") ? inputs.sets : launch_sets).push_back(a);
+    sl::JobOptions job = sl::job_options_from(config::resolve_job(config::job_registry(), inputs).job);
+    if (!config.empty()) job.config = fs::absolute(config).lexically_normal().string();
     job.launch_args = in.remaining();
+    for (const auto& a : launch_sets) job.launch_args.insert(job.launch_args.end(), {"--set", a});
     job.program = program;
     if (job.mtrain.empty()) job.mtrain = self_path();
     const std::string cwd = fs::current_path().string();

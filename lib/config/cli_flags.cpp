@@ -13,15 +13,39 @@ std::string flag_help(const Setting& s) {
                      yaml_scalar(s.default_value), s.env, s.key);
 }
 
+std::string flag_names(const Setting& s) {
+  std::string names = "--" + cli_flag(s);
+  for (const auto& a : s.aliases) names += ",--" + a;
+  return names;
+}
+
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
-                       const std::vector<Scope>& scopes) {
+                       const std::vector<Scope>& scopes, const std::string& group) {
   for (const auto& s : reg.all()) {
     if (cli_flag(s).empty() || std::find(scopes.begin(), scopes.end(), s.scope) == scopes.end()) continue;
     const std::string key = s.key;
-    auto* opt = app.add_option_function<std::string>(
-        "--" + cli_flag(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
-    opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
-    opt->group(fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
+    CLI::Option* opt;
+    if (s.type == Type::Bool && !s.allow_auto) {
+      // A switch: --raw-output alone means true; --raw-output=false (or any other word) goes to
+      // the registry's parse like every other source, so --raw-output=maybe gets its error.
+      const std::string help = flag_help(s);
+      opt = app.add_flag(flag_names(s), help);
+      opt->each([&out, key](const std::string& v) { out[key] = v.empty() ? "true" : v; });
+    } else if (s.list) {
+      // Repeated flags append, in order: the items travel one per line (registry.hpp).
+      opt = app.add_option_function<std::vector<std::string>>(
+          flag_names(s),
+          [&out, key](const std::vector<std::string>& v) {
+            for (const auto& item : v) out[key] += (out[key].empty() ? "" : "\n") + item;
+          },
+          flag_help(s));
+    } else {
+      opt = app.add_option_function<std::string>(
+          flag_names(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
+    }
+    if (!(s.type == Type::Bool && !s.allow_auto))  // a switch takes no value word
+      opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
+    opt->group(!group.empty() ? group : fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
   }
 }
 

@@ -12,8 +12,14 @@
 
 namespace mtrain::config {
 
+// `group` empty: "Settings (<section>)". Bool settings are switches (--raw-output, or
+// --raw-output=false); list settings may repeat (values joined by '\n', as parse_text reads them).
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
-                       const std::vector<Scope>& scopes = {Scope::Job, Scope::Launch, Scope::Slurm});
+                       const std::vector<Scope>& scopes = {Scope::Job, Scope::Launch, Scope::Slurm},
+                       const std::string& group = {});
+
+// "--nproc-per-node,--nproc": the flag and its aliases, as CLI11 names an option.
+std::string flag_names(const Setting& s);
 
 // The help text one flag gets ("Peak learning rate. [a number from 0 to 1000; default 0.001;
 // env MTRAIN_LR; key optim.lr]").

@@ -30,10 +30,15 @@ int effective_zero_stage(const json& job) {
 
 }  // namespace
 
+long long min_nodes(const json& job) {
+  const std::string t = as_text(job, "launch.nnodes");
+  return static_cast<long long>(str::parse_uint(t.substr(0, t.find(':'))).value_or(1));
+}
+
 long long known_world_size(const json& job) {
   auto nproc = str::parse_uint(as_text(job, "launch.nproc_per_node"));
-  if (!nproc) return 0;
-  return *nproc * as_int(job, "launch.nnodes");
+  if (!nproc || as_text(job, "launch.nnodes").find(':') != std::string::npos) return 0;  // elastic: not known
+  return *nproc * min_nodes(job);
 }
 
 std::vector<Problem> batch_problems(const json& job, long long world) {
@@ -187,10 +192,10 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
 
   // Launch topology.
   const std::string launcher = as_text(job, "launch.launcher");
-  if (launcher == "local" && as_int(job, "launch.nnodes") > 1) {
+  if (launcher == "local" && min_nodes(job) > 1) {
     out.push_back({true, {"launch.nnodes", "launch.launcher"},
                    fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
-                               as_int(job, "launch.nnodes")),
+                               min_nodes(job)),
                    "Use launcher ssh with a hostfile, or slurm."});
   }
   if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
@@ -199,10 +204,10 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    "Set launch.hostfile to a file with lines like 'worker-0 slots=8'."});
   }
   if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
-      as_int(job, "launch.nnodes") != as_int(job, "slurm.nodes")) {
+      min_nodes(job) != as_int(job, "slurm.nodes")) {
     out.push_back({true, {"launch.nnodes", "slurm.nodes"},
                    fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
-                               as_int(job, "launch.nnodes"), as_int(job, "slurm.nodes")),
+                               min_nodes(job), as_int(job, "slurm.nodes")),
                    "Set only slurm.nodes; the launcher takes the node count from the allocation."});
   }
   return out;

@@ -20,6 +20,8 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& job);
 
 // Ranks in the whole job when the settings fix it (numeric nproc_per_node), else 0.
 long long known_world_size(const json& job);
+// launch.nnodes as a count: N, or MIN of MIN:MAX (an elastic job).
+long long min_nodes(const json& job);
 
 // Batch arithmetic against a world size (0: not known yet): global = micro x accumulation x
 // world. cross_check uses the world the settings fix; the launcher the one it planned.

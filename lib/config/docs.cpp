@@ -9,6 +9,15 @@
 namespace mtrain::config {
 
 namespace {
+// "`--nproc-per-node`, `--nproc`": the flag and its aliases.
+std::string flag_cell(const Setting& s) {
+  std::string out = "`--" + cli_flag(s) + "`";
+  for (const auto& a : s.aliases) out += ", `--" + a + "`";
+  return out;
+}
+}  // namespace
+
+namespace {
 
 const std::map<std::string, std::string>& section_titles() {
   static const std::map<std::string, std::string> t = {
@@ -63,7 +72,7 @@ std::string settings_markdown(const Registry& reg) {
       out += "|---|---|---|---|---|---|---|\n";
     }
     out += fmt::format("| `{}` | {} | `{}` | {} | `{}` | {} | {} |\n", s.key, cell(describe_type(s)),
-                       cell(yaml_scalar(s.default_value)), cli_flag(s).empty() ? "" : "`--" + cli_flag(s) + "`", s.env,
+                       cell(yaml_scalar(s.default_value)), cli_flag(s).empty() ? "" : flag_cell(s), s.env,
                        to_string(s.scope), cell(s.help));
   }
   return out;

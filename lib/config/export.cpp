@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/cross_checks.hpp"
 #include "mtrain/config/foreign_keys.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/core/strings.hpp"
@@ -167,7 +168,7 @@ ExportResult export_accelerate(const json& job) {
     a["distributed_type"] = device == "cpu" ? "MULTI_CPU" : "MULTI_GPU";
   }
   // Where ranks run. accelerate counts num_processes over all machines.
-  const long long nnodes = as_int(job, "launch.nnodes");
+  const long long nnodes = min_nodes(job);
   a["num_machines"] = nnodes;
   m.insert("launch.nnodes");
   if (auto n = str::parse_uint(as_text(job, "launch.nproc_per_node"))) {

@@ -3,11 +3,16 @@
 // Flag names follow torchrun / the deepspeed launcher so that habits carry over.
 #include <algorithm>
 #include <cctype>
+#include <regex>
+#include <stdexcept>
+
+#include "mtrain/config/slurm_values.hpp"
 
 #include "mtrain/config/setting_builders.hpp"
 #include "mtrain/core/strings.hpp"
 
-namespace mtrain::config::detail {
+namespace mtrain::config {
+namespace detail {
 
 namespace {
 
@@ -38,7 +43,7 @@ std::string check_gpus(const std::string& t) {
 
 // Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (and "" for the partition default).
 std::string check_time(const std::string& t) {
-  if (t.empty() || t == "UNLIMITED" || t == "INFINITE") return "";
+  if (t.empty() || t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") return "";
   std::string rest = t;
   auto dash = t.find('-');
   if (dash != std::string::npos) {
@@ -47,31 +52,83 @@ std::string check_time(const std::string& t) {
   }
   auto parts = str::split(rest, ':');
   if (parts.size() > 3 || !std::all_of(parts.begin(), parts.end(), all_digits))
-    return "not a Slurm time (minutes, HH:MM:SS or D-HH:MM:SS)";
+    return "not a Slurm time limit (minutes, HH:MM:SS or D-HH:MM:SS)";
   return "";
 }
 
-Setting checked(Setting s, std::string format, std::string (*fn)(const std::string&)) {
+// N or MIN:MAX, each from 1 (rendezvous::parse_nnodes reads it the same way).
+std::string check_nnodes(const std::string& t) {
+  auto parts = str::split(t, ':');
+  if (parts.size() > 2 || !std::all_of(parts.begin(), parts.end(), all_digits)) return "not N or MIN:MAX";
+  for (const auto& p : parts)
+    if (p.size() > 7 || std::stoll(p) < 1) return "node counts are from 1 to 1048576";
+  if (parts.size() == 2 && std::stoll(parts[0]) > std::stoll(parts[1])) return "MIN is above MAX";
+  return "";
+}
+
+// Slurm options are single lines in the sbatch script.
+std::string check_line(const std::string& t) {
+  return t.find_first_of(std::string("\n\r\0", 3)) == std::string::npos ? "" : "the value contains a line break";
+}
+
+std::string check_mem(const std::string& t) {
+  static const std::regex re(R"(^\d+[KMGTkmgt]?[Bb]?$)");
+  return t.empty() || std::regex_match(t, re) ? "" : "not a memory size like 64G";
+}
+
+std::string check_signal(const std::string& t) {
+  try {
+    (void)normalize_slurm_signal(t);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "";
+}
+
+Setting checked(Setting s, std::string format, std::string (*fn)(const std::string&),
+                std::vector<std::string> aliases = {}) {
   s.format = std::move(format);
   s.check_text = fn;
+  s.aliases = std::move(aliases);
+  return s;
+}
+
+// A slurm.* setting: its flag is the key with '-' (`mtrain slurm script --job-name`), its
+// variable MTRAIN_SLURM_<FLAG> (plain MTRAIN_TIME or MTRAIN_OUTPUT would say nothing of Slurm),
+// and text is a single line.
+Setting slurm(Setting s) {
+  std::string flag = s.key.substr(std::string("slurm.").size());
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  s.flag = flag;
+  s.env = env_name("slurm-" + flag);
+  if (s.type == Type::String && !s.check_text) s.check_text = check_line;
+  return s;
+}
+
+Setting many(Setting s) {
+  s.list = true;
   return s;
 }
 
 }  // namespace
 
 void add_launch_settings(Registry& r) {
-  r.add(choice("launch.launcher", "auto", {"auto", "local", "ssh", "slurm"},
+  r.add(choice("launch.launcher", "auto", {"auto", "local", "ssh", "slurm", "slurm-task"},
                "How ranks are started: auto (srun inside a Slurm allocation, ssh when a "
-               "hostfile names other hosts, else this machine), local, ssh or slurm.",
+               "hostfile names other hosts, else this machine), local, ssh, slurm (an agent per node "
+               "inside an allocation), or slurm-task (srun started every rank: translate its "
+               "environment and run the program).",
                "launcher"));
   r.add(checked(text("launch.nproc_per_node", "auto",
                      "Ranks per node: a count, gpu (one per selected GPU), cpu (one per core) or "
                      "auto, the default (one per selected GPU, else 1).",
                      "nproc-per-node"),
-                "a count, auto, cpu or gpu", check_nproc));
-  r.add(integer("launch.nnodes", 1, 1, 1 << 20, "Nodes taking part (hosts from the hostfile or "
-                                                "the Slurm allocation).",
-                "nnodes"));
+                "a count, auto, cpu or gpu", check_nproc, {"nproc"}));
+  r.add(checked(text("launch.nnodes", "1",
+                     "Nodes taking part (hosts from the hostfile or the Slurm allocation): N, or "
+                     "MIN:MAX with rdzv_backend mtrain (an elastic job).",
+                     "nnodes"),
+                "N or MIN:MAX (whole numbers from 1)", check_nnodes));
   r.add(choice("launch.device", "auto", {"auto", "cpu", "gpu"},
                "What ranks compute on: auto (GPUs when present), cpu (no GPU is assigned, "
                "CUDA_VISIBLE_DEVICES is empty) or gpu (fail when a node has none).",
@@ -102,7 +159,9 @@ void add_launch_settings(Registry& r) {
                "launcher's store and agree on ranks; c10d is taken as mtrain).",
                "rdzv-backend"));
   r.add(integer("launch.rdzv_port", 29400, 1, 65535,
-                "Port of the node-level rendezvous store on the first node.", "rdzv-port"));
+                "Port of the node-level rendezvous store: the one the ssh launcher's store listens on, "
+                "and that of an --rdzv-endpoint given without one.",
+                "rdzv-port"));
   r.add(number("launch.rdzv_timeout_s", 300, 1, 86400,
                "Seconds to wait for every node to join before giving up.", "rdzv-timeout"));
   r.add(integer("launch.max_restarts", 0, 0, 1000,
@@ -123,20 +182,57 @@ void add_launch_settings(Registry& r) {
 }
 
 void add_slurm_settings(Registry& r) {
-  r.add(text("slurm.partition", "", "Partition (-p); empty: the cluster default."));
-  r.add(integer("slurm.nodes", 1, 1, 1 << 20, "Nodes to allocate (-N)."));
-  r.add(integer("slurm.gpus_per_node", 0, 0, 1024, "GPUs per node (--gres=gpu:N); 0: none."));
-  r.add(integer("slurm.ntasks_per_node", 0, 0, 4096,
-                "Ranks per node; 0: one per GPU (or launch.nproc_per_node)."));
-  r.add(integer("slurm.cpus_per_task", 0, 0, 4096, "Cores per rank (-c); 0: the cluster default."));
-  r.add(checked(text("slurm.time", "", "Time limit (-t); empty: the partition default."),
-                "a Slurm time: minutes, HH:MM:SS or D-HH:MM:SS", check_time));
-  r.add(text("slurm.account", "", "Account charged (-A)."));
-  r.add(text("slurm.qos", "", "Quality of service (--qos)."));
-  r.add(text("slurm.job_name", "mtrain", "Job name (-J)."));
-  r.add(text("slurm.constraint", "", "Node features required (-C)."));
-  r.add(text("slurm.mem", "", "Memory per node (--mem), e.g. 64G; empty: the cluster default."));
-  r.add(boolean("slurm.exclusive", false, "Ask for whole nodes (--exclusive)."));
+  // `mtrain slurm script|submit` take these as flags and from the job file's slurm: section
+  // (lib/slurm/job_options.cpp binds each to its JobOptions field); `mtrain launch` reads the
+  // same file inside the allocation and accepts them unchanged.
+  r.add(slurm(text("slurm.job_name", "mtrain", "Job name shown by squeue (--job-name).")));
+  r.add(slurm(text("slurm.partition", "", "Partition (--partition); empty: the cluster default.")));
+  r.add(slurm(integer("slurm.nodes", 1, 1, 1 << 20, "Nodes to allocate (--nodes).")));
+  r.add(slurm(integer("slurm.ntasks_per_node", 0, 0, 4096,
+                      "Ranks per node; 0: one per GPU (gpus_per_node), else 1, or --nproc-per-node of the "
+                      "launch options.")));
+  r.add(slurm(integer("slurm.gpus_per_node", 0, 0, 1024, "GPUs per node (--gres=gpu:N); 0: none.")));
+  r.add(slurm(text("slurm.gres", "", "Generic resources verbatim, e.g. gpu:a100:8 (instead of gpus_per_node).")));
+  r.add(slurm(integer("slurm.cpus_per_task", 0, 0, 4096, "Cores per rank (--cpus-per-task); 0: the cluster default.")));
+  r.add(slurm(checked(text("slurm.mem", "", "Memory per node (--mem), e.g. 64G; empty: the cluster default."),
+                      "a memory size like 64G", check_mem)));
+  r.add(slurm(checked(text("slurm.time", "", "Time limit (--time), e.g. 1-12:00:00; empty: the partition default."),
+                      "a Slurm time: minutes, HH:MM:SS or D-HH:MM:SS", check_time)));
+  r.add(slurm(text("slurm.account", "", "Account charged (--account).")));
+  r.add(slurm(text("slurm.qos", "", "Quality of service (--qos).")));
+  r.add(slurm(text("slurm.constraint", "", "Node features required (--constraint).")));
+  r.add(slurm(boolean("slurm.exclusive", false, "Do not share nodes with other jobs (--exclusive).")));
+  r.add(slurm(text("slurm.output", "", "Job output file (--output; %j job id, %x name); empty: "
+                                       "mtrain-slurm/%x-%j.out in the job's folder.")));
+  r.add(slurm(text("slurm.error", "", "Job error file (--error); empty: with the output.")));
+  r.add(slurm(many(text("slurm.export", "",
+                        "Environment for the job: ALL, NONE, NAME or NAME=value (NAME,NAME splits).")))); 
+  r.add(slurm(many(text("slurm.sbatch", "", "An extra #SBATCH line, verbatim, e.g. --mail-type=END."))));
+  r.add(slurm(many(text("slurm.setup", "", "A shell line run before the launch, e.g. 'module load cuda'."))));
+  r.add(slurm(checked(text("slurm.signal", "USR1@90",
+                           "Signal sent before the time limit and forwarded to the ranks: SIG@SECONDS, or none."),
+                      "SIGNAL[@SECONDS] or none", check_signal)));
+  r.add(slurm(boolean("slurm.requeue", false, "Requeue on that signal; the restarted job resumes (--resume auto).")));
+  r.add(slurm(choice("slurm.pattern", "agent", {"agent", "task", "agent-per-node", "task-per-gpu"},
+                     "agent: one mtrain agent per node starts its ranks (default); task: srun starts one task "
+                     "per GPU and mtrain translates Slurm's environment.")));
+  r.add(slurm(text("slurm.template", "", "A custom sbatch template (same placeholders as templates/slurm/).")));
+  r.add(slurm(text("slurm.mtrain", "", "Path of mtrain on the compute nodes; empty: this binary.")));
+  r.add(slurm(text("slurm.chdir", "", "Working directory of the job; empty: where it is submitted.")));
 }
 
-}  // namespace mtrain::config::detail
+}  // namespace detail
+
+std::string normalize_slurm_signal(const std::string& v) {
+  std::string t = str::trim(v);
+  if (t == "none" || t == "off" || t.empty()) return "";
+  static const std::regex re(R"(^(?:R?B?:)?(?:SIG)?([A-Z]+[0-9]*|[0-9]+)(?:@([0-9]+))?$)");
+  std::smatch m;
+  if (!std::regex_match(t, m, re)) throw std::invalid_argument("not SIGNAL[@SECONDS], e.g. USR1@90, or none");
+  std::string secs = m[2].matched ? m[2].str() : "60";
+  if (secs.size() > 5 || std::stoll(secs) > 65535)
+    throw std::invalid_argument(secs + " seconds is more than Slurm accepts (65535)");
+  return m[1].str() + "@" + secs;
+}
+
+}  // namespace mtrain::config

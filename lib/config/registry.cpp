@@ -39,6 +39,11 @@ static std::string number_text(double v) {
 }
 
 std::string describe_type(const Setting& s) {
+  if (s.list) {
+    Setting item = s;
+    item.list = false;
+    return "a list (each flag or --set adds one), each item " + describe_type(item);
+  }
   std::string range;
   if (s.min && s.max)
     range = fmt::format(" from {} to {}", number_text(*s.min), number_text(*s.max));
@@ -72,6 +77,8 @@ void Registry::add(Setting s) {
   if (s.env.empty()) s.env = env_name(cli_flag(s).empty() ? s.key : cli_flag(s));
   by_key_[s.key] = settings_.size();
   if (!cli_flag(s).empty()) by_flag_[cli_flag(s)] = settings_.size();
+  for (const auto& a : s.aliases) by_flag_[a] = settings_.size();
+  if (s.list && !s.default_value.is_array()) s.default_value = json::array();
   settings_.push_back(std::move(s));
 }
 
@@ -110,6 +117,13 @@ static void check_range(const Setting& s, double v, const std::string& shown) {
 }
 
 json Registry::parse_text(const Setting& s, const std::string& text) const {
+  if (s.list) {
+    Setting item = s;
+    item.list = false;
+    json out = json::array();
+    for (const auto& line : str::split(text, '\n')) out.push_back(parse_text(item, line));
+    return out;
+  }
   const std::string shown = "'" + text + "'";
   if (s.allow_auto && text == "auto") return text;
   switch (s.type) {
@@ -157,6 +171,16 @@ json Registry::parse_text(const Setting& s, const std::string& text) const {
 }
 
 json Registry::check_value(const Setting& s, const json& v) const {
+  if (s.list) {
+    Setting item = s;
+    item.list = false;
+    json out = json::array();
+    for (const auto& one : v.is_array() ? v : json::array({v})) {
+      if (one.is_array() || one.is_object()) throw bad_value(s, v.dump(), "items must be plain values");
+      out.push_back(check_value(item, one));
+    }
+    return out;
+  }
   const std::string shown = v.dump();
   if (s.allow_auto && v.is_string() && v.get<std::string>() == "auto") return v;
   switch (s.type) {

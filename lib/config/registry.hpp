@@ -39,6 +39,10 @@ struct Setting {
   // Registry::add moves it here from `flag`, so loops that add a flag per trainer setting (those
   // with a non-empty `flag`) never add it twice; cli_flag() gives whichever is set.
   std::string launcher_flag;
+  std::vector<std::string> aliases;  // other spellings of the flag, without dashes ("nproc")
+  // Several values (a YAML list; each flag or --set appends, in order). Each item is checked as
+  // the setting's type; the default is an empty list.
+  bool list = false;
   bool allow_auto = false;      // Int/Float: the text "auto" is also accepted (DeepSpeed style)
   // String: what the text may look like ("N, auto, cpu or gpu") and a check returning the
   // problem ("" when fine). Both empty: any text.
@@ -75,7 +79,8 @@ class Registry {
   const Setting& require(const std::string& key) const;
 
   // Parse text from a flag, environment variable or --set into the setting's type; throws an
-  // Error naming the key, the value and what is allowed.
+  // Error naming the key, the value and what is allowed. A list setting takes its items one per
+  // line (flags join repeated values with '\n') and gives an array.
   json parse_text(const Setting& s, const std::string& text) const;
   // Check a value that is already typed (from YAML or JSON); same errors.
   json check_value(const Setting& s, const json& value) const;

@@ -1,5 +1,6 @@
 #include "mtrain/config/yaml_layer.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -62,6 +63,27 @@ struct Walker {
                         s.default_value.dump()));
       return;
     }
+    if (s.list && v.IsSequence()) {
+      // A list setting (slurm.setup …): each item a plain value, checked as the setting's type.
+      Setting item = s;
+      item.list = false;
+      json items = json::array();
+      for (const auto& one : v) {
+        if (!one.IsScalar()) {
+          issue(one.Mark(), s.key, fmt::format("the items of '{}' must be plain values", s.key), "Write - value lines.");
+          return;
+        }
+        try {
+          items.push_back(reg.parse_text(item, one.Scalar()));
+        } catch (const Error& e) {
+          issue(one.Mark(), s.key, e.message(), e.hint());
+          return;
+        }
+      }
+      out.layer.values[s.key] = items;
+      out.positions[s.key] = at(file, v.Mark());
+      return;
+    }
     if (!v.IsScalar()) {
       issue(v.Mark(), s.key,
             fmt::format("setting '{}' got a {}", s.key, v.IsSequence() ? "list" : "mapping"),
@@ -85,6 +107,16 @@ struct Walker {
     }
   }
 
+  // The key as written, else (slurm.* only) with '-' for '_': `mtrain slurm`'s flags are spelled
+  // gpus-per-node, and its job file section has always taken both spellings.
+  const Setting* find_setting(const std::string& full) const {
+    if (const Setting* s = reg.find(full)) return s;
+    std::string alt = full;
+    std::replace(alt.begin(), alt.end(), '-', '_');
+    const Setting* s = reg.find(alt);
+    return s && s->scope == Scope::Slurm ? s : nullptr;
+  }
+
   void walk(const YAML::Node& node, const std::string& prefix) {
     std::map<std::string, YAML::Mark> seen;
     for (auto it = node.begin(); it != node.end(); ++it) {
@@ -104,7 +136,7 @@ struct Walker {
         continue;
       }
       seen.emplace(full, k.Mark());
-      if (const Setting* s = reg.find(full)) {
+      if (const Setting* s = find_setting(full)) {
         leaf(*s, k, v);
       } else if (prefixes.count(full)) {
         if (v.IsMap()) {

@@ -18,6 +18,7 @@ struct MultiNodeOptions {
   bool node_rank_given = false;
   std::string rdzv_backend = "static";  // static | mtrain (c10d is taken as mtrain)
   std::string rdzv_endpoint;        // HOST[:PORT] of the node-level store
+  int rdzv_port = 29400;            // its port when rdzv_endpoint has none / the ssh launcher's store
   double rdzv_timeout_s = 300;      // every node must have joined by then
   double rdzv_last_call_s = 30;     // with MIN:MAX: wait this long for more once MIN joined
   double node_timeout_s = 30;       // a node silent (no heartbeat) this long is declared lost

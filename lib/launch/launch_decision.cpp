@@ -144,8 +144,9 @@ bool is_this_machine(const topology::Inventory& hosts, LaunchProbes& probes) {
 // the first host (the agents can reach it there).
 rendezvous::Endpoint ssh_store_endpoint(const LaunchOptions& opt, const topology::Inventory& hosts,
                                         const plan::HostFacts& facts, LaunchProbes& probes) {
-  if (!opt.multi.rdzv_endpoint.empty()) return rendezvous::parse_endpoint(opt.multi.rdzv_endpoint);
+  if (!opt.multi.rdzv_endpoint.empty()) return endpoint_of(opt.multi);
   rendezvous::Endpoint ep;
+  ep.port = static_cast<uint16_t>(opt.multi.rdzv_port);
   ep.host = probes.route_source_address(hosts.front().host, 22);
   // A plan is printed offline too (hosts not resolvable from here, no network): the endpoint is
   // then this machine by name; a real launch needs the address and stops here without it.
@@ -339,7 +340,12 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
     throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
                 "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
-  if (!agent && d.plan.nodes.at(0).node_rank == 0) probes.check_port_free(d.plan.master_addr, d.plan.master_port);
+  if (!agent && d.plan.nodes.at(0).node_rank == 0) {
+    probes.check_port_free(d.plan.master_addr, d.plan.master_port);
+    // Rank 0 of the bundled trainer runs here: a work dir held by a live job refuses now, before
+    // any rank starts; rank 0 still takes the lock itself (and takes over a stale one).
+    if (p.program.empty()) probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());
+  }
   d.options = std::move(opt);
   return d;
 }

@@ -54,6 +54,8 @@ class LaunchProbes {
   virtual void check_port_free(const std::string& addr, int port) = 0;  // throws Error
   // The bundled trainer's checks that touch the system (data files…), for a world of `world` ranks.
   virtual void check_job(const std::string& job_spec_json, long long world) = 0;  // throws Error
+  // The bundled trainer's work dir is not held by a live job (lib/core/work_dir_lock.hpp).
+  virtual void check_work_dir_free(const std::string& work_dir) = 0;  // throws Error
   virtual std::string new_job_id() = 0;
   virtual std::string random_token() = 0;  // names a private run folder
   // A line for stderr that must come out when it is found (before a later refusal).

@@ -1,4 +1,5 @@
 #include "mtrain/launch/launch_probes.hpp"
+#include "mtrain/core/work_dir_lock.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -42,6 +43,8 @@ void SystemLaunchProbes::check_port_free(const std::string& addr, int port) { la
 void SystemLaunchProbes::check_job(const std::string& job_spec_json, long long world) {
   config::check_before_launch(nlohmann::json::parse(job_spec_json), world);
 }
+
+void SystemLaunchProbes::check_work_dir_free(const std::string& work_dir) { mtrain::check_work_dir_free(work_dir); }
 
 std::string SystemLaunchProbes::new_job_id() { return launch::new_job_id(); }
 

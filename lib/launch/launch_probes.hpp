@@ -16,6 +16,7 @@ class SystemLaunchProbes : public LaunchProbes {
   bool readable(const std::string& path) override;
   void check_port_free(const std::string& addr, int port) override;
   void check_job(const std::string& job_spec_json, long long world) override;
+  void check_work_dir_free(const std::string& work_dir) override;
   std::string new_job_id() override;
   std::string random_token() override;
   void note(const std::string& line) override;

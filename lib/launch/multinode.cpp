@@ -124,6 +124,15 @@ void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts,
   if (p.gpus.empty() && !default_slots(h.slots)) p.gpus = topology::format_gpu_list(h.slots);
 }
 
+// --rdzv-endpoint HOST without a port listens on / joins launch.rdzv_port (--rdzv-port).
+rendezvous::Endpoint endpoint_of(const MultiNodeOptions& m) {
+  auto ep = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  const std::string& t = m.rdzv_endpoint;
+  const bool has_port = t[0] == '[' ? t.find("]:") != std::string::npos : t.find(':') != std::string::npos;
+  if (!has_port) ep.port = static_cast<uint16_t>(m.rdzv_port);
+  return ep;
+}
+
 int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
                    rendezvous::Endpoint ep, const EnvMap& env) {
   auto& p = opt.plan;
@@ -205,7 +214,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   if (m.rdzv_endpoint.empty())
     throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
                 "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
-  a.endpoint = rendezvous::parse_endpoint(m.rdzv_endpoint);
+  a.endpoint = endpoint_of(m);
   a.nnodes = rendezvous::parse_nnodes(m.nnodes.empty() ? std::to_string(hosts ? hosts->size() : 1) : m.nnodes);
   a.node_name = m.node_name;
   auto tok = env.find(rendezvous::kTokenEnv);

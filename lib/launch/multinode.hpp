@@ -23,6 +23,9 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
                    rendezvous::Endpoint ep, const EnvMap& env);
 
 // A node agent's options from the flags (dynamic rendezvous, or started by the ssh launcher).
+// --rdzv-endpoint HOST[:PORT]; without a port, launch.rdzv_port (--rdzv-port).
+rendezvous::Endpoint endpoint_of(const MultiNodeOptions& m);
+
 AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topology::Inventory>& hosts,
                            const EnvMap& env);
 

@@ -3,11 +3,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <regex>
 
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
+#include "mtrain/config/registry.hpp"
+#include "mtrain/config/slurm_values.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/yaml_input.hpp"
 #include "mtrain/core/strings.hpp"
@@ -18,60 +21,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string canonical_key(std::string key) {
-  std::replace(key.begin(), key.end(), '_', '-');
-  return key;
-}
-
-void no_newlines(const std::string& key, const std::string& v) {
-  if (v.find_first_of(std::string("\n\r\0", 3)) != std::string::npos)
-    throw Error(fmt::format("{}: the value contains a line break", key),
-                "Slurm options are single lines; remove the line break.");
-}
-
-int to_int(const std::string& key, const std::string& v, int min) {
-  auto n = str::parse_uint(str::trim(v));
-  if (!n || *n < min || *n > 1'000'000)
-    throw Error(fmt::format("{}: '{}' is not a whole number ≥ {}", key, v, min),
-                fmt::format("Give --{} a number, e.g. --{} {}", key, key, std::max(min, 1)));
-  return static_cast<int>(*n);
-}
-
-bool to_bool(const std::string& key, const std::string& v) {
-  std::string t = str::trim(v);
-  std::transform(t.begin(), t.end(), t.begin(), ::tolower);
-  if (t == "true" || t == "yes" || t == "1" || t == "on" || t.empty()) return true;
-  if (t == "false" || t == "no" || t == "0" || t == "off") return false;
-  throw Error(fmt::format("{}: '{}' is not true or false", key, v));
-}
-
-void check_time(const std::string& v) {
-  static const std::regex re(
-      R"(^(\d+|\d+:\d{1,2}|\d+:\d{1,2}:\d{1,2}|\d+-\d{1,2}|\d+-\d{1,2}:\d{1,2}|\d+-\d{1,2}:\d{1,2}:\d{1,2}|UNLIMITED|INFINITE|unlimited|infinite)$)");
-  if (!std::regex_match(v, re))
-    throw Error(fmt::format("time: '{}' is not a Slurm time limit", v),
-                "Use MINUTES, MM:SS, HH:MM:SS, D-HH, D-HH:MM or D-HH:MM:SS, e.g. --time 1-12:00:00");
-}
-
-void check_mem(const std::string& v) {
-  static const std::regex re(R"(^\d+[KMGTkmgt]?[Bb]?$)");
-  if (!std::regex_match(v, re))
-    throw Error(fmt::format("mem: '{}' is not a memory size", v), "Use a number with K, M, G or T, e.g. --mem 64G");
-}
-
-// "USR1@90", "B:SIGUSR1@120", "SIGTERM", "none" → normalized "USR1@90" (B: is always added later).
-std::string normalize_signal(const std::string& v) {
-  std::string t = str::trim(v);
-  if (t == "none" || t == "off" || t.empty()) return "";
-  static const std::regex re(R"(^(?:R?B?:)?(?:SIG)?([A-Z]+[0-9]*|[0-9]+)(?:@([0-9]+))?$)");
-  std::smatch m;
-  if (!std::regex_match(t, m, re))
-    throw Error(fmt::format("signal: '{}' is not SIGNAL[@SECONDS]", v),
-                "e.g. --signal USR1@90 (sent 90 s before the time limit), or --signal none");
-  std::string secs = m[2].matched ? m[2].str() : "60";
-  if (str::parse_uint(secs).value_or(70000) > 65535)
-    throw Error(fmt::format("signal: {} seconds is more than Slurm accepts (65535)", secs));
-  return m[1].str() + "@" + secs;
+// The registry's key of a Slurm setting: "ntasks-per-node", "ntasks_per_node" or
+// "slurm.ntasks_per_node" → "slurm.ntasks_per_node".
+std::string registry_key(std::string key) {
+  if (str::starts_with(key, "slurm.")) key = key.substr(6);
+  std::replace(key.begin(), key.end(), '-', '_');
+  return "slurm." + key;
 }
 
 long long time_seconds(const std::string& t) {
@@ -95,65 +50,74 @@ long long time_seconds(const std::string& t) {
   return p[0] * 3600 + p[1] * 60 + p[2];           // HH:MM:SS
 }
 
-struct Entry {
-  SettingInfo info;
-  std::function<void(JobOptions&, const std::string&, const std::string&)> set;
-};
+using json = config::json;
+using Bind = std::function<void(JobOptions&, const json&)>;
 
-const std::vector<Entry>& table() {
+// Each slurm.* setting of the registry (lib/config/launch_settings.cpp: type, default, help,
+// flag, checks) → the JobOptions field it sets. Values arrive checked; a list setting's value
+// is an array whose items are appended.
+const std::map<std::string, Bind>& bindings() {
   using J = JobOptions;
-  auto text = [](std::string J::*field) {
-    return [field](J& j, const std::string& k, const std::string& v) { no_newlines(k, v); j.*field = v; };
+  auto text = [](std::string J::*field) -> Bind { return [field](J& j, const json& v) { j.*field = v.get<std::string>(); }; };
+  auto number = [](int J::*field) -> Bind { return [field](J& j, const json& v) { j.*field = v.get<int>(); }; };
+  auto flag = [](bool J::*field) -> Bind { return [field](J& j, const json& v) { j.*field = v.get<bool>(); }; };
+  auto list = [](std::vector<std::string> J::*field) -> Bind {
+    return [field](J& j, const json& v) {
+      for (const auto& item : v) (j.*field).push_back(item.get<std::string>());
+    };
   };
-  auto number = [](int J::*field, int min) {
-    return [field, min](J& j, const std::string& k, const std::string& v) { j.*field = to_int(k, v, min); };
-  };
-  auto list = [](std::vector<std::string> J::*field) {
-    return [field](J& j, const std::string& k, const std::string& v) { no_newlines(k, v); (j.*field).push_back(v); };
-  };
-  static const std::vector<Entry> t = {
-      {{"job-name", "Job name shown by squeue (--job-name)."}, text(&J::job_name)},
-      {{"partition", "Partition to run in (--partition)."}, text(&J::partition)},
-      {{"nodes", "Number of nodes (--nodes)."}, number(&J::nodes, 1)},
-      {{"ntasks-per-node", "Ranks per node (default: GPUs per node, else 1)."}, number(&J::ntasks_per_node, 1)},
-      {{"gpus-per-node", "GPUs per node, as --gres=gpu:N."}, number(&J::gpus_per_node, 0)},
-      {{"gres", "Generic resources verbatim, e.g. gpu:a100:8 (instead of --gpus-per-node)."}, text(&J::gres)},
-      {{"cpus-per-task", "CPUs per rank (--cpus-per-task)."}, number(&J::cpus_per_task, 1)},
-      {{"mem", "Memory per node, e.g. 64G (--mem)."},
-       [](J& j, const std::string&, const std::string& v) { check_mem(v); j.mem = v; }},
-      {{"time", "Time limit, e.g. 1-12:00:00 (--time)."},
-       [](J& j, const std::string&, const std::string& v) { check_time(v); j.time = v; }},
-      {{"account", "Account to charge (--account)."}, text(&J::account)},
-      {{"qos", "Quality of service (--qos)."}, text(&J::qos)},
-      {{"constraint", "Node features required (--constraint)."}, text(&J::constraint)},
-      {{"exclusive", "Do not share nodes with other jobs (--exclusive).", false, true},
-       [](J& j, const std::string& k, const std::string& v) { j.exclusive = to_bool(k, v); }},
-      {{"output", "Job output file (--output; %j job id, %x name)."}, text(&J::output)},
-      {{"error", "Job error file (--error); default: with the output."}, text(&J::error)},
-      {{"export", "Environment for the job: ALL, NONE, NAME or NAME=value (repeatable).", true},
-       [](J& j, const std::string& k, const std::string& v) {
-         no_newlines(k, v);
-         for (auto& part : v.find('=') == std::string::npos ? str::split(v, ',') : std::vector<std::string>{v})
-           if (!str::trim(part).empty()) j.exports.push_back(str::trim(part));
+  static const std::map<std::string, Bind> t = {
+      {"slurm.job_name", text(&J::job_name)},
+      {"slurm.partition", text(&J::partition)},
+      {"slurm.nodes", number(&J::nodes)},
+      {"slurm.ntasks_per_node", number(&J::ntasks_per_node)},
+      {"slurm.gpus_per_node", number(&J::gpus_per_node)},
+      {"slurm.gres", text(&J::gres)},
+      {"slurm.cpus_per_task", number(&J::cpus_per_task)},
+      {"slurm.mem", text(&J::mem)},
+      {"slurm.time", text(&J::time)},
+      {"slurm.account", text(&J::account)},
+      {"slurm.qos", text(&J::qos)},
+      {"slurm.constraint", text(&J::constraint)},
+      {"slurm.exclusive", flag(&J::exclusive)},
+      {"slurm.output", text(&J::output)},
+      {"slurm.error", text(&J::error)},
+      {"slurm.export",
+       [](J& j, const json& v) {
+         // "A,B" names two variables; "A=x,y" is one assignment whose value has a comma.
+         for (const auto& item : v) {
+           const std::string e = item.get<std::string>();
+           for (auto& part : e.find('=') == std::string::npos ? str::split(e, ',') : std::vector<std::string>{e})
+             if (!str::trim(part).empty()) j.exports.push_back(str::trim(part));
+         }
        }},
-      {{"sbatch", "An extra #SBATCH line, verbatim, e.g. --mail-type=END (repeatable).", true}, list(&J::sbatch_lines)},
-      {{"setup", "A shell line run before the launch, e.g. 'module load cuda' (repeatable).", true}, list(&J::setup)},
-      {{"signal", "Signal sent before the time limit and forwarded to the ranks: SIG@SECONDS or none."},
-       [](J& j, const std::string&, const std::string& v) { j.signal = normalize_signal(v); }},
-      {{"requeue", "Requeue on that signal; the restarted job resumes (--resume auto).", false, true},
-       [](J& j, const std::string& k, const std::string& v) { j.requeue = to_bool(k, v); }},
-      {{"pattern", "agent: one mtrain agent per node (default); task: srun starts one task per GPU."},
-       [](J& j, const std::string&, const std::string& v) {
-         std::string t = str::trim(v);
-         if (t == "agent" || t == "agent-per-node") j.pattern = Pattern::AgentPerNode;
-         else if (t == "task" || t == "task-per-gpu") j.pattern = Pattern::TaskPerGpu;
-         else throw Error(fmt::format("pattern: '{}' is not a launch pattern", v), "Use agent or task.");
+      {"slurm.sbatch", list(&J::sbatch_lines)},
+      {"slurm.setup", list(&J::setup)},
+      {"slurm.signal", [](J& j, const json& v) { j.signal = config::normalize_slurm_signal(v.get<std::string>()); }},
+      {"slurm.requeue", flag(&J::requeue)},
+      {"slurm.pattern",
+       [](J& j, const json& v) {
+         const std::string p = v.get<std::string>();
+         j.pattern = p == "task" || p == "task-per-gpu" ? Pattern::TaskPerGpu : Pattern::AgentPerNode;
        }},
-      {{"template", "A custom sbatch template (same placeholders as templates/slurm/)."}, text(&J::template_file)},
-      {{"mtrain", "Path of mtrain on the compute nodes (default: this binary)."}, text(&J::mtrain)},
-      {{"chdir", "Working directory of the job (default: where it is submitted)."}, text(&J::chdir)},
+      {"slurm.template", text(&J::template_file)},
+      {"slurm.mtrain", text(&J::mtrain)},
+      {"slurm.chdir", text(&J::chdir)},
   };
   return t;
+}
+
+const config::Setting& require_slurm(const std::string& key_in) {
+  const auto& reg = config::job_registry();
+  if (const auto* s = reg.find(registry_key(key_in)); s && s->scope == config::Scope::Slurm) return *s;
+  std::vector<std::string> keys;
+  for (const auto& s : reg.all())
+    if (s.scope == config::Scope::Slurm) keys.push_back(config::cli_flag(s));
+  std::string k = key_in;
+  std::replace(k.begin(), k.end(), '_', '-');
+  auto near = str::closest(k, keys);
+  throw Error(fmt::format("unknown Slurm setting '{}'", key_in),
+              near ? fmt::format("Did you mean '{}'?", *near) : "Known settings: " + str::join(keys, ", "));
 }
 
 }  // namespace
@@ -161,27 +125,44 @@ const std::vector<Entry>& table() {
 const std::vector<SettingInfo>& job_settings() {
   static const std::vector<SettingInfo> infos = [] {
     std::vector<SettingInfo> v;
-    for (const auto& e : table()) v.push_back(e.info);
+    for (const auto& s : config::job_registry().all())
+      if (s.scope == config::Scope::Slurm)
+        v.push_back({config::cli_flag(s), s.help, s.list, s.type == config::Type::Bool});
     return v;
   }();
   return infos;
 }
 
+std::vector<std::string> unbound_settings() {
+  std::vector<std::string> out;
+  for (const auto& s : config::job_registry().all())
+    if (s.scope == config::Scope::Slurm && !bindings().count(s.key)) out.push_back(s.key);
+  for (const auto& [key, bind] : bindings())
+    if (!config::job_registry().find(key)) out.push_back(key);
+  return out;
+}
+
 const char* to_string(Pattern p) { return p == Pattern::AgentPerNode ? "agent" : "task"; }
 
-void apply_setting(JobOptions& job, const std::string& key_in, const std::string& value) {
-  std::string key = canonical_key(key_in);
-  for (const auto& e : table())
-    if (e.info.key == key) {
-      e.set(job, key, value);
-      return;
-    }
-  std::vector<std::string> keys;
-  for (const auto& e : table()) keys.push_back(e.info.key);
-  auto near = str::closest(key, keys);
-  throw Error(fmt::format("unknown Slurm setting '{}'", key_in),
-              near ? fmt::format("Did you mean '{}'?", *near)
-                   : "Known settings: " + str::join(keys, ", "));
+void set_value(JobOptions& job, const std::string& key, const json& value) {
+  const config::Setting& s = require_slurm(key);
+  auto it = bindings().find(s.key);
+  if (it == bindings().end()) throw Error(fmt::format("Slurm setting '{}' is not bound to a job option", s.key), "", kExitFailure);
+  it->second(job, config::job_registry().check_value(s, value));
+}
+
+void apply_setting(JobOptions& job, const std::string& key, const std::string& value) {
+  const config::Setting& s = require_slurm(key);
+  // A bare boolean flag (`--exclusive` in a YAML list or an empty scalar) means true.
+  const std::string text = s.type == config::Type::Bool && str::trim(value).empty() ? "true" : value;
+  set_value(job, key, config::job_registry().parse_text(s, text));
+}
+
+JobOptions job_options_from(const json& resolved) {
+  JobOptions job;
+  for (const auto& s : config::job_registry().all())
+    if (s.scope == config::Scope::Slurm) set_value(job, s.key, config::get(resolved, s.key));
+  return job;
 }
 
 void apply_job_file(JobOptions& job, const std::string& path) {
@@ -213,11 +194,7 @@ void apply_job_text(JobOptions& job, const std::string& text, const std::string&
     const YAML::Node& v = kv.second;
     try {
       if (v.IsSequence()) {
-        const SettingInfo* info = nullptr;
-        for (const auto& i : job_settings())
-          if (i.key == canonical_key(key)) info = &i;
-        if (info && !info->list)
-          throw Error(fmt::format("'{}' takes one value, not a list", key));
+        if (!require_slurm(key).list) throw Error(fmt::format("'{}' takes one value, not a list", key));
         for (const auto& item : v) {
           if (!item.IsScalar()) throw Error(fmt::format("'{}' items must be plain values", key));
           apply_setting(job, key, item.Scalar());

@@ -1,10 +1,14 @@
 #pragma once
-// What a Slurm job asks for: the sbatch options, the setup lines, and what runs inside. Filled
-// from the `slurm:` section of the YAML job file, then from command-line flags (later wins), by
-// one table of settings shared by both so they cannot drift apart.
+// What a Slurm job asks for: the sbatch options, the setup lines, and what runs inside. Every
+// option is a slurm.* setting of the registry (lib/config/launch_settings.cpp: type, default, help,
+// flag, variable, checks), so `mtrain slurm`, the job file's `slurm:` section and `mtrain launch
+// --config` (which reads the same file inside the allocation) know the same keys; job_options.cpp
+// binds each key to its field here.
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace mtrain::slurm {
 
@@ -41,8 +45,8 @@ struct JobOptions {
   std::vector<std::string> program;      // -- PROGRAM ARGS; empty: the bundled trainer
 };
 
-// The settings both the YAML `slurm:` section and the flags accept ("ntasks_per_node" and
-// "ntasks-per-node" are the same key), with a line of help each.
+// The slurm.* settings of the registry as `mtrain slurm` shows them ("ntasks-per-node"; the YAML
+// `slurm:` section also takes "ntasks_per_node"), with a line of help each.
 struct SettingInfo {
   std::string key;   // canonical, with '-'
   std::string help;
@@ -51,9 +55,17 @@ struct SettingInfo {
 };
 const std::vector<SettingInfo>& job_settings();
 
-// Set one setting from text (a flag value or a YAML scalar). Throws mtrain::Error naming the key
-// and the value; unknown keys get a "did you mean".
+// Set one setting from text (a flag value or a YAML scalar), parsed and checked by the registry.
+// Throws mtrain::Error naming the key and the value; unknown keys get a "did you mean".
 void apply_setting(JobOptions& job, const std::string& key, const std::string& value);
+
+// The options of a resolved job (config::resolve_job: defaults < user file < job file <
+// MTRAIN_SLURM_* < flags < --set): every slurm.* setting onto its field.
+JobOptions job_options_from(const nlohmann::json& resolved);
+
+// slurm.* settings of the registry without a JobOptions field, and bound keys the registry does
+// not have (a test keeps this empty).
+std::vector<std::string> unbound_settings();
 
 // Read the `slurm:` section of a YAML job file (other sections are ignored here). Errors name
 // file:line:column. Also records the file (absolute) in job.config.

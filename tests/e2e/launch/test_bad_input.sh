@@ -17,7 +17,8 @@ unset CUDA_VISIBLE_DEVICES
 check "missing program" "program 'no-such-program-xyz' was not found on PATH" -- launch -- no-such-program-xyz
 printf '#!/bin/sh\n' >"$WORK/noexec.sh"
 check "not executable" "is not executable" -- launch -- "$WORK/noexec.sh"
-check "bad rank count" "'lots' is not a rank count" -- launch --nproc-per-node lots -- /bin/true
+# The registry's check, the same for the flag, MTRAIN_NPROC_PER_NODE, a job file and --set.
+check "bad rank count" "setting 'launch.nproc_per_node' got 'lots'" -- launch --nproc-per-node lots -- /bin/true
 
 # A taken port: name the port and the process holding it.
 "$PY" -c 'import socket,sys,time; s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1",0)); s.listen(); print(s.getsockname()[1], flush=True); time.sleep(60)' >"$WORK/port" &

@@ -117,7 +117,7 @@ TEST_CASE("seed 001 accelerate config.yaml (DEEPSPEED, 8 processes) imports", "[
       {"train.grad_accum", 1},
       {"optim.grad_clip", 1.0},
       {"train.precision", "fp32"},
-      {"launch.nnodes", 1},
+      {"launch.nnodes", "1"},
       {"launch.nproc_per_node", "8"},
       {"launch.rdzv_backend", "static"},
   };
@@ -143,7 +143,7 @@ TEST_CASE("accelerate FSDP and multi-machine configs", "[config][import]") {
   CHECK(r.values.at("fsdp.cpu_offload") == true);
   CHECK(r.values.at("fsdp.backward_prefetch") == "NONE");
   CHECK(r.values.at("train.precision") == "bf16");
-  CHECK(r.values.at("launch.nnodes") == 2);
+  CHECK(r.values.at("launch.nnodes") == "2");  // N or MIN:MAX, text
   CHECK(r.values.at("launch.nproc_per_node") == "8");
   CHECK(r.values.at("launch.master_addr") == "10.0.0.1");
   CHECK(r.values.at("launch.master_port") == 29555);

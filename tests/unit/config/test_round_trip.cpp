@@ -37,7 +37,11 @@ json sample(const Setting& s) {
         if (c != s.default_value) return c;
       return s.default_value;
     case Type::String:
+      if (s.list) return json::array({"some value/with space", "a second"});
       if (s.key == "launch.nproc_per_node") return "3";
+      if (s.key == "launch.nnodes") return "2:4";
+      if (s.key == "slurm.mem") return "64G";
+      if (s.key == "slurm.signal") return "TERM@30";
       if (s.key == "launch.gpus") return "0,2";
       if (s.key == "slurm.time") return "1-02:00:00";
       // Read before any rank starts: must name a file that exists.
@@ -47,7 +51,15 @@ json sample(const Setting& s) {
   return nullptr;
 }
 
-std::string as_text(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+// As a flag, --set or a variable gives it; a list's items one per line (registry.hpp).
+std::string as_text(const json& v) {
+  if (v.is_array()) {
+    std::string out;
+    for (const auto& item : v) out += (out.empty() ? "" : "\n") + as_text(item);
+    return out;
+  }
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
 
 }  // namespace
 

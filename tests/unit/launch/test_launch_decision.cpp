@@ -29,6 +29,7 @@ class FakeProbes : public LaunchProbes {
   int next_free_port = 31000;
   std::vector<std::string> notes, asked;
   std::vector<long long> jobs_checked;
+  std::vector<std::string> work_dirs_checked;
 
   FakeProbes() {
     facts.hostname = "node-a";
@@ -59,6 +60,7 @@ class FakeProbes : public LaunchProbes {
     if (taken_ports.count(port)) throw Error("port " + std::to_string(port) + " is taken");
   }
   void check_job(const std::string&, long long world) override { jobs_checked.push_back(world); }
+  void check_work_dir_free(const std::string& dir) override { work_dirs_checked.push_back(dir); }
   std::string new_job_id() override { return "mtrain-0000beef"; }
   std::string random_token() override { return "r4nd0mr4nd0mr4nd0mXYZ"; }
   void note(const std::string& line) override { notes.push_back(line); }
@@ -198,10 +200,11 @@ TEST_CASE("decide_launch, programs: Python, the bundled trainer and the job it r
   SECTION("the bundled trainer reads job.json from the run folder; its checks see the world size") {
     auto o = program({});
     o.worker_path = "/opt/mtrain-worker";
-    o.job_spec_json = "{}";
+    o.job_spec_json = R"({"train": {"work_dir": "runs/w"}})";
     auto d = decide_launch(o, environment(), probes);
     CHECK(d.options.plan.worker_argv == std::vector<std::string>{"/opt/mtrain-worker", "--job", d.job_file});
     CHECK(probes.jobs_checked == std::vector<long long>{2});
+    CHECK(probes.work_dirs_checked == std::vector<std::string>{"runs/w"});  // before any rank starts
     CHECK(d.program_path == "/opt/mtrain-worker");
   }
   SECTION("a program with a resolved job gets MTRAIN_JOB_FILE; deepspeed its config file") {

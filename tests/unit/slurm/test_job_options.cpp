@@ -79,7 +79,7 @@ TEST_CASE("options: values are checked", "[slurm][options]") {
   CHECK(j.signal == "USR2@120");
   apply_setting(j, "signal", "none");
   CHECK(j.signal.empty());
-  CHECK_THROWS_WITH(apply_setting(j, "pattern", "mpi"), Catch::Contains("agent or task"));
+  CHECK_THROWS_WITH(apply_setting(j, "pattern", "mpi"), Catch::Contains("one of agent, task"));  // the registry's choice check
   CHECK_THROWS_WITH(apply_setting(j, "job-name", "a\nb"), Catch::Contains("line break"));
   CHECK_THROWS_WITH(apply_setting(j, "gpus_per_nod", "8"), Catch::Contains("Did you mean 'gpus-per-node'"));
 }
