@@ -76,6 +76,7 @@ void apply_file_launch_settings(const config::Resolved& r, CLI::App& sub, launch
   if (from_file("launch.nnodes", "--nnodes")) o.multi.nnodes = text_of(config::get(r.job, "launch.nnodes"));
   str("launch.hostfile", "--hostfile", o.multi.hostfile);
   str("launch.rdzv_backend", "--rdzv-backend", o.multi.rdzv_backend);
+  str("launch.scale_up", "--scale-up", o.multi.scale_up);
   if (from_file("launch.rdzv_timeout_s", "--rdzv-timeout"))
     o.multi.rdzv_timeout_s = config::get(r.job, "launch.rdzv_timeout_s").get<double>();
 }
@@ -181,6 +182,13 @@ void add_launch(CLI::App& root, Exit& exit) {
                 ->check(CLI::Range(0.5, 86400.0))
                 ->default_str("30"),
             "node-timeout"), kRdzv);
+  group(env(sub->add_option("--scale-up", o.multi.scale_up,
+                            "With --nnodes MIN:MAX, a node arriving while the job runs: checkpoint (the ranks get "
+                            "the preemption notice, save, and the job re-forms with it), now (re-form at once) or off "
+                            "(it waits for the next failure)")
+                ->check(CLI::IsMember({"checkpoint", "now", "off"}))
+                ->default_str("checkpoint"),
+            "scale-up"), kRdzv);
   group(env(sub->add_option("--node-name", o.multi.node_name, "This node's name in the job (default: the hostname)"),
             "node-name"), kRdzv);
 

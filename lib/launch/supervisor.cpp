@@ -276,8 +276,13 @@ class Attempt {
     for (auto* w : opt_.watchers)
       w->start(io_, [this](ExternalStop s) {
         if (external_ || root_ || stop_signal_ || all_exited()) return;
+        const int notice = s.notice_signal;
         external_ = std::move(s);
-        begin_teardown(SIGTERM);
+        if (!notice) return begin_teardown(SIGTERM);
+        notice_signal_ = notice;  // as a notice to the launcher: rank exits from now on are expected
+        for (auto& r : ranks_)
+          if (!r->exit) runner_.signal(r->pid, notice);
+        wind_down();
       });
     const bool given = opt_.heartbeat_timeout_s > 0;
     if (!given && opt_.default_heartbeat_floor.count() <= 0) return;

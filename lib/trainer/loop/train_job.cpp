@@ -60,6 +60,7 @@ TrainJob train_job_from_json(const nlohmann::json& job) {
   t.max_epochs = get(job, "train.max_epochs").get<int64_t>();
   t.batch_size = get(job, "train.batch_size").get<int64_t>();
   t.grad_accum = get(job, "train.grad_accum").get<int64_t>();
+  t.global_batch_size = get(job, "train.global_batch_size").get<int64_t>();
   t.precision = get(job, "train.precision").get<std::string>();
   t.seed = get(job, "train.seed").get<uint64_t>();
   t.work_dir = get(job, "train.work_dir").get<std::string>();
