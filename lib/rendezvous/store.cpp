@@ -247,6 +247,14 @@ void Store::open_round(const std::string& reason, const std::vector<std::string>
   maybe_agree(now);
 }
 
+void Store::scale_up_for(const std::string& host) {
+  if (!opt_.scale_up || phase_ != Phase::running) return;
+  // A node that finished cannot redo its work: the newcomer waits as without scale up.
+  if (std::any_of(nodes_.begin(), nodes_.end(), [&](const Participant& q) { return q.round == round_ && q.left; }))
+    return;
+  open_round(fmt::format("node '{}' is waiting to join: the job scales up from {} nodes", host, joined_), {}, true);
+}
+
 void Store::update_last_call(TimePoint now) {
   if (joined_ < opt_.min_nodes) {
     if (last_call_deadline_) changed();
@@ -386,13 +394,7 @@ Reply Store::wait_for_next_round(Participant& p) {
     p.node_rank = -1;
     changed();
   }
-  const bool someone_finished = std::any_of(nodes_.begin(), nodes_.end(), [&](const Participant& q) {
-    return q.round == round_ && q.left;
-  });
-  if (opt_.scale_up && phase_ == Phase::running && !someone_finished) {
-    open_round(fmt::format("node '{}' is waiting to join: the job scales up from {} nodes", p.host, joined_), {},
-               true);
-  }
+  scale_up_for(p.host);
   return {state_for(p), false};
 }
 
@@ -448,6 +450,7 @@ Reply Store::join(const json& req, const std::string& id) {
   if (phase_ == Phase::running) {
     p.round = round_ + 1;  // waits for the next round; not a failure, no restart
     changed();
+    scale_up_for(p.host);
     return {state_for(p), false};
   }
   ++joined_;

@@ -139,6 +139,8 @@ class Store {
   // Opens round r+1: `lost` (ids) removed, every other node re-joins; counted against the
   // restart budget unless it is a membership change.
   void open_round(const std::string& reason, const std::vector<std::string>& lost, bool membership_change);
+  // With scale_up, a node waiting for the next round opens it now (a membership change).
+  void scale_up_for(const std::string& host);
   // Join the next round while this one runs, if the job is elastic and has room.
   Reply wait_for_next_round(Participant& p);
   int members() const { return joined_; }
