@@ -399,16 +399,26 @@ TEST_CASE("store: restarts — a node arriving while the job runs waits and cost
   CHECK_THAT(f.store->status().reason, Contains("no restarts left: all 1 used"));
 }
 
-TEST_CASE("store: scale up — a node arriving while the job runs opens a round at once, not counted",
-          "[rendezvous][store][restart][scale_up]") {
-  StoreOptions o = elastic(2, 3, 1);
-  o.scale_up = true;
-  Fixture f(o);
+namespace {
+// A 2:3 job with scale up, running with n0 (1 slot) and n1 (`slots_b`) after the last call.
+void start_two_of_three(Fixture& f, int slots_b) {
   f.join("a", "n0", 1);
-  f.join("b", "n1", 2);
+  f.join("b", "n1", slots_b);
   f.clock.advance(seconds(5));  // last call over
   f.beat("a");
   REQUIRE(f.store->status().phase == Phase::running);
+}
+StoreOptions scaling(int min, int max) {
+  StoreOptions o = elastic(min, max, 1);
+  o.scale_up = true;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("store: scale up — a node arriving while the job runs opens a round at once, not counted",
+          "[rendezvous][store][restart][scale_up]") {
+  Fixture f(scaling(2, 3));
+  start_two_of_three(f, 2);
   CHECK_FALSE(f.beat("a").contains("membership_change"));
   auto w = f.join("w", "n9", 1);
   CHECK(w["phase"] == "joining");
@@ -444,23 +454,15 @@ TEST_CASE("store: scale up — a node arriving while the job runs opens a round 
 
 TEST_CASE("store: scale up — a full job or one whose nodes finished does not re-form for an arrival",
           "[rendezvous][store][restart][scale_up]") {
-  StoreOptions o = elastic(1, 2, 1);
-  o.scale_up = true;
-  Fixture f(o);
+  Fixture f(scaling(1, 2));
   f.join("a", "n0", 1);
   REQUIRE(f.join("b", "n1", 1)["phase"] == "running");  // MAX: formed at once
   auto full = f.send("w", {{"op", "join"}, {"host", "n9"}, {"slots", 1}}).body;
   CHECK(full["ok"] == false);  // no room below MAX
   CHECK(f.store->status().round == 0);
   // A job with room but a node already finished: the newcomer waits; nothing is redone.
-  StoreOptions o3 = elastic(2, 3, 1);
-  o3.scale_up = true;
-  Fixture g(o3);
-  g.join("a", "n0", 1);
-  g.join("b", "n1", 1);
-  g.clock.advance(seconds(5));
-  g.beat("a");
-  REQUIRE(g.store->status().phase == Phase::running);
+  Fixture g(scaling(2, 3));
+  start_two_of_three(g, 1);
   g.send("a", {{"op", "leave"}});
   CHECK(g.join("w", "n9", 1)["phase"] == "joining");
   CHECK(g.store->status().round == 0);
