@@ -55,6 +55,9 @@ class RendezvousWatcher : public AttemptWatcher {
       else if (s.round != round_) {
         reason = "the job restarts: " + s.restart_reason;
         notice = round_end_notice(scale_up_, s.membership_change);
+        if (notice)
+          std::fprintf(stderr, "mtrain: the job re-forms (%s): this node's ranks get SIGUSR1 to save first\n",
+                       s.restart_reason.c_str());
       } else return;
       std::lock_guard<std::mutex> lock(mu_);
       if (!io_) return;

@@ -19,7 +19,7 @@
 export TMPDIR="$WORK"  # run folders (job.json) land here: they mark this test's workers
 export MTRAIN_RDZV_TOKEN=elastic-trainer-0123456789abcdef
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-STEPS=40
+STEPS=60
 job=(--strategy zero3 --optim sgd --lr 0.05 --max-steps $STEPS --batch-size 2 --global-batch-size 8
      --set model.n_layer=1 --set model.n_embd=16 --set model.block_size=8 --set data.num_samples=4000
      --set train.log_interval=2 --checkpoint-interval 5 --set checkpoint.keep=100 --seed 3 --set train.threads=1)
@@ -47,6 +47,9 @@ assert worst <= 1e-6
 PYEOF
 }
 summary_of() { find "$1" -name summary.json | head -1; }
+# pause_ranks STOP|CONT: every rank of this test (they run from run folders under $WORK), so that
+# what happens next happens mid-run however fast the machine trains.
+pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
 # wait_for FILE PATTERN SECONDS: until grep -E finds PATTERN in FILE.
 wait_for() {
   for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
@@ -65,7 +68,9 @@ grep -q "world 4" "$WORK/lost.node0" && ok "the first round has world size 4" ||
 victim=$(pgrep -P "$agent2" | head -1)  # timeout's child: the agent
 [ -n "$victim" ] && [ "$(readlink "/proc/$victim/exe")" = "$(readlink -f "$MTRAIN")" ] \
   && ok "found node n2's agent" || fail "node n2's agent not found (pid ${victim:-none})"
+pause_ranks STOP
 kill -KILL "$victim"
+pause_ranks CONT
 rcs=""
 for k in 0 1; do eval "wait \$agent$k"; rcs="$rcs $?"; done
 wait "$agent2" 2>/dev/null
@@ -104,7 +109,13 @@ wait_for "$WORK/up.node0" "listening on" 10 || fail "node 0 holds the store (sca
 start_node 1 1 up
 wait_for "$WORK/up.node0" "Iter\(train\) \[ *6/" 120 && ok "2 nodes (world 2) trained past step 6" \
   || { fail "training (scale up) did not reach step 6"; cat "$WORK/up.node0"; }
+pause_ranks STOP  # until both nodes have sent their ranks the notice
 start_node 2 2 up
+for k in 0 1; do
+  wait_for "$WORK/up.node$k" "ranks get SIGUSR1 to save first" 30 && ok "n$k sends its ranks the preemption notice" \
+    || fail "n$k did not send the notice"
+done
+pause_ranks CONT
 rcs=""
 for k in 0 1 2; do eval "wait \$agent$k"; rcs="$rcs $?"; done
 t1=$(date +%s.%N)
