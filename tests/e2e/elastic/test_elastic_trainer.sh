@@ -46,7 +46,9 @@ print(f"    max |elastic - by hand| over {len(a)} tensors: {worst:.3g}")
 assert worst <= 1e-6
 PYEOF
 }
-summary_of() { find "$1" -name summary.json | head -1; }
+# summary_of WORK_DIR: the summary.json of the run that finished (a round stopped by the notice
+# writes one too, with stopped_by).
+summary_of() { find "$1" -name summary.json -exec grep -L stopped_by {} + | head -1; }
 # pause_ranks STOP|CONT: every rank of this test (they run from run folders under $WORK), so that
 # what happens next happens mid-run however fast the machine trains.
 pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
