@@ -91,7 +91,8 @@ Registry build() {
                 "grad-accum"));
   r.add(integer("train.global_batch_size", 0, 0, 1LL << 40,
                 "Samples per optimiser step over all ranks; 0: batch_size x grad_accum x world "
-                "size. When set, it must equal that product (checked before launch).",
+                "size. When set, it must equal that product (checked before launch); a job that "
+                "re-forms at another world size keeps it by recomputing grad_accum.",
                 "global-batch-size"));
   r.add(choice("train.precision", "fp32", {"fp32", "bf16", "fp16"},
                "Compute precision: fp32, or mixed precision with fp32 master weights (bf16; fp16 "

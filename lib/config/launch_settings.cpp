@@ -164,6 +164,11 @@ void add_launch_settings(Registry& r) {
                 "rdzv-port"));
   r.add(number("launch.rdzv_timeout_s", 300, 1, 86400,
                "Seconds to wait for every node to join before giving up.", "rdzv-timeout"));
+  r.add(choice("launch.scale_up", "checkpoint", {"checkpoint", "now", "off"},
+               "With --nnodes MIN:MAX, a node that arrives while the job runs: checkpoint (the ranks get the "
+               "preemption notice and save, then the job re-forms with the new node; not counted as a "
+               "restart), now (re-form at once, as torchrun) or off (it waits for the next failure).",
+               "scale-up"));
   r.add(integer("launch.max_restarts", 0, 0, 1000,
                 "Times the whole group is restarted after a rank fails.", "max-restarts"));
   r.add(choice("launch.pass_config", "none", {"none", "deepspeed", "accelerate"},

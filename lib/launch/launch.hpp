@@ -23,6 +23,7 @@ struct MultiNodeOptions {
   double rdzv_last_call_s = 30;     // with MIN:MAX: wait this long for more once MIN joined
   double node_timeout_s = 30;       // a node silent (no heartbeat) this long is declared lost
   std::string node_name;            // this node's name in the job; empty: the hostname
+  std::string scale_up = "checkpoint";  // checkpoint | now | off: a node arriving while running (scale_up.hpp)
   bool ssh_agent = false;           // started by an ssh launcher (internal)
   std::string remote_mtrain;        // mtrain's path on the other hosts; default: this binary's
   std::vector<std::string> ssh_options;  // extra ssh -o KEY=VALUE

@@ -47,6 +47,7 @@ const std::vector<LaunchBinding>& launch_bindings() {
        }},
       {"launch.rdzv_backend", text([](O& o) -> std::string& { return o.multi.rdzv_backend; })},
       {"launch.rdzv_port", [](O& o, const json& v, bool) { o.multi.rdzv_port = v.get<int>(); }},
+      {"launch.scale_up", text([](O& o) -> std::string& { return o.multi.scale_up; })},
       {"launch.rdzv_timeout_s", [](O& o, const json& v, bool) { o.multi.rdzv_timeout_s = v.get<double>(); }},
       {"launch.max_restarts", [](O& o, const json& v, bool) { o.plan.max_restarts = v.get<int>(); }},
       {"launch.pass_config", text([](O& o) -> std::string& { return o.pass_config; })},

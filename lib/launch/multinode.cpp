@@ -228,6 +228,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   a.last_call = seconds(m.rdzv_last_call_s);
   a.node_timeout = seconds(m.node_timeout_s);
   a.max_restarts = opt.plan.max_restarts;
+  a.scale_up = parse_scale_up(m.scale_up);
   if (hosts)
     for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
   a.store_elsewhere = m.ssh_agent;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
 #include "mtrain/launch/net_address.hpp"
 #include "mtrain/rendezvous/client.hpp"
 #include "mtrain/rendezvous/heartbeat.hpp"
@@ -37,8 +38,9 @@ using rendezvous::Duration;
 class RendezvousWatcher : public AttemptWatcher {
  public:
   RendezvousWatcher(rendezvous::Client& hb_client, rendezvous::ClientOptions report_opt, Duration interval,
-                    Duration give_up, int round)
-      : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up), round_(round) {}
+                    Duration give_up, int round, ScaleUp scale_up)
+      : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up), round_(round),
+        scale_up_(scale_up) {}
 
   void start(asio::io_context& io, std::function<void(ExternalStop)> stop) override {
     {
@@ -48,18 +50,24 @@ class RendezvousWatcher : public AttemptWatcher {
     }
     auto on_end = [this](const rendezvous::JobState& s) {
       std::string reason;
+      int notice = 0;  // a membership change lets the ranks save first (scale_up.hpp)
       if (s.phase == rendezvous::Phase::failed) reason = s.reason;
-      else if (s.round != round_) reason = "the job restarts: " + s.restart_reason;
-      else return;
+      else if (s.round != round_) {
+        reason = "the job restarts: " + s.restart_reason;
+        notice = round_end_notice(scale_up_, s.membership_change);
+        if (notice)
+          std::fprintf(stderr, "mtrain: the job re-forms (%s): this node's ranks get SIGUSR1 to save first\n",
+                       s.restart_reason.c_str());
+      } else return;
       std::lock_guard<std::mutex> lock(mu_);
       if (!io_) return;
-      asio::post(*io_, [this, reason] {
+      asio::post(*io_, [this, reason, notice] {
         std::function<void(ExternalStop)> stop;
         {
           std::lock_guard<std::mutex> lock(mu_);
           stop = stop_;
         }
-        if (stop) stop({reason, kExitFailure});
+        if (stop) stop({reason, kExitFailure, notice});
       });
     };
     loop_ = std::make_unique<rendezvous::HeartbeatLoop>(hb_client_, interval_, give_up_, on_end, round_);
@@ -86,6 +94,7 @@ class RendezvousWatcher : public AttemptWatcher {
   rendezvous::ClientOptions report_opt_;
   Duration interval_, give_up_;
   int round_;
+  ScaleUp scale_up_;
   std::mutex mu_;
   asio::io_context* io_ = nullptr;
   std::function<void(ExternalStop)> stop_;
@@ -208,6 +217,7 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     so_store.store.master_port = p.master_port;
     so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
     so_store.store.max_restarts = a.max_restarts;
+    so_store.store.scale_up = store_scales_up(a.scale_up, a.nnodes.elastic());
     server = std::make_unique<rendezvous::Server>(so_store);
     try {
       server->start();
@@ -261,13 +271,18 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     rp.node_name = node;
     rp.rdzv_backend = "mtrain";
     rp.rdzv_endpoint = a.endpoint.str();
+    // A restarted program learns that the job re-formed and why (the bundled trainer resumes
+    // and names the lost node: lib/trainer/loop/elastic_resume.hpp).
+    rp.extra_env["MTRAIN_RDZV_ROUND"] = std::to_string(joined.round);
+    if (!joined.restart_reason.empty()) rp.extra_env["MTRAIN_RESTART_REASON"] = joined.restart_reason;
+    if (!joined.lost.empty()) rp.extra_env["MTRAIN_LOST_NODES"] = str::join(joined.lost, ",");
     plan::LaunchPlan lp = plan::build_plan(rp, facts);
     std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d%s\n", node.c_str(),
                  joined.node_rank, rp.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1,
                  rp.world_size, rp.master_addr.c_str(), rp.master_port,
                  joined.restarts ? fmt::format(", restart {}", joined.restarts).c_str() : "");
 
-    RendezvousWatcher rdzv(client, report, interval, a.node_timeout, joined.round);
+    RendezvousWatcher rdzv(client, report, interval, a.node_timeout, joined.round, a.scale_up);
     SuperviseOptions round_so = so;
     round_so.watchers.push_back(&rdzv);
     if (a.watch_stdin) round_so.watchers.push_back(&stdin_watch);

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/launch/scale_up.hpp"
 #include "mtrain/launch/supervisor.hpp"
 #include "mtrain/plan/plan.hpp"
 #include "mtrain/rendezvous/clock.hpp"
@@ -40,6 +41,7 @@ struct AgentOptions {
   bool quiet_progress = false;              // no rendezvous progress lines (the ssh launcher prints them)
   int expected_node_rank = -1;              // --node-rank given: the agreement must match it
   std::string record_dir;                   // where the pgid record goes; empty: none
+  ScaleUp scale_up = ScaleUp::checkpoint;   // --scale-up: arrivals while running (scale_up.hpp)
 };
 
 // Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.

@@ -198,8 +198,12 @@ class Attempt {
     for (auto* w : opt_.watchers)
       w->start(io_, [this](ExternalStop s) {
         if (external_ || root_ || stop_signal_ || group_.all_exited()) return;
+        const int notice = s.notice_signal;
         external_ = std::move(s);
-        begin_teardown(SIGTERM);
+        if (!notice) return begin_teardown(SIGTERM);
+        notice_signal_ = notice;  // as a notice to the launcher: rank exits from now on are expected
+        group_.signal_all(notice);
+        wind_down();
       });
     const bool given = opt_.heartbeat_timeout_s > 0;
     if (!given && opt_.default_heartbeat_floor.count() <= 0) return;

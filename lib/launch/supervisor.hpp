@@ -24,6 +24,9 @@ namespace mtrain::launch {
 struct ExternalStop {
   std::string reason;
   int exit_code = 1;
+  // Non-zero (SIGUSR1): a notice instead of a teardown: the ranks get this signal and wind
+  // down on their own (the bundled trainer saves first), torn down only after notice_grace.
+  int notice_signal = 0;
 };
 
 // A watcher outside the ranks (a node's rendezvous heartbeats, its ssh stdin): started on the

@@ -148,6 +148,7 @@ JobState Client::job_state(const json& reply) const {
   s.reason = reply.value("reason", std::string());
   s.round = reply.value("round", 0);
   s.restart_reason = reply.value("restart_reason", std::string());
+  s.membership_change = reply.value("membership_change", false);
   return s;
 }
 
@@ -190,6 +191,8 @@ JoinResult Client::join() {
         r.node_rank = reply.at("node_rank").get<int>();
         r.round = reply.value("round", 0);
         r.restarts = reply.value("restarts", 0);
+        r.restart_reason = reply.value("restart_reason", std::string());
+        r.lost = reply.value("lost", std::vector<std::string>());
       } catch (const std::exception& e) {
         throw Error(fmt::format("rendezvous store sent a bad assignment: {}", e.what()), "", kExitFailure);
       }

@@ -37,6 +37,8 @@ struct JoinResult {
   NodeAssignment assignment;  // this node's share (not the whole table)
   int round = 0;              // the store's round this assignment belongs to
   int restarts = 0;           // the job's restart count (TORCHELASTIC_RESTART_COUNT)
+  std::string restart_reason;      // round > 0: why this round was opened
+  std::vector<std::string> lost;   // nodes lost over the job's life (the most recent few)
   const AssignedNode& self() const { return assignment.self; }
 };
 
@@ -45,6 +47,7 @@ struct JobState {
   std::string reason;  // when failed: why, naming the node(s)
   int round = 0;       // a round newer than the node's own: the job is restarting
   std::string restart_reason;
+  bool membership_change = false;  // the new round takes in waiting nodes (scale up), not a failure
 };
 
 class Client {

@@ -142,7 +142,8 @@ std::string Store::build_progress() const {
   switch (phase_) {
     case Phase::joining: {
       std::string line;
-      if (round_ > 0) line = fmt::format("restart {} of {} ({}): ", restarts_, opt_.max_restarts, restart_reason_);
+      if (round_ > 0 && membership_round_) line = fmt::format("round {} ({}): ", round_, restart_reason_);
+      else if (round_ > 0) line = fmt::format("restart {} of {} ({}): ", restarts_, opt_.max_restarts, restart_reason_);
       if (!opt_.expected_hosts.empty()) {
         line += fmt::format("{}/{} nodes joined", n, opt_.expected_hosts.size());
         if (!missing_.empty()) line += "; waiting for: " + listed(waiting_for(kListedHosts), missing_.size());
@@ -188,6 +189,7 @@ StoreStatus Store::status() const {
   s.round = round_;
   s.restarts = restarts_;
   s.restart_reason = restart_reason_;
+  s.membership_change = membership_round_;
   s.lost = lost_;
   return s;
 }
@@ -219,12 +221,17 @@ void Store::fail_or_restart(const std::string& reason, std::vector<std::string> 
     fail(std::move(why), std::move(blamed));
     return;
   }
-  TimePoint now = clock_.now();
-  ++restarts_;
-  ++round_;
-  restart_reason_ = reason;
   for (const auto& id : lost)
     if (const Participant* p = find(id)) lost_.push_back(p->host);
+  open_round(reason, lost, false);
+}
+
+void Store::open_round(const std::string& reason, const std::vector<std::string>& lost, bool membership_change) {
+  TimePoint now = clock_.now();
+  if (!membership_change) ++restarts_;
+  ++round_;
+  restart_reason_ = reason;
+  membership_round_ = membership_change;
   remove_nodes([&](const Participant& p) { return std::find(lost.begin(), lost.end(), p.id) != lost.end(); });
   for (auto& p : nodes_) {
     p.left = false;
@@ -238,6 +245,14 @@ void Store::fail_or_restart(const std::string& reason, std::vector<std::string> 
   changed();
   update_last_call(now);
   maybe_agree(now);
+}
+
+void Store::scale_up_for(const std::string& host) {
+  if (!opt_.scale_up || phase_ != Phase::running) return;
+  // A node that finished cannot redo its work: the newcomer waits as without scale up.
+  if (std::any_of(nodes_.begin(), nodes_.end(), [&](const Participant& q) { return q.round == round_ && q.left; }))
+    return;
+  open_round(fmt::format("node '{}' is waiting to join: the job scales up from {} nodes", host, joined_), {}, true);
 }
 
 void Store::update_last_call(TimePoint now) {
@@ -355,6 +370,9 @@ json Store::state_for(const Participant& p) const {
     r["assignment"] = to_json(for_node(*assignment_, p.node_rank));
   }
   if (round_ > 0) r["restart_reason"] = restart_reason_;
+  if (membership_round_) r["membership_change"] = true;
+  if (!lost_.empty())  // the most recent ones: a restarted program names the nodes it lost
+    r["lost"] = std::vector<std::string>(lost_.end() - static_cast<long>(std::min(lost_.size(), kListedHosts)), lost_.end());
   if (phase_ == Phase::failed) {
     r["reason"] = reason_;
     r["failed_nodes"] = std::vector<std::string>(
@@ -376,6 +394,7 @@ Reply Store::wait_for_next_round(Participant& p) {
     p.node_rank = -1;
     changed();
   }
+  scale_up_for(p.host);
   return {state_for(p), false};
 }
 
@@ -431,6 +450,7 @@ Reply Store::join(const json& req, const std::string& id) {
   if (phase_ == Phase::running) {
     p.round = round_ + 1;  // waits for the next round; not a failure, no restart
     changed();
+    scale_up_for(p.host);
     return {state_for(p), false};
   }
   ++joined_;

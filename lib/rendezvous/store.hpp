@@ -34,7 +34,8 @@
 // (survivors keep their order, newcomers follow); "restarts" (TORCHELASTIC_RESTART_COUNT) is
 // the same on every node. A node that arrives while the job runs waits for the next round
 // (phase "joining" in its replies) and does not cause one: a membership change is not a
-// failure. Fewer than MIN nodes within join_timeout of the round opening fails the job,
+// failure (unless StoreOptions::scale_up: then it opens a new round at once, with the same
+// restart count). Fewer than MIN nodes within join_timeout of the round opening fails the job,
 // naming the nodes lost. The (K+1)-th failure fails the job as without restarts. A failure
 // after some node already finished (left) fails the job: its work cannot be redone.
 #include <cstdint>
@@ -70,6 +71,11 @@ struct StoreOptions {
   int master_port = 29500;
   std::string run_id;
   int max_restarts = 0;  // failures the job survives by re-forming (see "Restarts" above)
+  // Scale up (see "Restarts" above): a node that arrives while the job runs, with room below
+  // MAX, opens a new round at once instead of waiting for the next failure. Not a failure: the
+  // restart count stays; the round's replies say "membership_change" so that agents can let
+  // their ranks save first (lib/launch/scale_up.hpp).
+  bool scale_up = false;
 };
 
 struct StoreStatus {
@@ -83,6 +89,7 @@ struct StoreStatus {
   int round = 0;                          // 0, then +1 per restart
   int restarts = 0;                       // failures survived so far (TORCHELASTIC_RESTART_COUNT)
   std::string restart_reason;             // why the last restart happened
+  bool membership_change = false;         // the last new round took in waiting nodes (not a failure)
   std::vector<std::string> lost;          // hosts lost (silent) over the job's life
 };
 
@@ -129,6 +136,11 @@ class Store {
   // A failure while running: a new round when restarts are left, else fail(). `lost`: ids of
   // nodes that are gone (removed), `blamed`: the hosts named.
   void fail_or_restart(const std::string& reason, std::vector<std::string> blamed, const std::vector<std::string>& lost);
+  // Opens round r+1: `lost` (ids) removed, every other node re-joins; counted against the
+  // restart budget unless it is a membership change.
+  void open_round(const std::string& reason, const std::vector<std::string>& lost, bool membership_change);
+  // With scale_up, a node waiting for the next round opens it now (a membership change).
+  void scale_up_for(const std::string& host);
   // Join the next round while this one runs, if the job is elastic and has room.
   Reply wait_for_next_round(Participant& p);
   int members() const { return joined_; }
@@ -155,6 +167,7 @@ class Store {
   int round_ = 0, restarts_ = 0;
   int joined_ = 0;  // participants with round == round_
   std::string restart_reason_;
+  bool membership_round_ = false;  // round_ was opened by a membership change (scale up)
   std::vector<std::string> lost_;
   uint64_t version_ = 1;
   mutable uint64_t progress_version_ = 0;

@@ -31,6 +31,7 @@ struct TrainJob {
   int64_t max_epochs = 0;
   int64_t batch_size = 16;
   int64_t grad_accum = 1;
+  int64_t global_batch_size = 0;  // 0: batch_size x grad_accum x world (elastic_resume.hpp)
   uint64_t seed = 0;
   std::string work_dir = "work_dirs/default";
   int64_t log_interval = 10;

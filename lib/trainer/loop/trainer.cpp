@@ -107,8 +107,10 @@ class Loop {
     print_ledger();
     heartbeat_.beat();
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
+    const std::optional<int64_t> reached = parts_.restart.elastic() ? read_reached_step(job_.work_dir) : std::nullopt;
     if (!resume() && init) load_init(*init);
     const int64_t start_step = step_;
+    if (parts_.restart.restarted()) console_.line(restart_report(parts_.restart, step_, reached, comm_.world()));
     if (comm_.rank() == 0) {  // this run's own folder: runs into one work dir never overwrite each other
       run_dir_ = runs::start_run_folder(job_.work_dir,
                                         {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
@@ -198,6 +200,7 @@ class Loop {
         outside_training("checkpoint", [&] { save(); });
       }
       if (parts_.on_step) parts_.on_step(step_);
+      if (parts_.restart.elastic() && comm_.rank() == 0) record_reached_step(job_.work_dir, step_);
       heartbeat_.beat();
       if (step_ < total_) {
         if (const int sig = agreed_stop_signal()) return preempted(sig, start_step);

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/elastic_resume.hpp"
 #include "mtrain/trainer/loop/train_job.hpp"
 #include "mtrain/trainer/model/model.hpp"
 
@@ -37,6 +38,9 @@ struct TrainerParts {
   std::string run_token;       // names this run's temporary checkpoint folders; same on every rank
   // Testing: called on every rank after each optimizer step (e.g. to raise a stop signal).
   std::function<void(int64_t step)> on_step;
+  // A restarted attempt of an elastic job (elastic_resume.hpp): rank 0 reports the restart
+  // after resuming and records the step reached after every step.
+  RestartInfo restart;
 };
 
 struct TrainResult {

@@ -16,6 +16,7 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/work_dir_lock.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/loop/elastic_resume.hpp"
 #include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
@@ -30,7 +31,8 @@ namespace {
 const char* const kEnvVars[] = {"RANK",        "WORLD_SIZE",      "LOCAL_RANK", "MASTER_ADDR",
                                 "MASTER_PORT", "OMP_NUM_THREADS", "MTRAIN_JOB_ID",
                                 "TORCHELASTIC_RESTART_COUNT", "LOCAL_WORLD_SIZE",
-                                "MTRAIN_HEARTBEAT_FILE", "TORCHELASTIC_ERROR_FILE"};
+                                "MTRAIN_HEARTBEAT_FILE", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_MAX_RESTARTS",
+                                "MTRAIN_RDZV_ROUND", "MTRAIN_RESTART_REASON", "MTRAIN_LOST_NODES"};
 
 std::string env_or(const WorkerOptions& o, const std::string& k, const std::string& def) {
   auto it = o.env.find(k);
@@ -109,6 +111,11 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
     throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", rank, world, rank),
                 "RANK must be in [0, WORLD_SIZE); the launcher sets both");
   }
+  // A restarted attempt resumes by itself and keeps the global batch at this world size.
+  const RestartInfo restart = restart_info_from_env(o.env);
+  const std::vector<std::string> restart_notes = apply_restart(tj, world, restart);
+  if (rank == 0)
+    for (const auto& n : restart_notes) console << "mtrain-worker: " << n << "\n";
   // One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
   // saves interrupted by a dead job's crash are removed only once the lock is ours.
   // A run that fails before it writes anything (bad model, data or init file) leaves no trace: a
@@ -196,6 +203,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   parts.device = device;
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
   parts.run_token = run_token;
+  parts.restart = restart;
   if (rank == 0) {
     console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
                            "work_dir {}\n",

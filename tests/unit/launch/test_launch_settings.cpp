@@ -92,7 +92,7 @@ json observe(const launch::LaunchOptions& o) {
           {"exclude", o.plan.exclude},        {"hostfile", o.multi.hostfile},   {"master_addr", o.plan.master_addr},
           {"master_port", o.master_port},     {"port_given", o.master_port_given},
           {"rdzv_backend", o.multi.rdzv_backend}, {"rdzv_port", o.multi.rdzv_port},
-          {"rdzv_timeout", o.multi.rdzv_timeout_s}, {"max_restarts", o.plan.max_restarts},
+          {"rdzv_timeout", o.multi.rdzv_timeout_s}, {"scale_up", o.multi.scale_up}, {"max_restarts", o.plan.max_restarts},
           {"pass_config", o.pass_config},     {"log_dir", o.output.log_dir},    {"raw", o.output.raw_output}};
 }
 json observe(const slurm::JobOptions& j) {

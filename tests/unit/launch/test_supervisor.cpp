@@ -196,3 +196,36 @@ TEST_CASE("a rank stopped for stopped_timeout is the root cause, named; it gets 
   CHECK(r.signals_sent(SIGTERM) == 3);
   CHECK(r.signals_sent(SIGCONT) == 1);  // only the stopped one
 }
+
+namespace {
+// Ends the round from outside with a notice (a scale up at a checkpoint: lib/launch/scale_up.hpp).
+struct NoticeAtStart : launch::AttemptWatcher {
+  std::vector<std::string> failures;
+  void start(boost::asio::io_context& io, std::function<void(launch::ExternalStop)> stop) override {
+    boost::asio::post(io, [stop] { stop({"the job restarts: node 'n9' is waiting to join", 1, SIGUSR1}); });
+  }
+  void rank_failed(const std::string& what) override { failures.push_back(what); }
+  void finish() override {}
+};
+}  // namespace
+
+TEST_CASE("a watcher's notice reaches every rank first; teardown only after the notice grace",
+          "[launch][supervisor][scale_up]") {
+  FakeProcessRunner r;
+  r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };  // ignores SIGUSR1
+  NoticeAtStart w;
+  auto opt = quiet();
+  opt.watchers = {&w};
+  opt.notice_grace = std::chrono::milliseconds(200);
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(launch::supervise(make_plan(3, 2), r, opt) == 1);
+  CHECK(std::chrono::steady_clock::now() - t0 >= std::chrono::milliseconds(200));
+  CHECK(r.spawned.size() == 3);  // not restarted here: the node agent re-joins the new round
+  CHECK(r.signals_sent(SIGUSR1) == 3);
+  CHECK(r.signals_sent(SIGTERM) == 3);  // the ranks that did not end on the notice
+  // SIGUSR1 went out before any SIGTERM.
+  size_t first_term = 0;
+  while (first_term < r.signals.size() && r.signals[first_term].second != SIGTERM) ++first_term;
+  CHECK(first_term == 3);
+  CHECK(w.failures.empty());
+}

@@ -366,6 +366,7 @@ TEST_CASE("store: restarts — a lost node re-forms the job with the survivors, 
   REQUIRE(r["phase"] == "running");
   CHECK(share(r).nnodes == 2);
   CHECK(share(r).world_size == 5);
+  CHECK(r["lost"] == json::array({"n1"}));  // a restarted program names the node it lost
   CHECK(share(f.beat("c")).self.node_rank == 1);
   CHECK(share(f.beat("c")).self.first_rank == 1);
   CHECK(f.beat("b")["ok"] == false);  // the lost node is no longer known
@@ -396,6 +397,76 @@ TEST_CASE("store: restarts — a node arriving while the job runs waits and cost
   f.send("w", {{"op", "fail"}, {"reason", "again"}});
   CHECK(f.store->status().phase == Phase::failed);
   CHECK_THAT(f.store->status().reason, Contains("no restarts left: all 1 used"));
+}
+
+namespace {
+// A 2:3 job with scale up, running with n0 (1 slot) and n1 (`slots_b`) after the last call.
+void start_two_of_three(Fixture& f, int slots_b) {
+  f.join("a", "n0", 1);
+  f.join("b", "n1", slots_b);
+  f.clock.advance(seconds(5));  // last call over
+  f.beat("a");
+  REQUIRE(f.store->status().phase == Phase::running);
+}
+StoreOptions scaling(int min, int max) {
+  StoreOptions o = elastic(min, max, 1);
+  o.scale_up = true;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("store: scale up — a node arriving while the job runs opens a round at once, not counted",
+          "[rendezvous][store][restart][scale_up]") {
+  Fixture f(scaling(2, 3));
+  start_two_of_three(f, 2);
+  CHECK_FALSE(f.beat("a").contains("membership_change"));
+  auto w = f.join("w", "n9", 1);
+  CHECK(w["phase"] == "joining");
+  CHECK(w["round"] == 1);
+  auto s = f.store->status();
+  CHECK(s.phase == Phase::joining);
+  CHECK(s.round == 1);
+  CHECK(s.restarts == 0);  // a membership change is not a failure
+  CHECK(s.membership_change);
+  CHECK_THAT(s.restart_reason, Contains("node 'n9' is waiting to join: the job scales up from 2 nodes"));
+  // The running nodes learn it on their next heartbeat, marked as a membership change.
+  auto beat = f.beat("a");
+  CHECK(beat["round"] == 1);
+  CHECK(beat["membership_change"] == true);
+  CHECK_THAT(f.store->progress(), Contains("round 1 (node 'n9' is waiting"));
+  // Every survivor back: the round forms with the newcomer last.
+  f.join("a", "n0", 1);
+  auto r = f.join("b", "n1", 2);
+  REQUIRE(r["phase"] == "running");
+  CHECK(r["restarts"] == 0);
+  CHECK(share(r).nnodes == 3);
+  CHECK(share(r).world_size == 4);
+  CHECK(share(f.beat("w")).self.node_rank == 2);
+  CHECK(share(f.beat("w")).self.first_rank == 3);
+  // The whole budget is still there: a failure now re-forms (restart 1), and is no membership change.
+  f.send("w", {{"op", "fail"}, {"reason", "boom"}});
+  s = f.store->status();
+  CHECK(s.phase == Phase::joining);
+  CHECK(s.restarts == 1);
+  CHECK_FALSE(s.membership_change);
+  CHECK_FALSE(f.beat("a").contains("membership_change"));
+}
+
+TEST_CASE("store: scale up — a full job or one whose nodes finished does not re-form for an arrival",
+          "[rendezvous][store][restart][scale_up]") {
+  Fixture f(scaling(1, 2));
+  f.join("a", "n0", 1);
+  REQUIRE(f.join("b", "n1", 1)["phase"] == "running");  // MAX: formed at once
+  auto full = f.send("w", {{"op", "join"}, {"host", "n9"}, {"slots", 1}}).body;
+  CHECK(full["ok"] == false);  // no room below MAX
+  CHECK(f.store->status().round == 0);
+  // A job with room but a node already finished: the newcomer waits; nothing is redone.
+  Fixture g(scaling(2, 3));
+  start_two_of_three(g, 1);
+  g.send("a", {{"op", "leave"}});
+  CHECK(g.join("w", "n9", 1)["phase"] == "joining");
+  CHECK(g.store->status().round == 0);
+  CHECK(g.store->status().phase == Phase::running);
 }
 
 TEST_CASE("store: restarts — fewer than MIN nodes back within the timeout fails, naming the lost",
