@@ -30,6 +30,9 @@ ModelSpec model_spec_from_job(const nlohmann::json& job) {
   s.path = m.at("path").get<std::string>();
   s.loss = m.at("loss").get<std::string>();
   s.wrap_module_types = full.at("fsdp").at("wrap_module_types").get<std::string>();
+  s.wrap_policy = full.at("fsdp").at("wrap_policy").get<std::string>();
+  s.min_num_params = full.at("fsdp").at("min_num_params").get<int64_t>();
+  s.activation_checkpointing = full.at("fsdp").at("activation_checkpointing").get<bool>();
   s.language_model = s.loss == "lm_cross_entropy" || full.at("data").at("name") == "tokens";
   return s;
 }

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "mtrain/config/registry.hpp"
+#include "mtrain/config/yaml_layer.hpp"
 #include "mtrain/core/error.hpp"
 
 using namespace mtrain::config;
@@ -124,4 +125,33 @@ TEST_CASE("launcher settings keep their flag out of the trainer-flag loop", "[co
   CHECK(reg.find_flag("nproc-per-node") == &nproc);
   for (const auto& s : reg.all())
     if (s.scope != Scope::Job) CHECK(s.flag.empty());
+}
+
+TEST_CASE("fsdp.wrap_module_types takes a YAML list, bracketed text or comma text", "[config]") {
+  const auto& reg = job_registry();
+  const Setting& s = reg.require("fsdp.wrap_module_types");
+  // Every form is stored as the same comma-separated text (what config show prints).
+  CHECK(reg.parse_text(s, "Block,Linear") == "Block,Linear");
+  CHECK(reg.parse_text(s, " Block , Linear ") == "Block,Linear");
+  CHECK(reg.parse_text(s, "[Block, Linear]") == "Block,Linear");
+  CHECK(reg.parse_text(s, "") == "");
+  CHECK(reg.check_value(s, json::array({"Block", "blocks.0"})) == "Block,blocks.0");
+  CHECK(reg.check_value(s, "Block") == "Block");
+  CHECK_THROWS_WITH(reg.check_value(s, json::array({1, 2})), Catch::Contains("list items must be names"));
+  CHECK_THAT(describe_type(s), Catch::Contains("[Block, Linear]"));
+  YamlLayer flow = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "job.yaml",
+                                    Source::JobFile);
+  CHECK(flow.issues.empty());
+  CHECK(flow.layer.values.at("fsdp.wrap_module_types") == "Block,Linear");
+  YamlLayer block = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types:\n    - Block\n    - head\n",
+                                     "job.yaml", Source::JobFile);
+  CHECK(block.layer.values.at("fsdp.wrap_module_types") == "Block,head");
+  YamlLayer nested = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [[Block]]\n", "job.yaml",
+                                      Source::JobFile);
+  REQUIRE(nested.issues.size() == 1);
+  CHECK_THAT(nested.issues[0].message, Catch::Contains("got a list holding a list"));
+  // Other text settings still refuse a list.
+  YamlLayer other = parse_yaml_layer(reg, "train:\n  work_dir: [a, b]\n", "job.yaml", Source::JobFile);
+  REQUIRE(other.issues.size() == 1);
+  CHECK_THAT(other.issues[0].message, Catch::Contains("got a list"));
 }
