@@ -3,7 +3,6 @@
 #include <catch2/catch.hpp>
 
 #include "mtrain/config/registry.hpp"
-#include "mtrain/config/yaml_layer.hpp"
 #include "mtrain/core/error.hpp"
 
 using namespace mtrain::config;
@@ -139,19 +138,4 @@ TEST_CASE("fsdp.wrap_module_types takes a YAML list, bracketed text or comma tex
   CHECK(reg.check_value(s, "Block") == "Block");
   CHECK_THROWS_WITH(reg.check_value(s, json::array({1, 2})), Catch::Contains("list items must be names"));
   CHECK_THAT(describe_type(s), Catch::Contains("[Block, Linear]"));
-  YamlLayer flow = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "job.yaml",
-                                    Source::JobFile);
-  CHECK(flow.issues.empty());
-  CHECK(flow.layer.values.at("fsdp.wrap_module_types") == "Block,Linear");
-  YamlLayer block = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types:\n    - Block\n    - head\n",
-                                     "job.yaml", Source::JobFile);
-  CHECK(block.layer.values.at("fsdp.wrap_module_types") == "Block,head");
-  YamlLayer nested = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [[Block]]\n", "job.yaml",
-                                      Source::JobFile);
-  REQUIRE(nested.issues.size() == 1);
-  CHECK_THAT(nested.issues[0].message, Catch::Contains("got a list holding a list"));
-  // Other text settings still refuse a list.
-  YamlLayer other = parse_yaml_layer(reg, "train:\n  work_dir: [a, b]\n", "job.yaml", Source::JobFile);
-  REQUIRE(other.issues.size() == 1);
-  CHECK_THAT(other.issues[0].message, Catch::Contains("got a list"));
 }
