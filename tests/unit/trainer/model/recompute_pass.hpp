@@ -3,6 +3,8 @@
 // the built-in models, test_scripted_recompute.cpp for TorchScript ones): loss, gradients,
 // buffers, the next random numbers and the bytes kept for backward, to compare a checkpointed
 // model with a plain one.
+#include <catch2/catch.hpp>
+
 #include "helpers.hpp"
 
 namespace mtrain::trainer::testing {
@@ -28,6 +30,24 @@ inline Pass run(TaskModel& m, const Batch& b) {
   for (const auto& t : m.buffers()) p.buffers.push_back(t.clone());
   p.next_random = at::rand({4});
   return p;
+}
+
+// The checkpointed pass `c` did what the plain pass `p` did: same loss, gradients and buffers
+// (BatchNorm statistics updated once, not again by the recompute), and the recompute put back
+// the RNG state it borrowed.
+inline void check_same_pass(const Pass& p, const Pass& c) {
+  CHECK(c.loss == p.loss);
+  REQUIRE(c.grads.size() == p.grads.size());
+  for (size_t i = 0; i < p.grads.size(); ++i) {
+    INFO("parameter " << i);
+    CHECK(at::equal(c.grads[i], p.grads[i]));
+  }
+  REQUIRE(c.buffers.size() == p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); ++i) {
+    INFO("buffer " << i);
+    CHECK(at::equal(c.buffers[i], p.buffers[i]));
+  }
+  CHECK(at::equal(c.next_random, p.next_random));
 }
 
 }  // namespace mtrain::trainer::testing

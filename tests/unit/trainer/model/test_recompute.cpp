@@ -20,15 +20,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   const Pass c = run(*ckpt, b);
   INFO(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
                  << " checkpointed");
-  CHECK(c.loss == p.loss);
-  REQUIRE(c.grads.size() == p.grads.size());
-  for (size_t i = 0; i < p.grads.size(); ++i) {
-    INFO("parameter " << i);
-    CHECK(at::equal(c.grads[i], p.grads[i]));
-  }
-  REQUIRE(c.buffers.size() == p.buffers.size());
-  for (size_t i = 0; i < p.buffers.size(); ++i) CHECK(at::equal(c.buffers[i], p.buffers[i]));
-  CHECK(at::equal(c.next_random, p.next_random));  // recompute restored the RNG it borrowed
+  check_same_pass(p, c);
   CHECK(c.kept_bytes < p.kept_bytes / 2);
   WARN(spec.name << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
                  << " with activation checkpointing");

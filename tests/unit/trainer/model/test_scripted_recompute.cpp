@@ -108,19 +108,8 @@ TEST_CASE("torchscript activation checkpointing: same gradients, buffers and RNG
     ckpt->set_activation_checkpointing(true);
     const Pass p = run(*plain, b);
     const Pass c = run(*ckpt, b);
-    CHECK(c.loss == p.loss);
-    REQUIRE(c.grads.size() == p.grads.size());
-    for (size_t i = 0; i < p.grads.size(); ++i) {
-      INFO("parameter " << i);
-      CHECK(at::equal(c.grads[i], p.grads[i]));
-    }
-    REQUIRE(c.buffers.size() == p.buffers.size());
-    for (size_t i = 0; i < p.buffers.size(); ++i) {
-      INFO("buffer " << i);
-      CHECK(at::equal(c.buffers[i], p.buffers[i]));  // counted once per step, not recomputed
-    }
-    CHECK(c.buffers[0].item<double>() == 1.0);
-    CHECK(at::equal(c.next_random, p.next_random));
+    check_same_pass(p, c);
+    CHECK(c.buffers[0].item<double>() == 1.0);  // the step counter counted once
     if (wrap == "Block") CHECK(c.kept_bytes < p.kept_bytes / 2);
     else CHECK(c.kept_bytes < p.kept_bytes);
     WARN("torchscript, wrap " << wrap << ": bytes kept for backward " << p.kept_bytes
@@ -150,7 +139,7 @@ TEST_CASE("torchscript activation checkpointing: without selected blocks, one pa
   by_size->set_activation_checkpointing(true);
   Batch b{at::randn({64, 8}), at::randint(0, 3, {64}, at::kLong)};
   const Pass p = run(*plain, b), c = run(*by_size, b);
-  for (size_t i = 0; i < p.grads.size(); ++i) CHECK(at::equal(c.grads[i], p.grads[i]));
+  check_same_pass(p, c);
   CHECK(c.kept_bytes < p.kept_bytes);
 }
 
