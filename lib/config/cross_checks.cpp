@@ -108,6 +108,12 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     for (const auto& s : reg.all()) {
       // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
       if (s.key == "fsdp.activation_checkpointing") continue;
+      // A TorchScript model's blocks (checkpointing, ZeRO-3 units) are named by these.
+      if (model == ModelName::Torchscript &&
+          (s.key == "fsdp.wrap_module_types" ||
+           (get(job, "fsdp.activation_checkpointing").get<bool>() &&
+            (s.key == "fsdp.wrap_policy" || s.key == "fsdp.min_num_params"))))
+        continue;
       if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
         out.push_back({false, {s.key, "strategy"},
                        fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
@@ -165,11 +171,15 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     missing_file("model.path", "model.name is torchscript",
                  "Set model.path (--model-path) to the file written by "
                  "torch.jit.save(torch.jit.script(module), PATH).");
-    if (get(job, "fsdp.activation_checkpointing").get<bool>()) {
-      out.push_back({true, {"fsdp.activation_checkpointing", "model.name"},
-                     "fsdp.activation_checkpointing is on but the model is torchscript: its forward "
-                     "is one TorchScript function whose blocks the trainer cannot recompute one by one",
-                     "Turn fsdp.activation_checkpointing off for TorchScript models."});
+    // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
+    if (get(job, "fsdp.activation_checkpointing").get<bool>() &&
+        str::trim(as_text(job, "fsdp.wrap_module_types")).empty() &&
+        as_text(job, "fsdp.wrap_policy") != "size") {
+      out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
+                     "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "
+                     "recompute: fsdp.wrap_module_types is empty",
+                     "Name the block submodules in fsdp.wrap_module_types (class names such as Block, "
+                     "or dotted names such as blocks.0), or set fsdp.wrap_policy size."});
     }
   }
   if (as_text(job, "data.name") == "tensors") {

@@ -116,15 +116,29 @@ static void check_range(const Setting& s, double v, const std::string& shown) {
   if (s.max && v > *s.max) throw bad_value(s, shown, fmt::format("above the maximum {}", *s.max));
 }
 
-json Registry::parse_text(const Setting& s, const std::string& text) const {
+// A name list's canonical text: items trimmed, empty ones dropped, joined by ','.
+static std::string name_list_text(const std::vector<std::string>& items) {
+  std::vector<std::string> kept;
+  for (const auto& i : items)
+    if (!str::trim(i).empty()) kept.push_back(str::trim(i));
+  return str::join(kept, ",");
+}
+
+json Registry::parse_text(const Setting& s, const std::string& raw) const {
   if (s.list) {
     Setting item = s;
     item.list = false;
     json out = json::array();
-    for (const auto& line : str::split(text, '\n')) out.push_back(parse_text(item, line));
+    for (const auto& line : str::split(raw, '\n')) out.push_back(parse_text(item, line));
     return out;
   }
-  const std::string shown = "'" + text + "'";
+  std::string text = raw;
+  if (s.name_list && s.type == Type::String) {
+    std::string t = str::trim(raw);
+    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+    text = name_list_text(str::split(t, ','));
+  }
+  const std::string shown = "'" + raw + "'";
   if (s.allow_auto && text == "auto") return text;
   switch (s.type) {
     case Type::Bool: {
@@ -200,6 +214,14 @@ json Registry::check_value(const Setting& s, const json& v) const {
       check_range(s, v.get<double>(), shown);
       return v.get<double>();
     case Type::String:
+      if (s.name_list && v.is_array()) {
+        std::vector<std::string> items;
+        for (const auto& e : v) {
+          if (!e.is_string()) throw bad_value(s, shown, "list items must be names");
+          items.push_back(e.get<std::string>());
+        }
+        return parse_text(s, name_list_text(items));
+      }
       if (v.is_string()) return parse_text(s, v.get<std::string>());
       if (v.is_number() || v.is_boolean()) return parse_text(s, v.dump());
       throw bad_value(s, shown);

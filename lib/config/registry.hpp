@@ -48,6 +48,9 @@ struct Setting {
   // problem ("" when fine). Both empty: any text.
   std::string format;
   std::function<std::string(const std::string&)> check_text;
+  // String: a list of names, written as a YAML/JSON list ([Block, Linear]), as the text
+  // "[Block, Linear]" or comma-separated; always stored as comma-separated text ("Block,Linear").
+  bool name_list = false;
 };
 
 // The command-line flag of a setting, without dashes: `flag`, else `launcher_flag`, else "".

@@ -59,10 +59,14 @@ void add_strategy_settings(Registry& r) {
   r.add(choice("fsdp.wrap_policy", "layer", {"layer", "size", "none"},
                "How the model is cut into FSDP units: one per transformer block/layer, by "
                "fsdp.min_num_params, or the whole model as one unit."));
-  r.add(text("fsdp.wrap_module_types", "",
-             "torchscript models: the submodules that are blocks (FSDP units with wrap_policy "
-             "layer), by class name without TorchScript's __torch__. path and ___torch_mangle_N "
-             "(e.g. Block), or by dotted name (e.g. blocks.0); comma-separated; outermost match."));
+  Setting wrap_types = text("fsdp.wrap_module_types", "",
+             "torchscript models: the submodules that are blocks (FSDP and ZeRO-3 units, the "
+             "blocks activation checkpointing recomputes), by class name without TorchScript's "
+             "__torch__. path and ___torch_mangle_N (e.g. Block), or by dotted name (e.g. "
+             "blocks.0); outermost match.");
+  wrap_types.name_list = true;
+  wrap_types.format = "a list of names ([Block, Linear] or Block,Linear)";
+  r.add(std::move(wrap_types));
   r.add(boolean("fsdp.forward_prefetch", false,
                 "Issue the next unit's all-gather before the current forward finishes."));
   r.add(choice("fsdp.backward_prefetch", "BACKWARD_PRE", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"},

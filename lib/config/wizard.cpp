@@ -12,6 +12,7 @@
 #include "mtrain/config/config_commands.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/cross_checks.hpp"
+#include "mtrain/config/data_files.hpp"
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/config/validate.hpp"
@@ -39,6 +40,11 @@ const std::vector<Question>& script() {
     auto strategy_is = [](StrategyName s) { return [s](const json& j) { return strategy_from_text(text_of(j, "strategy")) == s; }; };
     auto model_is = [](ModelName m) { return [m](const json& j) { return model_from_text(text_of(j, "model.name")) == m; }; };
     auto zero = [](const json& j) { return is_zero(strategy_from_text(text_of(j, "strategy"))); };
+    auto torchscript = model_is(ModelName::Torchscript);
+    auto user_data = [](const json& j) {
+      const std::string d = text_of(j, "data.name");
+      return d == "tokens" || d == "tensors";
+    };
     return std::vector<Question>{
         {"launch.launcher", "Where will the job run?", always},
         {"launch.nproc_per_node", "How many ranks on each node?", always},
@@ -55,6 +61,11 @@ const std::vector<Question>& script() {
         {"model.n_embd", "GPT size: width (a multiple of the head count).", model_is(ModelName::Gpt)},
         {"model.hidden", "MLP size: hidden width.", model_is(ModelName::Mlp)},
         {"model.depth", "MLP size: layers.", model_is(ModelName::Mlp)},
+        {"model.path", "Your own model: which TorchScript file (torch.jit.save(torch.jit.script(model), PATH))?", torchscript},
+        {"model.loss", "Your model's loss: its own loss(input, target) method (auto), or which?", torchscript},
+        {"data.name", "Which data does it train on?", torchscript},
+        {"data.path", "Your data: which file?", user_data},
+        {"data.val_path", "A separate validation file? (empty: the tail of the training file)", user_data},
         {"strategy", "How should model state be spread over the ranks?", always},
         {"zero.offload_optimizer_device", "ZeRO: keep optimiser state off the GPU?", zero},
         {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?",
@@ -153,6 +164,12 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
         std::map<std::string, json> trial = answers;
         trial[q.key] = v;
         Resolved t = resolve(reg, {Layer{Source::Cli, "wizard", trial}});
+        // A token file is checked as the launcher will (exists, header agrees with its size)
+        // when the ranks run on this machine.
+        const std::string launcher = text_of(t.job, "launch.launcher");
+        if ((q.key == "data.path" || q.key == "data.val_path") &&
+            (launcher == "local" || (launcher == "auto" && text_of(t.job, "launch.hostfile").empty())))
+          check_data_files(t.job);
         for (const auto& p : cross_check(reg, t)) {
           bool involves = false, all_known = true;
           for (const auto& k : p.keys) {

@@ -108,6 +108,9 @@ ModelSpec model_spec(const Reader& r) {
   s.path = r.text("model.path");
   s.loss = r.text("model.loss");
   s.wrap_module_types = r.text("fsdp.wrap_module_types");
+  s.wrap_policy = r.text("fsdp.wrap_policy");
+  s.min_num_params = r.integer("fsdp.min_num_params");
+  s.activation_checkpointing = r.flag("fsdp.activation_checkpointing");
   s.language_model = s.loss == "lm_cross_entropy" || r.text("data.name") == "tokens";
   return s;
 }

@@ -57,6 +57,13 @@ struct ModelSpec {
   std::string path;          // torchscript: the torch.jit.save file
   std::string loss = "auto"; // torchscript: auto | cross_entropy | mse | lm_cross_entropy
   std::string wrap_module_types;  // torchscript: block classes / dotted names, comma-separated
+  // torchscript without wrap_module_types: with wrap_policy "size", activation checkpointing
+  // recomputes the subtrees of at least min_num_params parameters (FSDP's size units).
+  std::string wrap_policy = "layer";
+  int64_t min_num_params = 100000000;
+  // torchscript: prepare the blocks for activation checkpointing (fsdp.activation_checkpointing;
+  // the built-in models need no preparation and follow set_activation_checkpointing alone).
+  bool activation_checkpointing = false;
   bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };
 

@@ -22,7 +22,10 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/trainer/model/models.hpp"
+#include "mtrain/trainer/model/scripted_recompute.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
+#include "mtrain/trainer/model/traced_module.hpp"
+#include "mtrain/trainer/strategy/wrap_policy.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>
@@ -108,8 +111,8 @@ void collect_classes(const torch::jit::Module& m, std::set<std::string>& out) {
 
 class ScriptedModel : public TaskModel {
  public:
-  ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss)
-      : module_(std::move(m)), spec_(s), own_loss_(own_loss) {
+  ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss, bool traced)
+      : module_(std::move(m)), spec_(s), own_loss_(own_loss), traced_(traced) {
     spec_.language_model = s.language_model || s.loss == "lm_cross_entropy";
     mirror(*this, module_);
     std::set<std::string> wanted;
@@ -129,6 +132,21 @@ class ScriptedModel : public TaskModel {
                                           ", ")))
             .at("fsdp.wrap_module_types");
       }
+    }
+    // The call sites are rewritten only for a job that checkpoints: other jobs run the
+    // user's graphs exactly as saved.
+    const std::vector<std::string> recomputed =
+        s.activation_checkpointing ? checkpoint_blocks(s) : std::vector<std::string>{};
+    if (!recomputed.empty()) {
+      std::vector<RecomputedBlock> rb;
+      auto mirrors = named_modules("", /*include_self=*/false);
+      for (const auto& name : recomputed) {
+        torch::jit::Module sub = module_;
+        for (const auto& part : str::split(name, '.')) sub = sub.attr(part).toModule();
+        rb.push_back({sub, mirrors[name]});
+      }
+      recompute_ = std::make_unique<ScriptedRecompute>(module_, std::move(rb),
+                                                       [this] { return recompute_now(); });
     }
     train(true);
   }
@@ -192,7 +210,10 @@ class ScriptedModel : public TaskModel {
       }
       const bool was_training = is_training();
       module_.train(true);  // as exported: the user calls .eval() when they want it
-      module_.save(out);
+      if (recompute_)
+        recompute_->with_plain_calls([&] { module_.save(out); });
+      else
+        module_.save(out);
       module_.train(was_training);
     } catch (...) {
       restore();
@@ -202,15 +223,35 @@ class ScriptedModel : public TaskModel {
   }
 
  private:
+  // The submodules activation checkpointing recomputes: the blocks (fsdp.wrap_module_types),
+  // else with fsdp.wrap_policy size the subtrees FSDP would wrap by size.
+  std::vector<std::string> checkpoint_blocks(const ModelSpec& s) {
+    if (!blocks_.empty() || s.wrap_policy != "size") return blocks_;
+    ParamList p;
+    for (const auto& np : named_parameters()) {
+      p.names.push_back(np.key());
+      p.numels.push_back(np.value().numel());
+    }
+    std::vector<std::string> out;
+    for (const auto& u : fsdp_units(p, "size", {}, s.min_num_params))
+      if (!u.pinned) out.push_back(u.label);
+    return out;
+  }
+
   void reject_recompute() const {
-    if (activation_checkpointing())
-      throw Error(fmt::format("fsdp.activation_checkpointing is not supported for the TorchScript "
-                              "model '{}': its forward is one TorchScript function, so the trainer "
-                              "cannot recompute its blocks one by one",
-                              spec_.path),
-                  "turn fsdp.activation_checkpointing off, or call "
-                  "torch.utils.checkpoint in Python-side training")
-          .at("fsdp.activation_checkpointing");
+    if (!activation_checkpointing() || (recompute_ && recompute_->call_sites() > 0)) return;
+    throw Error(fmt::format("fsdp.activation_checkpointing is on but no submodule of the "
+                            "TorchScript model '{}' is {}",
+                            spec_.path,
+                            recompute_ ? "called as block(x) with one Tensor in and one out, so "
+                                         "none can be recomputed"
+                                       : "selected for recomputing"),
+                recompute_ ? "checkpoint blocks whose forward takes and returns one Tensor (name "
+                             "their class or dotted name in fsdp.wrap_module_types), or turn "
+                             "fsdp.activation_checkpointing off"
+                           : "name the blocks in fsdp.wrap_module_types (class name such as Block, "
+                             "or dotted names such as blocks.0), or use fsdp.wrap_policy size")
+        .at("fsdp.activation_checkpointing");
   }
 
   c10::IValue run(const std::string& method, std::vector<c10::IValue> args) {
@@ -222,10 +263,16 @@ class ScriptedModel : public TaskModel {
     } catch (const std::exception& e) {
       throw Error(fmt::format("the TorchScript model '{}' failed in {}() on an input of shape {}: {}",
                               spec_.path, method, shape, error_line(e.what())),
-                  "check that the data matches what the model expects (shape, dtype); a module "
-                  "made with torch.jit.trace has the example input's shapes and control flow "
-                  "frozen in — use torch.jit.script for a model with data-dependent control flow "
-                  "or varying shapes")
+                  traced_
+                      ? fmt::format("'{}' was made by torch.jit.trace, which froze the example "
+                                    "input's shapes and control flow into the file: export it "
+                                    "with torch.jit.save(torch.jit.script(model), PATH) instead "
+                                    "(and check that the data matches what the model expects)",
+                                    spec_.path)
+                      : "check that the data matches what the model expects (shape, dtype); a "
+                        "module made with torch.jit.trace has the example input's shapes and "
+                        "control flow frozen in — use torch.jit.script for a model with "
+                        "data-dependent control flow or varying shapes")
           .at("model.path");
     }
   }
@@ -273,7 +320,9 @@ class ScriptedModel : public TaskModel {
   torch::jit::Module module_;
   ModelSpec spec_;
   bool own_loss_;
+  bool traced_;
   std::vector<std::string> blocks_;
+  std::unique_ptr<ScriptedRecompute> recompute_;  // after module_: unregisters before it goes
 };
 
 }  // namespace
@@ -343,7 +392,18 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                 "[B, T, V]) or mse, or add `@torch.jit.export def loss(self, input: Tensor, "
                 "target: Tensor) -> Tensor` to the module")
         .at("model.loss");
-  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == "auto");
+  // A trace froze each dropout/BatchNorm layer's mode: training and validation would both run
+  // in the mode it was traced in (BatchNorm updating its statistics in validation, or dropout
+  // never applied), silently. Other traced modules train; a shape the trace froze fails loudly.
+  const TraceFacts trace = trace_facts(m);
+  if (!trace.frozen_mode_ops.empty())
+    throw Error(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded "
+                            "the training/evaluation mode of its layers as constants ({}): they "
+                            "would act the same in training and in validation",
+                            path, str::join(trace.frozen_mode_ops, ", ")),
+                fmt::format("script the module instead of tracing it: {}", kExport))
+        .at("model.path");
+  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == "auto", trace.traced);
 }
 
 void save_scripted_model(TaskModel& model,

@@ -42,7 +42,8 @@ std::vector<UnitPlan> bucket_units(const ParamList& p, int64_t cap_elements) {
   return out;
 }
 
-std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_threshold) {
+std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_threshold,
+                                   const std::vector<std::string>& leaf_prefixes) {
   std::vector<UnitPlan> out;
   UnitPlan persistent;
   persistent.persistent = true;
@@ -52,7 +53,9 @@ std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_thres
       persistent.params.push_back(k);
       continue;
     }
-    const std::string owner = owner_of(p.names[k]);
+    std::string owner = owner_of(p.names[k]);
+    for (const auto& leaf : leaf_prefixes)
+      if (under(p.names[k], leaf)) owner = leaf;
     if (out.empty() || out.back().label != owner) {
       out.push_back(UnitPlan{});
       out.back().label = owner;

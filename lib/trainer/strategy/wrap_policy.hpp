@@ -5,8 +5,8 @@
 //   * buckets (ZeRO-1/2, DDP in mixed precision): consecutive parameters in reverse
 //     registration order — the order backward produces gradients — up to a cap in elements.
 //   * modules (ZeRO-3): the parameters a module owns directly (same dotted prefix), as DeepSpeed
-//     fetches per submodule; parameters below the persistence threshold form one persistent
-//     unit that stays gathered.
+//     fetches per submodule, or a whole leaf module's; parameters below the persistence
+//     threshold form one persistent unit that stays gathered.
 //   * FSDP: one unit per block prefix (wrap_policy layer), per module subtree of at least
 //     min_num_params not already wrapped (size, torch's size_based_auto_wrap_policy), or the
 //     whole model (none); what no unit took is the root unit, pinned through forward.
@@ -29,7 +29,10 @@ struct ParamList {
 };
 
 std::vector<UnitPlan> bucket_units(const ParamList& p, int64_t cap_elements);
-std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_threshold);
+// leaf_prefixes: modules fetched whole, one unit each (DeepSpeed's z3 leaf modules; a
+// TorchScript model's fsdp.wrap_module_types blocks), their parameters not split per submodule.
+std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_threshold,
+                                   const std::vector<std::string>& leaf_prefixes = {});
 // policy: "layer" | "size" | "none".
 std::vector<UnitPlan> fsdp_units(const ParamList& p, const std::string& policy,
                                  const std::vector<std::string>& block_prefixes,

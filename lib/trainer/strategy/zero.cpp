@@ -25,6 +25,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
@@ -60,7 +61,14 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
     c.max_reuse_distance = z.stage3_max_reuse_distance;
     c.gather_16bit_on_save = z.stage3_gather_16bit_weights_on_model_save;
     const int64_t threshold = z.stage3_param_persistence_threshold;
-    c.plan = [threshold](const ParamList& p, torch::nn::Module&) { return module_units(p, threshold); };
+    c.plan = [threshold](const ParamList& p, torch::nn::Module& m) {
+      // A TorchScript model's named blocks (fsdp.wrap_module_types) are fetched whole, like
+      // its FSDP units; the built-in models keep DeepSpeed's per-submodule units.
+      std::vector<std::string> leaves;
+      if (auto* tm = dynamic_cast<TaskModel*>(&m); tm && is_scripted_model(*tm))
+        leaves = tm->block_prefixes();
+      return module_units(p, threshold, leaves);
+    };
   } else {
     const int64_t cap = std::max<int64_t>(1, z.reduce_bucket_size);
     c.plan = [cap](const ParamList& p, torch::nn::Module&) { return bucket_units(p, cap); };

@@ -45,7 +45,7 @@ try() {
 }
 try missing-model "model.path '$WORK/none.pt' does not exist" --model-path "$WORK/none.pt" --data-path "$WORK/data.pt"
 try missing-data "data.path '$WORK/none.pt' does not exist" --model-path "$WORK/net.pt" --data-path "$WORK/none.pt"
-try checkpointing "activation_checkpointing is on but the model is torchscript" --model-path "$WORK/net.pt" \
+try checkpointing "activation_checkpointing is on but the torchscript model has no blocks to recompute" --model-path "$WORK/net.pt" \
   --data-path "$WORK/data.pt" --set model.loss=cross_entropy --set fsdp.activation_checkpointing=true
 try state-dict "is not a TorchScript archive" --model-path "$WORK/state_dict.pt" --data-path "$WORK/data.pt"
 try frozen "has no parameters" --model-path "$WORK/frozen.pt" --data-path "$WORK/data.pt" --set model.loss=cross_entropy

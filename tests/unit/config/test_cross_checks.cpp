@@ -63,8 +63,19 @@ TEST_CASE("torchscript and tensors: files must exist before any rank starts", "[
   // On other hosts the path is the node's: not checked here.
   CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", "/nonexistent/net.pt"},
                       {"launch.launcher", "ssh"}, {"launch.hostfile", here}})) == 0);
+  // Activation checkpointing needs blocks: named, or FSDP's size units.
+  auto no_blocks = check({{"model.name", "torchscript"}, {"model.path", here},
+                          {"fsdp.activation_checkpointing", true}});
+  REQUIRE(errors(no_blocks) == 1);
+  CHECK_THAT(no_blocks[0].message, Catch::Contains("fsdp.wrap_module_types is empty"));
   CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here},
-                      {"fsdp.activation_checkpointing", true}})) == 1);
+                      {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_module_types", "Block"}})) == 0);
+  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here},
+                      {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_policy", "size"}})) == 0);
+  // Under ddp the block names still matter (checkpointing): no "has no effect" warning.
+  CHECK(check({{"model.name", "torchscript"}, {"model.path", here}, {"strategy", "ddp"},
+               {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_module_types", "Block"}})
+            .empty());
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", "/nonexistent/data.pt"}})) == 1);
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}})) == 0);
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}, {"data.val_path", "/nonexistent/v.pt"}})) == 1);

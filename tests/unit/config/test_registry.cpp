@@ -125,3 +125,17 @@ TEST_CASE("launcher settings keep their flag out of the trainer-flag loop", "[co
   for (const auto& s : reg.all())
     if (s.scope != Scope::Job) CHECK(s.flag.empty());
 }
+
+TEST_CASE("fsdp.wrap_module_types takes a YAML list, bracketed text or comma text", "[config]") {
+  const auto& reg = job_registry();
+  const Setting& s = reg.require("fsdp.wrap_module_types");
+  // Every form is stored as the same comma-separated text (what config show prints).
+  CHECK(reg.parse_text(s, "Block,Linear") == "Block,Linear");
+  CHECK(reg.parse_text(s, " Block , Linear ") == "Block,Linear");
+  CHECK(reg.parse_text(s, "[Block, Linear]") == "Block,Linear");
+  CHECK(reg.parse_text(s, "") == "");
+  CHECK(reg.check_value(s, json::array({"Block", "blocks.0"})) == "Block,blocks.0");
+  CHECK(reg.check_value(s, "Block") == "Block");
+  CHECK_THROWS_WITH(reg.check_value(s, json::array({1, 2})), Catch::Contains("list items must be names"));
+  CHECK_THAT(describe_type(s), Catch::Contains("[Block, Linear]"));
+}

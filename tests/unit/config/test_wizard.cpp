@@ -84,6 +84,43 @@ TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked w
   CHECK_THAT(t, Catch::Contains("9 is not one of the numbers 1-4"));
 }
 
+TEST_CASE("torchscript asks for the model file and the data files, and checks they exist", "[config][wizard]") {
+  const std::string net = temp_path("net.pt"), data = temp_path("data.pt"), odd = temp_path("odd.bin"),
+                    tokens = temp_path("train.bin");
+  std::ofstream(net) << "zip";
+  std::ofstream(data) << "zip";
+  std::ofstream(odd) << "abc";      // a raw token file of an odd number of bytes
+  std::ofstream(tokens) << "abcd";  // two uint16 tokens
+  std::string t;
+  // launcher, nproc: Enter; model torchscript; a missing file, then net; loss cross_entropy;
+  // data tensors; data.path Enter (refused: empty), then data; val_path missing, then Enter; rest Enter.
+  auto a = drive("\n\ntorchscript\n/nonexistent/net.pt\n" + net + "\ncross_entropy\ntensors\n\n" + data +
+                     "\n/nonexistent/val.pt\n\n" + std::string(12, '\n'),
+                 &t);
+  CHECK(a.at("model.name") == "torchscript");
+  CHECK(a.at("model.path") == net);
+  CHECK(a.at("model.loss") == "cross_entropy");
+  CHECK(a.at("data.name") == "tensors");
+  CHECK(a.at("data.path") == data);
+  CHECK(a.at("data.val_path") == "");
+  CHECK(a.count("model.n_layer") == 0);
+  CHECK_THAT(t, Catch::Contains("not accepted: model.path '/nonexistent/net.pt' does not exist"));
+  CHECK_THAT(t, Catch::Contains("not accepted: data.path is empty but data.name is tensors"));
+  CHECK_THAT(t, Catch::Contains("not accepted: data.val_path '/nonexistent/val.pt' does not exist"));
+  // Tokens: the file is checked as the launcher checks it (a raw file of an odd size is refused).
+  auto b = drive("\n\ntorchscript\n" + net + "\nlm_cross_entropy\ntokens\n" + odd + "\n" + tokens + "\n" +
+                     std::string(12, '\n'),
+                 &t);
+  CHECK(b.at("data.name") == "tokens");
+  CHECK(b.at("data.path") == tokens);
+  CHECK_THAT(t, Catch::Contains("has 3 bytes, an odd number"));
+  // Other models are not asked about files.
+  auto c = drive(std::string(40, '\n'), &t);
+  CHECK(c.count("model.path") == 0);
+  CHECK(c.count("data.path") == 0);
+  for (const auto& f : {net, data, odd, tokens}) std::remove(f.c_str());
+}
+
 TEST_CASE("input ending early writes nothing", "[config][wizard]") {
   CHECK_THROWS_WITH(drive("\n\n"), Catch::Contains("input ended"));
 }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "mtrain/config/validate.hpp"
+#include "mtrain/config/yaml_layer.hpp"
 
 using namespace mtrain::config;
 
@@ -76,4 +77,24 @@ TEST_CASE("valid files pass, warnings do not fail", "[config]") {
   ValidateReport dotted = validate_text(job_registry(), "train.max_steps: 5\n", "d.yaml");
   CHECK(dotted.ok());
   CHECK(dotted.settings == 1);
+}
+
+TEST_CASE("fsdp.wrap_module_types: a YAML list is stored as comma-separated names", "[config]") {
+  const auto& reg = job_registry();
+  YamlLayer flow = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "job.yaml",
+                                    Source::JobFile);
+  CHECK(flow.issues.empty());
+  CHECK(flow.layer.values.at("fsdp.wrap_module_types") == "Block,Linear");
+  CHECK(validate_text(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "j.yaml").ok());
+  YamlLayer block = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types:\n    - Block\n    - head\n",
+                                     "job.yaml", Source::JobFile);
+  CHECK(block.layer.values.at("fsdp.wrap_module_types") == "Block,head");
+  YamlLayer nested = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [[Block]]\n", "job.yaml",
+                                      Source::JobFile);
+  REQUIRE(nested.issues.size() == 1);
+  CHECK_THAT(nested.issues[0].message, Catch::Contains("got a list holding a list"));
+  // Other text settings still refuse a list.
+  YamlLayer other = parse_yaml_layer(reg, "train:\n  work_dir: [a, b]\n", "job.yaml", Source::JobFile);
+  REQUIRE(other.issues.size() == 1);
+  CHECK_THAT(other.issues[0].message, Catch::Contains("got a list"));
 }

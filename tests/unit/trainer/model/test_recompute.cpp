@@ -3,34 +3,12 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
+#include "model/recompute_pass.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
 
 namespace {
-
-struct Pass {
-  double loss = 0;
-  int64_t kept_bytes = 0;  // allocated between the start of forward and the start of backward
-  std::vector<at::Tensor> grads, buffers;
-  at::Tensor next_random;
-};
-
-Pass run(TaskModel& m, const Batch& b) {
-  auto& alloc = counting_allocator();
-  at::manual_seed(11);
-  m.zero_grad();
-  const int64_t before = alloc.live();
-  at::Tensor loss = m.loss(b);
-  Pass p;
-  p.kept_bytes = alloc.live() - before;
-  loss.backward();
-  p.loss = loss.item<double>();
-  for (const auto& t : m.parameters()) p.grads.push_back(t.grad().clone());
-  for (const auto& t : m.buffers()) p.buffers.push_back(t.clone());
-  p.next_random = at::rand({4});
-  return p;
-}
 
 void compare(const ModelSpec& spec, const Batch& b) {
   auto plain = make_model(spec, 3), ckpt = make_model(spec, 3);
@@ -42,15 +20,7 @@ void compare(const ModelSpec& spec, const Batch& b) {
   const Pass c = run(*ckpt, b);
   INFO(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain, " << c.kept_bytes
                  << " checkpointed");
-  CHECK(c.loss == p.loss);
-  REQUIRE(c.grads.size() == p.grads.size());
-  for (size_t i = 0; i < p.grads.size(); ++i) {
-    INFO("parameter " << i);
-    CHECK(at::equal(c.grads[i], p.grads[i]));
-  }
-  REQUIRE(c.buffers.size() == p.buffers.size());
-  for (size_t i = 0; i < p.buffers.size(); ++i) CHECK(at::equal(c.buffers[i], p.buffers[i]));
-  CHECK(at::equal(c.next_random, p.next_random));  // recompute restored the RNG it borrowed
+  check_same_pass(p, c);
   CHECK(c.kept_bytes < p.kept_bytes / 2);
   WARN(mtrain::config::to_string(spec.name) << ": bytes kept for backward " << p.kept_bytes << " plain vs " << c.kept_bytes
                  << " with activation checkpointing");

@@ -286,4 +286,13 @@ TEST_CASE("FSDP wrap policies and ZeRO units cover every parameter once", "[trai
   REQUIRE(modules.size() == 5);
   CHECK(modules.back().persistent);
   CHECK(modules.back().params == std::vector<size_t>{1, 3, 4, 6});
+  // Leaf modules (a TorchScript model's fsdp.wrap_module_types blocks under ZeRO-3) are one
+  // unit each instead of one per submodule.
+  CHECK(module_units(p, 0).size() == 6);
+  auto leaves = module_units(p, 0, {"blocks.0", "blocks.1"});
+  REQUIRE(leaves.size() == 4);
+  CHECK(leaves[1].label == "blocks.0");
+  CHECK(leaves[1].params == std::vector<size_t>{1, 2, 3});
+  CHECK(leaves[2].params == std::vector<size_t>{4, 5, 6});
+  CHECK(leaves[3].params == std::vector<size_t>{7});
 }
