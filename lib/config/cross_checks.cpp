@@ -211,7 +211,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
     out.push_back({true, {"launch.launcher", "launch.hostfile"},
                    "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
-                   "Set launch.hostfile to a file with lines like 'worker-0 slots=8'."});
+                   "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
   }
   if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
       min_nodes(job) != as_int(job, "slurm.nodes")) {

@@ -125,6 +125,11 @@ static std::string name_list_text(const std::vector<std::string>& items) {
 }
 
 json Registry::parse_text(const Setting& s, const std::string& raw) const {
+  // Values become JSON, whose dump throws on bytes that are not UTF-8 (a file in Latin-1, a
+  // truncated multibyte character): refused here, for every source, before anything keeps them.
+  if (const auto bad = str::invalid_utf8_at(raw))
+    throw Error(fmt::format("setting '{}': its value is not valid UTF-8 text (byte {} of it)", s.key, *bad + 1),
+                "Write the value as UTF-8 text (save the file as UTF-8).");
   if (s.list) {
     Setting item = s;
     item.list = false;

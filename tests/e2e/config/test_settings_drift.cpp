@@ -40,7 +40,7 @@ TEST_CASE("launch reads launch.launcher and launch.rdzv_port from the job file; 
   CHECK_THAT(flag.out, Catch::Contains(":31235\""));
 }
 
-TEST_CASE("--master-port: config show and launch take and refuse the same values with the same words",
+TEST_CASE("master port (--master-port): config show and launch take and refuse the same values with the same words",
           "[e2e][config][settings]") {
   TempDir d("drift_b");
   const std::string env = "XDG_CONFIG_HOME=" + d.path + "/none ";

@@ -27,6 +27,20 @@ TEST_CASE("text values are parsed by type and range-checked", "[config]") {
   CHECK_THROWS_WITH(reg.parse_text(reg.require("train.max_steps"), "10x"), Catch::Contains("'10x'"));
 }
 
+TEST_CASE("a value that is not UTF-8 is refused with the setting named, from any source", "[config]") {
+  // Found by fuzz.replay.slurm_job_file: a Latin-1 byte in a slurm: value reached a JSON dump.
+  const auto& reg = mtrain::config::job_registry();
+  for (const char* key : {"slurm.job_name", "slurm.setup", "launch.hostfile", "model.path"}) {
+    try {
+      reg.parse_text(reg.require(key), "run\xb2");
+      FAIL("accepted a value that is not UTF-8 for " << key);
+    } catch (const mtrain::Error& e) {
+      CHECK(std::string(e.what()).find("not valid UTF-8") != std::string::npos);
+      CHECK(std::string(e.what()).find(key) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("unknown keys name the closest valid key", "[config]") {
   const auto& reg = job_registry();
   CHECK_THROWS_WITH(reg.require("optim.lrr"), Catch::Contains("Did you mean 'optim.lr'"));

@@ -7,7 +7,7 @@
 
 using namespace mtrain::launch;
 
-TEST_CASE("--scale-up: the store re-forms only for MIN:MAX jobs and not when off", "[launch][scale_up]") {
+TEST_CASE("scale-up (--scale-up): the store re-forms only for MIN:MAX jobs and not when off", "[launch][scale_up]") {
   CHECK(parse_scale_up("checkpoint") == ScaleUp::checkpoint);
   CHECK(parse_scale_up("now") == ScaleUp::now);
   CHECK(parse_scale_up("off") == ScaleUp::off);
@@ -18,7 +18,7 @@ TEST_CASE("--scale-up: the store re-forms only for MIN:MAX jobs and not when off
   CHECK_FALSE(store_scales_up(ScaleUp::checkpoint, false));  // --nnodes N: no room to grow
 }
 
-TEST_CASE("--scale-up: only a membership change at a checkpoint sends the notice", "[launch][scale_up]") {
+TEST_CASE("scale-up (--scale-up): only a membership change at a checkpoint sends the notice", "[launch][scale_up]") {
   CHECK(round_end_notice(ScaleUp::checkpoint, true) == SIGUSR1);
   CHECK(round_end_notice(ScaleUp::now, true) == 0);
   CHECK(round_end_notice(ScaleUp::off, true) == 0);

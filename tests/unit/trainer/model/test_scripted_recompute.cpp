@@ -82,7 +82,7 @@ def forward(self, x):
 // checkpointing false: the graphs run as saved (no call site rewritten).
 ModelSpec spec_for(const std::string& path, const std::string& wrap, bool checkpointing = true) {
   ModelSpec s;
-  s.name = "torchscript";
+  s.name = mtrain::config::ModelName::Torchscript;
   s.path = path;
   s.loss = "cross_entropy";
   s.wrap_module_types = wrap;
