@@ -154,7 +154,6 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.sched = schedule_options(r);
   t.model = model_spec(r);
   t.data = data_spec(r);
-  t.activation_checkpointing = r.flag("fsdp.activation_checkpointing");
   t.max_steps = r.integer("train.max_steps");
   t.max_epochs = r.integer("train.max_epochs");
   t.batch_size = r.integer("train.batch_size");

@@ -26,7 +26,6 @@ struct TrainJob {
   ScheduleOptions sched;  // sched.*, optim.lr
   ModelSpec model;        // model.*, fsdp.wrap_module_types
   DataSpec data;          // data.*, name resolved ("auto" → text for gpt, else synthetic)
-  bool activation_checkpointing = false;  // fsdp.activation_checkpointing, honoured by every strategy
   int64_t max_steps = 200;
   int64_t max_epochs = 0;
   int64_t batch_size = 16;

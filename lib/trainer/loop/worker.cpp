@@ -196,7 +196,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   parts.model->to(device);
   // fsdp.activation_checkpointing is honoured by every strategy: recomputing blocks is a model
   // property, independent of how the state is sharded.
-  parts.model->set_activation_checkpointing(tj.activation_checkpointing);
+  parts.model->set_activation_checkpointing(tj.model.activation_checkpointing);
   parts.train = make_dataset(ds, ms, Split::Train, tj.seed);
   std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
   if (val->size() > 0) parts.val = val;

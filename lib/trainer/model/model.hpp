@@ -61,8 +61,9 @@ struct ModelSpec {
   // recomputes the subtrees of at least min_num_params parameters (FSDP's size units).
   std::string wrap_policy = "layer";
   int64_t min_num_params = 100000000;
-  // torchscript: prepare the blocks for activation checkpointing (fsdp.activation_checkpointing;
-  // the built-in models need no preparation and follow set_activation_checkpointing alone).
+  // fsdp.activation_checkpointing, honoured by every strategy. A torchscript model prepares its
+  // blocks from it when built; every model follows set_activation_checkpointing, which the
+  // worker calls with this value (the one place it is held).
   bool activation_checkpointing = false;
   bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };

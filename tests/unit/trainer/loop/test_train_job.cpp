@@ -45,9 +45,9 @@ json fields(const TrainJob& t) {
                  t.sched.start_factor, t.sched.end_factor, t.sched.total_iters}},
       {"model", {mtrain::config::to_string(m.name), m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size,
                  m.dropout, m.hidden, m.depth, m.input_dim, m.num_classes, m.path, m.loss, m.wrap_module_types,
-                 m.language_model}},
+                 m.wrap_policy, m.min_num_params, m.activation_checkpointing, m.language_model}},
       {"data", {d.name, d.path, d.val_path, d.num_samples, d.val_fraction, d.shuffle, d.drop_last}},
-      {"loop", {t.activation_checkpointing, t.max_steps, t.max_epochs, t.batch_size, t.grad_accum, t.seed,
+      {"loop", {t.max_steps, t.max_epochs, t.batch_size, t.grad_accum, t.global_batch_size, t.seed,
                 t.work_dir, t.log_interval, t.timing_warmup_steps, t.val_interval, t.val_steps, t.threads,
                 t.checkpoint_interval, t.checkpoint_keep, t.resume, t.init, t.init_strict, t.comm_timeout_s,
                 t.comm_shared_memory}},
@@ -120,7 +120,6 @@ TEST_CASE("TrainJob: every job setting reaches a field", "[trainer][loop][train_
   // Settings the trainer does not read, and why.
   const std::set<std::string> not_read = {
       "zero.stage",               // agrees with strategy or fails (checked below); the stage is the strategy's
-      "train.global_batch_size",  // the launcher's check of batch × accum × world; ranks use the parts
   };
   const auto& reg = mtrain::config::job_registry();
   const std::string base = fields(train_job_from_json(json::object())).dump();
