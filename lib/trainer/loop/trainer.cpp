@@ -31,6 +31,7 @@
 #include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
+#include "mtrain/trainer/loop/step_figures.hpp"
 #include "mtrain/trainer/loop/weights_export.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
@@ -44,12 +45,6 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Collectives the loop itself issues (metric averages, stop-signal agreement, checkpoint votes)
-// are reported apart from the strategy's training communication.
-bool is_metrics_counter(const std::string& name) {
-  return name.find("(metrics)") != std::string::npos || name.find("(control)") != std::string::npos;
 }
 
 // The largest gathered unit, when the strategy's ledger reports one (ZeRO-3/FSDP); -1 otherwise.
@@ -530,31 +525,7 @@ class Loop {
 
   TrainResult finish(const CommCounters& all, int64_t start_step, int stopped_by) {
     const double steps_run = std::max<int64_t>(1, step_ - start_step);
-    CommCounters counters = all;
-    json phases = json::object();
-    for (const auto& [phase, pc] : phase_comm_) {
-      counters = counters_minus(counters, pc);
-      json e = json::object();
-      for (const auto& [name, c] : pc) {
-        if (is_metrics_counter(name)) continue;
-        e[name] = {{"calls", c.calls}, {"payload_bytes", c.payload_bytes}, {"wire_bytes", c.wire_bytes}};
-      }
-      phases[phase] = e;
-    }
-    json comm = json::object();
-    json other = json::object();
-    double wire = 0;
-    for (const auto& [name, c] : counters) {
-      json e{{"calls", c.calls / steps_run},
-             {"payload_bytes", c.payload_bytes / steps_run},
-             {"wire_bytes", c.wire_bytes / steps_run}};
-      if (is_metrics_counter(name)) {
-        other[name] = e;
-      } else {
-        comm[name] = e;
-        wire += c.wire_bytes / steps_run;
-      }
-    }
+    const CommPerStep per_step = comm_per_step(all, phase_comm_, steps_run);
     // The fullest rank's ledger and peak memory.
     const MemoryLedger m = strategy_->memory();
     const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
@@ -564,16 +535,8 @@ class Loop {
                                     static_cast<double>(m.gathered_peak),
                                     static_cast<double>(m.unsharded_grads_peak),
                                     static_cast<double>(m.transient_peak)});
-    // Steps of this run after the warm-up ones (all of them when there are no more).
-    const size_t warm = static_cast<size_t>(job_.timing_warmup_steps);
-    std::vector<double> times(step_times_.begin() + (step_times_.size() > warm ? warm : 0),
-                              step_times_.end());
-    const double med = median(times);
-    json step_stats{{"warmup_steps", step_times_.size() > warm ? warm : 0},
-                    {"timed_steps", times.size()},
-                    {"min", times.empty() ? 0.0 : *std::min_element(times.begin(), times.end())},
-                    {"median", med},
-                    {"max", times.empty() ? 0.0 : *std::max_element(times.begin(), times.end())}};
+    const json step_stats = step_time_stats(step_times_, job_.timing_warmup_steps);
+    const double med = step_stats["median"].get<double>();
     const double global_batch =
         static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world());
     json thr{{"samples_per_s", med > 0 ? global_batch / med : 0.0}};
@@ -601,11 +564,11 @@ class Loop {
              {"total", std::llround(ledger_expected_.total())},
              {"formula", ledger_expected_.formula},
              {"ledger_world", ledger_world()}}},
-           {"comm_per_step", comm},
-           {"wire_bytes_per_step", wire},
-           {"comm_metrics_per_step", other},
+           {"comm_per_step", per_step.comm},
+           {"wire_bytes_per_step", per_step.wire_bytes},
+           {"comm_metrics_per_step", per_step.metrics},
            // Totals over the run of what was not a training step, per phase.
-           {"comm_outside_steps", phases},
+           {"comm_outside_steps", per_step.outside},
            {"peak_memory_bytes", static_cast<int64_t>(mx[3])},
            // What the strategy held transiently (fullest rank, high-water marks over the run).
            {"memory",

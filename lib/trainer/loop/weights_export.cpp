@@ -44,24 +44,4 @@ void average_buffers(torch::nn::Module& model, Communicator& comm) {
   }
 }
 
-CommCounters counters_minus(CommCounters a, const CommCounters& b) {
-  for (const auto& [name, c] : b) {
-    CommStats& x = a[name];
-    x.calls -= c.calls;
-    x.payload_bytes -= c.payload_bytes;
-    x.wire_bytes -= c.wire_bytes;
-    if (x.calls == 0) a.erase(name);
-  }
-  return a;
-}
-
-void counters_add(CommCounters& into, const CommCounters& more) {
-  for (const auto& [name, c] : more) {
-    CommStats& x = into[name];
-    x.calls += c.calls;
-    x.payload_bytes += c.payload_bytes;
-    x.wire_bytes += c.wire_bytes;
-  }
-}
-
 }  // namespace mtrain::trainer

@@ -1,7 +1,7 @@
 #pragma once
 // What the loop does with the model outside training steps, as free functions of the strategy,
-// the model and the communicator: streaming the trained weights to a file, agreeing on buffers,
-// and the arithmetic that books a phase's collectives apart from the steps' (trainer.cpp).
+// the model and the communicator: streaming the trained weights to a file and agreeing on
+// buffers. The collective-counter arithmetic is step_figures.hpp's.
 #include <functional>
 #include <string>
 #include <utility>
@@ -31,9 +31,5 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::s
 // Replaces every rank's floating-point buffers (BatchNorm running statistics) by their average
 // over ranks. Collective; nothing to do at world 1.
 void average_buffers(torch::nn::Module& model, Communicator& comm);
-
-// a - b, per collective (counters only grow, so every entry of b is in a); and into += more.
-CommCounters counters_minus(CommCounters a, const CommCounters& b);
-void counters_add(CommCounters& into, const CommCounters& more);
 
 }  // namespace mtrain::trainer
