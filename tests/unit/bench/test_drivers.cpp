@@ -10,6 +10,7 @@
 #include "mtrain/bench/launch_bench.hpp"
 #include "mtrain/bench/train_bench.hpp"
 #include "mtrain/core/error.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::bench;
 using mtrain::envreport::CommandResult;
@@ -64,14 +65,7 @@ TEST_CASE("a failing launch command stops the benchmark with its output", "[benc
 }
 
 namespace {
-struct TempDir {
-  std::string path = "/tmp/mtrain_test_bench_" + std::to_string(::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 }  // namespace
 
 TEST_CASE("bench train runs one mtrain launch per cell", "[bench][train]") {
@@ -106,7 +100,7 @@ TEST_CASE("bench train reads summary.json; a failing cell is a row with the work
   o.steps = 5;
   o.rounds = 3;
   o.mtrain_path = "/x/mtrain";
-  auto cells = train_cells(o, d.path);
+  auto cells = train_cells(o, d.str());
   int zero1_runs = 0, round = 0;
   // Round k's ddp run: steps between 0.01k and 0.03k s, median 0.02k (k = 1, 2, 3).
   auto r = run_train_cells(cells, o, [&](const std::vector<std::string>& argv, const std::string& log, int) {
@@ -115,7 +109,7 @@ TEST_CASE("bench train reads summary.json; a failing cell is a row with the work
                                : "[host:0] [rank 0] error: strategy 'zero1' is not part of this trainer build yet. use ddp\n");
     if (ddp) {
       ++round;
-      std::ofstream(d.path + "/ddp-n2-r" + std::to_string(round) + "/summary.json")
+      std::ofstream(d.str() + "/ddp-n2-r" + std::to_string(round) + "/summary.json")
           << R"({"strategy":"ddp","world_size":2,"num_params":1000,"steps":7,
         "final_loss":0.5,"step_time_median_s":)" << 0.02 * round << R"(,"step_time_s":{"min":)" << 0.01 * round
           << R"(,"median":)" << 0.02 * round << R"(,"max":)" << 0.03 * round << R"(},
