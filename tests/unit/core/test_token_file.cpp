@@ -3,28 +3,16 @@
 #include <catch2/catch.hpp>
 
 #include <filesystem>
-#include <functional>
 #include <string>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/token_file.hpp"
+#include "error_text.hpp"
 #include "temp_dir.hpp"
 #include "token_bytes.hpp"
 
 using namespace mtrain::testing;
 namespace fs = std::filesystem;
-
-namespace {
-// The paragraph of the mtrain::Error `fn` throws; "" when it throws none.
-std::string paragraph_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mtrain::Error& e) {
-    return e.paragraph();
-  }
-  return "";
-}
-}  // namespace
 
 TEST_CASE("token files: the header tells llm.c from nanoGPT", "[core][token_file]") {
   TempDir dir("mtrain_token_file");
@@ -67,28 +55,28 @@ TEST_CASE("token files: sizes, versions and paths that do not fit are named", "[
 
   // The header promises 1200 tokens, the file holds 1000: expected vs actual bytes.
   const auto short_file = dir.write("short.bin", llmc_bytes(ids, 2, 1200));
-  const std::string truncated = paragraph_of([&] { layout(short_file); });
+  const std::string truncated = error_text([&] { layout(short_file); });
   CHECK_THAT(truncated, Catch::Contains("short.bin") && Catch::Contains("data.path") &&
                             Catch::Contains("3024 bytes") && Catch::Contains("3424") &&
                             Catch::Contains("truncated"));
   const auto long_file = dir.write("long.bin", llmc_bytes(ids, 4, 900));
-  CHECK_THAT(paragraph_of([&] { layout(long_file); }),
+  CHECK_THAT(error_text([&] { layout(long_file); }),
              Catch::Contains("long.bin") && Catch::Contains("4624") && Catch::Contains("5024"));
 
   std::string bad_version = llmc_bytes(ids, 2);
   bad_version[4] = 7;  // magic 20240520 with uint32's version
   const auto bv = dir.write("version.bin", bad_version);
-  CHECK_THAT(paragraph_of([&] { layout(bv); }),
+  CHECK_THAT(error_text([&] { layout(bv); }),
              Catch::Contains("version.bin") && Catch::Contains("version 7") &&
                  Catch::Contains("20240520"));
 
   const auto odd = dir.write("odd.bin", nanogpt_bytes(ids) + "x");
-  CHECK_THAT(paragraph_of([&] { layout(odd); }), Catch::Contains("odd.bin") && Catch::Contains("odd"));
+  CHECK_THAT(error_text([&] { layout(odd); }), Catch::Contains("odd.bin") && Catch::Contains("odd"));
 
-  CHECK_THAT(paragraph_of([&] { layout(dir.path / "missing.bin"); }),
+  CHECK_THAT(error_text([&] { layout(dir.path / "missing.bin"); }),
              Catch::Contains("missing.bin") && Catch::Contains("data.path"));
-  CHECK_THAT(paragraph_of([&] { layout(dir.path); }), Catch::Contains("not a regular file"));
-  CHECK_THAT(paragraph_of([&] { mtrain::read_token_file_layout("", "data.val_path"); }),
+  CHECK_THAT(error_text([&] { layout(dir.path); }), Catch::Contains("not a regular file"));
+  CHECK_THAT(error_text([&] { mtrain::read_token_file_layout("", "data.val_path"); }),
              Catch::Contains("data.val_path"));
   try {
     layout(short_file);
@@ -105,9 +93,9 @@ TEST_CASE("token files: the layout from the first bytes and the size alone", "[c
   CHECK(l.token_bytes == 4);
   CHECK(l.count == 3);
   // The same header with one token more or less than it promises.
-  CHECK_THAT(paragraph_of([&] { mtrain::token_file_layout("x.bin", "data.path", head, 1024, u32.size() + 4); }),
+  CHECK_THAT(error_text([&] { mtrain::token_file_layout("x.bin", "data.path", head, 1024, u32.size() + 4); }),
              Catch::Contains("x.bin") && Catch::Contains("data.path"));
-  CHECK_THAT(paragraph_of([&] { mtrain::token_file_layout("x.bin", "data.path", head, 1024, u32.size() - 4); }),
+  CHECK_THAT(error_text([&] { mtrain::token_file_layout("x.bin", "data.path", head, 1024, u32.size() - 4); }),
              Catch::Contains("truncated"));
   // An empty file is a raw one of no tokens.
   CHECK(mtrain::token_file_layout("e.bin", "data.path", head, 0, 0).count == 0);

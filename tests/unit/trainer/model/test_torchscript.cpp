@@ -18,6 +18,8 @@
 #include <functional>
 #include <random>
 #include <sstream>
+
+#include "error_text.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::trainer;
@@ -27,14 +29,7 @@ namespace {
 
 using mtrain::testing::TempDir;
 
-std::string error_text(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mtrain::Error& e) {
-    return e.paragraph();
-  }
-  return "";
-}
+using mtrain::testing::error_text;
 
 torch::jit::Module new_module(const std::shared_ptr<torch::jit::CompilationUnit>& cu,
                               const std::string& cls) {
