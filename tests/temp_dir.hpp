@@ -1,10 +1,12 @@
 #pragma once
 // A fresh folder under the system temp dir for one test, removed with everything in it when the
 // test ends. The name holds the pid and a counter, so tests of parallel ctest runs never share one.
+// The one temporary-folder fixture of every test binary (unit, e2e, fault tests).
 #include <unistd.h>
 
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace mtrain::testing {
@@ -19,11 +21,31 @@ struct TempDir {
     std::filesystem::create_directories(path);
   }
   ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    // Tests take permissions away (unreadable or unwritable folders): give the owner's back
+    // first, each folder before the walk enters it, or remove_all could not empty them.
+    namespace fs = std::filesystem;
+    std::error_code ec, ignored;
+    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ignored);
+    for (auto it = fs::recursive_directory_iterator(path, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      if (it->is_directory(ignored) && !it->is_symlink(ignored))
+        fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ignored);
+    }
+    fs::remove_all(path, ignored);
   }
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
+
+  // The folder as text, for tests that build paths as strings.
+  std::string str() const { return path.string(); }
+
+  // Writes `text` to `name` (relative to the folder; its folders are made) and returns its path.
+  std::string write(const std::string& name, const std::string& text) const {
+    const std::filesystem::path p = path / name;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary) << text;
+    return p.string();
+  }
 };
 
 }  // namespace mtrain::testing

@@ -27,6 +27,7 @@
 #include "mtrain/rendezvous/server.hpp"
 #include "mtrain/slurm/command.hpp"
 #include "mtrain/slurm/script.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using std::chrono::milliseconds;
@@ -41,21 +42,15 @@ const std::vector<std::string> kHostile = {
     "trail ", "tab\there", "utf8 \xc3\xa9\xe2\x82\xac", "ctrl \x01\x1b[31m", "#comment", "a=b c=d",
     "$(touch CANARY11)'\"`", std::string(4000, 'x') + "$(touch CANARY12)"};
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    path = fs::temp_directory_path() / ("mtrain-hostile-" + std::to_string(::getpid()) + "-" +
-                                        std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()));
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::vector<std::string> canaries() const {
-    std::vector<std::string> out;
-    for (const auto& e : fs::recursive_directory_iterator(path))
-      if (e.path().filename().string().rfind("CANARY", 0) == 0) out.push_back(e.path().string());
-    return out;
-  }
-};
+using mtrain::testing::TempDir;
+
+// Files named CANARY… under `dir`: each one a command that some layer ran when it should not have.
+std::vector<std::string> canaries(const fs::path& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename().string().rfind("CANARY", 0) == 0) out.push_back(e.path().string());
+  return out;
+}
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -112,7 +107,7 @@ TEST_CASE("hostile: ssh remote command line runs nothing but the agent, values b
   CHECK(split_nul(slurp(out)) == kHostile);
   std::vector<std::string> env_values = split_nul(slurp(out.string() + ".env"));
   CHECK(env_values == kHostile);
-  CHECK(tmp.canaries().empty());
+  CHECK(canaries(tmp.path).empty());
 
   // The host itself is one argv element after "--", and never an option.
   SshOptions s;
@@ -171,7 +166,7 @@ TEST_CASE("hostile: sbatch script fields with metacharacters run nothing", "[hos
     // The program and its arguments come last, intact.
     REQUIRE(got.size() >= j.program.size());
     CHECK(std::vector<std::string>(got.end() - static_cast<long>(j.program.size()), got.end()) == j.program);
-    CHECK(tmp.canaries().empty());
+    CHECK(canaries(tmp.path).empty());
   }
 }
 

@@ -7,12 +7,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <filesystem>
 #include <future>
 #include <map>
 #include <optional>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -21,19 +19,20 @@
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/state_match.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/loop/console.hpp"
+#include "mtrain/trainer/loop/job_ledger.hpp"
 #include "mtrain/trainer/loop/ledger.hpp"
+#include "mtrain/trainer/loop/log_records.hpp"
 #include "mtrain/trainer/loop/metrics.hpp"
+#include "mtrain/trainer/loop/over_ranks.hpp"
 #include "mtrain/trainer/loop/preemption.hpp"
+#include "mtrain/trainer/loop/run_summary.hpp"
 #include "mtrain/trainer/loop/step_figures.hpp"
 #include "mtrain/trainer/loop/weights_export.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
@@ -45,16 +44,6 @@ namespace {
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// The largest gathered unit, when the strategy's ledger reports one (ZeRO-3/FSDP); -1 otherwise.
-template <class L>
-auto gathered_of(const L& m, int) -> decltype(static_cast<int64_t>(m.gathered)) {
-  return static_cast<int64_t>(m.gathered);
-}
-template <class L>
-int64_t gathered_of(const L&, long) {
-  return -1;
 }
 
 Batch to_device(Batch b, const at::Device& d) {
@@ -134,7 +123,6 @@ class Loop {
       }
       const double lr = learning_rate(job_.sched, step_, total_);
       const StepResult sr = strategy_->step(lr);
-      const double grad_norm = sr.grad_norm;
       if (sr.skipped) ++skipped_steps_;
       ++step_;
       const double dt = seconds_since(t0);
@@ -150,31 +138,24 @@ class Loop {
       if (step_ % job_.log_interval == 0 || step_ == total_) {
         const auto t = sum_over_ranks({window_loss, static_cast<double>(window_n)}, "all_reduce(metrics)");
         last_loss_ = t[0] / t[1];
-        const double avg_time = window_time / window_n;
-        const double elapsed = seconds_since(run_start);
-        const double eta = elapsed / static_cast<double>(step_ - start_step) *
-                           static_cast<double>(total_ - step_);
-        const int64_t mem_mb = peak_memory() / (1024 * 1024);
-        std::vector<std::pair<std::string, std::string>> f{
-            {"lr", fmt::format("{:.4e}", lr)},
-            {"eta", format_eta(eta)},
-            {"time", fmt::format("{:.4f}", avg_time)},
-            {"data_time", fmt::format("{:.4f}", window_data / window_n)},
-            {"memory", std::to_string(mem_mb)},
-            {"loss", fmt::format("{:.4f}", last_loss_)}};
-        if (grad_norm >= 0) f.emplace_back("grad_norm", fmt::format("{:.4f}", grad_norm));
-        if (job_.precision() == "fp16") f.emplace_back("loss_scale", fmt::format("{:g}", sr.loss_scale));
-        console_.line(format_line(position_prefix("train", position()), f));
-        json rec{{"mode", "train"}, {"step", step_},         {"epoch", epoch + 1},
-                 {"iter", position().iter}, {"lr", lr},       {"loss", last_loss_},
-                 {"time", avg_time},  {"data_time", window_data / window_n},
-                 {"memory", mem_mb}};
-        if (grad_norm >= 0) rec["grad_norm"] = grad_norm;
-        if (job_.precision() == "fp16") {
-          rec["loss_scale"] = sr.loss_scale;
-          rec["skipped_steps"] = skipped_steps_;
-        }
-        if (metrics_) metrics_->write(rec);
+        TrainWindow w;
+        w.step = step_;
+        w.epoch = epoch + 1;
+        w.iter = position().iter;
+        w.lr = lr;
+        w.eta_s = seconds_since(run_start) / static_cast<double>(step_ - start_step) *
+                  static_cast<double>(total_ - step_);
+        w.time = window_time / window_n;
+        w.data_time = window_data / window_n;
+        w.memory_mb = peak_memory() / (1024 * 1024);
+        w.loss = last_loss_;
+        w.grad_norm = sr.grad_norm;
+        w.fp16 = job_.precision() == "fp16";
+        w.loss_scale = sr.loss_scale;
+        w.skipped_steps = skipped_steps_;
+        const LogRecord rec = train_log(w);
+        console_.line(format_line(position_prefix("train", position()), rec.fields));
+        if (metrics_) metrics_->write(rec.record);
         window_loss = window_time = window_data = 0;
         window_n = 0;
       }
@@ -205,7 +186,8 @@ class Loop {
     if (step_ > start_step) outside_training("checkpoint", [&] { save(); });
     outside_training("export", [&] {
       average_buffers();
-      write_model();
+      // model.pt, model.safetensors (and model.scripted.pt): streamed, no rank holds the model.
+      export_model(*strategy_, comm_, *parts_.model, job_.work_dir, step_, job_.settings.dump());
     });
     return finish(comm_.counters(), start_step, 0);
   }
@@ -258,27 +240,12 @@ class Loop {
     return b;
   }
 
-  // Sums `v` over ranks (on the communicator's device: NCCL reduces only device tensors).
+  // Figures summed / maximised over ranks (over_ranks.hpp), on the communicator's device.
   std::vector<double> sum_over_ranks(const std::vector<double>& v, const std::string& counter) {
-    at::Tensor t = at::tensor(v, at::kDouble);
-    if (!parts_.device.is_cpu()) t = t.to(parts_.device);
-    comm_.all_reduce(t, counter).wait();
-    t = t.cpu();
-    return {t.data_ptr<double>(), t.data_ptr<double>() + t.numel()};
+    return trainer::sum_over_ranks(comm_, parts_.device, v, counter);
   }
-
-  // Element-wise maximum of `v` over ranks (the fullest rank's figures).
   std::vector<double> max_over_ranks(const std::vector<double>& v) {
-    const int64_t k = static_cast<int64_t>(v.size());
-    at::Tensor mine = at::tensor(v, at::kDouble);
-    at::Tensor all = at::empty({k * comm_.world()}, at::kDouble);
-    if (!parts_.device.is_cpu()) {
-      mine = mine.to(parts_.device);
-      all = all.to(parts_.device);
-    }
-    comm_.all_gather(mine, all).wait();
-    at::Tensor mx = std::get<0>(all.cpu().view({comm_.world(), k}).max(0)).contiguous();
-    return {mx.data_ptr<double>(), mx.data_ptr<double>() + k};
+    return trainer::max_over_ranks(comm_, parts_.device, v);
   }
 
   // Every rank's pending stop signal, agreed: all ranks return the same (0 = keep training).
@@ -310,43 +277,18 @@ class Loop {
     return n;
   }
 
-  // N of the formula, from the options the strategy itself was made with.
-  int ledger_world() const {
-    return ledger_group_size(job_.strategy, job_.strat.fsdp.sharding_strategy, comm_.world(),
-                             job_.strat.local_world_size);
-  }
-
   // Rank 0 prints measured model-state bytes (fullest rank) beside docs/architecture.md §6.
   void print_ledger() {
     const MemoryLedger m = strategy_->memory();
     const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
-                                    static_cast<double>(m.optimizer),
-                                    static_cast<double>(gathered_of(m, 0))});
-    try {
-      ledger_expected_ = expected_model_state_bytes(job_.strategy, job_.strat.fsdp.sharding_strategy,
-                                                    job_.precision(), strategy_->num_parameters(),
-                                                    ledger_world());
-    } catch (const Error&) {
-      ledger_expected_ = ModelStateBytes{};
-      ledger_expected_.formula = "unknown for strategy " + strategy_->name();
-    }
-    LedgerReport rep;
-    rep.strategy = job_.strategy;
-    rep.sharding_strategy = job_.strat.fsdp.sharding_strategy;
-    rep.precision = job_.precision();
-    rep.psi = strategy_->num_parameters();
-    rep.world = ledger_world();
-    rep.world_size = comm_.world();
-    rep.params = static_cast<int64_t>(mx[0]);
-    rep.grads = static_cast<int64_t>(mx[1]);
-    rep.optimizer = static_cast<int64_t>(mx[2]);
-    rep.gathered = static_cast<int64_t>(mx[3]);
-    rep.buffers = buffer_bytes();
-    rep.persistence_threshold = job_.strat.zero.stage3_param_persistence_threshold;
-    rep.offload = offload_text(rep.strategy, job_.strat.zero.offload_optimizer_device,
-                               job_.strat.zero.offload_param_device, job_.strat.fsdp.cpu_offload);
-    rep.on_cpu = parts_.device.is_cpu();
-    std::string table = format_ledger_table(rep, ledger_expected_);
+                                    static_cast<double>(m.optimizer), static_cast<double>(m.gathered)});
+    const MemoryLedger fullest{static_cast<int64_t>(mx[0]), static_cast<int64_t>(mx[1]),
+                               static_cast<int64_t>(mx[2]), static_cast<int64_t>(mx[3])};
+    ledger_expected_ = job_ledger_formula(job_, strategy_->name(), strategy_->num_parameters(), comm_.world());
+    std::string table = format_ledger_table(
+        job_ledger_report(job_, strategy_->num_parameters(), comm_.world(), fullest, buffer_bytes(),
+                          parts_.device.is_cpu()),
+        ledger_expected_);
     if (!table.empty() && table.back() == '\n') table.pop_back();
     console_.line(table);
   }
@@ -396,24 +338,10 @@ class Loop {
     }
     const auto t = sum_over_ranks({s.loss_sum, static_cast<double>(s.count),
                                    static_cast<double>(s.correct)}, "all_reduce(metrics)");
-    const double count = std::max(1.0, t[1]);
-    const double loss = t[0] / count;
-    json rec{{"mode", "val"}, {"step", step_}, {"loss", loss}};
-    std::vector<std::pair<std::string, std::string>> f;
-    if (parts_.model->is_language_model()) {
-      rec["perplexity"] = std::exp(loss);
-      f = {{"loss", fmt::format("{:.4f}", loss)},
-           {"perplexity", fmt::format("{:.4f}", std::exp(loss))}};
-    } else {
-      const double acc = 100.0 * t[2] / count;
-      rec["accuracy/top1"] = acc;
-      f = {{"accuracy/top1", fmt::format("{:.4f}", acc)}, {"loss", fmt::format("{:.4f}", loss)}};
-    }
-    f.emplace_back("time", fmt::format("{:.4f}", seconds_since(t0)));
-    last_val_ = rec;
-    Position p = position();
-    console_.line(format_line(position_prefix("val", p), f));
-    if (metrics_) metrics_->write(rec);
+    const LogRecord rec = val_log(step_, t[0], t[1], t[2], parts_.model->is_language_model(), seconds_since(t0));
+    last_val_ = rec.record;
+    console_.line(format_line(position_prefix("val", position()), rec.fields));
+    if (metrics_) metrics_->write(rec.record);
   }
 
   json trainer_state() const {
@@ -490,98 +418,38 @@ class Loop {
                               job_.init, r.format));
   }
 
-  // model.pt and model.safetensors are streamed: rank 0 writes each parameter as its producer
-  // yields it, and a sharded strategy holds one gathered unit at a time, so no rank ever holds
-  // the whole model to save. Every rank runs every producer in order (they are collective), also
-  // when rank 0's write fails part-way, so that the others are not left waiting in an all-gather.
-  // A TorchScript model also gets model.scripted.pt (the user's module with these weights): a
-  // torch.jit.save archive cannot be streamed, so while model.pt is written rank 0 keeps a CPU
-  // copy of each exported tensor for it (one full model, on rank 0 only, at the end of the run).
-  void write_model() {
-    std::vector<std::pair<std::string, at::Tensor>> kept;
-    const bool scripted = is_scripted_model(*parts_.model);
-    write_weights(
-        "model.pt",
-        [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); },
-        scripted ? &kept : nullptr);
-    const std::map<std::string, std::string> meta = {
-        {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(step_)},
-        {"strategy", strategy_->name()}, {"job", job_.settings.dump()}};
-    write_weights("model.safetensors", [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
-      write_safetensors(out, e, meta);
-    });
-    if (scripted && comm_.rank() == 0) {
-      std::ostringstream buf;
-      save_scripted_model(*parts_.model, kept, buf);
-      kept.clear();
-      write_file_durably(job_.work_dir + "/model.scripted.pt", buf.str());
-    }
-  }
-
-  void write_weights(const std::string& file, const WeightsWriter& write,
-                     std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr) {
-    write_streamed_weights(*strategy_, comm_, job_.work_dir + "/" + file, write, keep);
-  }
-
   TrainResult finish(const CommCounters& all, int64_t start_step, int stopped_by) {
-    const double steps_run = std::max<int64_t>(1, step_ - start_step);
-    const CommPerStep per_step = comm_per_step(all, phase_comm_, steps_run);
+    RunFigures f;
+    f.comm = comm_per_step(all, phase_comm_, static_cast<double>(std::max<int64_t>(1, step_ - start_step)));
     // The fullest rank's ledger and peak memory.
     const MemoryLedger m = strategy_->memory();
     const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
-                                    static_cast<double>(m.optimizer),
-                                    static_cast<double>(peak_memory()),
-                                    static_cast<double>(gathered_of(m, 0)),
-                                    static_cast<double>(m.gathered_peak),
+                                    static_cast<double>(m.optimizer), static_cast<double>(peak_memory()),
+                                    static_cast<double>(m.gathered), static_cast<double>(m.gathered_peak),
                                     static_cast<double>(m.unsharded_grads_peak),
                                     static_cast<double>(m.transient_peak)});
-    const json step_stats = step_time_stats(step_times_, job_.timing_warmup_steps);
-    const double med = step_stats["median"].get<double>();
-    const double global_batch =
-        static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world());
-    json thr{{"samples_per_s", med > 0 ? global_batch / med : 0.0}};
-    if (parts_.model->is_language_model()) {
-      thr["tokens_per_s"] = thr["samples_per_s"].get<double>() *
-                            static_cast<double>(parts_.model->tokens_per_sample());
-    }
-    json s{{"strategy", strategy_->name()},
-           {"world_size", comm_.world()},
-           {"model", config::to_string(job_.model.name)},
-           {"num_params", strategy_->num_parameters()},
-           {"steps", step_},
-           {"global_batch", global_batch},
-           {"final_loss", last_loss_},
-           {"precision", job_.precision()},
-           {"skipped_steps", skipped_steps_},
-           {"model_state_bytes_per_rank",
-            {{"params", static_cast<int64_t>(mx[0])},
-             {"grads", static_cast<int64_t>(mx[1])},
-             {"optimizer", static_cast<int64_t>(mx[2])}}},
-           {"model_state_formula_bytes",
-            {{"params", std::llround(ledger_expected_.params)},
-             {"grads", std::llround(ledger_expected_.grads)},
-             {"optimizer", std::llround(ledger_expected_.optimizer)},
-             {"total", std::llround(ledger_expected_.total())},
-             {"formula", ledger_expected_.formula},
-             {"ledger_world", ledger_world()}}},
-           {"comm_per_step", per_step.comm},
-           {"wire_bytes_per_step", per_step.wire_bytes},
-           {"comm_metrics_per_step", per_step.metrics},
-           // Totals over the run of what was not a training step, per phase.
-           {"comm_outside_steps", per_step.outside},
-           {"peak_memory_bytes", static_cast<int64_t>(mx[3])},
-           // What the strategy held transiently (fullest rank, high-water marks over the run).
-           {"memory",
-            {{"gathered_peak_bytes", static_cast<int64_t>(mx[5])},
-             {"unsharded_grads_peak_bytes", static_cast<int64_t>(mx[6])},
-             {"transient_peak_bytes", static_cast<int64_t>(mx[7])}}},
-           {"step_time_median_s", med},
-           {"step_time_s", step_stats},
-           {"throughput", thr}};
-    if (mx[4] >= 0) s["model_state_bytes_per_rank"]["gathered"] = static_cast<int64_t>(mx[4]);
-    s["model_state_bytes_per_rank"]["buffers"] = buffer_bytes();
-    if (!last_val_.is_null()) s["final_val"] = last_val_;
-    if (stopped_by != 0) s["stopped_by"] = signal_name(stopped_by);
+    f.fullest = {static_cast<int64_t>(mx[0]), static_cast<int64_t>(mx[1]), static_cast<int64_t>(mx[2]),
+                 static_cast<int64_t>(mx[4]), static_cast<int64_t>(mx[5]), static_cast<int64_t>(mx[6]),
+                 static_cast<int64_t>(mx[7])};
+    f.peak_memory_bytes = static_cast<int64_t>(mx[3]);
+    f.strategy = strategy_->name();
+    f.model = config::to_string(job_.model.name);
+    f.precision = job_.precision();
+    f.world_size = comm_.world();
+    f.num_params = strategy_->num_parameters();
+    f.steps = step_;
+    f.global_batch = static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world());
+    f.final_loss = last_loss_;
+    f.skipped_steps = skipped_steps_;
+    f.buffer_bytes = buffer_bytes();
+    f.formula = ledger_expected_;
+    f.ledger_world = job_ledger_world(job_, comm_.world());
+    f.step_time = step_time_stats(step_times_, job_.timing_warmup_steps);
+    f.language_model = parts_.model->is_language_model();
+    if (f.language_model) f.tokens_per_sample = parts_.model->tokens_per_sample();
+    f.final_val = last_val_;
+    if (stopped_by != 0) f.stopped_by = signal_name(stopped_by);
+    const json s = run_summary(f);
     if (comm_.rank() == 0) write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n");
     TrainResult r;
     r.steps = step_;

@@ -2,6 +2,12 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <map>
+#include <sstream>
+
+#include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
+
 namespace mtrain::trainer {
 
 void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
@@ -31,6 +37,31 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::s
     throw;
   }
   drain();
+}
+
+void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, const std::string& work_dir,
+                  int64_t step, const std::string& job_settings) {
+  std::vector<std::pair<std::string, at::Tensor>> kept;
+  const bool scripted = is_scripted_model(model);
+  write_streamed_weights(
+      strategy, comm, work_dir + "/model.pt",
+      [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); },
+      scripted ? &kept : nullptr);
+  const std::map<std::string, std::string> meta = {{"format", "pt"},
+                                                   {"producer", "mtrain"},
+                                                   {"step", std::to_string(step)},
+                                                   {"strategy", strategy.name()},
+                                                   {"job", job_settings}};
+  write_streamed_weights(strategy, comm, work_dir + "/model.safetensors",
+                         [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
+                           write_safetensors(out, e, meta);
+                         });
+  if (scripted && comm.rank() == 0) {
+    std::ostringstream buf;
+    save_scripted_model(model, kept, buf);
+    kept.clear();
+    write_file_durably(work_dir + "/model.scripted.pt", buf.str());
+  }
 }
 
 void average_buffers(torch::nn::Module& model, Communicator& comm) {

@@ -13,6 +13,7 @@
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
+#include "mtrain/trainer/model/model.hpp"
 #include "mtrain/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
@@ -27,6 +28,14 @@ using WeightsWriter = std::function<void(DurableWriter&, const std::vector<Archi
 void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
                             const WeightsWriter& write,
                             std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr);
+
+// The run's model files in `work_dir`: model.pt and model.safetensors (its metadata: format,
+// producer, step, strategy and the job's settings as JSON), streamed as above; a TorchScript
+// model also gets model.scripted.pt (the user's module with these weights). A torch.jit.save
+// archive cannot be streamed, so while model.pt is written rank 0 keeps a CPU copy of each
+// exported tensor for it (one full model, on rank 0 only, at the end of the run). Collective.
+void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, const std::string& work_dir,
+                  int64_t step, const std::string& job_settings);
 
 // Replaces every rank's floating-point buffers (BatchNorm running statistics) by their average
 // over ranks. Collective; nothing to do at world 1.

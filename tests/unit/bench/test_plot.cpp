@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include "mtrain/bench/plot.hpp"
-#include "mtrain/bench/report.hpp"
 #include "mtrain/core/error.hpp"
 
 using namespace mtrain::bench;
@@ -54,12 +53,4 @@ TEST_CASE("the plotter is whatever is installed, with a clear message when nothi
   CHECK(p.program == "/usr/bin/python3");
   mpl.commands["/usr/bin/python3 -c import matplotlib"] = CommandResult{true, 1, "", "No module named 'matplotlib'"};
   CHECK_THROWS_WITH(find_plotter(mpl, "matplotlib"), Contains("python3-matplotlib"));
-}
-
-TEST_CASE("tables align columns", "[bench][table]") {
-  Table t;
-  t.headers = {"name", "value"};
-  t.left = {true};
-  t.rows = {{"a", "1.0"}, {"longer", "10.25"}};
-  CHECK(t.render() == "name    value\na         1.0\nlonger  10.25\n");
 }

@@ -4,7 +4,6 @@
 
 #include <set>
 
-#include "mtrain/bench/rendezvous_bench.hpp"
 #include "mtrain/bench/rendezvous_sim.hpp"
 #include "mtrain/rendezvous/capacity.hpp"
 #include "mtrain/rendezvous/server.hpp"
@@ -50,16 +49,4 @@ TEST_CASE("rendezvous at scale: 512 nodes form and heartbeat over loopback", "[b
   CHECK(server.counters().over_capacity == 0);
   CHECK(nodes.heartbeat(milliseconds(500), milliseconds(1000)) >= static_cast<uint64_t>(n));
   CHECK(server.status().phase == rendezvous::Phase::running);
-}
-
-TEST_CASE("rendezvous bench: the report has a row per node count", "[bench][rendezvous]") {
-  bench::RendezvousBenchOptions o;
-  o.nodes = {4, 16};
-  o.heartbeat_interval = milliseconds(200);
-  o.heartbeat_span = milliseconds(400);
-  auto r = bench::run_rendezvous_bench(o);
-  REQUIRE(r.table.rows.size() == 2);
-  CHECK(r.table.rows[1][0] == "16");
-  CHECK(r.doc["rows"][0]["form_s"].get<double>() > 0);
-  CHECK(r.doc["rows"][1]["heartbeats_per_s"].get<double>() > 0);
 }

@@ -8,6 +8,7 @@
 #include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/launch_checks.hpp"
 #include "mtrain/core/error.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::config;
 namespace fs = std::filesystem;
@@ -18,18 +19,7 @@ json job(std::map<std::string, json> values) {
   const auto& reg = job_registry();
   return job_spec(reg, resolve(reg, {Layer{Source::JobFile, "job.yaml", std::move(values)}}).job);
 }
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    char tpl[] = "/tmp/mtrain-lchk.XXXXXX";
-    path = mkdtemp(tpl);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 std::string paragraph_of(const json& j, long long world) {
   try {
     check_before_launch(j, world);

@@ -11,19 +11,12 @@
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/error.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::config;
 
 namespace {
-struct TempDir {
-  std::string path = "/tmp/mtrain_resolve_" + std::to_string(::getpid());
-  TempDir() { ::mkdir(path.c_str(), 0755); ::mkdir((path + "/mtrain").c_str(), 0755); }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path + "/" + name) << text;
-    return path + "/" + name;
-  }
-};
+using mtrain::testing::TempDir;
 }  // namespace
 
 TEST_CASE("layers apply in the documented order", "[config][resolve]") {
@@ -31,14 +24,14 @@ TEST_CASE("layers apply in the documented order", "[config][resolve]") {
   d.write("mtrain/config.yaml", "train:\n  max_steps: 1\n  seed: 1\n  log_interval: 1\n  val_steps: 1\n  threads: 1\n");
   const std::string job = d.write("job.yaml", "train:\n  seed: 2\n  log_interval: 2\n  val_steps: 2\n  threads: 2\n");
   JobInputs in;
-  in.env = {{"XDG_CONFIG_HOME", d.path}, {"MTRAIN_TRAIN_LOG_INTERVAL", "3"}, {"MTRAIN_TRAIN_VAL_STEPS", "3"},
+  in.env = {{"XDG_CONFIG_HOME", d.str()}, {"MTRAIN_TRAIN_LOG_INTERVAL", "3"}, {"MTRAIN_TRAIN_VAL_STEPS", "3"},
             {"MTRAIN_TRAIN_THREADS", "3"}, {"UNRELATED", "x"}};
   in.job_file = job;
   in.flags = {{"train.val_steps", "4"}, {"train.threads", "4"}};
   in.sets = {"train.threads=5"};
   Resolved r = resolve_job(job_registry(), in);
   CHECK(get(r.job, "train.max_steps") == 1);
-  CHECK(r.provenance.at("train.max_steps") == std::make_pair(Source::UserFile, d.path + "/mtrain/config.yaml"));
+  CHECK(r.provenance.at("train.max_steps") == std::make_pair(Source::UserFile, d.str() + "/mtrain/config.yaml"));
   CHECK(get(r.job, "train.seed") == 2);
   CHECK(r.provenance.at("train.seed") == std::make_pair(Source::JobFile, job));
   CHECK(get(r.job, "train.log_interval") == 3);
@@ -50,7 +43,7 @@ TEST_CASE("layers apply in the documented order", "[config][resolve]") {
   CHECK(r.provenance.at("optim.lr").first == Source::Default);
 
   const std::string shown = show_yaml(job_registry(), r, true);
-  CHECK_THAT(shown, Catch::Contains("max_steps: 1  # user config " + d.path + "/mtrain/config.yaml"));
+  CHECK_THAT(shown, Catch::Contains("max_steps: 1  # user config " + d.str() + "/mtrain/config.yaml"));
   CHECK_THAT(shown, Catch::Contains("log_interval: 3  # environment MTRAIN_TRAIN_LOG_INTERVAL"));
   CHECK_THAT(shown, Catch::Contains("lr: 0.001  # default"));
   json js = show_json(job_registry(), r, true);
@@ -83,7 +76,7 @@ TEST_CASE("resolve_job errors name where the bad value came from", "[config][res
   }
   in.job_file = d.write("cross.yaml", "strategy: ddp\nzero:\n  offload_param_device: cpu\n");
   CHECK_THROWS_WITH(resolve_job(job_registry(), in),
-                    Catch::Contains("zero.offload_param_device from " + d.path + "/cross.yaml"));
+                    Catch::Contains("zero.offload_param_device from " + d.str() + "/cross.yaml"));
   in.job_file.clear();
   in.sets = {"noequals"};
   CHECK_THROWS_WITH(resolve_job(job_registry(), in), Catch::Contains("not key=value"));

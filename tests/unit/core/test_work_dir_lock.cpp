@@ -12,6 +12,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/work_dir_lock.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -24,17 +25,7 @@ std::string this_host() {
   return buf;
 }
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::string templ = (fs::temp_directory_path() / "mtrain-lock-XXXXXX").string();
-    path = ::mkdtemp(templ.data());
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 
 void plant(const fs::path& dir, const std::string& host, long pid) {
   std::ofstream(dir / ".mtrain.lock") << mtrain::holder_text({"ghost", host, "2026-01-01T00:00:00Z", pid});

@@ -18,21 +18,14 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launch_settings.hpp"
 #include "mtrain/slurm/job_options.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain;
 using config::json;
 
 namespace {
 
-struct TempDir {
-  std::string path = "/tmp/mtrain_launch_settings_" + std::to_string(::getpid());
-  TempDir() { std::system(("mkdir -p " + path).c_str()); }
-  ~TempDir() { std::system(("rm -rf " + path).c_str()); }
-  std::string write(const std::string& name, const std::string& text) const {
-    std::ofstream(path + "/" + name) << text;
-    return path + "/" + name;
-  }
-};
+using mtrain::testing::TempDir;
 
 // Text settings with a format: one value that passes and one that does not.
 const std::map<std::string, std::pair<std::string, std::string>> kTextSamples = {
@@ -122,7 +115,7 @@ struct Source {
 // The four ways a user gives `text` to setting `s` (no user file, nothing else in the environment).
 std::vector<Source> sources(const config::Setting& s, const std::string& text, const TempDir& d) {
   std::vector<Source> out(4);
-  for (auto& o : out) o.in.user_file = d.path + "/no-user-file.yaml";
+  for (auto& o : out) o.in.user_file = d.str() + "/no-user-file.yaml";
   out[0].name = "flag " + config::cli_flag(s);
   {
     CLI::App app;
@@ -170,7 +163,7 @@ TEST_CASE("every launch and Slurm setting takes effect from its flag, the job fi
     const auto [good, bad] = samples(*s);
     INFO("setting " << s->key << " = " << good);
     config::JobInputs none;
-    none.user_file = d.path + "/no-user-file.yaml";
+    none.user_file = d.str() + "/no-user-file.yaml";
     const json before = effect(*s, none);
     std::optional<json> first;
     for (const auto& src : sources(*s, good, d)) {
@@ -209,7 +202,7 @@ TEST_CASE("launch.launcher and launch.rdzv_port from a job file reach mtrain lau
   // Drift (a): both were registry settings that `mtrain launch` never read from a job file.
   TempDir d;
   config::JobInputs in;
-  in.user_file = d.path + "/none.yaml";
+  in.user_file = d.str() + "/none.yaml";
   in.job_file = d.write("job.yaml", "launch:\n  launcher: ssh\n  hostfile: hosts\n  rdzv_port: 31234\n");
   launch::LaunchOptions o;
   launch::apply_launch_settings(config::resolve_job(config::job_registry(), in), o);
@@ -232,7 +225,7 @@ TEST_CASE("master_port: one rule, 0 and auto pick a free port from every source"
     }
   launch::LaunchOptions o;
   config::JobInputs none;
-  none.user_file = d.path + "/none.yaml";
+  none.user_file = d.str() + "/none.yaml";
   launch::apply_launch_settings(config::resolve_job(config::job_registry(), none), o);
   CHECK(o.master_port == "29500");
   CHECK_FALSE(o.master_port_given);  // a Slurm allocation's port may take its place
@@ -251,7 +244,7 @@ TEST_CASE("a job file with every Slurm key is a valid job for mtrain launch --co
     yaml += yaml_for(s, samples(s).first).substr(std::string("slurm:\n").size());
   }
   config::JobInputs in;
-  in.user_file = d.path + "/none.yaml";
+  in.user_file = d.str() + "/none.yaml";
   in.job_file = d.write("job.yaml", yaml);
   INFO(yaml);
   const auto r = config::resolve_job(config::job_registry(), in);

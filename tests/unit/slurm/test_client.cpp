@@ -124,8 +124,3 @@ TEST_CASE("client: cancel checks the job and shows scancel's refusal", "[slurm][
   CHECK_THROWS_WITH(c.cancel("5", "USR1"), Catch::Contains("Access/permission denied"));
   CHECK(run.calls.back() == std::vector<std::string>{"scancel", "-v", "--signal=USR1", "5"});
 }
-
-TEST_CASE("file patterns expand like Slurm's", "[slurm][client]") {
-  CHECK(expand_file_pattern("/o/%x-%j.%%.out", "12", "nm", "u") == "/o/nm-12.%.out");
-  CHECK(expand_file_pattern("%u/%A_%a", "3", "n", "bob") == "bob/3_%a");
-}

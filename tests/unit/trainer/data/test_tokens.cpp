@@ -1,6 +1,6 @@
-// The tokens dataset: nanoGPT and llm.c layouts told apart by the header, sizes checked against
-// it, windows cut like the text dataset's, ids checked against the vocabulary by position, and a
-// mapping whose resident pages do not pile up as the file is read.
+// The tokens dataset over the layouts of lib/core/token_file.hpp (tested in
+// tests/unit/core/test_token_file.cpp): windows cut like the text dataset's, ids checked against
+// the vocabulary by position, and a mapping whose resident pages do not pile up as it is read.
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/token_file.hpp"
 #include "mtrain/trainer/data/dataset.hpp"
@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include "data_files.hpp"
+#include "token_bytes.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -21,34 +22,12 @@
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
+using mtrain::testing::llmc_bytes;
+using mtrain::testing::nanogpt_bytes;
+using mtrain::testing::ramp;
 namespace fs = std::filesystem;
 
 namespace {
-
-void append_le(std::string& out, uint64_t v, int bytes) {
-  for (int b = 0; b < bytes; ++b) out.push_back(static_cast<char>((v >> (8 * b)) & 0xFF));
-}
-
-// nanoGPT: the ids as uint16, nothing else.
-std::string nanogpt_bytes(const std::vector<uint32_t>& ids) {
-  std::string out;
-  for (uint32_t id : ids) append_le(out, id, 2);
-  return out;
-}
-
-// llm.c: 256 int32 of header (magic, version, count, zeros), then the ids.
-std::string llmc_bytes(const std::vector<uint32_t>& ids, int token_bytes, int64_t count_in_header) {
-  std::string out;
-  append_le(out, token_bytes == 2 ? mtrain::kLlmcMagicU16 : mtrain::kLlmcMagicU32, 4);
-  append_le(out, token_bytes == 2 ? 1 : 7, 4);
-  append_le(out, static_cast<uint64_t>(count_in_header), 4);
-  out.resize(1024, '\0');
-  for (uint32_t id : ids) append_le(out, id, token_bytes);
-  return out;
-}
-std::string llmc_bytes(const std::vector<uint32_t>& ids, int token_bytes) {
-  return llmc_bytes(ids, token_bytes, static_cast<int64_t>(ids.size()));
-}
 
 ModelSpec lm(int64_t block, int64_t vocab) {
   ModelSpec m;
@@ -66,12 +45,6 @@ DataSpec tokens_at(const fs::path& p, double val_fraction = 0.1) {
   return d;
 }
 
-std::vector<uint32_t> ramp(int64_t n, uint32_t modulo) {
-  std::vector<uint32_t> ids(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; ++i) ids[static_cast<size_t>(i)] = static_cast<uint32_t>((i * 7 + 3) % modulo);
-  return ids;
-}
-
 // Resident pages of mapped files in this process (kB), from /proc/self/status.
 int64_t rss_file_kb() {
   std::ifstream in("/proc/self/status");
@@ -82,77 +55,6 @@ int64_t rss_file_kb() {
 }
 
 }  // namespace
-
-TEST_CASE("token files: the header tells llm.c from nanoGPT", "[tokens]") {
-  TempDir dir;
-  const auto ids = ramp(1000, 50000);
-  const auto raw = mtrain::read_token_file_layout(
-      write_file(dir.path / "raw.bin", nanogpt_bytes(ids)).string(), "data.path");
-  CHECK_FALSE(raw.llmc);
-  CHECK(raw.header_bytes == 0);
-  CHECK(raw.token_bytes == 2);
-  CHECK(raw.count == 1000);
-  CHECK(raw.describe() == "nanoGPT raw uint16");
-
-  const auto u16 = mtrain::read_token_file_layout(
-      write_file(dir.path / "u16.bin", llmc_bytes(ids, 2)).string(), "data.path");
-  CHECK(u16.llmc);
-  CHECK(u16.header_bytes == 1024);
-  CHECK(u16.token_bytes == 2);
-  CHECK(u16.count == 1000);
-
-  const auto u32 = mtrain::read_token_file_layout(
-      write_file(dir.path / "u32.bin", llmc_bytes(ramp(10, 100000), 4)).string(), "data.path");
-  CHECK(u32.llmc);
-  CHECK(u32.token_bytes == 4);
-  CHECK(u32.count == 10);
-  CHECK(u32.describe() == "llm.c uint32, magic 20240801 version 7");
-
-  // Shorter than a header: raw uint16 whatever its first bytes (two ids here).
-  std::string tiny;
-  append_le(tiny, mtrain::kLlmcMagicU16, 4);
-  const auto small = mtrain::read_token_file_layout(
-      write_file(dir.path / "tiny.bin", tiny).string(), "data.path");
-  CHECK_FALSE(small.llmc);
-  CHECK(small.count == 2);
-}
-
-TEST_CASE("token files: sizes, versions and paths that do not fit are named", "[tokens]") {
-  TempDir dir;
-  const auto ids = ramp(1000, 50000);
-  auto layout = [&](const fs::path& p) { mtrain::read_token_file_layout(p.string(), "data.path"); };
-
-  // The header promises 1200 tokens, the file holds 1000: expected vs actual bytes.
-  const auto short_file = write_file(dir.path / "short.bin", llmc_bytes(ids, 2, 1200));
-  const std::string truncated = error_text([&] { layout(short_file); });
-  CHECK_THAT(truncated, Catch::Contains("short.bin") && Catch::Contains("data.path") &&
-                            Catch::Contains("3024 bytes") && Catch::Contains("3424") &&
-                            Catch::Contains("truncated"));
-  const auto long_file = write_file(dir.path / "long.bin", llmc_bytes(ids, 4, 900));
-  CHECK_THAT(error_text([&] { layout(long_file); }),
-             Catch::Contains("long.bin") && Catch::Contains("4624") && Catch::Contains("5024"));
-
-  std::string bad_version = llmc_bytes(ids, 2);
-  bad_version[4] = 7;  // magic 20240520 with uint32's version
-  const auto bv = write_file(dir.path / "version.bin", bad_version);
-  CHECK_THAT(error_text([&] { layout(bv); }),
-             Catch::Contains("version.bin") && Catch::Contains("version 7") &&
-                 Catch::Contains("20240520"));
-
-  const auto odd = write_file(dir.path / "odd.bin", nanogpt_bytes(ids) + "x");
-  CHECK_THAT(error_text([&] { layout(odd); }), Catch::Contains("odd.bin") && Catch::Contains("odd"));
-
-  CHECK_THAT(error_text([&] { layout(dir.path / "missing.bin"); }),
-             Catch::Contains("missing.bin") && Catch::Contains("data.path"));
-  CHECK_THAT(error_text([&] { layout(dir.path); }), Catch::Contains("not a regular file"));
-  CHECK_THAT(error_text([&] { mtrain::read_token_file_layout("", "data.val_path"); }),
-             Catch::Contains("data.val_path"));
-  try {
-    layout(short_file);
-  } catch (const mtrain::Error& e) {
-    CHECK(e.exit_code() == 2);
-  }
-}
 
 TEST_CASE("tokens: windows shift by one, split by val_fraction at the tail", "[tokens]") {
   TempDir dir;

@@ -223,19 +223,3 @@ TEST_CASE("TrainJob: a bad job fails once with one paragraph naming the file and
   CHECK_THAT(error_of({{"optim", {{"lrr", 0.1}}}}, "j"), Catch::Contains("optim.lrr") && Catch::Contains("optim.lr"));
   CHECK_THAT(error_of(json::array(), "j"), Catch::Contains("JSON object"));
 }
-
-TEST_CASE("names: one table each for strategies and models", "[trainer][loop][train_job]") {
-  using namespace mtrain::config;
-  CHECK(strategy_names() == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp"});
-  CHECK(model_names() == std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50", "torchscript"});
-  for (const auto& n : strategy_names()) CHECK(to_string(strategy_from_text(n)) == n);
-  for (const auto& n : model_names()) CHECK(to_string(model_from_text(n)) == n);
-  CHECK_FALSE(parse_strategy("zero").has_value());
-  CHECK_THROWS_WITH(strategy_from_text("zero9"), Catch::Contains("zero9") && Catch::Contains("did you mean"));
-  CHECK(strategy_of_zero_stage(0) == StrategyName::Ddp);
-  CHECK(strategy_of_zero_stage(3) == StrategyName::Zero3);
-  CHECK_FALSE(strategy_of_zero_stage(4).has_value());
-  CHECK(strategy_text_of_zero_stage(4) == "zero4");  // handed on to the registry's check
-  CHECK(is_zero(StrategyName::Zero1));
-  CHECK_FALSE(is_zero(StrategyName::Fsdp));
-}

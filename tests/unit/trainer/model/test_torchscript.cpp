@@ -19,32 +19,17 @@
 #include <random>
 #include <sstream>
 
+#include "error_text.hpp"
+#include "temp_dir.hpp"
+
 using namespace mtrain::trainer;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    std::random_device rd;
-    path = fs::temp_directory_path() / ("mtrain_ts_test_" + std::to_string(rd()));
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 
-std::string error_text(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const mtrain::Error& e) {
-    return e.paragraph();
-  }
-  return "";
-}
+using mtrain::testing::error_text;
 
 torch::jit::Module new_module(const std::shared_ptr<torch::jit::CompilationUnit>& cu,
                               const std::string& cls) {

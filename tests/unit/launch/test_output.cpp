@@ -15,6 +15,7 @@
 #include "captured.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/output.hpp"
+#include "temp_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace mtrain::launch;
@@ -27,18 +28,7 @@ struct Umask {
   ~Umask() { ::umask(old); }
 };
 
-struct TempDir {
-  std::string path;
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "mtrain-output-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
+using mtrain::testing::TempDir;
 
 mode_t mode_of(const std::string& p) {
   struct stat st;
@@ -52,7 +42,7 @@ TEST_CASE("rank logs under umask 000: folders 0750, files 0640, nothing world-wr
   TempDir t;
   Umask u(0);
   OutputOptions opt;
-  opt.log_dir = t.path + "/logs/job-1";  // nothing of it exists yet
+  opt.log_dir = t.str() + "/logs/job-1";  // nothing of it exists yet
   {
     RankOutput out(opt, "h", 3, 1, "default", 0);
     out.feed(Stream::Out, "hello\n", 6);
@@ -60,7 +50,7 @@ TEST_CASE("rank logs under umask 000: folders 0750, files 0640, nothing world-wr
     out.finish();
   }
   std::string rank_dir = opt.log_dir + "/attempt_0/3";
-  for (const auto& d : {t.path + "/logs", opt.log_dir, opt.log_dir + "/attempt_0", rank_dir}) {
+  for (const auto& d : {t.str() + "/logs", opt.log_dir, opt.log_dir + "/attempt_0", rank_dir}) {
     INFO(d);
     CHECK(mode_of(d) == 0750);
   }
@@ -76,20 +66,20 @@ TEST_CASE("rank logs: a stricter umask narrows the modes further", "[launch][out
   TempDir t;
   Umask u(077);
   OutputOptions opt;
-  opt.log_dir = t.path + "/logs";
+  opt.log_dir = t.str() + "/logs";
   { RankOutput out(opt, "h", 0, 0, "default", 2); }
-  CHECK(mode_of(t.path + "/logs/attempt_2/0") == 0700);
-  CHECK(mode_of(t.path + "/logs/attempt_2/0/stderr.log") == 0600);
+  CHECK(mode_of(t.str() + "/logs/attempt_2/0") == 0700);
+  CHECK(mode_of(t.str() + "/logs/attempt_2/0/stderr.log") == 0600);
 }
 
 TEST_CASE("create_folders: an existing world-writable folder is kept as it is and warned about once",
           "[launch][output]") {
   TempDir t;
   Umask u(0);
-  std::string open_dir = t.path + "/shared";
+  std::string open_dir = t.str() + "/shared";
   REQUIRE(::mkdir(open_dir.c_str(), 0777) == 0);
   REQUIRE(::chmod(open_dir.c_str(), 0777) == 0);
-  std::string sticky = t.path + "/sticky";
+  std::string sticky = t.str() + "/sticky";
   REQUIRE(::mkdir(sticky.c_str(), 0777) == 0);
   REQUIRE(::chmod(sticky.c_str(), 01777) == 0);
   std::FILE* warn = std::tmpfile();
@@ -110,7 +100,7 @@ TEST_CASE("create_folders: an existing world-writable folder is kept as it is an
 
 TEST_CASE("create_folders: a file in the way is an error naming it", "[launch][output]") {
   TempDir t;
-  std::string file = t.path + "/plain";
+  std::string file = t.str() + "/plain";
   std::ofstream(file) << "x";
   try {
     create_folders(file + "/logs", 0755);
@@ -122,13 +112,13 @@ TEST_CASE("create_folders: a file in the way is an error naming it", "[launch][o
 
 TEST_CASE("rank logs are not written through a symbolic link", "[launch][output]") {
   TempDir t;
-  std::string target = t.path + "/elsewhere";
+  std::string target = t.str() + "/elsewhere";
   std::ofstream(target) << "keep";
-  REQUIRE(::mkdir((t.path + "/attempt_0").c_str(), 0755) == 0);
-  REQUIRE(::mkdir((t.path + "/attempt_0/0").c_str(), 0755) == 0);
-  REQUIRE(::symlink(target.c_str(), (t.path + "/attempt_0/0/stdout.log").c_str()) == 0);
+  REQUIRE(::mkdir((t.str() + "/attempt_0").c_str(), 0755) == 0);
+  REQUIRE(::mkdir((t.str() + "/attempt_0/0").c_str(), 0755) == 0);
+  REQUIRE(::symlink(target.c_str(), (t.str() + "/attempt_0/0/stdout.log").c_str()) == 0);
   OutputOptions opt;
-  opt.log_dir = t.path;
+  opt.log_dir = t.str();
   CHECK_THROWS_AS(RankOutput(opt, "h", 0, 0, "default", 0), mtrain::Error);
   std::ifstream in(target);
   std::string kept;

@@ -1,5 +1,5 @@
-// The launch and train drivers with fake runners: what they run, and how results and failures
-// become rows.
+// The training benchmark's driver (lib/bench/train_bench.cpp) with a fake runner: one mtrain
+// launch per cell, rows read from summary.json, a failing cell a row with the worker's error.
 #include <unistd.h>
 
 #include <filesystem>
@@ -7,72 +7,15 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/launch_bench.hpp"
 #include "mtrain/bench/train_bench.hpp"
 #include "mtrain/core/error.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::bench;
 using mtrain::envreport::CommandResult;
+using mtrain::testing::TempDir;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
-
-TEST_CASE("bench launch times each world size with both rank programs and the floor", "[bench][launch]") {
-  LaunchBenchOptions o;
-  o.nproc = {1, 4};
-  o.mtrain_path = "/x/mtrain";
-  o.worker_path = "/x/mtrain-worker";
-  auto cmds = launch_commands(o);
-  REQUIRE(cmds.size() == 5);
-  CHECK(cmds[0].nproc == 1);
-  CHECK(cmds[0].argv == std::vector<std::string>{"/x/mtrain", "launch", "--nproc-per-node", "1", "--master-port", "auto",
-                                                 "--launcher", "local", "--", "/x/mtrain", "__barrier"});
-  CHECK(cmds[1].argv.back() == "0");  // mtrain-worker bench-comm --ops barrier … --warmup 0
-  CHECK(cmds[1].argv[9] == "/x/mtrain-worker");
-  CHECK(cmds[4].nproc == 0);
-  CHECK(cmds[4].argv == std::vector<std::string>{"/usr/bin/python3", "-c", "import torch.distributed.run"});
-
-  int calls = 0;
-  time_commands(cmds, 3, 1000, [&](const std::vector<std::string>&, int) {
-    ++calls;
-    return CommandResult{true, 0, "", ""};
-  });
-  CHECK(calls == 15);
-  for (const auto& c : cmds) CHECK(c.seconds.size() == 3);
-  // Fixed samples: the report's medians and the ratio to the floor.
-  for (auto& c : cmds) c.seconds = c.nproc == 0 ? std::vector<double>{1.0, 1.2, 0.8} : std::vector<double>{0.05, 0.04, 0.06};
-  auto r = launch_report(cmds, 3);
-  REQUIRE(r.doc.at("rows").size() == 5);
-  CHECK(r.doc.at("rows").at(0).at("median_s").get<double>() == Approx(0.05));
-  CHECK(r.doc.at("rows").at(0).at("vs_floor").get<double>() == Approx(0.05));
-  CHECK(r.doc.at("floor_s").get<double>() == Approx(1.0));
-  CHECK_THAT(render_text(r), Contains("torchrun floor"));
-  CHECK(r.plot.series.size() == 3);  // two rank programs + the floor line
-}
-
-TEST_CASE("a failing launch command stops the benchmark with its output", "[bench][launch]") {
-  LaunchBenchOptions o;
-  o.nproc = {2};
-  o.mtrain_path = "/x/mtrain";
-  o.python = "";
-  auto cmds = launch_commands(o);
-  REQUIRE(cmds.size() == 1);
-  CHECK_THROWS_WITH(time_commands(cmds, 1, 1000,
-                                  [](const std::vector<std::string>&, int) {
-                                    return CommandResult{true, 1, "error: rank 1 could not reach rank 0", ""};
-                                  }),
-                    Contains("could not reach rank 0"));
-}
-
-namespace {
-struct TempDir {
-  std::string path = "/tmp/mtrain_test_bench_" + std::to_string(::getpid());
-  TempDir() { fs::create_directories(path); }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-}  // namespace
 
 TEST_CASE("bench train runs one mtrain launch per cell", "[bench][train]") {
   TrainBenchOptions o;
@@ -106,7 +49,7 @@ TEST_CASE("bench train reads summary.json; a failing cell is a row with the work
   o.steps = 5;
   o.rounds = 3;
   o.mtrain_path = "/x/mtrain";
-  auto cells = train_cells(o, d.path);
+  auto cells = train_cells(o, d.str());
   int zero1_runs = 0, round = 0;
   // Round k's ddp run: steps between 0.01k and 0.03k s, median 0.02k (k = 1, 2, 3).
   auto r = run_train_cells(cells, o, [&](const std::vector<std::string>& argv, const std::string& log, int) {
@@ -115,7 +58,7 @@ TEST_CASE("bench train reads summary.json; a failing cell is a row with the work
                                : "[host:0] [rank 0] error: strategy 'zero1' is not part of this trainer build yet. use ddp\n");
     if (ddp) {
       ++round;
-      std::ofstream(d.path + "/ddp-n2-r" + std::to_string(round) + "/summary.json")
+      std::ofstream(d.str() + "/ddp-n2-r" + std::to_string(round) + "/summary.json")
           << R"({"strategy":"ddp","world_size":2,"num_params":1000,"steps":7,
         "final_loss":0.5,"step_time_median_s":)" << 0.02 * round << R"(,"step_time_s":{"min":)" << 0.01 * round
           << R"(,"median":)" << 0.02 * round << R"(,"max":)" << 0.03 * round << R"(},

@@ -1,0 +1,43 @@
+// Strategy and model names (lib/config/names.cpp): one table each, from which parsing, printing,
+// the registry's choices and the ZeRO stage all come.
+#include <catch2/catch.hpp>
+
+#include "mtrain/config/names.hpp"
+#include "mtrain/core/error.hpp"
+
+using namespace mtrain::config;
+
+TEST_CASE("names: one table each for strategies and models", "[config][names]") {
+  CHECK(strategy_names() == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp"});
+  CHECK(model_names() == std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50", "torchscript"});
+  for (const auto& n : strategy_names()) CHECK(to_string(strategy_from_text(n)) == n);
+  for (const auto& n : model_names()) CHECK(to_string(model_from_text(n)) == n);
+  CHECK_FALSE(parse_strategy("zero").has_value());
+  CHECK_FALSE(parse_strategy("DDP").has_value());  // names are spelled one way
+  CHECK_FALSE(parse_model("").has_value());
+  CHECK(parse_model("resnet50") == ModelName::Resnet50);
+  CHECK_THROWS_WITH(strategy_from_text("zero9"), Catch::Contains("zero9") && Catch::Contains("did you mean"));
+  CHECK_THROWS_WITH(model_from_text("gtp", "bench.model"), Catch::Contains("bench.model") && Catch::Contains("gtp"));
+}
+
+TEST_CASE("names: the ZeRO stage of a strategy and the strategy of a stage", "[config][names]") {
+  const std::pair<StrategyName, int> stages[] = {{StrategyName::Ddp, 0},
+                                                 {StrategyName::Zero1, 1},
+                                                 {StrategyName::Zero2, 2},
+                                                 {StrategyName::Zero3, 3},
+                                                 {StrategyName::Fsdp, 0}};
+  for (const auto& [s, stage] : stages) {
+    INFO(to_string(s));
+    CHECK(zero_stage(s) == stage);
+    CHECK(is_zero(s) == (stage > 0));
+  }
+  CHECK(strategy_of_zero_stage(0) == StrategyName::Ddp);
+  CHECK(strategy_of_zero_stage(3) == StrategyName::Zero3);
+  CHECK_FALSE(strategy_of_zero_stage(4).has_value());
+  CHECK_FALSE(strategy_of_zero_stage(-1).has_value());
+  CHECK(strategy_text_of_zero_stage(2) == "zero2");
+  CHECK(strategy_text_of_zero_stage(4) == "zero4");  // handed on to the registry's check
+  CHECK(is_resnet(ModelName::Resnet18));
+  CHECK(is_resnet(ModelName::Resnet50));
+  CHECK_FALSE(is_resnet(ModelName::Gpt));
+}

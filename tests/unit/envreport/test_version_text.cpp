@@ -1,0 +1,17 @@
+// `mtrain --version` (lib/envreport/version_text.cpp): version, git revision, the worker's LibTorch.
+#include <catch2/catch.hpp>
+
+#include "machine.hpp"
+#include "mtrain/envreport/report.hpp"
+
+using namespace mtrain::envreport;
+using namespace mtrain::envreport::testing;
+using json = nlohmann::json;
+
+TEST_CASE("version: version, git revision and the worker's LibTorch", "[envreport]") {
+  auto p = healthy();
+  const auto w = probe_worker(p, "/opt/mtrain/bin/mtrain-worker", 1000);
+  CHECK(version_text("0.1.0", "abc123", w) == "mtrain 0.1.0 (git abc123)\nLibTorch 1.13.0 (mtrain-worker /opt/mtrain/bin/mtrain-worker)");
+  CHECK_THAT(version_text("0.1.0", "", probe_worker(p, "", 1000)),
+             Catch::Contains("(git unknown)") && Catch::Contains("LibTorch unknown: mtrain-worker is not installed"));
+}
