@@ -42,7 +42,7 @@ int master_port_for_job(const std::string& job_id);
 struct TaskEnvOptions {
   std::string role_name = "default";
   int max_restarts = 0;
-  std::string error_dir;           // TORCHELASTIC_ERROR_FILE = <error_dir>/error-<rank>.json; empty: $TMPDIR
+  std::string error_dir;           // TORCHELASTIC_ERROR_FILE = <error_dir>/mtrain-<job>-error-<rank>.json; empty: $TMPDIR
   int cpus_on_node = 0;            // for OMP_NUM_THREADS; 0: take the allocation's, else 1
   bool omp_threads_already_set = false;  // the user's OMP_NUM_THREADS wins
 };

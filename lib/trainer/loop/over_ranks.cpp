@@ -15,6 +15,9 @@ std::vector<double> sum_over_ranks(Communicator& comm, const at::Device& device,
 
 std::vector<double> max_over_ranks(Communicator& comm, const at::Device& device, const std::vector<double>& v) {
   const int64_t k = static_cast<int64_t>(v.size());
+  // Every rank passes the same number of figures, so none of them reaches the collective when
+  // there are none (a view of {world, 0} has no maxima to take).
+  if (k == 0) return {};
   at::Tensor mine = at::tensor(v, at::kDouble);
   at::Tensor all = at::empty({k * comm.world()}, at::kDouble);
   if (!device.is_cpu()) {

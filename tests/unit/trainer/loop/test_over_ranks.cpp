@@ -20,3 +20,10 @@ TEST_CASE("over_ranks: element-wise sums and maxima over every rank", "[loop][ov
     RANK_CHECK(mx == std::vector<double>{20.0, 0.0, 7.0});
   });
 }
+
+TEST_CASE("over_ranks: no figures gives no maxima, without a collective", "[loop][over_ranks]") {
+  run_ranks(2, [](Communicator& comm) {
+    const auto mx = max_over_ranks(comm, at::Device(at::kCPU), {});
+    RANK_CHECK(mx.empty());
+  });
+}
