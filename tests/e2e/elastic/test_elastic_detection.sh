@@ -17,22 +17,16 @@
 #      --node-timeout and opens a new round, the survivors' agents stop their ranks at once
 #      (never waiting for the collective timeout) and the job finishes on 2 nodes.
 . "$(dirname "$0")/../lib.sh"
-[ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
-"$PY" -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"
-export TMPDIR="$WORK"  # run folders (job.json) land here: they mark this test's workers
+. "$(dirname "$0")/elastic_lib.sh"
 export MTRAIN_RDZV_TOKEN=elastic-detect-0123456789abcdef
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 STEPS=40
 COMM_TIMEOUT=6
 # --grace-period 5, longer than --node-timeout 3: a survivor's rank stuck in a collective with a
 # vanished peer needs the SIGKILL after it, and its agent must keep heart-beating meanwhile or
 # the store takes the survivor for dead too and the job never re-forms (the 3-node Slurm hang).
 GRACE=${DETECT_GRACE:-5}
-job=(--strategy zero3 --optim sgd --lr 0.05 --max-steps $STEPS --batch-size 2 --global-batch-size 12
-     --set model.n_layer=1 --set model.n_embd=16 --set model.block_size=8 --set data.num_samples=4000
-     --set train.log_interval=1 --checkpoint-interval 5 --set checkpoint.keep=100 --seed 3 --set train.threads=1
+job=("${tiny_job[@]}" --max-steps $STEPS --global-batch-size 12 --set train.log_interval=1
      --set comm.timeout_s=$COMM_TIMEOUT)
-now() { date +%s.%N; }
 # start_node TAG K: node agent nK (one rank) in the background; `timeout` gives it its own
 # process group (pgid = $agentK), output in $WORK/TAG.nodeK.
 start_node() {
@@ -42,19 +36,11 @@ start_node() {
     "${job[@]}" --work-dir "$WORK/$1" >"$WORK/$1.node$2" 2>&1 &
   eval "agent$2=\$!"
 }
-wait_for() {  # FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 rank_of() { pgrep -f "mtrain-worker --job $WORK" -P "$(pgrep -P "$1" | head -1)" | head -1; }  # agent's rank
 # Every pid the ranks of this test had, recorded in the background (shared-memory names carry
 # rank 0's pid).
 ( while :; do pgrep -f "mtrain-worker --job $WORK" >>"$WORK/rank-pids"; sleep 0.3; done ) &
 recorder=$!
-# within LIMIT WHAT SECONDS: a bound check with the figure printed.
-within() {
-  if [ "$(echo "$3 <= $1" | bc)" = 1 ]; then ok "$2 in $3 s (bound $1 s)"; else fail "$2 took $3 s (bound $1 s)"; fi
-}
 
 # run_case TAG: three nodes, trained past the first checkpoint; the caller breaks something.
 start_case() {
