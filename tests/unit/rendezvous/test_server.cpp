@@ -60,6 +60,13 @@ T get_within(std::future<T>& f, milliseconds bound = milliseconds(20000)) {
   return f.get();
 }
 
+// Two clients join at once (a 2-node job forms only when both have).
+void join_both(Client& a, Client& b) {
+  auto jb = std::async(std::launch::async, [&] { return b.join(); });
+  a.join();
+  get_within(jb);
+}
+
 // A plain socket for sending what no client would.
 struct Raw {
   int fd = -1;
@@ -284,9 +291,7 @@ TEST_CASE("loopback: a node that stops heart-beating is reported to the others",
   server.start();
   Client c0(client_options(server, "worker-0", 1));
   Client c1(client_options(server, "worker-1", 1));
-  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
-  c0.join();
-  get_within(j1);
+  join_both(c0, c1);
 
   std::promise<JobState> ended;
   auto ended_f = ended.get_future();
@@ -306,9 +311,7 @@ TEST_CASE("loopback: a node reporting failure stops everyone; leaving finishes",
   server.start();
   Client c0(client_options(server, "n0", 1));
   Client c1(client_options(server, "n1", 1));
-  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
-  c0.join();
-  get_within(j1);
+  join_both(c0, c1);
   SECTION("failure") {
     c1.report_failure("local rank 0 exited with code 7");
     JobState s = c0.heartbeat();
@@ -475,9 +478,7 @@ TEST_CASE("loopback: an agent keeps beating while it tears its ranks down, so a 
   server.start();
   Client c0(client_options(server, "n0", 1));
   Client c1(client_options(server, "n1", 1));
-  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
-  c0.join();
-  get_within(j1);
+  join_both(c0, c1);
   auto reporter = [&](const Client& c, const std::string& host) {
     ClientOptions o = client_options(server, host, 1);
     o.node_id = c.node_id();
