@@ -299,8 +299,11 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     rendezvous::JobState now;
     try {
       now = rendezvous::Client(report).heartbeat();
-    } catch (const Error&) {
-      break;  // the store is gone or no longer knows this node: nothing to re-join
+    } catch (const Error& e) {
+      // The store is gone or no longer knows this node: nothing to re-join.
+      std::fprintf(stderr, "mtrain: node %s: cannot learn from the rendezvous store whether the job re-forms: %s\n",
+                   node.c_str(), e.message().c_str());
+      break;
     }
     if (now.phase == rendezvous::Phase::failed || now.round <= joined.round) break;
     std::fprintf(stderr, "mtrain: node %s: the job restarts (%s); joining again\n", node.c_str(),

@@ -26,6 +26,7 @@ void HeartbeatLoop::stop() {
 void HeartbeatLoop::run() {
   auto last_answer = std::chrono::steady_clock::now();
   std::string last_error;
+  bool ended = false;  // on_end has been called: only keeping the node known to the store now
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -36,14 +37,17 @@ void HeartbeatLoop::run() {
       s = client_.heartbeat();
       last_answer = std::chrono::steady_clock::now();
     } catch (const Error& e) {
+      if (ended) return;  // the store is gone: nothing left to keep alive
       last_error = e.message();
       if (std::chrono::steady_clock::now() - last_answer < give_up_) continue;
       s.phase = Phase::failed;
       s.reason = fmt::format("lost the rendezvous store for more than {}: {}", format_duration(give_up_), last_error);
     }
+    if (ended) continue;
     if (s.phase != Phase::running || s.round != round_) {
+      ended = true;
       if (on_end_) on_end_(s);
-      return;
+      if (s.phase != Phase::running && s.phase != Phase::joining) return;  // failed or finished: no round to come
     }
   }
 }

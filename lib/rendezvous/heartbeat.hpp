@@ -4,7 +4,10 @@
 // in the agent's round `round` (another node failed or went silent, or the launcher aborted:
 // the agent then tears its ranks down and prints the reason, which names the node; or the
 // store opened a newer round: the job restarts) or when the store has not answered for
-// `give_up_after` (the launcher holding it is gone).
+// `give_up_after` (the launcher holding it is gone). After a round change it goes on beating
+// until stopped: the agent tears its ranks down meanwhile (SIGKILL only after --grace-period
+// for a rank stuck in a collective), which may take longer than the store's heartbeat timeout,
+// and a silent agent would be taken for a dead node and forgotten.
 #include <condition_variable>
 #include <functional>
 #include <mutex>

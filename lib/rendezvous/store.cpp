@@ -235,7 +235,12 @@ void Store::open_round(const std::string& reason, const std::vector<std::string>
   remove_nodes([&](const Participant& p) { return std::find(lost.begin(), lost.end(), p.id) != lost.end(); });
   for (auto& p : nodes_) {
     p.left = false;
-    p.last_seen = std::max(p.last_seen, now);  // a full heartbeat period to come back
+    // A node that was heart-beating gets a full heartbeat period to stop its ranks and come
+    // back (its agent does not beat while tearing down). One already silent for half of it
+    // (agents beat every timeout/5 at most) is most likely dead — a whole node killed makes its
+    // peers' ranks fail and report before its timeout: its silence keeps counting, so the round
+    // forms once it exceeds the timeout instead of a full timeout (or last call) later.
+    if (now - p.last_seen <= opt_.heartbeat_timeout / 2) p.last_seen = std::max(p.last_seen, now);
   }
   phase_ = Phase::joining;
   assignment_.reset();

@@ -30,7 +30,9 @@
 // removed) — opens a new round instead of failing, K times: the phase goes back to joining,
 // every reply says "round" r+1, and each node's agent stops its ranks and joins again (same
 // node id). The round forms as soon as every surviving node of the last round is back (and
-// at least MIN), or on the usual MAX / last-call rules; node ranks are reassigned contiguously
+// at least MIN), or on the usual MAX / last-call rules; a node already silent for half the
+// heartbeat timeout when the round opens is not waited for beyond that timeout (its silence
+// keeps counting: a dead node whose peers reported first); node ranks are reassigned contiguously
 // (survivors keep their order, newcomers follow); "restarts" (TORCHELASTIC_RESTART_COUNT) is
 // the same on every node. A node that arrives while the job runs waits for the next round
 // (phase "joining" in its replies) and does not cause one: a membership change is not a

@@ -14,15 +14,10 @@
 #      that save with no step redone; its weights equal those of a hand resume of that checkpoint
 #      at world 4.
 . "$(dirname "$0")/../lib.sh"
-[ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
-"$PY" -c 'import torch' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"
-export TMPDIR="$WORK"  # run folders (job.json) land here: they mark this test's workers
+. "$(dirname "$0")/elastic_lib.sh"
 export MTRAIN_RDZV_TOKEN=elastic-trainer-0123456789abcdef
-free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 STEPS=60
-job=(--strategy zero3 --optim sgd --lr 0.05 --max-steps $STEPS --batch-size 2 --global-batch-size 8
-     --set model.n_layer=1 --set model.n_embd=16 --set model.block_size=8 --set data.num_samples=4000
-     --set train.log_interval=2 --checkpoint-interval 5 --set checkpoint.keep=100 --seed 3 --set train.threads=1)
+job=("${tiny_job[@]}" --max-steps $STEPS --global-batch-size 8 --set train.log_interval=2)
 RDZV_PORT=$(free_port); MASTER_PORT=$(free_port)
 
 # start_node K NPROC [TAG]: node agent nK in the background (pid in agentK), output in
@@ -49,14 +44,6 @@ PYEOF
 # summary_of WORK_DIR: the summary.json of the run that finished (a round stopped by the notice
 # writes one too, with stopped_by).
 summary_of() { find "$1" -name summary.json -exec grep -L stopped_by {} + | head -1; }
-# pause_ranks STOP|CONT: every rank of this test (they run from run folders under $WORK), so that
-# what happens next happens mid-run however fast the machine trains.
-pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
-# wait_for FILE PATTERN SECONDS: until grep -E finds PATTERN in FILE.
-wait_for() {
-  for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
 
 t0=$(date +%s.%N)
 start_node 0 1

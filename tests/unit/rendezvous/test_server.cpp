@@ -60,6 +60,13 @@ T get_within(std::future<T>& f, milliseconds bound = milliseconds(20000)) {
   return f.get();
 }
 
+// Two clients join at once (a 2-node job forms only when both have).
+void join_both(Client& a, Client& b) {
+  auto jb = std::async(std::launch::async, [&] { return b.join(); });
+  a.join();
+  get_within(jb);
+}
+
 // A plain socket for sending what no client would.
 struct Raw {
   int fd = -1;
@@ -284,9 +291,7 @@ TEST_CASE("loopback: a node that stops heart-beating is reported to the others",
   server.start();
   Client c0(client_options(server, "worker-0", 1));
   Client c1(client_options(server, "worker-1", 1));
-  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
-  c0.join();
-  get_within(j1);
+  join_both(c0, c1);
 
   std::promise<JobState> ended;
   auto ended_f = ended.get_future();
@@ -306,9 +311,7 @@ TEST_CASE("loopback: a node reporting failure stops everyone; leaving finishes",
   server.start();
   Client c0(client_options(server, "n0", 1));
   Client c1(client_options(server, "n1", 1));
-  auto j1 = std::async(std::launch::async, [&] { return c1.join(); });
-  c0.join();
-  get_within(j1);
+  join_both(c0, c1);
   SECTION("failure") {
     c1.report_failure("local rank 0 exited with code 7");
     JobState s = c0.heartbeat();
@@ -459,4 +462,46 @@ TEST_CASE("loopback: a waiting node's reply is held until the job forms, or max_
   auto reply = get_within(held, milliseconds(10000));
   CHECK(reply["phase"] == "running");
   CHECK(reply["node_rank"] == 0);
+}
+
+TEST_CASE("loopback: an agent keeps beating while it tears its ranks down, so a slow teardown is not a lost node",
+          "[rendezvous][server][restart]") {
+  // The round changes (a failure elsewhere); each agent's HeartbeatLoop reports it, and the
+  // agent then stops its ranks: SIGTERM, SIGKILL after --grace-period, which a rank stuck in a
+  // collective with a vanished peer always needs. That can outlast --node-timeout: the loop
+  // must go on beating until the agent is done (its destructor), or the store takes the
+  // survivor for dead, forgets it, and the job never re-forms (the 3-node Slurm test hung so).
+  ServerOptions so = server_options(2, 2);
+  so.store.max_restarts = 1;
+  so.store.heartbeat_timeout = milliseconds(600);
+  Server server(so);
+  server.start();
+  Client c0(client_options(server, "n0", 1));
+  Client c1(client_options(server, "n1", 1));
+  join_both(c0, c1);
+  auto reporter = [&](const Client& c, const std::string& host) {
+    ClientOptions o = client_options(server, host, 1);
+    o.node_id = c.node_id();
+    return Client(o);
+  };
+  Client r0 = reporter(c0, "n0"), r1 = reporter(c1, "n1");
+  std::promise<JobState> end0, end1;
+  auto end0_f = end0.get_future(), end1_f = end1.get_future();
+  {
+    HeartbeatLoop b0(c0, milliseconds(50), milliseconds(5000), [&](const JobState& s) { end0.set_value(s); });
+    HeartbeatLoop b1(c1, milliseconds(50), milliseconds(5000), [&](const JobState& s) { end1.set_value(s); });
+    r1.report_failure("rank 1 exited with code 1");
+    CHECK(get_within(end0_f).round == 1);
+    CHECK(get_within(end1_f).round == 1);
+    std::this_thread::sleep_for(milliseconds(1500));  // the teardown: 2.5 heartbeat timeouts
+  }
+  // As the agent does once its ranks are gone: is there a new round? Then join it.
+  JobState s0 = r0.heartbeat(), s1 = r1.heartbeat();
+  CHECK(s0.round == 1);
+  CHECK(s1.round == 1);
+  auto rj1 = std::async(std::launch::async, [&] { return c1.join(); });
+  JoinResult rj0 = c0.join();
+  CHECK(get_within(rj1).round == 1);
+  CHECK(rj0.assignment.nnodes == 2);
+  CHECK(server.status().lost.empty());
 }

@@ -515,3 +515,52 @@ TEST_CASE("store: invalid options are errors", "[rendezvous][store]") {
   o.expected_hosts = {"a", "b"};
   CHECK_THROWS_WITH(Store(o, c), Contains("at least 3 nodes but only 2 hosts"));
 }
+
+TEST_CASE("store: restarts — a node already silent when a failure opens the round is not given a fresh timeout",
+          "[rendezvous][store][restart]") {
+  // A whole node dies: its peers' ranks fail first (their connections reset) and a survivor
+  // reports that before the dead node's heartbeat timeout. The dead node's silence keeps
+  // counting from its last heartbeat: the round forms once it exceeds --node-timeout (10 s
+  // here), not a full timeout after the round opened nor at the end of the last call (30 s).
+  StoreOptions o = elastic(2, 3, 3);
+  o.last_call = seconds(30);
+  Fixture f(o);
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  REQUIRE(f.join("c", "n2", 1)["phase"] == "running");
+  for (int i = 0; i < 4; ++i) {  // n2 dies at t=0; the others beat every 2 s until t=8
+    f.clock.advance(seconds(2));
+    f.beat("a");
+    f.beat("b");
+  }
+  REQUIRE(f.send("b", {{"op", "fail"}, {"reason", "gloo: connection reset by peer"}}).body["round"] == 1);
+  f.clock.advance(milliseconds(500));
+  f.join("a", "n0", 1);
+  REQUIRE(f.join("b", "n1", 1)["phase"] == "joining");  // n2 has been silent 8.5 s: not yet lost
+  f.clock.advance(milliseconds(1600));                  // t=10.1: silent for more than 10 s
+  auto r = f.beat("a");
+  REQUIRE(r["phase"] == "running");
+  CHECK(share(r).nnodes == 2);
+  CHECK(f.store->status().lost == std::vector<std::string>{"n2"});
+  CHECK(r["lost"] == json::array({"n2"}));
+}
+
+TEST_CASE("store: restarts — survivors that were heart-beating get a full timeout to stop their ranks and re-join",
+          "[rendezvous][store][restart]") {
+  Fixture f(elastic(2, 3, 3));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 1);
+  REQUIRE(f.join("c", "n2", 1)["phase"] == "running");
+  f.clock.advance(seconds(2));
+  f.beat("a");
+  f.beat("c");
+  f.clock.advance(seconds(1));  // n1's last beat was 3 s ago (one missed at most): alive
+  REQUIRE(f.send("a", {{"op", "fail"}, {"reason", "rank 0 exited with code 1"}}).body["round"] == 1);
+  f.clock.advance(seconds(9));  // the agents tear their ranks down without beating (up to 10 s)
+  f.join("a", "n0", 1);
+  f.join("c", "n2", 1);
+  auto r = f.join("b", "n1", 1);
+  REQUIRE(r["phase"] == "running");
+  CHECK(share(r).nnodes == 3);
+  CHECK(f.store->status().lost.empty());
+}
