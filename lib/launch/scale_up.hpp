@@ -7,7 +7,10 @@
 //                         saves a checkpoint and exits, so the new round resumes with nothing lost;
 //                         ranks still running after the notice grace are torn down as usual
 //   now                   torn down at once (SIGTERM, SIGKILL after --grace-period), torchrun's
-//                         behaviour: work since the last checkpoint is redone
+//                         behaviour: no notice and no wait for a step boundary. A program that
+//                         does not save on SIGTERM redoes the work since its last checkpoint; the
+//                         bundled trainer treats SIGTERM as a stop request and still saves when
+//                         every rank is alive (tests/e2e/elastic/test_elastic_scale_up_now.sh)
 //   off                   the store does not re-form for arrivals: a new node waits for the next
 //                         round (a failure), as before scale up existed
 // A failure always tears the ranks down at once, whatever the mode.
