@@ -107,12 +107,14 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
 namespace {
 // Gathered-parameter buffers are released and re-allocated several times a step (ZeRO-3/FSDP),
 // always with the sizes of the same units. Large CPU blocks come from mmap, so every re-allocation
-// would fault in and zero tens of MB again. Released CPU blocks of >= 1 MiB are kept here, one per
-// size, and handed back to the next allocation of that size: a unit costs its pages once, and the
-// resident set grows by at most one idle block per unit size.
+// would fault in and zero tens of MB again. Released CPU blocks of >= 1 MiB are kept here by size
+// and handed back to the next allocation of that size: a unit costs its pages once. Units of the
+// same size (the layers of a transformer) are gathered several at a time, so every released block
+// is kept, not one per size: the pool holds, per size, at most as many blocks as were gathered at
+// once.
 struct BlockPool {
   std::mutex mu;
-  std::map<size_t, at::DataPtr> idle;
+  std::multimap<size_t, at::DataPtr> idle;
 };
 BlockPool& block_pool() {
   static BlockPool* p = new BlockPool;  // never destroyed: storages may be released at exit
@@ -129,8 +131,7 @@ void release_storage(const at::Tensor& t) {
   if (t.device().is_cpu() && nbytes >= kPoolMinBytes && old.get() != nullptr) {
     auto& pool = block_pool();
     std::lock_guard<std::mutex> lock(pool.mu);
-    auto it = pool.idle.find(nbytes);
-    if (it == pool.idle.end()) pool.idle.emplace(nbytes, std::move(old));
+    pool.idle.emplace(nbytes, std::move(old));
   }
 }
 

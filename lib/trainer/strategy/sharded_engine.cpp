@@ -459,7 +459,8 @@ StepResult ShardedEngine::step(double lr) {
     if (u.resident) {
       at::Tensor own = u.full.narrow(0, g_ * u.shard, u.shard);
       if (!u.master_is_view) own.copy_(u.master);
-      if (shard_comm_ != nullptr) hs.push_back(shard_comm_->all_gather(own.clone(), u.full));
+      // In place: the input is this rank's own slice of the output (Communicator::all_gather).
+      if (shard_comm_ != nullptr) hs.push_back(shard_comm_->all_gather(own, u.full));
     } else if (!u.pshard.is_same(u.master)) {
       u.pshard.copy_(u.master);
     }

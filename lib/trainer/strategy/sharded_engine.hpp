@@ -44,8 +44,8 @@
 // Reductions (sharded gradients): the previous unit's reduction is completed when the next one
 // is launched, so at most one unit's reduction is in flight (overlapping the next unit's
 // backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
-// On the CPU the flat buffers of a finished reduction are reused by the next reduction of the same
-// size within the same backward (nothing is held between steps).
+// On the CPU the flat buffers of a finished reduction are kept and reused by later reductions,
+// across steps, by capacity (see take_buffer).
 // Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
 // unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
 // and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
@@ -185,10 +185,10 @@ class ShardedEngine final : public Strategy {
   void unit_done(size_t u);
   void launch_reduce(size_t u);
   // Flat reduction buffers of `numel` elements (reduce dtype, engine device). On the CPU a
-  // finished reduction's buffers are kept, one per size, and handed to the next reduction of
-  // that size in the same backward: the units of a transformer have a few sizes, and a fresh
-  // buffer per unit costs a page fault per 4 KiB (the CUDA caching allocator already reuses
-  // memory on a GPU).
+  // finished reduction's buffers are kept across steps and handed to later reductions by
+  // capacity (the smallest idle buffer that holds the unit, narrowed): a fresh buffer per unit
+  // and step costs a page fault per 4 KiB (the CUDA caching allocator already reuses memory
+  // on a GPU).
   at::Tensor take_buffer(int64_t numel);
   void give_back_buffer(at::Tensor t);
   void finish_oldest();
@@ -226,7 +226,7 @@ class ShardedEngine final : public Strategy {
   bool busy_ = false;
   bool sync_ = false;
   std::deque<Reduction> inflight_;
-  std::unordered_map<int64_t, at::Tensor> idle_buffers_;  // numel → an unused reduction buffer
+  std::vector<at::Tensor> idle_buffers_;  // unused reduction buffers (whole, never narrowed)
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
   int64_t clock_ = 0;
