@@ -4,6 +4,7 @@
 // buffers on the CPU. Protocol in sharded_engine.hpp.
 #include <ATen/core/grad_mode.h>
 
+#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer::detail {
@@ -116,37 +117,15 @@ void ShardedEngine::finish_oldest() {
   if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
   if (c_.grads_sharded) {
     units_[red.unit].gacc.add_(red.out);
-    if (!red.out.is_same(red.in)) give_back_buffer(std::move(red.out));
-    give_back_buffer(std::move(red.in));
+    // The flat buffers go back to the block pool here, for the next unit's reduction or gather.
+    red.out = at::Tensor();
+    red.in = at::Tensor();
   }
   count_grads(-red.bytes);
 }
 
 at::Tensor ShardedEngine::take_buffer(int64_t numel) {
-  // The smallest idle buffer that holds `numel` elements, narrowed to it. When none does, the
-  // largest idle one is freed before a new one is allocated, so the pool never holds more
-  // buffers than were in use at once (its sizes grow towards the largest units).
-  auto best = idle_buffers_.end(), largest = idle_buffers_.end();
-  for (auto it = idle_buffers_.begin(); it != idle_buffers_.end(); ++it) {
-    if (it->numel() >= numel && (best == idle_buffers_.end() || it->numel() < best->numel())) best = it;
-    if (largest == idle_buffers_.end() || it->numel() > largest->numel()) largest = it;
-  }
-  if (best == idle_buffers_.end()) {
-    if (largest != idle_buffers_.end()) idle_buffers_.erase(largest);
-    return at::empty({numel}, at::TensorOptions().dtype(prec_.reduce).device(device_));
-  }
-  at::Tensor t = std::move(*best);
-  idle_buffers_.erase(best);
-  return t.numel() == numel ? t : t.narrow(0, 0, numel);
-}
-
-void ShardedEngine::give_back_buffer(at::Tensor t) {
-  if (!device_.is_cpu()) return;  // the CUDA caching allocator reuses the memory itself
-  // The whole buffer goes back (a narrowed one is a prefix view of it).
-  const int64_t capacity = static_cast<int64_t>(t.storage().nbytes()) / t.element_size();
-  idle_buffers_.push_back(t.storage_offset() == 0 && t.numel() == capacity
-                              ? std::move(t)
-                              : at::Tensor(t).as_strided({capacity}, {1}, 0));
+  return pooled_empty(numel, at::TensorOptions().dtype(prec_.reduce).device(device_));
 }
 
 void ShardedEngine::finish_backward() {
@@ -154,10 +133,14 @@ void ShardedEngine::finish_backward() {
   // in unit order on every rank.
   for (size_t u = 0; u < units_.size(); ++u) unit_done(u);
   while (!inflight_.empty()) finish_oldest();
-  // The idle buffers are kept for the next backward: allocating them afresh every step costs a
-  // page fault per 4 KiB of every unit's gradients (glibc maps blocks this large straight from
-  // the system and unmaps them on free).
   release_all();
+  // The blocks this backward used beyond what the forward needs go back to the system: the
+  // optimizer step and the next forward would otherwise carry them as idle memory (ZeRO-2 gathers
+  // nothing in its forward, so all of them go).
+  if (device_.is_cpu()) {
+    const BlockPool::Stats s = BlockPool::cpu().stats();
+    BlockPool::cpu().trim_to(forward_pool_bytes_ > s.in_use ? forward_pool_bytes_ - s.in_use : 0);
+  }
 }
 
 }  // namespace mtrain::trainer::detail

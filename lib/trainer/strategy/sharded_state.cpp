@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 #include "mtrain/trainer/strategy/source_check.hpp"
 
@@ -150,14 +151,9 @@ void ShardedEngine::load_tensors(const TensorSource& src, bool whole_state) {
 // The unit's full flat values (fp32 masters, or 16-bit when asked to save in 16 bits), gathered
 // from every shard; collective over the shard group.
 at::Tensor ShardedEngine::gather_for_save(Unit& u, at::ScalarType dt) {
-  // On the CPU the buffer takes a released gathered-unit block of its size where the pool has one
-  // (compat::release_storage), so the export does not add fresh memory on top of the blocks the
-  // training kept for reuse.
-  at::Tensor flat = at::empty({device_.is_cpu() ? 0 : u.padded}, at::TensorOptions().dtype(dt).device(device_));
-  if (device_.is_cpu()) {
-    compat::reallocate_storage(flat, static_cast<size_t>(u.padded * flat.element_size()));
-    flat.set_(flat.storage(), 0, {u.padded}, {1});
-  }
+  // On the CPU the buffer takes a released block of its size from the block pool, so the export
+  // does not add fresh memory on top of the blocks the training kept for reuse.
+  at::Tensor flat = pooled_empty(u.padded, at::TensorOptions().dtype(dt).device(device_));
   at::Tensor mine = u.master.to(device_, dt).contiguous();
   if (shard_comm_ != nullptr) {
     shard_comm_->all_gather(mine, flat).wait();
@@ -175,9 +171,6 @@ std::vector<std::pair<std::string, at::Tensor>> ShardedEngine::consolidated_para
 
 std::vector<ParameterExport> ShardedEngine::export_parameters() {
   release_all();
-  // The reduction buffers kept for the next backward are freed: the export is what follows
-  // training, and they would add to its peak.
-  idle_buffers_.clear();
   const bool half = c_.gather_16bit_on_save && prec_.param != at::kFloat;
   const at::ScalarType dt = half ? prec_.param : at::kFloat;
   // One gathered unit at a time, shared by the producers: asking for a parameter of another unit
