@@ -19,6 +19,10 @@
 # usage: bench/cost_growth/run.sh [--plot FILE.png|FILE.svg] [BUILD_DIR]
 #   env: SIZES ("25M 100M 220M max")  WORLDS ("1 2 4")  STRATEGIES ("ddp zero3 fsdp")
 #        STEPS (5)  WARMUP (1)  PROFILE (1)
+#        WORK_DIR (unset: a temporary folder, removed at the end): the cells' summaries and profiles
+#          are kept there, and a cell whose results are already there is not run again — a sweep
+#          cut short is finished, or reported on what it has, by running it again with the same
+#          WORK_DIR (and SIZES/WORLDS/STRATEGIES narrowed to the cells that ran).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 PLOT=""
@@ -38,8 +42,12 @@ if [ "$PROFILE" = 1 ] && ! command -v perf >/dev/null; then
   PROFILE=0
 fi
 export MALLOC_MMAP_THRESHOLD_=${MALLOC_MMAP_THRESHOLD_:-131072}  # as bench/strategies: peak RSS = live memory
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+if [ -n "${WORK_DIR:-}" ]; then
+  mkdir -p "$WORK_DIR" && tmp=$(cd "$WORK_DIR" && pwd)
+else
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+fi
 total_steps=$((WARMUP + STEPS))
 max_world=$(for n in $WORLDS; do echo "$n"; done | sort -n | tail -1)
 
@@ -75,6 +83,14 @@ for size in $SIZES; do
            --set data.val_fraction=0 --set train.batch_size=1 --set train.max_steps="$total_steps"
            --set train.timing_warmup_steps="$WARMUP" --set train.log_interval="$total_steps"
            --set train.threads=1 --set train.work_dir="$wd" --set checkpoint.interval=0)
+      prof=""
+      [ "$PROFILE" = 1 ] && [ "$n" = "$max_world" ] && prof=$tmp/$label.perf
+      if [ -f "$wd/summary.json" ] && { [ -z "$prof" ] || [ -s "$prof" ]; }; then
+        echo "run.sh: $s $size at world $n: results already in $wd" >&2
+        rows+=("ok|$s|$size|$n|$psi|$wd/summary.json|$prof|$(printf '%q ' "${cmd[@]}")")
+        continue
+      fi
+      rm -rf "$wd"
       echo "run.sh: $s $size (psi $psi) at world $n" >&2
       if ! OMP_NUM_THREADS=1 timeout 1800 "${cmd[@]}" >"$wd.log" 2>&1 || [ ! -f "$wd/summary.json" ]; then
         echo "run.sh: $label failed; its output:" >&2
@@ -82,14 +98,15 @@ for size in $SIZES; do
         rows+=("failed|$s|$size|$n|$psi|0")
         continue
       fi
-      prof=""
-      if [ "$PROFILE" = 1 ] && [ "$n" = "$max_world" ]; then
-        rm -rf "$wd"
-        prof=$tmp/$label.perf
-        OMP_NUM_THREADS=1 timeout 1800 perf record -q -e cpu-clock -F 499 -o "$prof.data" -- "${cmd[@]}" \
+      if [ -n "$prof" ]; then
+        # The profiled run is a second launch (perf slows it); its work folder is apart so the
+        # table's figures stay those of the unprofiled run.
+        pcmd=()
+        for a in "${cmd[@]}"; do [ "$a" = "train.work_dir=$wd" ] && pcmd+=("train.work_dir=$wd.prof") || pcmd+=("$a"); done
+        OMP_NUM_THREADS=1 timeout 1800 perf record -q -e cpu-clock -F 499 -o "$prof.data" -- "${pcmd[@]}" \
           >"$wd.perf.log" 2>&1 || true
         perf report -i "$prof.data" --stdio --no-children --sort sym -q 2>/dev/null >"$prof" || true
-        rm -f "$prof.data"
+        rm -rf "$prof.data" "$wd.prof"
       fi
       rm -rf "$wd/checkpoints" "$wd/model.pt"
       rows+=("ok|$s|$size|$n|$psi|$wd/summary.json|$prof|$(printf '%q ' "${cmd[@]}")")

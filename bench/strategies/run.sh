@@ -6,7 +6,8 @@
 # cell, then round 2 of every cell, ...), so a slow phase of the machine hits every cell alike.
 # Step time is reported as min / median / max over the rounds (min of the rounds' fastest step,
 # median of the rounds' medians, max of their slowest). Reads every
-# run's summary.json and prints step time, samples/s, peak memory per rank, model-state
+# run's summary.json and prints step time, CPU seconds per step (user+sys of the whole launch,
+# every rank, start-up included, divided by the steps run), samples/s, peak memory per rank, model-state
 # bytes per rank (params+grads+optimizer, the fullest rank), the strategy's transient peaks
 # (summary "memory": gathered parameter units; gathered units + unsharded gradients at the same
 # moment), comm bytes per step, and the command line of each run.
@@ -54,7 +55,9 @@ for s in $STRATEGIES; do
     extra=($EXTRA)
     for e in "${extra[@]}"; do cmd+=(--set "$e"); done
     echo "run.sh: round $round/$ROUNDS: $s at world $n" >&2
-    if ! OMP_NUM_THREADS=$THREADS timeout 1800 "${cmd[@]}" >"$wd.log" 2>&1 || [ ! -f "$wd/summary.json" ]; then
+    # /usr/bin/time: the launch's CPU time, its ranks included (they are its children).
+    if ! OMP_NUM_THREADS=$THREADS timeout 1800 /usr/bin/time -f "%U %S" -o "$wd.time" "${cmd[@]}" >"$wd.log" 2>&1 ||
+       [ ! -f "$wd/summary.json" ]; then
       echo "run.sh: $s at world $n (round $round) failed; its output:" >&2
       tail -30 "$wd.log" >&2
       continue
@@ -62,7 +65,7 @@ for s in $STRATEGIES; do
     # Only summary.json is read: the final checkpoint and model.pt (GBs for the large model)
     # go now, not when the whole sweep ends.
     rm -rf "$wd/checkpoints" "$wd/model.pt"
-    rows+=("$wd/summary.json|$(printf '%q ' "${cmd[@]}")")
+    rows+=("$wd/summary.json|$wd.time|$(printf '%q ' "${cmd[@]}")")
   done
 done
 done
@@ -73,14 +76,18 @@ rounds, steps, warmup = sys.argv[1:4]
 cells = {}  # (strategy, N) -> summaries of its rounds
 cmds = {}
 for arg in sys.argv[4:]:
-    path, cmd = arg.split("|", 1)
+    path, tpath, cmd = arg.split("|", 2)
     s = json.load(open(path))
+    # CPU seconds (user, sys) of the whole launch, all ranks, per step run (warm-up included;
+    # start-up and model init are in it too, so it is an upper bound of a step's CPU time).
+    u, k = (float(x) for x in open(tpath).read().split()[-2:])
+    s["_cpu"] = (u / (int(steps) + int(warmup)), k / (int(steps) + int(warmup)))
     key = (s["strategy"], s["world_size"])
     cells.setdefault(key, []).append(s)
     cmds[key] = cmd
 print(f"# {rounds} interleaved rounds x ({warmup} warm-up + {steps} timed steps) per cell; "
       "step s = min / median / max over the rounds")
-print(f"{'strategy':<9}{'N':>3}{'step s min/med/max':>22}{'samples/s':>11}{'peak MB/rank':>14}{'states MB/rank':>16}"
+print(f"{'strategy':<9}{'N':>3}{'step s min/med/max':>22}{'cpu s/step usr+sys':>20}{'samples/s':>11}{'peak MB/rank':>14}{'states MB/rank':>16}"
       f"{'gathered MB':>13}{'transient MB':>14}{'comm MB/step':>14}{'psi':>12}")
 base = {}
 out = []
@@ -99,12 +106,14 @@ for key, runs in cells.items():
                sps=statistics.median(r["throughput"]["samples_per_s"] for r in runs), peak=peak,
                states=states / 2**20, comm=s["wire_bytes_per_step"] / 2**20, psi=s["num_params"],
                gathered=mem.get("gathered_peak_bytes", 0) / 2**20,
-               transient=mem.get("transient_peak_bytes", 0) / 2**20, rounds=len(runs))
+               transient=mem.get("transient_peak_bytes", 0) / 2**20, rounds=len(runs),
+               usr=statistics.median(r["_cpu"][0] for r in runs), sys=statistics.median(r["_cpu"][1] for r in runs))
     out.append(row)
     if row["strategy"] == "ddp":
         base[row["n"]] = row
     t = f"{lo:.3f}/{med:.3f}/{hi:.3f}"
-    print(f"{row['strategy']:<9}{row['n']:>3}{t:>22}{row['sps']:>11.2f}{peak:>14.1f}{row['states']:>16.1f}"
+    c = f"{row['usr']:.2f}+{row['sys']:.2f}"
+    print(f"{row['strategy']:<9}{row['n']:>3}{t:>22}{c:>20}{row['sps']:>11.2f}{peak:>14.1f}{row['states']:>16.1f}"
           f"{row['gathered']:>13.1f}{row['transient']:>14.1f}{row['comm']:>14.1f}{row['psi']:>12}"
           + ("" if len(runs) == int(rounds) else f"  ({len(runs)} of {rounds} rounds ran)"))
 print()

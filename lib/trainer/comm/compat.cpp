@@ -21,10 +21,9 @@
 #endif
 
 #include <atomic>
-#include <map>
-#include <mutex>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/block_pool.hpp"
 
 namespace mtrain::trainer::compat {
 
@@ -104,50 +103,21 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
   return node;
 }
 
-namespace {
 // Gathered-parameter buffers are released and re-allocated several times a step (ZeRO-3/FSDP),
-// always with the sizes of the same units. Large CPU blocks come from mmap, so every re-allocation
-// would fault in and zero tens of MB again. Released CPU blocks of >= 1 MiB are kept here, one per
-// size, and handed back to the next allocation of that size: a unit costs its pages once, and the
-// resident set grows by at most one idle block per unit size.
-struct BlockPool {
-  std::mutex mu;
-  std::map<size_t, at::DataPtr> idle;
-};
-BlockPool& block_pool() {
-  static BlockPool* p = new BlockPool;  // never destroyed: storages may be released at exit
-  return *p;
-}
-constexpr size_t kPoolMinBytes = size_t{1} << 20;
-}  // namespace
-
+// always with the sizes of the same units: their large CPU blocks come from BlockPool::cpu()
+// (block_pool.hpp), so a unit costs its pages once, shared with the engine's other pooled buffers.
 void release_storage(const at::Tensor& t) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
-  const size_t nbytes = s->nbytes();
-  at::DataPtr old = s->set_data_ptr(at::DataPtr(nullptr, t.device()));
+  // A pooled block goes back to the pool as its DataPtr is destroyed here.
+  s->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
   s->set_nbytes(static_cast<size_t>(0));
-  if (t.device().is_cpu() && nbytes >= kPoolMinBytes && old.get() != nullptr) {
-    auto& pool = block_pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    auto it = pool.idle.find(nbytes);
-    if (it == pool.idle.end()) pool.idle.emplace(nbytes, std::move(old));
-  }
 }
 
 void reallocate_storage(const at::Tensor& t, size_t nbytes) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
   if (s->nbytes() == nbytes && s->data() != nullptr) return;
-  at::DataPtr block;
-  if (t.device().is_cpu() && nbytes >= kPoolMinBytes) {
-    auto& pool = block_pool();
-    std::lock_guard<std::mutex> lock(pool.mu);
-    auto it = pool.idle.find(nbytes);
-    if (it != pool.idle.end()) {
-      block = std::move(it->second);
-      pool.idle.erase(it);
-    }
-  }
-  if (block.get() == nullptr) block = s->allocator()->allocate(nbytes);
+  at::DataPtr block = t.device().is_cpu() && nbytes >= kPooledMinBytes ? BlockPool::cpu().allocate(nbytes)
+                                                                      : s->allocator()->allocate(nbytes);
   s->set_data_ptr_noswap(std::move(block));
   s->set_nbytes(nbytes);
 }

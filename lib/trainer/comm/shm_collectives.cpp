@@ -3,7 +3,9 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <linux/futex.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,10 +36,30 @@ struct Header {
 
 constexpr int kArrive = 0, kReduced = 1, kPid = 2;  // the three flag arrays
 
+// `waiters` counts the ranks asleep on this flag (futex_wait on the low half of `seq`), so a
+// publisher makes the wake-up system call only when someone sleeps.
 struct alignas(kLine) Flag {
   std::atomic<uint64_t> seq;
+  std::atomic<uint32_t> waiters;
 };
 static_assert(std::atomic<uint64_t>::is_always_lock_free, "shared-memory flags need lock-free atomics");
+static_assert(sizeof(Flag) == kLine, "one cache line per flag");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the futex word is the low half of a flag's seq");
+
+// The futex word of a flag: the low 32 bits of its sequence number. The segment is a shared
+// mapping, so the (non-private) futex is keyed by the page and reaches the other processes.
+uint32_t* futex_word(const Flag* f) {
+  return reinterpret_cast<uint32_t*>(const_cast<std::atomic<uint64_t>*>(&f->seq));
+}
+
+// Sleeps while the flag's low half still reads `seen` (or until `timeout`, or any wake-up).
+void futex_sleep(const Flag* f, uint64_t seen, const struct timespec& timeout) {
+  syscall(SYS_futex, futex_word(f), FUTEX_WAIT, static_cast<uint32_t>(seen), &timeout, nullptr, 0);
+}
+
+void futex_wake_all(const Flag* f) {
+  syscall(SYS_futex, futex_word(f), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
 
 size_t flags_offset() { return kLine; }
 size_t data_offset(int world) {
@@ -216,13 +238,17 @@ void ShmCollectives::wait_all(int which, uint64_t seq, const char* phase) const 
   for (int q = 0; q < o_.world; ++q) {
     const Flag* f = flag_at(base_, o_.world, which, q);
     const auto pid = static_cast<pid_t>(flag_at(base_, o_.world, kPid, q)->seq.load(std::memory_order_relaxed));
-    // Spin briefly (the common case: peers are microseconds apart), then yield the core (ranks
-    // usually share cores with their own compute threads), then sleep, watching the clock and
-    // whether the peer's process still exists (a killed rank would otherwise cost the whole
-    // timeout; Gloo notices a dead peer at once through its closed socket).
-    for (uint32_t spins = 0; f->seq.load(std::memory_order_acquire) < seq; ++spins) {
+    // Spin briefly (the common case: peers are microseconds apart), yield the core a few times
+    // (ranks usually share cores with their own compute threads), then sleep on the flag's futex
+    // until its publisher wakes us — a rank that is still computing costs its waiting peers no
+    // CPU time and no stream of sched_yield calls. Each sleep is bounded (1 ms) so the clock and
+    // whether the peer's process still exists are checked (a killed rank would otherwise cost the
+    // whole timeout; Gloo notices a dead peer at once through its closed socket).
+    for (uint32_t spins = 0;; ++spins) {
+      const uint64_t seen = f->seq.load(std::memory_order_acquire);
+      if (seen >= seq) break;
       if (spins < 64) continue;
-      if (spins < 2048) {
+      if (spins < 80) {
         sched_yield();
         continue;
       }
@@ -233,20 +259,30 @@ void ShmCollectives::wait_all(int which, uint64_t seq, const char* phase) const 
                     "legitimately slow",
                     kExitFailure);
       }
-      if (watch_pids_ && spins % 256 == 0 && kill(pid, 0) != 0 && errno == ESRCH) {
+      if (watch_pids_ && spins % 64 == 0 && kill(pid, 0) != 0 && errno == ESRCH) {
         throw Error(fmt::format("shared-memory all_reduce: rank {} (pid {}) exited before step {} ({})", q, pid, seq,
                                 phase),
                     "the launcher's report names why it exited", kExitFailure);
       }
-      struct timespec ts{0, 20000};
-      nanosleep(&ts, nullptr);
+      // Registered as a waiter before the last look at seq: either that look sees the new
+      // value, or the publisher (store, then load of waiters; both sequentially consistent)
+      // sees the waiter and wakes it. futex_wait itself returns at once if seq moved meanwhile.
+      auto& waiters = const_cast<std::atomic<uint32_t>&>(f->waiters);
+      waiters.fetch_add(1, std::memory_order_seq_cst);
+      if (f->seq.load(std::memory_order_seq_cst) < seq) {
+        const struct timespec ts{0, 1000000};
+        futex_sleep(f, seen, ts);
+      }
+      waiters.fetch_sub(1, std::memory_order_seq_cst);
     }
   }
 }
 
 // This rank reached `seq` in phase `which`; then wait until every rank has.
 void ShmCollectives::publish_and_wait(int which, uint64_t seq, const char* phase) const {
-  flag_at(base_, o_.world, which, o_.rank)->seq.store(seq, std::memory_order_release);
+  Flag* mine = flag_at(base_, o_.world, which, o_.rank);
+  mine->seq.store(seq, std::memory_order_seq_cst);
+  if (mine->waiters.load(std::memory_order_seq_cst) > 0) futex_wake_all(mine);
   wait_all(which, seq, phase);
 }
 

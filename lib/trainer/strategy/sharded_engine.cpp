@@ -10,6 +10,8 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "mtrain/trainer/comm/block_pool.hpp"
+
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/optim/clip.hpp"
 
@@ -360,6 +362,7 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   phase_ = Phase::Forward;
   current_ = -1;
   cur_trace_.clear();
+  if (device_.is_cpu()) BlockPool::cpu().begin_window();
   at::Tensor loss;
   try {
     std::shared_ptr<void> autocast;
@@ -377,6 +380,7 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
     phase_ = Phase::Idle;
     throw;
   }
+  if (device_.is_cpu()) forward_pool_bytes_ = BlockPool::cpu().stats().window_high_water;
   if (c_.reshard_after_forward) release_all();
   if (!cur_trace_.empty()) {
     trace_ = cur_trace_;
@@ -459,7 +463,8 @@ StepResult ShardedEngine::step(double lr) {
     if (u.resident) {
       at::Tensor own = u.full.narrow(0, g_ * u.shard, u.shard);
       if (!u.master_is_view) own.copy_(u.master);
-      if (shard_comm_ != nullptr) hs.push_back(shard_comm_->all_gather(own.clone(), u.full));
+      // In place: the input is this rank's own slice of the output (Communicator::all_gather).
+      if (shard_comm_ != nullptr) hs.push_back(shard_comm_->all_gather(own, u.full));
     } else if (!u.pshard.is_same(u.master)) {
       u.pshard.copy_(u.master);
     }

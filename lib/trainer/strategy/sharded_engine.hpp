@@ -44,8 +44,9 @@
 // Reductions (sharded gradients): the previous unit's reduction is completed when the next one
 // is launched, so at most one unit's reduction is in flight (overlapping the next unit's
 // backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
-// On the CPU the flat buffers of a finished reduction are reused by the next reduction of the same
-// size within the same backward (nothing is held between steps).
+// On the CPU the flat buffers of reductions, the gathered units and the export's gathers all take
+// their memory from one block pool (comm/block_pool.hpp), which keeps released blocks for the
+// next buffer of the same size but never more than the most memory in use at once.
 // Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
 // unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
 // and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
@@ -184,13 +185,9 @@ class ShardedEngine final : public Strategy {
   void copy_into_flat(size_t unit, size_t param);
   void unit_done(size_t u);
   void launch_reduce(size_t u);
-  // Flat reduction buffers of `numel` elements (reduce dtype, engine device). On the CPU a
-  // finished reduction's buffers are kept, one per size, and handed to the next reduction of
-  // that size in the same backward: the units of a transformer have a few sizes, and a fresh
-  // buffer per unit costs a page fault per 4 KiB (the CUDA caching allocator already reuses
-  // memory on a GPU).
+  // A flat reduction buffer of `numel` elements (reduce dtype, engine device); on the CPU its
+  // memory comes from the block pool and returns there when the tensor is dropped.
   at::Tensor take_buffer(int64_t numel);
-  void give_back_buffer(at::Tensor t);
   void finish_oldest();
   void finish_backward();
   at::Tensor grad_shard(Unit& u);
@@ -226,9 +223,9 @@ class ShardedEngine final : public Strategy {
   bool busy_ = false;
   bool sync_ = false;
   std::deque<Reduction> inflight_;
-  std::unordered_map<int64_t, at::Tensor> idle_buffers_;  // numel → an unused reduction buffer
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
+  size_t forward_pool_bytes_ = 0;  // block-pool bytes in use at once in the last forward (CPU)
   int64_t clock_ = 0;
   int64_t gathered_bytes_ = 0, grad_bytes_ = 0;  // held now
   int64_t gathered_peak_ = 0, grad_peak_ = 0, transient_peak_ = 0;

@@ -4,6 +4,7 @@
 // buffers on the CPU. Protocol in sharded_engine.hpp.
 #include <ATen/core/grad_mode.h>
 
+#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer::detail {
@@ -116,25 +117,15 @@ void ShardedEngine::finish_oldest() {
   if (red.replica_pending) replica_comm_->all_reduce(red.out).wait();
   if (c_.grads_sharded) {
     units_[red.unit].gacc.add_(red.out);
-    if (!red.out.is_same(red.in)) give_back_buffer(std::move(red.out));
-    give_back_buffer(std::move(red.in));
+    // The flat buffers go back to the block pool here, for the next unit's reduction or gather.
+    red.out = at::Tensor();
+    red.in = at::Tensor();
   }
   count_grads(-red.bytes);
 }
 
 at::Tensor ShardedEngine::take_buffer(int64_t numel) {
-  auto it = idle_buffers_.find(numel);
-  if (it == idle_buffers_.end()) {
-    return at::empty({numel}, at::TensorOptions().dtype(prec_.reduce).device(device_));
-  }
-  at::Tensor t = std::move(it->second);
-  idle_buffers_.erase(it);
-  return t;
-}
-
-void ShardedEngine::give_back_buffer(at::Tensor t) {
-  if (!device_.is_cpu()) return;  // the CUDA caching allocator reuses the memory itself
-  idle_buffers_.emplace(t.numel(), std::move(t));  // one per size: a second one is freed
+  return pooled_empty(numel, at::TensorOptions().dtype(prec_.reduce).device(device_));
 }
 
 void ShardedEngine::finish_backward() {
@@ -142,8 +133,14 @@ void ShardedEngine::finish_backward() {
   // in unit order on every rank.
   for (size_t u = 0; u < units_.size(); ++u) unit_done(u);
   while (!inflight_.empty()) finish_oldest();
-  idle_buffers_.clear();  // reused within a backward only: nothing is held between steps
   release_all();
+  // The blocks this backward used beyond what the forward needs go back to the system: the
+  // optimizer step and the next forward would otherwise carry them as idle memory (ZeRO-2 gathers
+  // nothing in its forward, so all of them go).
+  if (device_.is_cpu()) {
+    const BlockPool::Stats s = BlockPool::cpu().stats();
+    BlockPool::cpu().trim_to(forward_pool_bytes_ > s.in_use ? forward_pool_bytes_ - s.in_use : 0);
+  }
 }
 
 }  // namespace mtrain::trainer::detail

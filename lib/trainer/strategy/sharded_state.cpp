@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 #include "mtrain/trainer/strategy/source_check.hpp"
 
@@ -150,7 +151,9 @@ void ShardedEngine::load_tensors(const TensorSource& src, bool whole_state) {
 // The unit's full flat values (fp32 masters, or 16-bit when asked to save in 16 bits), gathered
 // from every shard; collective over the shard group.
 at::Tensor ShardedEngine::gather_for_save(Unit& u, at::ScalarType dt) {
-  at::Tensor flat = at::empty({u.padded}, at::TensorOptions().dtype(dt).device(device_));
+  // On the CPU the buffer takes a released block of its size from the block pool, so the export
+  // does not add fresh memory on top of the blocks the training kept for reuse.
+  at::Tensor flat = pooled_empty(u.padded, at::TensorOptions().dtype(dt).device(device_));
   at::Tensor mine = u.master.to(device_, dt).contiguous();
   if (shard_comm_ != nullptr) {
     shard_comm_->all_gather(mine, flat).wait();

@@ -29,6 +29,12 @@ TEST_CASE("collectives agree with their definition at world 3", "[trainer][comm]
     auto all = at::empty({n * k}, at::kFloat);
     comm.all_gather(mine, all).wait();
     for (int q = 0; q < n; ++q) RANK_CHECK(all.narrow(0, q * k, k).eq(10.0f * q).all().item<bool>());
+    // In place: the input is this rank's own slice of the output (the sharded engine's
+    // post-update gather).
+    auto inplace = at::full({n * k}, -1.0f);
+    inplace.narrow(0, r * k, k).fill_(static_cast<float>(10 * r));
+    comm.all_gather(inplace.narrow(0, r * k, k), inplace).wait();
+    for (int q = 0; q < n; ++q) RANK_CHECK(inplace.narrow(0, q * k, k).eq(10.0f * q).all().item<bool>());
 
     auto b = r == 1 ? at::arange(4, at::kFloat) : at::zeros({4}, at::kFloat);
     comm.broadcast(b, 1).wait();
@@ -42,7 +48,7 @@ TEST_CASE("collectives agree with their definition at world 3", "[trainer][comm]
     RANK_CHECK(c["all_reduce"].wire_bytes == Approx(28.0 * 2 * 2 / 3));
     RANK_CHECK(c["reduce_scatter"].payload_bytes == n * k * 4);
     RANK_CHECK(c["reduce_scatter"].wire_bytes == Approx(n * k * 4.0 * 2 / 3));
-    RANK_CHECK(c["all_gather"].wire_bytes == Approx(n * k * 4.0 * 2 / 3));
+    RANK_CHECK(c["all_gather"].wire_bytes == Approx(2 * n * k * 4.0 * 2 / 3));
   });
 }
 
@@ -100,6 +106,11 @@ TEST_CASE("shared-memory all-reduce, reduce-scatter and all-gather agree with th
         RANK_CHECK(extra.eq(static_cast<float>(n)).all().item<bool>());
         for (int q = 0; q < n; ++q)
           RANK_CHECK(all.narrow(0, q * k, k).equal(at::arange(k, at::kFloat) + static_cast<float>(1000 * q)));
+        // In place, over several chunks: the input is this rank's slice of the output.
+        auto inplace = at::full({n * k}, -1.0f);
+        inplace.narrow(0, r * k, k).copy_(mine);
+        comm.all_gather(inplace.narrow(0, r * k, k), inplace).wait();
+        RANK_CHECK(inplace.equal(all));
       }
       // Doubles (the loop's metrics) still go through Gloo, in step with the shared memory.
       auto d = at::full({2}, static_cast<double>(r), at::kDouble);
