@@ -143,6 +143,11 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   p.rdzv_endpoint = ep.str();
   const int nnodes = static_cast<int>(hosts.size());
 
+  // The bundled trainer: each agent runs mtrain-worker on the job that comes on its stdin, with a
+  // job file in its own run folder; the launcher's plan shows (and checks) that command.
+  if (p.program.empty() && p.worker_argv.empty())
+    p.worker_argv = {opt.worker_path.empty() ? std::string("mtrain-worker") : opt.worker_path, "--job",
+                     "<the agent's run folder>/job.json"};
   if (opt.dry_run) {
     plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
     std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
