@@ -209,11 +209,14 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   if (!agent) {
     from_slurm = apply_slurm(opt, env, d.job_id_source);
     if (!m.nnodes.empty()) {
+      // MIN:MAX: the dynamic rendezvous, or the ssh launcher's store over a hostfile's hosts
+      // (checked against the hosts below).
       auto n = rendezvous::parse_nnodes(m.nnodes);
-      if (n.elastic())
-        throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous", m.nnodes),
-                    "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or give a fixed --nnodes N.");
-      p.nnodes = n.max;
+      if (n.elastic() && m.hostfile.empty())
+        throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous or the ssh launcher", m.nnodes),
+                    "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or --hostfile FILE (started over ssh), "
+                    "or give a fixed --nnodes N.");
+      if (!n.elastic()) p.nnodes = n.max;
     }
   }
   d.facts = probes.host(env);
@@ -228,6 +231,11 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   auto& hosts = d.hosts;
   if (!m.ssh_agent) hosts = selected_hosts(opt, probes);
   if (hosts && !agent) {
+    const bool elastic_nnodes = !m.nnodes.empty() && rendezvous::parse_nnodes(m.nnodes).elastic();
+    if (elastic_nnodes && (m.node_rank_given || opt.launcher == "local"))
+      throw Error(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
+                  "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
+                  "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
     if (m.node_rank_given) {
       apply_hostfile_node(p, *hosts, p.node_rank);  // static node K of the hostfile's world
     } else if (opt.launcher == "ssh" || !is_this_machine(*hosts, probes)) {
@@ -239,11 +247,23 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
         throw Error("--master-port auto picks a free port on this machine only, not on the first host",
                     "Give a port number free on the first host (default 29500).");
       p.master_port = resolve_port(opt.master_port, "127.0.0.1", probes);
+      if (elastic_nnodes) {
+        const auto n = rendezvous::parse_nnodes(m.nnodes);
+        const int k = static_cast<int>(hosts->size());
+        if (k < n.min || k > n.max)
+          throw Error(fmt::format("--nnodes {} does not fit the {} host{} the hostfile selects", m.nnodes, k,
+                                  k == 1 ? "" : "s"),
+                      fmt::format("Give MIN <= {} <= MAX, e.g. --nnodes {}:{}.", k, std::min(n.min, k), k));
+      }
       d.mode = LaunchMode::ssh_launcher;
       d.rdzv_endpoint = ssh_store_endpoint(opt, *hosts, facts, probes);
       d.options = std::move(opt);
       return d;
     } else {
+      if (elastic_nnodes)
+        throw Error(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
+                                "without a node rendezvous", m.nnodes),
+                    "Give a fixed --nnodes, or --launcher ssh to start even this machine's agent over ssh.");
       apply_hostfile_node(p, *hosts, 0);  // one host, this machine: its slots, no ssh
       p.master_addr.clear();
       p.node_name.clear();

@@ -11,6 +11,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/preflight.hpp"
+#include "mtrain/launch/scale_up.hpp"
 #include "mtrain/launch/ssh_runner.hpp"
 #include "mtrain/remote/ssh_command.hpp"
 #include "mtrain/rendezvous/server.hpp"
@@ -94,6 +95,7 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
   if (p.python != "python3") a.insert(a.end(), {"--python", p.python});
   if (opt.pass_config != "none") a.insert(a.end(), {"--pass-config", opt.pass_config});
   if (p.local_rank_arg) a.push_back("--local-rank-arg");
+  if (m.scale_up != "checkpoint") a.insert(a.end(), {"--scale-up", m.scale_up});  // how its ranks leave for a newcomer
   if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
   a.push_back("--");
   a.insert(a.end(), p.program.begin(), p.program.end());
@@ -141,6 +143,11 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   p.rdzv_endpoint = ep.str();
   const int nnodes = static_cast<int>(hosts.size());
 
+  // The bundled trainer: each agent runs mtrain-worker on the job that comes on its stdin, with a
+  // job file in its own run folder; the launcher's plan shows (and checks) that command.
+  if (p.program.empty() && p.worker_argv.empty())
+    p.worker_argv = {opt.worker_path.empty() ? std::string("mtrain-worker") : opt.worker_path, "--job",
+                     "<the agent's run folder>/job.json"};
   if (opt.dry_run) {
     plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
     std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
@@ -154,7 +161,12 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
 
   rendezvous::ServerOptions so;
   so.listen = ep;
-  so.store.min_nodes = so.store.max_nodes = nnodes;
+  // --nnodes MIN:MAX over the hostfile's hosts (decide_launch checked MIN <= hosts <= MAX): with
+  // --max-restarts the job re-forms without a lost host and takes it back when its new agent joins.
+  const auto range = m.nnodes.empty() ? rendezvous::NodeCount{nnodes, nnodes} : rendezvous::parse_nnodes(m.nnodes);
+  so.store.min_nodes = range.elastic() ? range.min : nnodes;
+  so.store.max_nodes = range.elastic() ? std::min(range.max, nnodes) : nnodes;
+  so.store.scale_up = store_scales_up(parse_scale_up(m.scale_up), so.store.min_nodes < so.store.max_nodes);
   so.store.join_timeout = seconds(m.rdzv_timeout_s);
   so.store.last_call = seconds(m.rdzv_last_call_s);
   so.store.heartbeat_timeout = seconds(m.node_timeout_s);
@@ -195,6 +207,8 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   r.grace = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   r.job_status = [&server] { return server.status(); };
   r.abort_job = [&server](const std::string& why) { server.abort(why); };
+  r.restarts = p.max_restarts > 0;
+  r.lose_node = [&server](const std::string& host, const std::string& why) { return server.lose_host(host, why); };
   for (int k = 0; k < nnodes; ++k) {
     const auto& h = hosts[static_cast<size_t>(k)];
     r.nodes.push_back({h.host, h.user, agent_argv(opt, ep, k, h, nnodes)});

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -33,6 +34,7 @@ struct Proc {
   std::optional<int> pgid;      // announced by the agent
   std::string partial[2];
   std::deque<std::string> err_tail;
+  bool replaced = false;        // lost with restarts: a new agent takes the node's place
 };
 
 class SshJob {
@@ -44,6 +46,7 @@ class SshJob {
 
   ~SshJob() {
     poll_.cancel();
+    for (auto& t : respawn_timers_) t->cancel();
     group_.close();
   }
 
@@ -169,14 +172,66 @@ class SshJob {
   void exited(Proc& p) {
     const ExitStatus& exit = *p.child->exit;
     if (p.node_rank < 0 || exit.ok() || group_.stop_asked()) return;
-    if (!first_failed_) first_failed_ = &p;
     std::string why = exit.code == 255 && !exit.signaled
                           ? fmt::format("ssh to {} failed or the connection was lost (ssh exit 255)", p.label)
                           : fmt::format("the agent on {} (node rank {}) ended with {}", p.label, p.node_rank,
                                         exit.describe());
+    if (opt_.restarts && lost_with_restarts(p, why)) return;
+    if (!first_failed_) first_failed_ = &p;
     if (opt_.abort_job) opt_.abort_job(why);
     if (reason_.empty()) reason_ = why;
     begin_stop();
+  }
+
+  // With restarts, an agent that ended badly is a lost node while the store's job lives: the
+  // store re-forms without it and a new agent is started there. False when the job is over
+  // for the store (failed: the usual teardown follows with the store's reason).
+  bool lost_with_restarts(Proc& p, const std::string& why) {
+    using rendezvous::Phase;
+    auto phase = [this] { return opt_.job_status ? opt_.job_status().phase : Phase::running; };
+    if (phase() == Phase::finished) {  // a late agent of a job that ended without it
+      p.replaced = true;
+      return true;
+    }
+    if (phase() == Phase::failed) return false;
+    if (opt_.lose_node) opt_.lose_node(p.label, why);
+    if (phase() == Phase::failed) return false;  // no restart left, or fewer than MIN nodes
+    p.replaced = true;
+    // The old agent's process group, if it was announced and the host still answers (ssh died,
+    // the agent did not): its stdin is gone, so it tears down by itself; this makes sure. Never
+    // the pgid record, which the new agent on that host overwrites.
+    if (p.pgid) stop_agent(p, "TERM");
+    const size_t k = static_cast<size_t>(p.node_rank);
+    if (streak_.size() < opt_.nodes.size()) streak_.resize(opt_.nodes.size(), 0);
+    const auto ran = std::chrono::duration_cast<std::chrono::milliseconds>(*p.child->ended - p.child->started);
+    streak_[k] = next_streak(streak_[k], ran, opt_.respawn);
+    const auto delay = restart_delay(streak_[k], opt_.respawn);
+    std::fprintf(opt_.err, "mtrain: node %s lost (%s); the job goes on without it; a new agent starts there in %.1f s\n",
+                 p.label.c_str(), why.c_str(), std::chrono::duration<double>(delay).count());
+    std::fflush(opt_.err);
+    respawn_after(k, delay);
+    return true;
+  }
+
+  void respawn_after(size_t k, std::chrono::milliseconds delay) {
+    auto timer = std::make_unique<asio::steady_timer>(io_);
+    timer->expires_after(delay);
+    timer->async_wait([this, k](boost::system::error_code ec) {
+      if (ec || group_.stop_asked() || group_.all_exited()) return;
+      if (opt_.job_status) {
+        auto phase = opt_.job_status().phase;
+        if (phase == rendezvous::Phase::finished || phase == rendezvous::Phase::failed) return;
+      }
+      try {
+        start_agent(k);
+      } catch (const Error& e) {  // ssh itself could not start: try again later
+        std::fprintf(opt_.err, "mtrain: could not start a new agent on %s: %s\n", opt_.nodes[k].host.c_str(),
+                     e.message().c_str());
+        streak_[k] += 1;
+        respawn_after(k, restart_delay(streak_[k], opt_.respawn));
+      }
+    });
+    respawn_timers_.push_back(std::move(timer));
   }
 
   void watch_store() {
@@ -188,10 +243,12 @@ class SshJob {
       if (s.phase == rendezvous::Phase::failed && !group_.stop_asked()) {
         store_reason_ = s.reason;
         failed_nodes_ = s.failed_nodes;
+        lost_nodes_ = s.lost;
         begin_stop();
       } else if (s.phase == rendezvous::Phase::failed && store_reason_.empty() && !stop_signal_) {
         store_reason_ = s.reason;
         failed_nodes_ = s.failed_nodes;
+        lost_nodes_ = s.lost;
       }
       if (!group_.all_exited()) watch_store();
     });
@@ -236,9 +293,9 @@ class SshJob {
     }
   }
 
-  Proc* agent_of(const std::string& host) {
-    for (auto& p : procs_)
-      if (p->node_rank >= 0 && p->label == host) return p.get();
+  Proc* agent_of(const std::string& host) {  // the newest agent of that host
+    for (auto it = procs_.rbegin(); it != procs_.rend(); ++it)
+      if ((*it)->node_rank >= 0 && (*it)->label == host) return it->get();
     return nullptr;
   }
 
@@ -246,7 +303,7 @@ class SshJob {
     bool failed = stop_signal_ || first_failed_ || !store_reason_.empty();
     if (!failed) {
       for (auto& p : procs_)
-        if (p->node_rank >= 0 && (!p->child->exit || !p->child->exit->ok())) failed = true;
+        if (p->node_rank >= 0 && !p->replaced && (!p->child->exit || !p->child->exit->ok())) failed = true;
       if (!failed) return 0;
     }
     // The node to blame: the store's (it saw heartbeats stop or got the report), else the first
@@ -259,9 +316,10 @@ class SshJob {
     std::string out = fmt::format("mtrain: job {} failed: {}\n", opt_.job_id, reason);
     for (auto& p : procs_) {
       if (p->node_rank < 0) continue;
-      out += fmt::format("  node {} (node rank {}): agent {}{}\n", p->label, p->node_rank,
+      out += fmt::format("  node {} (node rank {}): agent {}{}{}\n", p->label, p->node_rank,
                          p->child->exit ? p->child->exit->describe() : std::string("still running"),
-                         p->pgid ? fmt::format(", process group {}", *p->pgid) : std::string());
+                         p->pgid ? fmt::format(", process group {}", *p->pgid) : std::string(),
+                         p->replaced ? " (lost; replaced)" : "");
     }
     if (root && !root->err_tail.empty()) {
       out += fmt::format("  last lines from {}:\n", root->label);
@@ -273,7 +331,10 @@ class SshJob {
     // A node lost (heartbeats stopped, ssh failed) is 1; a rank's failure keeps its code.
     if (root && root->child->exit) {
       const ExitStatus& e = *root->child->exit;
-      bool lost = store_reason_.find("stopped sending heartbeats") != std::string::npos;
+      bool lost = store_reason_.find("stopped sending heartbeats") != std::string::npos ||
+                  std::find(lost_nodes_.begin(), lost_nodes_.end(), root->label) != lost_nodes_.end() ||
+                  std::any_of(procs_.begin(), procs_.end(),
+                              [&](const auto& q) { return q->replaced && q->label == root->label; });
       if (!e.ok() && !(e.code == 255 && !e.signaled) && !lost) return e.launcher_code();
     }
     return kExitFailure;
@@ -286,8 +347,10 @@ class SshJob {
   std::vector<std::unique_ptr<Proc>> procs_;
   Proc* first_failed_ = nullptr;
   std::string reason_, store_reason_;
-  std::vector<std::string> failed_nodes_;
+  std::vector<std::string> failed_nodes_, lost_nodes_;
   int stop_signal_ = 0;
+  std::vector<int> streak_;  // per node: quick losses in a row (the respawn back-off)
+  std::vector<std::unique_ptr<asio::steady_timer>> respawn_timers_;
   ChildGroup group_;  // last: its handlers use the members above
 };
 

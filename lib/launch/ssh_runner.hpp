@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mtrain/launch/process.hpp"
+#include "mtrain/launch/restart_backoff.hpp"
 #include "mtrain/remote/ssh_command.hpp"
 #include "mtrain/rendezvous/store.hpp"
 
@@ -39,11 +40,22 @@ struct SshRunOptions {
   std::chrono::milliseconds poll{200};  // how often the store's state is looked at
   std::function<rendezvous::StoreStatus()> job_status;  // the launcher's store; may be empty
   std::function<void(const std::string&)> abort_job;     // tell the store the job is over
+  // The job has restarts (--max-restarts > 0): an agent that ends badly (its ssh connection
+  // dropped, the agent killed, the host gone) is a lost node, not the end of the job. The store
+  // is told at once (lose_node: re-form without it, or fail when no restart is left — the store
+  // decides), the other agents stay, and a new agent is started on that host after a back-off
+  // (restart_backoff.hpp), again while the job lives: when the host answers, its agent joins
+  // as a new node (taken in by the next round, or at once with scale up). The job's end is the
+  // store's: finished, or failed with its reason.
+  bool restarts = false;
+  std::function<bool(const std::string& host, const std::string& why)> lose_node;
+  RestartBackoff respawn;
   std::FILE* out = stdout;
   std::FILE* err = stderr;
 };
 
-// Returns the launcher's exit code: 0 when every agent finished; else the exit code of the
+// Returns the launcher's exit code: 0 when every agent finished (with restarts: the store's job
+// finished; agents that were replaced do not count); else the exit code of the
 // agent that failed first (its rank's code), 1 when a node was lost (its heartbeats stopped or
 // its ssh connection failed), 128+signal when the launcher was stopped.
 int run_over_ssh(const SshRunOptions& opt, ProcessRunner& runner);

@@ -433,6 +433,10 @@ void Server::abort(const std::string& reason) {
   });
 }
 
+bool Server::lose_host(const std::string& host, const std::string& reason) {
+  return impl_->with_store([&](Store& s) { return s.lose_host(host, reason); });
+}
+
 StoreStatus Server::wait_until(const std::function<bool(const StoreStatus&)>& done, Duration timeout) const {
   std::unique_lock<std::mutex> lock(impl_->mu);
   StoreStatus s = impl_->store.status();

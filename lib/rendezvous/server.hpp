@@ -92,6 +92,7 @@ class Server {
   StoreStatus status() const;
   ServerCounters counters() const;
   void abort(const std::string& reason);
+  bool lose_host(const std::string& host, const std::string& reason);  // Store::lose_host
   // Block until `done(status)` holds or `timeout` passes; returns the last status either way.
   StoreStatus wait_until(const std::function<bool(const StoreStatus&)>& done, Duration timeout) const;
 

@@ -204,6 +204,27 @@ void Store::fail(std::string reason, std::vector<std::string> nodes) {
 
 void Store::abort(const std::string& reason) { fail(reason, {}); }
 
+bool Store::lose_host(const std::string& host, const std::string& reason) {
+  auto it = std::find_if(nodes_.begin(), nodes_.end(), [&](const Participant& p) { return p.host == host; });
+  if (it == nodes_.end() || phase_ == Phase::failed || phase_ == Phase::finished) return false;
+  const Participant& p = *it;
+  if (phase_ == Phase::running && p.round == round_ && !p.left) {
+    fail_or_restart(fmt::format("{} was lost: {}", node_label(p), reason), {p.host}, {p.id});
+    return true;
+  }
+  // Waiting for the next round, or (while a round forms) not back yet or back already: it is
+  // not waited for any more; a survivor of the last round counts among the nodes lost.
+  if (round_ > 0 && p.round < round_) lost_.push_back(p.host);
+  const std::string id = p.id;
+  remove_nodes([&](const Participant& q) { return q.id == id; });
+  if (phase_ == Phase::joining) {
+    TimePoint now = clock_.now();
+    update_last_call(now);
+    maybe_agree(now);
+  }
+  return true;
+}
+
 void Store::fail_or_restart(const std::string& reason, std::vector<std::string> blamed,
                             const std::vector<std::string>& lost) {
   if (phase_ != Phase::running) return;

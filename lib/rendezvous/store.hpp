@@ -111,6 +111,12 @@ class Store {
   void tick();
   // The launcher's own decision to stop the job (its local ranks failed, a signal).
   void abort(const std::string& reason);
+  // The launcher knows a node is gone before its heartbeats can say so (the ssh launcher saw its
+  // agent's connection end): treated as missed heartbeats now — a restart round without it
+  // (or the job's failure when no restart is left), or, before the round formed, the node is
+  // no longer waited for. Its host may join again later (a new agent on it) as a new node.
+  // Returns false when the store holds no node of that host.
+  bool lose_host(const std::string& host, const std::string& reason);
   StoreStatus status() const;
   Phase phase() const { return phase_; }
   int round() const { return round_; }

@@ -83,7 +83,7 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
   store->setTimeout(o.timeout);
   backend_ = o.backend == BackendKind::Nccl
                  ? compat::make_nccl(store, o.rank, o.world, o.timeout)
-                 : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname);
+                 : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname, o.interfaces);
   flat_collectives_ = compat::has_flat_collectives(backend_);
   if (o.shared_memory && o.world > 1 && o.backend == BackendKind::Gloo) join_shared_memory();
 }

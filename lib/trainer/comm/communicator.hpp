@@ -52,6 +52,10 @@ struct CommOptions {
   std::chrono::milliseconds timeout{300000};
   BackendKind backend = BackendKind::Gloo;
   std::string hostname;  // Gloo: the address to bind; empty = this host's default
+  // Gloo: the network interfaces to bind (GLOO_SOCKET_IFNAME, comma-separated, as
+  // torch.distributed reads it); they win over `hostname`. Nodes whose hostname does not resolve
+  // to the address their peers reach need it (Gloo would bind the loopback address).
+  std::vector<std::string> interfaces;
   // Every rank of the world is on this host: fp32 CPU all-reduces, reduce-scatters and
   // all-gathers go through shared memory (ShmCollectives) instead of Gloo; the rest (other
   // dtypes, broadcast, barrier) stays on Gloo. Falls back to Gloo by itself when

@@ -28,10 +28,12 @@
 namespace mtrain::trainer::compat {
 
 BackendPtr make_gloo(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout,
-                     const std::string& hostname) {
+                     const std::string& hostname, const std::vector<std::string>& interfaces) {
   auto opts = c10d::ProcessGroupGloo::Options::create(timeout);
-  opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
-                                           : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
+  for (const auto& iface : interfaces) opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(iface));
+  if (opts->devices.empty())
+    opts->devices.push_back(hostname.empty() ? c10d::ProcessGroupGloo::createDefaultDevice()
+                                             : c10d::ProcessGroupGloo::createDeviceForHostname(hostname));
   // Two Gloo threads: enough to keep one bucket on the wire while the next is queued.
   opts->threads = 2;
   return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, world, opts);

@@ -31,9 +31,10 @@ using BackendPtr = c10::intrusive_ptr<BackendImpl>;
 using WorkPtr = c10::intrusive_ptr<c10d::Work>;
 using StorePtr = c10::intrusive_ptr<c10d::Store>;
 
-// Gloo over TCP on the loopback or the host's address (MASTER_ADDR decides which interface).
+// Gloo over TCP on the loopback or the host's address (MASTER_ADDR decides which interface), or
+// on the named interfaces (one device each) when `interfaces` is not empty.
 BackendPtr make_gloo(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout,
-                     const std::string& hostname);
+                     const std::string& hostname, const std::vector<std::string>& interfaces = {});
 // NCCL on the current CUDA device; throws mtrain::Error in builds without MTRAIN_WITH_CUDA.
 BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::milliseconds timeout);
 bool nccl_available();

@@ -32,7 +32,7 @@ const char* const kEnvVars[] = {"RANK",        "WORLD_SIZE",      "LOCAL_RANK", 
                                 "MASTER_PORT", "OMP_NUM_THREADS", "MTRAIN_JOB_ID",
                                 "TORCHELASTIC_RESTART_COUNT", "LOCAL_WORLD_SIZE",
                                 "MTRAIN_HEARTBEAT_FILE", "TORCHELASTIC_ERROR_FILE", "TORCHELASTIC_MAX_RESTARTS",
-                                "MTRAIN_RDZV_ROUND", "MTRAIN_RESTART_REASON", "MTRAIN_LOST_NODES"};
+                                "MTRAIN_RDZV_ROUND", "MTRAIN_RESTART_REASON", "MTRAIN_LOST_NODES", "GLOO_SOCKET_IFNAME"};
 
 std::string env_or(const WorkerOptions& o, const std::string& k, const std::string& def) {
   auto it = o.env.find(k);
@@ -166,6 +166,9 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
                       env_int(o, "LOCAL_WORLD_SIZE", 0) == world;
   const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
   if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
+  // As torch.distributed: GLOO_SOCKET_IFNAME=eth0[,eth1] binds Gloo to those interfaces.
+  for (const auto& iface : str::split(env_or(o, "GLOO_SOCKET_IFNAME", ""), ','))
+    if (!str::trim(iface).empty()) co.interfaces.push_back(str::trim(iface));
   compat::StorePtr store;
   if (world > 1) {
     const int port = env_int(o, "MASTER_PORT", 29500);

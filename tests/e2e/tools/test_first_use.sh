@@ -25,6 +25,11 @@ printf 'worker-0.invalid slots=2\nworker-1.invalid slots=2\n' >"$WORK/hosts"
 run_mtrain "$WORK/offline" launch --hostfile "$WORK/hosts" --dry-run --format json -- /bin/true
 expect_rc 0 "--dry-run with unresolvable hosts"
 [ "$(grep -v '^mtrain: note' "$WORK/offline" | json_of '["world_size"]')" = 4 ] && ok "the offline plan has 4 ranks" || fail "offline plan"
+# The bundled trainer over ssh (no program): each agent runs mtrain-worker (this was refused
+# with "no program to launch" before the ssh launcher learnt to plan it).
+run_mtrain "$WORK/offline_trainer" launch --hostfile "$WORK/hosts" --dry-run --strategy zero3
+expect_rc 0 "--dry-run of the bundled trainer over ssh"
+expect_in "$WORK/offline_trainer" "mtrain-worker --job"
 
 # 3. launch.master_port 0 | auto in a job file: validate, show and launch accept it.
 for port in auto 0; do

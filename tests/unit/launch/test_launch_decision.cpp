@@ -386,6 +386,15 @@ TEST_CASE("decide_launch, ssh launcher: other hosts get agents over ssh, the sto
     o.master_port = "auto";
     CHECK(contains(refusal(o, environment(), probes), "--master-port auto picks a free port on this machine only"));
   }
+  SECTION("--nnodes MIN:MAX around the hosts makes the ssh job elastic; a range without them is refused") {
+    o.multi.nnodes = "1:2";
+    CHECK(decide_launch(o, environment(), probes).mode == LaunchMode::ssh_launcher);
+    o.multi.nnodes = "3:4";
+    CHECK(contains(refusal(o, environment(), probes), "--nnodes 3:4 does not fit the 2 hosts the hostfile selects"));
+    o.multi.nnodes = "1:2";
+    o.multi.node_rank_given = true;  // a static node of the hostfile's world cannot re-form
+    CHECK(contains(refusal(o, environment(), probes), "--nnodes 1:2 (MIN:MAX) needs a rendezvous that can re-form"));
+  }
   SECTION("another launcher than ssh for other hosts is refused") {
     o.launcher = "local";
     CHECK(contains(refusal(o, environment(), probes), "the hostfile selects hosts other than this machine"));

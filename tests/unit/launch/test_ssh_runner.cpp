@@ -157,3 +157,107 @@ TEST_CASE("ssh runner: the bundled trainer's job travels on stdin after the toke
   CHECK(line.find("gpt") == std::string::npos);
   std::fclose(out);
 }
+
+namespace {
+// Two agents under a job with restarts: worker-1's first ssh ends at once (exit 255, the host
+// lost); every other agent runs until stopped. The store is a plain state the test moves.
+struct ElasticJob {
+  std::FILE* out = std::tmpfile();
+  SshRunOptions opt = two_nodes(out);
+  FakeProcessRunner runner;
+  mtrain::rendezvous::Phase phase = mtrain::rendezvous::Phase::running;
+  std::vector<std::string> lost;
+  int node1_spawns = 0;
+  ElasticJob() {
+    opt.poll = std::chrono::milliseconds(20);
+    opt.restarts = true;
+    opt.respawn.base = std::chrono::milliseconds(10);
+    opt.job_status = [this] {
+      mtrain::rendezvous::StoreStatus s;
+      s.phase = phase;
+      if (phase == mtrain::rendezvous::Phase::failed) {
+        s.reason = "the job could not re-form after restart 1 of 1 (…); nodes lost: worker-1";
+        s.failed_nodes = {"worker-1"};
+      }
+      return s;
+    };
+    runner.script = [this](const SpawnRequest& r) {
+      FakeScript s;
+      if (is_stop(r)) return s;
+      const bool node1 = std::find(r.argv.begin(), r.argv.end(), "alice@worker-1") != r.argv.end();
+      s.exits_now = false;
+      if (node1 && ++node1_spawns == 1) {
+        s.exits_now = true;
+        s.exit_code = 255;
+      }
+      return s;
+    };
+  }
+  ~ElasticJob() { std::fclose(out); }
+  size_t agents_spawned() const {
+    size_t n = 0;
+    for (const auto& r : runner.spawned) n += is_stop(r) ? 0 : 1;
+    return n;
+  }
+};
+}  // namespace
+
+TEST_CASE("ssh runner: with restarts a lost host does not stop the others; the store is told and a new agent starts",
+          "[launch][ssh][elastic]") {
+  ElasticJob j;
+  size_t agents_when_lost = 0, signals_when_respawned = 0;
+  j.opt.lose_node = [&](const std::string& host, const std::string& why) {
+    j.lost.push_back(host + ": " + why);
+    agents_when_lost = j.agents_spawned();
+    return true;
+  };
+  // Once the new agent on worker-1 is up, the test ends the job through the store (failed), which
+  // is the one way the fake agents, which run until stopped, end.
+  auto status = j.opt.job_status;
+  j.opt.job_status = [&] {
+    if (j.node1_spawns >= 2 && j.phase == mtrain::rendezvous::Phase::running) {
+      signals_when_respawned = j.runner.signals.size();
+      j.phase = mtrain::rendezvous::Phase::failed;
+    }
+    return status();
+  };
+  int rc = run_over_ssh(j.opt, j.runner);
+  CHECK(rc == 1);
+  REQUIRE(j.lost.size() == 1);
+  CHECK(j.lost[0] == "worker-1: ssh to worker-1 failed or the connection was lost (ssh exit 255)");
+  CHECK(agents_when_lost == 2);
+  CHECK(j.node1_spawns == 2);            // a new agent on the lost host
+  CHECK(signals_when_respawned == 0);    // nobody was stopped for the loss
+  std::string text = slurp(j.out);
+  CHECK(text.find("node worker-1 lost (ssh to worker-1 failed") != std::string::npos);
+  CHECK(text.find("the job goes on without it") != std::string::npos);
+  CHECK(text.find("(lost; replaced)") != std::string::npos);
+  CHECK(text.find("nodes lost: worker-1") != std::string::npos);  // the store's reason at the end
+}
+
+TEST_CASE("ssh runner: with restarts, a loss the store cannot survive stops every agent and starts none",
+          "[launch][ssh][elastic]") {
+  ElasticJob j;
+  j.opt.lose_node = [&](const std::string& host, const std::string&) {
+    j.lost.push_back(host);
+    j.phase = mtrain::rendezvous::Phase::failed;  // no restart left
+    return true;
+  };
+  int rc = run_over_ssh(j.opt, j.runner);
+  CHECK(rc == 1);
+  CHECK(j.lost == std::vector<std::string>{"worker-1"});
+  CHECK(j.node1_spawns == 1);
+  CHECK(j.runner.signals_sent(SIGKILL) >= 1);  // worker-0's ssh after the grace period
+}
+
+TEST_CASE("ssh runner: without restarts a lost host still ends the job at once", "[launch][ssh][elastic]") {
+  ElasticJob j;
+  j.opt.restarts = false;
+  bool told = false;
+  j.opt.lose_node = [&](const std::string&, const std::string&) { return told = true; };
+  int rc = run_over_ssh(j.opt, j.runner);
+  CHECK(rc == 1);
+  CHECK_FALSE(told);
+  CHECK(j.node1_spawns == 1);
+  CHECK(slurp(j.out).find("ssh to worker-1 failed or the connection was lost") != std::string::npos);
+}

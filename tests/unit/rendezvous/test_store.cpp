@@ -564,3 +564,58 @@ TEST_CASE("store: restarts — survivors that were heart-beating get a full time
   CHECK(share(r).nnodes == 3);
   CHECK(f.store->status().lost.empty());
 }
+
+TEST_CASE("store: lose_host — a running node the launcher knows is gone re-forms the job at once, counted once",
+          "[rendezvous][store][restart][lose_host]") {
+  Fixture f(elastic(2, 3, 2));
+  f.join("a", "n0", 1);
+  f.join("b", "n1", 2);
+  REQUIRE(f.join("c", "n2", 1)["phase"] == "running");
+  // No clock movement: the store learns it from the launcher, not from missed heartbeats.
+  REQUIRE(f.store->lose_host("n1", "ssh to n1 ended (exit 255)"));
+  auto s = f.store->status();
+  REQUIRE(s.phase == Phase::joining);
+  CHECK(s.restarts == 1);
+  CHECK(s.lost == std::vector<std::string>{"n1"});
+  CHECK_THAT(s.restart_reason, Contains("node 'n1' (node rank 1) was lost: ssh to n1 ended"));
+  f.join("a", "n0", 1);
+  auto r = f.join("c", "n2", 1);  // every survivor back: no wait for n1
+  REQUIRE(r["phase"] == "running");
+  CHECK(share(r).world_size == 2);
+  // The host may come back with a new agent (a new node id): with room below MAX it waits.
+  auto back = f.join("d", "n1", 2);
+  CHECK(back["phase"] == "joining");
+  CHECK(f.store->status().restarts == 1);
+  // Unknown hosts and a finished or failed job are not news.
+  CHECK_FALSE(f.store->lose_host("n9", "?"));
+}
+
+TEST_CASE("store: lose_host — while a round forms the lost node is not waited for; without restarts the job fails",
+          "[rendezvous][store][restart][lose_host]") {
+  SECTION("a survivor that has not re-joined") {
+    Fixture f(elastic(2, 3, 2));
+    f.join("a", "n0", 1);
+    f.join("b", "n1", 1);
+    f.join("c", "n2", 1);
+    f.send("a", {{"op", "fail"}, {"reason", "rank 0 exited with code 1"}});
+    f.join("a", "n0", 1);
+    f.join("b", "n1", 1);
+    CHECK(f.store->status().phase == Phase::joining);  // n2 alive and not back yet
+    REQUIRE(f.store->lose_host("n2", "ssh to n2 ended"));
+    auto s = f.store->status();
+    CHECK(s.phase == Phase::running);  // every surviving node is back, at least MIN
+    CHECK(s.lost == std::vector<std::string>{"n2"});
+    CHECK(s.restarts == 1);
+  }
+  SECTION("no restarts: the job fails, naming the node") {
+    Fixture f(nodes(2, 2));
+    f.join("a", "n0", 1);
+    REQUIRE(f.join("b", "n1", 1)["phase"] == "running");
+    REQUIRE(f.store->lose_host("n1", "ssh to n1 ended"));
+    auto s = f.store->status();
+    CHECK(s.phase == Phase::failed);
+    CHECK(s.failed_nodes == std::vector<std::string>{"n1"});
+    CHECK_THAT(s.reason, Contains("was lost: ssh to n1 ended"));
+    CHECK_FALSE(f.store->lose_host("n0", "late"));  // a failed job has nothing more to lose
+  }
+}
