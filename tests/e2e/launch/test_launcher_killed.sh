@@ -16,7 +16,9 @@ pgrep -f "sleep 300.$$" >/dev/null && { fail "ranks survive a SIGKILLed launcher
 
 "$MTRAIN" launch --nproc-per-node 2 -- bash -c 'trap "echo got TERM on $RANK; exit 0" TERM; sleep '"$m"' & wait' >"$WORK/t" 2>&1 &
 launcher=$!
-for _ in $(seq 50); do [ "$(pgrep -fc "sleep $m")" -ge 2 ] && break; sleep 0.1; done
+# Count the sleeps themselves ("^sleep"): the ranks' bash command lines hold the same text, and
+# a TERM that reaches a bash before its trap is set ends it without the line this test expects.
+for _ in $(seq 50); do [ "$(pgrep -fc "^sleep $m")" -ge 2 ] && break; sleep 0.1; done
 kill -TERM $launcher
 timeout 20 tail --pid=$launcher -f /dev/null
 wait $launcher; rc=$?
