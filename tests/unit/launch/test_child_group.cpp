@@ -238,7 +238,8 @@ TEST_CASE("child group: other signals go to the owner; a wind-down deadline, rep
   SECTION("a stop during a wind-down replaces its deadline") {
     asio::io_context io2;
     asio::signal_set signals2(io2, SIGCHLD);
-    ChildGroup g(io2, signals2, runner, Heard().handlers());
+    Heard heard2;  // outlives the group: its handlers point at it (a temporary did not)
+    ChildGroup g(io2, signals2, runner, heard2.handlers());
     g.spawn(request("b"));
     bool deadline_ran = false;
     asio::post(io2, [&] {
