@@ -203,7 +203,7 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   const auto slurm_store_here = apply_slurm_elastic(opt, env);
   if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
     throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
-  const bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
+  bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
   bool from_slurm = false;
   d.job_id_source = "--job-id / MTRAIN_JOB_ID";
   if (!agent) {
@@ -279,6 +279,13 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
     }
   }
   d.mode = final_mode(opt, agent, from_slurm);
+  // A static job of several nodes with restarts: each node runs as an agent of a fixed-size node
+  // rendezvous held by node 0, so that every node restarts together (static_agent_options).
+  const bool static_restarts = d.mode == LaunchMode::static_node && p.nnodes > 1 && p.max_restarts > 0;
+  if (static_restarts) {
+    agent = true;
+    m.node_name = static_node_name(p);
+  }
 
   std::string master_addr_given = p.master_addr;
   if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
@@ -327,7 +334,13 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
     p.worker_argv = {opt.worker_path, "--job", d.job_file};
   }
 
-  if (agent) {
+  if (static_restarts) {
+    std::string note;
+    d.agent = static_agent_options(opt, p, hosts, env, &note);
+    if (!note.empty()) probes.note("mtrain: note: " + note);
+    p.rdzv_backend = "mtrain";
+    p.rdzv_endpoint = d.agent->endpoint.str();
+  } else if (agent) {
     d.agent = agent_options(opt, hosts, env);
     if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
     p.master_addr = master_addr_given;  // else node 0's address, from the agreement
@@ -343,7 +356,7 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   }
 
   plan::PlanOptions preview = p;
-  if (agent) {
+  if (agent && !static_restarts) {  // a static node's part of the job is known: shown as without restarts
     if (preview.master_addr.empty()) preview.master_addr = "127.0.0.1";
     preview.nnodes = 1;
     preview.node_rank = 0;
@@ -355,13 +368,16 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
   }
 
   // Input checks that touch the system, before anything starts.
-  if (p.program.empty()) probes.check_job(opt.job_spec_json, agent ? 0 : d.plan.world_size);
+  if (p.program.empty()) probes.check_job(opt.job_spec_json, agent && !static_restarts ? 0 : d.plan.world_size);
   d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
     throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
                 "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
-  if (!agent && d.plan.nodes.at(0).node_rank == 0) {
+  if ((!agent || static_restarts) && d.plan.nodes.at(0).node_rank == 0) {
     probes.check_port_free(d.plan.master_addr, d.plan.master_port);
+    // Node 0 holds the restarts' store: a taken port is refused now, not met by a node agent
+    // that would take someone else's listener for its store.
+    if (static_restarts) probes.check_port_free(d.agent->endpoint.host, d.agent->endpoint.port);
     // Rank 0 of the bundled trainer runs here: a work dir held by a live job refuses now, before
     // any rank starts; rank 0 still takes the lock itself (and takes over a stale one).
     if (p.program.empty()) probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());

@@ -253,4 +253,49 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   return a;
 }
 
+std::string static_node_name(const plan::PlanOptions& p) {
+  return p.node_name.empty() ? fmt::format("node-{}", p.node_rank) : p.node_name;
+}
+
+AgentOptions static_agent_options(const LaunchOptions& opt, const plan::PlanOptions& p,
+                                  const std::optional<topology::Inventory>& hosts, const EnvMap& env,
+                                  std::string* token_note) {
+  const auto& m = opt.multi;
+  AgentOptions a;
+  if (!m.rdzv_endpoint.empty()) {
+    a.endpoint = endpoint_of(m);
+  } else {
+    a.endpoint.host = p.master_addr.empty() ? "127.0.0.1" : p.master_addr;
+    a.endpoint.port = static_cast<uint16_t>(m.rdzv_port);
+  }
+  a.nnodes = rendezvous::NodeCount{p.nnodes, p.nnodes};
+  a.node_name = static_node_name(p);
+  if (hosts) {
+    for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
+  } else {
+    for (int k = 0; k < p.nnodes; ++k) a.expected_hosts.push_back(fmt::format("node-{}", k));
+  }
+  auto tok = env.find(rendezvous::kTokenEnv);
+  if (tok != env.end() && !tok->second.empty()) {
+    a.token = rendezvous::token_or_generate(tok->second.c_str());
+  } else {
+    // Not a secret: every node computes the same text from what they were all given.
+    a.token = "mtrain-static-rendezvous:" + a.endpoint.str() + (p.rdzv_id.empty() ? "" : ":" + p.rdzv_id);
+    if (token_note)
+      *token_note = fmt::format("{} is unset: the restarts' rendezvous store on {} accepts any peer that reaches it "
+                                "(as torchrun's static store does); export the same 16+ random characters on every "
+                                "node to authenticate it",
+                                rendezvous::kTokenEnv, a.endpoint.str());
+  }
+  a.join_timeout = seconds(m.rdzv_timeout_s);
+  a.last_call = seconds(m.rdzv_last_call_s);
+  a.node_timeout = seconds(m.node_timeout_s);
+  a.max_restarts = p.max_restarts;
+  a.scale_up = ScaleUp::off;  // N fixed: no node can arrive beyond it
+  a.store_elsewhere = p.node_rank != 0;
+  a.expected_node_rank = p.node_rank;
+  a.record_dir = remote::agent_record_dir(p.job_id, env);
+  return a;
+}
+
 }  // namespace mtrain::launch

@@ -29,4 +29,21 @@ rendezvous::Endpoint endpoint_of(const MultiNodeOptions& m);
 AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topology::Inventory>& hosts,
                            const EnvMap& env);
 
+// Node K of a static job (`--nnodes N --node-rank K`, or `--hostfile F --node-rank K`) with
+// --max-restarts: it runs as a node agent of a fixed-size node rendezvous so that a failure on any
+// node restarts every node's ranks together (docs/multinode.md, "Restarts").
+//   * node 0 holds the store on MASTER_ADDR:--rdzv-port (or --rdzv-endpoint); the others join it;
+//   * nodes join as "node-K" (the hostfile's host name with a hostfile) and keep node rank K: the
+//     store numbers them in that order, MIN = MAX = N;
+//   * the token is MTRAIN_RDZV_TOKEN when set; else one derived from the endpoint (and --rdzv-id),
+//     so that a torchrun-style command line works as is; `token_note` then says that such a store,
+//     like torchrun's, accepts any peer that reaches it.
+// `p` is this node's plan options after the hostfile was applied (nnodes, node_rank, master_addr).
+AgentOptions static_agent_options(const LaunchOptions& opt, const plan::PlanOptions& p,
+                                  const std::optional<topology::Inventory>& hosts, const EnvMap& env,
+                                  std::string* token_note);
+
+// The name a static node joins under: the hostfile's host, else "node-K".
+std::string static_node_name(const plan::PlanOptions& p);
+
 }  // namespace mtrain::launch

@@ -2,6 +2,7 @@
 // refusals, without touching the system (no hostfile read, no port bound, nothing started).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <set>
@@ -304,6 +305,75 @@ TEST_CASE("decide_launch, static node by hand: --nnodes N --node-rank K", "[laun
   for (const auto& a : probes.asked) CHECK(!contains(a, "port"));  // node 1 does not hold the master
   o.multi.nnodes = "1:3";
   CHECK(contains(refusal(o, environment(), probes), "--nnodes 1:3 (MIN:MAX) needs the dynamic rendezvous"));
+}
+
+TEST_CASE("decide_launch, static nodes with --max-restarts: agents of a fixed-size store on node 0",
+          "[launch][decision][rdzv]") {
+  FakeProbes probes;
+  auto o = program();
+  o.multi.nnodes = "3";
+  o.multi.rdzv_port = 29411;
+  o.plan.master_addr = "10.0.0.1";
+  o.plan.max_restarts = 2;
+  o.multi.node_rank_given = true;
+  SECTION("node 1: joins node 0's store as node-1, keeps its rank; the same derived token on every node") {
+    o.plan.node_rank = 1;
+    auto d = decide_launch(o, environment(), probes);
+    CHECK(d.mode == LaunchMode::static_node);
+    REQUIRE(d.agent);
+    CHECK(d.agent->endpoint.str() == "10.0.0.1:29411");
+    CHECK(d.agent->nnodes.min == 3);
+    CHECK(d.agent->nnodes.max == 3);
+    CHECK(d.agent->node_name == "node-1");
+    CHECK(d.agent->expected_hosts == std::vector<std::string>{"node-0", "node-1", "node-2"});
+    CHECK(d.agent->expected_node_rank == 1);
+    CHECK(d.agent->store_elsewhere);
+    CHECK(d.agent->max_restarts == 2);
+    CHECK(d.agent->scale_up == ScaleUp::off);
+    CHECK(d.options.plan.master_addr == "10.0.0.1");  // as given, not from the agreement
+    CHECK(d.run_dir == "/scratch/mtrain-0000beef.r4nd0mr4nd0mr4nd/node-1");
+    CHECK(d.plan.nodes.at(0).node_rank == 1);  // this node's part of the static job
+    CHECK(d.plan.world_size == 6);
+    REQUIRE(probes.notes.size() == 1);
+    CHECK(contains(probes.notes[0], "MTRAIN_RDZV_TOKEN is unset"));
+    for (const auto& a : probes.asked) CHECK(!contains(a, "port"));  // node 0 holds both ports
+    FakeProbes other;
+    o.plan.node_rank = 2;
+    CHECK(decide_launch(o, environment(), other).agent->token == d.agent->token);
+  }
+  SECTION("node 0 holds the store: its master and store ports are checked before anything starts") {
+    o.plan.node_rank = 0;
+    auto d = decide_launch(o, environment({{"MTRAIN_RDZV_TOKEN", kToken}}), probes);
+    REQUIRE(d.agent);
+    CHECK(!d.agent->store_elsewhere);
+    CHECK(d.agent->token == kToken);
+    CHECK(probes.notes.empty());
+    CHECK(std::count(probes.asked.begin(), probes.asked.end(), "port 10.0.0.1:29500") == 1);
+    CHECK(std::count(probes.asked.begin(), probes.asked.end(), "port 10.0.0.1:29411") == 1);
+    probes.taken_ports = {29411};
+    CHECK(contains(refusal(o, environment(), probes), "port 29411 is taken"));
+  }
+  SECTION("with a hostfile: the hosts' names and order; without restarts, or on one node, no agent") {
+    probes.hostfiles["hosts"] = two_hosts();
+    auto h = o;
+    h.multi.nnodes.clear();
+    h.multi.hostfile = "hosts";
+    h.plan.master_addr.clear();
+    h.plan.nproc_per_node.clear();
+    h.plan.node_rank = 1;
+    auto d = decide_launch(h, environment(), probes);
+    REQUIRE(d.agent);
+    CHECK(d.agent->node_name == "worker-1");
+    CHECK(d.agent->expected_hosts == std::vector<std::string>{"worker-0", "worker-1"});
+    CHECK(d.agent->endpoint.str() == "worker-0:29411");
+    CHECK(d.plan.nodes.at(0).workers.size() == 3);
+    h.plan.max_restarts = 0;
+    CHECK(!decide_launch(h, environment(), probes).agent);
+    auto one = o;
+    one.multi.nnodes = "1";
+    one.plan.node_rank = 0;
+    CHECK(!decide_launch(one, environment(), probes).agent);
+  }
 }
 
 TEST_CASE("decide_launch, hostfile: node K of its static world, or this machine alone", "[launch][decision]") {
