@@ -10,6 +10,15 @@ ok() { echo "ok - $*"; }
 fail() { echo "FAIL - $*"; fails=$((fails + 1)); }
 skip() { echo "SKIP: $*"; exit 77; }
 
+# wait_for FILE PATTERN SECONDS: until grep -E finds PATTERN in FILE.
+wait_for() {
+  for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+  return 1
+}
+# pause_ranks STOP|CONT: every bundled-trainer rank of this test (run folders under $WORK mark them),
+# so that what happens next happens mid-run however fast the machine trains.
+pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
+
 # run_mtrain OUTFILE ARGS... : runs mtrain with a 120 s bound, stdout+stderr to OUTFILE, sets rc.
 run_mtrain() {
   local out=$1; shift

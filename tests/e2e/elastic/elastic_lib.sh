@@ -9,14 +9,6 @@ tiny_job=(--strategy zero3 --optim sgd --lr 0.05 --batch-size 2
           --checkpoint-interval 5 --set checkpoint.keep=100 --seed 3 --set train.threads=1)
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 now() { date +%s.%N; }
-# wait_for FILE PATTERN SECONDS: until grep -E finds PATTERN in FILE.
-wait_for() {
-  for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
-# pause_ranks STOP|CONT: every rank of this test (they run from run folders under $WORK), so that
-# what happens next happens mid-run however fast the machine trains.
-pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
 # within LIMIT WHAT SECONDS: a wall-clock bound, checked with the figure printed.
 within() {
   if [ "$(echo "$3 <= $1" | bc)" = 1 ]; then ok "$2 in $3 s (bound $1 s)"; else fail "$2 took $3 s (bound $1 s)"; fi

@@ -24,11 +24,6 @@ job=(--strategy zero3 --optim sgd --lr 0.05 --batch-size 2 --global-batch-size 1
 # Run folders (and so the ranks' command lines) under $WORK on every node: they mark this test's ranks.
 common=(launch --hostfile "$WORK/hosts" "${NETNS_MTRAIN_SSH[@]}" --export "TMPDIR=$WORK" --nnodes 2:3
         --max-restarts 3 --node-timeout 3 --rdzv-last-call 3 --rdzv-timeout 60 --grace-period 2)
-wait_for() {  # FILE PATTERN SECONDS
-  for _ in $(seq $(($3 * 10))); do grep -qE -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-  return 1
-}
-pause_ranks() { for p in $(pgrep -f "mtrain-worker --job $WORK"); do kill -"$1" "$p" 2>/dev/null; done; }
 agent_in() {  # the node agent living in worker-K's namespace
   for p in $(netns_pids "$1"); do
     [ "$(readlink "/proc/$p/exe")" = "$(readlink -f "$MTRAIN")" ] && grep -qa -- "--ssh-agent" "/proc/$p/cmdline" \
