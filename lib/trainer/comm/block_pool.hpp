@@ -5,7 +5,9 @@
 // so every re-allocation would fault in and zero tens of MB again.
 //
 // A block handed out by allocate() goes back to the pool when its DataPtr is destroyed (the
-// storage freed or its memory released), and a later allocate() of the same size takes it again.
+// storage freed or its memory released), and a later allocate() takes the smallest idle block that
+// holds it, if that block is at most twice its size (it is already resident; mapping a new one
+// would fault it in again).
 // Bound: the memory the pool holds (in use + idle) never exceeds the high-water mark of the memory
 // in use at once — before a fresh block is allocated, idle blocks (largest first) are freed until
 // in use + idle + the new block fit under that mark. So the pool costs no more resident memory
@@ -37,7 +39,7 @@ class BlockPool {
   BlockPool& operator=(const BlockPool&) = delete;
   ~BlockPool();  // every block must have been given back
 
-  // A block of exactly `nbytes`, an idle one of that size when the pool has one.
+  // A block of at least `nbytes`: the smallest idle one of at most 2·nbytes, else a fresh one.
   at::DataPtr allocate(size_t nbytes);
   Stats stats() const;
   // Starts a new window for Stats::window_high_water (e.g. one forward pass).
@@ -69,5 +71,17 @@ class BlockPool {
 // (>= kPooledMinBytes; smaller ones and other devices: at::empty). Contents undefined.
 constexpr size_t kPooledMinBytes = size_t{1} << 20;
 at::Tensor pooled_empty(int64_t numel, const at::TensorOptions& opts);
+
+// Makes BlockPool::cpu() the memory of every CPU tensor of at least kPooledMinBytes (train.
+// cpu_memory_pool): autograd's gradients, activations, optimiser temporaries, not only the sharded
+// engine's own buffers. Why: a step allocates and frees the same sizes every time (the sharded
+// strategies' per-parameter .grad, which is flattened and dropped, above all), and glibc serves
+// blocks this large with fresh mappings, so each one was faulted in and zeroed again every step —
+// more system time than arithmetic on the CPU. The bound of BlockPool holds for all of them: the
+// process never keeps more than the most large-block memory it had in use at once.
+// Process-wide and idempotent; smaller allocations go to LibTorch's own CPU allocator.
+void install_pooled_cpu_allocator();
+// Whether install_pooled_cpu_allocator() ran in this process.
+bool pooled_cpu_allocator_installed();
 
 }  // namespace mtrain::trainer

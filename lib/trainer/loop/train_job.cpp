@@ -166,6 +166,7 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.val_interval = r.integer("train.val_interval");
   t.val_steps = r.integer("train.val_steps");
   t.threads = r.integer("train.threads");
+  t.cpu_memory_pool = r.flag("train.cpu_memory_pool");
   t.checkpoint_interval = r.integer("checkpoint.interval");
   t.checkpoint_keep = r.integer("checkpoint.keep");
   t.resume = r.text("checkpoint.resume");

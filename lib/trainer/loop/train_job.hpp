@@ -38,6 +38,7 @@ struct TrainJob {
   int64_t val_interval = 0;
   int64_t val_steps = 10;
   int64_t threads = 0;
+  bool cpu_memory_pool = true;  // train.cpu_memory_pool (comm/block_pool.hpp)
   int64_t checkpoint_interval = 0;
   int64_t checkpoint_keep = 2;
   std::string resume;

@@ -31,7 +31,7 @@ class Ddp final : public Strategy {
  public:
   Ddp(const StrategyOptions& o, Communicator& comm) : o_(o), comm_(comm) {}
 
-  std::string name() const override { return "ddp"; }
+  std::string name() const override { return config::to_string(config::StrategyName::Ddp); }
 
   void setup(std::shared_ptr<torch::nn::Module> model) override {
     model_ = std::move(model);
@@ -264,7 +264,7 @@ std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm)
   // bf16/fp16: replicated compute-dtype parameters with an fp32 master copy — the sharded
   // engine with one shard per rank and DDP's buckets as units (gradients all-reduced).
   ShardedConfig c;
-  c.name = "ddp";
+  c.name = config::to_string(config::StrategyName::Ddp);
   c.shard_size = 1;
   c.grads_sharded = false;
   c.params_resident = true;

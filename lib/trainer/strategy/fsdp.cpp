@@ -33,10 +33,10 @@
 
 namespace mtrain::trainer {
 
-std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm, const std::string& name) {
+std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm) {
   const FsdpOptions& f = o.fsdp;
   ShardedConfig c;
-  c.name = name;
+  c.name = config::to_string(config::StrategyName::Fsdp);
   const std::string& ss = f.sharding_strategy;
   if (ss == "FULL_SHARD" || ss == "HYBRID_SHARD") {
     c.grads_sharded = true;

@@ -172,9 +172,8 @@ std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyO
 std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm);
 // stage 1-3 (zero.cpp).
 std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communicator& comm);
-// fsdp.cpp; `name` is what name() reports ("fsdp", or "ddp" for DDP in mixed precision).
-std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm,
-                                    const std::string& name = "fsdp");
+// fsdp.cpp.
+std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm);
 
 // Splits n elements over `world` ranks as evenly as possible: [begin, end) of rank r.
 std::pair<int64_t, int64_t> even_split(int64_t n, int world, int rank);

@@ -45,7 +45,7 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
     throw Error("zero.offload_param_device needs stage 3", "use strategy zero3");
   }
   ShardedConfig c;
-  c.name = fmt::format("zero{}", stage);
+  c.name = config::strategy_text_of_zero_stage(stage);
   c.shard_size = 0;
   c.grads_sharded = stage >= 2;
   c.params_resident = stage < 3;
