@@ -15,7 +15,7 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/topology/gpu_list.hpp"
+#include "mtrain/launch/launch_switches.hpp"
 
 namespace mtrain::app {
 
@@ -23,9 +23,7 @@ namespace {
 
 struct LaunchFlags {
   launch::LaunchOptions opt;
-  std::string ranks_filter;
-  bool no_prefix = false;
-  bool no_local_rank = false;
+  launch::LaunchSwitches switches;  // --no-prefix, --no-local-rank, --ranks-filter
   std::map<std::string, std::string> job_flags;  // setting key → text
   std::vector<std::string> sets;
   std::string config_file;
@@ -168,8 +166,8 @@ void add_launch(CLI::App& root, Exit& exit) {
                             "Console line prefix; {host} {rank} {local_rank} {role}")
                 ->default_str("[{host}:{rank}] "),
             "prefix"), kOut);
-  group(env(sub->add_flag("--no-prefix", f->no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
-  group(env(sub->add_option("--ranks-filter", f->ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
+  group(env(sub->add_flag("--no-prefix", f->switches.no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
+  group(env(sub->add_option("--ranks-filter", f->switches.ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
             "ranks-filter"), kOut);
   const char* kProg = "Program";
   group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
@@ -184,7 +182,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
                           "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
             "local-rank-arg"), kProg);
-  group(env(sub->add_flag("--no-local-rank", f->no_local_rank, "Do not append --local_rank (the default)"),
+  group(env(sub->add_flag("--no-local-rank", f->switches.no_local_rank, "Do not append --local_rank (the default)"),
             "no-local-rank"), kProg);
   group(env(sub->add_flag("--dry-run", o.dry_run, "Print the launch plan; start nothing"), "dry-run"), kProg);
   group(env(sub->add_option("--format", o.format, "Plan format for --dry-run")->check(CLI::IsMember({"text", "json"})),
@@ -201,15 +199,9 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
-    if (o.plan.module && o.plan.no_python)
-      throw Error("-m/--module and --no-python contradict each other",
-                  "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
+    launch::apply_launch_switches(f->switches, o);
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
-    if (f->no_local_rank) o.plan.local_rank_arg = false;
-    o.output.prefix = !f->no_prefix;
-    if (!f->ranks_filter.empty())
-      for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
     // Launch settings come through the registry with the job: one parse and one set of checks
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
