@@ -92,7 +92,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   const char* kRanks = "Ranks and GPUs";
   // Every launch.* setting of the registry: --nproc-per-node, --gpus, --device, --include, --exclude,
   // --hostfile, --master-addr, --master-port, --launcher, --nnodes, --rdzv-backend, --rdzv-port,
-  // --rdzv-timeout, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
+  // --rdzv-timeout, --rdzv-last-call, --node-timeout, --heartbeat-timeout, --grace-period, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
   // launch.* in a job file and --set launch.*=…), resolved with the job and applied by
   // launch::apply_launch_settings.
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
@@ -111,16 +111,6 @@ void add_launch(CLI::App& root, Exit& exit) {
                             "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that "
                             "address holds it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node"),
             "rdzv-endpoint"), kRdzv);
-  group(env(sub->add_option("--rdzv-last-call", o.multi.rdzv_last_call_s,
-                            "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined")
-                ->check(CLI::Range(0.0, 86400.0))
-                ->default_str("30"),
-            "rdzv-last-call"), kRdzv);
-  group(env(sub->add_option("--node-timeout", o.multi.node_timeout_s,
-                            "Seconds without heartbeats after which a node counts as lost and the job stops")
-                ->check(CLI::Range(0.5, 86400.0))
-                ->default_str("30"),
-            "node-timeout"), kRdzv);
   group(env(sub->add_option("--node-name", o.multi.node_name, "This node's name in the job (default: the hostname)"),
             "node-name"), kRdzv);
 
@@ -147,18 +137,6 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
       ->group("");
 
-  const char* kSup = "Supervision";
-  group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
-                            "Stop the job (exit 75) when a rank writes no output and does not touch its "
-                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
-                            "does, every step) is watched once it has, with max(20 s, 20 x its longest gap)")
-                ->check(CLI::Range(0.0, 864000.0))
-                ->default_str("0"),
-            "heartbeat-timeout"), kSup);
-  group(env(sub->add_option("--grace-period", o.grace_period_s, "Seconds between SIGTERM and SIGKILL at teardown")
-                ->check(CLI::Range(0.0, 86400.0))
-                ->default_str("5"),
-            "grace-period"), kSup);
 
   const char* kOut = "Output";
   group(env(sub->add_flag("--tee", o.output.tee, "With --log-dir, also show rank output on the console"), "tee"), kOut);
