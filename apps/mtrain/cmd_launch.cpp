@@ -92,7 +92,8 @@ void add_launch(CLI::App& root, Exit& exit) {
   const char* kRanks = "Ranks and GPUs";
   // Every launch.* setting of the registry: --nproc-per-node, --gpus, --device, --include, --exclude,
   // --hostfile, --master-addr, --master-port, --launcher, --nnodes, --rdzv-backend, --rdzv-port,
-  // --rdzv-timeout, --rdzv-last-call, --node-timeout, --heartbeat-timeout, --grace-period, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
+  // --rdzv-timeout, --remote-mtrain, --ssh-identity, --export-env-file, --tee, --prefix, --python,
+  // --local-rank-arg, --rdzv-last-call, --node-timeout, --heartbeat-timeout, --grace-period, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
   // launch.* in a job file and --set launch.*=…), resolved with the job and applied by
   // launch::apply_launch_settings.
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
@@ -121,29 +122,18 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--num-gpus", o.multi.num_gpus, "Use the first N slots of each host")
                 ->check(CLI::Range(0, 1 << 20)),
             "num-gpus"), kHosts);
-  group(env(sub->add_option("--remote-mtrain", o.multi.remote_mtrain,
-                            "Path of mtrain on the other hosts (default: this binary's path)"),
-            "remote-mtrain"), kHosts);
   group(sub->add_option("--ssh-option", o.multi.ssh_options, "Extra ssh -o KEY=VALUE (repeatable)"), kHosts);
   group(env(sub->add_option("--ssh-port", o.multi.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535)),
             "ssh-port"), kHosts);
-  group(env(sub->add_option("--ssh-identity", o.multi.ssh_identity, "ssh private key (-i)"), "ssh-identity"), kHosts);
   group(sub->add_option("--export", o.multi.exports,
                         "Pass VAR (its value here) or VAR=VALUE to every host (repeatable); NCCL_*, GLOO_*, CUDA_*, "
                         "PYTHON*, OMP_* and MTRAIN_* are passed anyway"),
         kHosts);
-  group(env(sub->add_option("--export-env-file", o.multi.export_env_file, "File of VAR=VALUE lines to pass to every host"),
-            "export-env-file"), kHosts);
   sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
       ->group("");
 
 
   const char* kOut = "Output";
-  group(env(sub->add_flag("--tee", o.output.tee, "With --log-dir, also show rank output on the console"), "tee"), kOut);
-  group(env(sub->add_option("--prefix", o.output.prefix_format,
-                            "Console line prefix; {host} {rank} {local_rank} {role}")
-                ->default_str("[{host}:{rank}] "),
-            "prefix"), kOut);
   group(env(sub->add_flag("--no-prefix", f->switches.no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
   group(env(sub->add_option("--ranks-filter", f->switches.ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
             "ranks-filter"), kOut);
@@ -153,13 +143,6 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_flag("--no-python", o.plan.no_python,
                           "Execute PROGRAM itself even when it ends in .py (torchrun --no-python)"),
             "no-python"), kProg);
-  group(env(sub->add_option("--python", o.plan.python,
-                            "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run)")
-                ->default_str("python3"),
-            "python"), kProg);
-  group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
-                          "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
-            "local-rank-arg"), kProg);
   group(env(sub->add_flag("--no-local-rank", f->switches.no_local_rank, "Do not append --local_rank (the default)"),
             "no-local-rank"), kProg);
   group(env(sub->add_flag("--dry-run", o.dry_run, "Print the launch plan; start nothing"), "dry-run"), kProg);
@@ -177,13 +160,13 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
-    launch::apply_launch_switches(f->switches, o);
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
     // Launch settings come through the registry with the job: one parse and one set of checks
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
     launch::apply_launch_settings(r, o);
+    launch::apply_launch_switches(f->switches, o);  // after the settings: --no-local-rank wins over launch.local_rank_arg
     auto shipped = mtrain::process_environment();
     if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
