@@ -17,7 +17,7 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --scale-up --max-restarts --pass-config --log-dir --raw-output --node-rank --rdzv-id --job-id --role --rdzv-endpoint --rdzv-last-call --node-timeout --node-name --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --ssh-agent --heartbeat-timeout --grace-period --tee --prefix --no-prefix --ranks-filter --module -m --no-python --python --local-rank-arg --no-local-rank --dry-run --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --remote-mtrain --ssh-identity --export-env-file --tee --prefix --python --local-rank-arg --scale-up --max-restarts --pass-config --log-dir --raw-output --node-rank --rdzv-id --job-id --role --rdzv-endpoint --node-name --num-nodes --num-gpus --ssh-option --ssh-port --export --ssh-agent --no-prefix --ranks-filter --module -m --no-python --no-local-rank --dry-run --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -32,7 +32,7 @@ _mtrain_opts() {
     'mtrain config') _mtrain_r=(--help -h) ;;
     'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
     'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --scale-up --max-restarts --pass-config --log-dir --raw-output --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir) ;;
+    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --remote-mtrain --ssh-identity --export-env-file --tee --prefix --python --local-rank-arg --scale-up --max-restarts --pass-config --log-dir --raw-output --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir) ;;
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
     'mtrain config export') _mtrain_r=(--help -h --to --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
@@ -50,7 +50,7 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --scale-up --max-restarts --pass-config --log-dir --node-rank --rdzv-id --job-id --role --rdzv-endpoint --rdzv-last-call --node-timeout --node-name --num-nodes --num-gpus --remote-mtrain --ssh-option --ssh-port --ssh-identity --export --export-env-file --heartbeat-timeout --grace-period --prefix --ranks-filter --python --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --remote-mtrain --ssh-identity --export-env-file --prefix --python --scale-up --max-restarts --pass-config --log-dir --node-rank --rdzv-id --job-id --role --rdzv-endpoint --node-name --num-nodes --num-gpus --ssh-option --ssh-port --export --ranks-filter --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -61,7 +61,7 @@ _mtrain_valopts() {
     'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
     'mtrain config init') _mtrain_r=(--output -o --set) ;;
     'mtrain config validate') _mtrain_r=(--format) ;;
-    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --scale-up --max-restarts --pass-config --log-dir --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --remote-mtrain --ssh-identity --export-env-file --prefix --python --scale-up --max-restarts --pass-config --log-dir --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir) ;;
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
@@ -91,6 +91,15 @@ _mtrain_values() {
     'mtrain launch|--rdzv-backend') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-port') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-timeout') _mtrain_kind=none ;;
+    'mtrain launch|--rdzv-last-call') _mtrain_kind=none ;;
+    'mtrain launch|--node-timeout') _mtrain_kind=none ;;
+    'mtrain launch|--heartbeat-timeout') _mtrain_kind=none ;;
+    'mtrain launch|--grace-period') _mtrain_kind=none ;;
+    'mtrain launch|--remote-mtrain') _mtrain_kind=none ;;
+    'mtrain launch|--ssh-identity') _mtrain_kind=none ;;
+    'mtrain launch|--export-env-file') _mtrain_kind=none ;;
+    'mtrain launch|--prefix') _mtrain_kind=none ;;
+    'mtrain launch|--python') _mtrain_kind=none ;;
     'mtrain launch|--scale-up') _mtrain_kind=none ;;
     'mtrain launch|--max-restarts') _mtrain_kind=none ;;
     'mtrain launch|--pass-config') _mtrain_kind=none ;;
@@ -100,22 +109,13 @@ _mtrain_values() {
     'mtrain launch|--job-id') _mtrain_kind=none ;;
     'mtrain launch|--role') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-endpoint') _mtrain_kind=none ;;
-    'mtrain launch|--rdzv-last-call') _mtrain_kind=none ;;
-    'mtrain launch|--node-timeout') _mtrain_kind=none ;;
     'mtrain launch|--node-name') _mtrain_kind=none ;;
     'mtrain launch|--num-nodes') _mtrain_kind=none ;;
     'mtrain launch|--num-gpus') _mtrain_kind=none ;;
-    'mtrain launch|--remote-mtrain') _mtrain_kind=none ;;
     'mtrain launch|--ssh-option') _mtrain_kind=none ;;
     'mtrain launch|--ssh-port') _mtrain_kind=none ;;
-    'mtrain launch|--ssh-identity') _mtrain_kind=none ;;
     'mtrain launch|--export') _mtrain_kind=none ;;
-    'mtrain launch|--export-env-file') _mtrain_kind=none ;;
-    'mtrain launch|--heartbeat-timeout') _mtrain_kind=none ;;
-    'mtrain launch|--grace-period') _mtrain_kind=none ;;
-    'mtrain launch|--prefix') _mtrain_kind=none ;;
     'mtrain launch|--ranks-filter') _mtrain_kind=none ;;
-    'mtrain launch|--python') _mtrain_kind=none ;;
     'mtrain launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain launch|--strategy') _mtrain_kind=strategies ;;
     'mtrain launch|--model') _mtrain_kind=models ;;
@@ -291,6 +291,15 @@ _mtrain_values() {
     'mtrain config show|--rdzv-backend') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-port') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-timeout') _mtrain_kind=none ;;
+    'mtrain config show|--rdzv-last-call') _mtrain_kind=none ;;
+    'mtrain config show|--node-timeout') _mtrain_kind=none ;;
+    'mtrain config show|--heartbeat-timeout') _mtrain_kind=none ;;
+    'mtrain config show|--grace-period') _mtrain_kind=none ;;
+    'mtrain config show|--remote-mtrain') _mtrain_kind=none ;;
+    'mtrain config show|--ssh-identity') _mtrain_kind=none ;;
+    'mtrain config show|--export-env-file') _mtrain_kind=none ;;
+    'mtrain config show|--prefix') _mtrain_kind=none ;;
+    'mtrain config show|--python') _mtrain_kind=none ;;
     'mtrain config show|--scale-up') _mtrain_kind=none ;;
     'mtrain config show|--max-restarts') _mtrain_kind=none ;;
     'mtrain config show|--pass-config') _mtrain_kind=none ;;

@@ -15,7 +15,7 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/topology/gpu_list.hpp"
+#include "mtrain/launch/launch_switches.hpp"
 
 namespace mtrain::app {
 
@@ -23,9 +23,7 @@ namespace {
 
 struct LaunchFlags {
   launch::LaunchOptions opt;
-  std::string ranks_filter;
-  bool no_prefix = false;
-  bool no_local_rank = false;
+  launch::LaunchSwitches switches;  // --no-prefix, --no-local-rank, --ranks-filter
   std::map<std::string, std::string> job_flags;  // setting key → text
   std::vector<std::string> sets;
   std::string config_file;
@@ -94,7 +92,8 @@ void add_launch(CLI::App& root, Exit& exit) {
   const char* kRanks = "Ranks and GPUs";
   // Every launch.* setting of the registry: --nproc-per-node, --gpus, --device, --include, --exclude,
   // --hostfile, --master-addr, --master-port, --launcher, --nnodes, --rdzv-backend, --rdzv-port,
-  // --rdzv-timeout, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
+  // --rdzv-timeout, --remote-mtrain, --ssh-identity, --export-env-file, --tee, --prefix, --python,
+  // --local-rank-arg, --rdzv-last-call, --node-timeout, --heartbeat-timeout, --grace-period, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
   // launch.* in a job file and --set launch.*=…), resolved with the job and applied by
   // launch::apply_launch_settings.
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
@@ -113,16 +112,6 @@ void add_launch(CLI::App& root, Exit& exit) {
                             "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that "
                             "address holds it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node"),
             "rdzv-endpoint"), kRdzv);
-  group(env(sub->add_option("--rdzv-last-call", o.multi.rdzv_last_call_s,
-                            "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined")
-                ->check(CLI::Range(0.0, 86400.0))
-                ->default_str("30"),
-            "rdzv-last-call"), kRdzv);
-  group(env(sub->add_option("--node-timeout", o.multi.node_timeout_s,
-                            "Seconds without heartbeats after which a node counts as lost and the job stops")
-                ->check(CLI::Range(0.5, 86400.0))
-                ->default_str("30"),
-            "node-timeout"), kRdzv);
   group(env(sub->add_option("--node-name", o.multi.node_name, "This node's name in the job (default: the hostname)"),
             "node-name"), kRdzv);
 
@@ -133,43 +122,20 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_option("--num-gpus", o.multi.num_gpus, "Use the first N slots of each host")
                 ->check(CLI::Range(0, 1 << 20)),
             "num-gpus"), kHosts);
-  group(env(sub->add_option("--remote-mtrain", o.multi.remote_mtrain,
-                            "Path of mtrain on the other hosts (default: this binary's path)"),
-            "remote-mtrain"), kHosts);
   group(sub->add_option("--ssh-option", o.multi.ssh_options, "Extra ssh -o KEY=VALUE (repeatable)"), kHosts);
   group(env(sub->add_option("--ssh-port", o.multi.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535)),
             "ssh-port"), kHosts);
-  group(env(sub->add_option("--ssh-identity", o.multi.ssh_identity, "ssh private key (-i)"), "ssh-identity"), kHosts);
   group(sub->add_option("--export", o.multi.exports,
                         "Pass VAR (its value here) or VAR=VALUE to every host (repeatable); NCCL_*, GLOO_*, CUDA_*, "
                         "PYTHON*, OMP_* and MTRAIN_* are passed anyway"),
         kHosts);
-  group(env(sub->add_option("--export-env-file", o.multi.export_env_file, "File of VAR=VALUE lines to pass to every host"),
-            "export-env-file"), kHosts);
   sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
       ->group("");
 
-  const char* kSup = "Supervision";
-  group(env(sub->add_option("--heartbeat-timeout", o.heartbeat_timeout_s,
-                            "Stop the job (exit 75) when a rank writes no output and does not touch its "
-                            "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
-                            "does, every step) is watched once it has, with max(20 s, 20 x its longest gap)")
-                ->check(CLI::Range(0.0, 864000.0))
-                ->default_str("0"),
-            "heartbeat-timeout"), kSup);
-  group(env(sub->add_option("--grace-period", o.grace_period_s, "Seconds between SIGTERM and SIGKILL at teardown")
-                ->check(CLI::Range(0.0, 86400.0))
-                ->default_str("5"),
-            "grace-period"), kSup);
 
   const char* kOut = "Output";
-  group(env(sub->add_flag("--tee", o.output.tee, "With --log-dir, also show rank output on the console"), "tee"), kOut);
-  group(env(sub->add_option("--prefix", o.output.prefix_format,
-                            "Console line prefix; {host} {rank} {local_rank} {role}")
-                ->default_str("[{host}:{rank}] "),
-            "prefix"), kOut);
-  group(env(sub->add_flag("--no-prefix", f->no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
-  group(env(sub->add_option("--ranks-filter", f->ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
+  group(env(sub->add_flag("--no-prefix", f->switches.no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
+  group(env(sub->add_option("--ranks-filter", f->switches.ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
             "ranks-filter"), kOut);
   const char* kProg = "Program";
   group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
@@ -177,14 +143,7 @@ void add_launch(CLI::App& root, Exit& exit) {
   group(env(sub->add_flag("--no-python", o.plan.no_python,
                           "Execute PROGRAM itself even when it ends in .py (torchrun --no-python)"),
             "no-python"), kProg);
-  group(env(sub->add_option("--python", o.plan.python,
-                            "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run)")
-                ->default_str("python3"),
-            "python"), kProg);
-  group(env(sub->add_flag("--local-rank-arg", o.plan.local_rank_arg,
-                          "Append --local_rank=N to the program's arguments (DeepSpeed launcher style)"),
-            "local-rank-arg"), kProg);
-  group(env(sub->add_flag("--no-local-rank", f->no_local_rank, "Do not append --local_rank (the default)"),
+  group(env(sub->add_flag("--no-local-rank", f->switches.no_local_rank, "Do not append --local_rank (the default)"),
             "no-local-rank"), kProg);
   group(env(sub->add_flag("--dry-run", o.dry_run, "Print the launch plan; start nothing"), "dry-run"), kProg);
   group(env(sub->add_option("--format", o.format, "Plan format for --dry-run")->check(CLI::IsMember({"text", "json"})),
@@ -201,19 +160,13 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
-    if (o.plan.module && o.plan.no_python)
-      throw Error("-m/--module and --no-python contradict each other",
-                  "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly.");
     o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
-    if (f->no_local_rank) o.plan.local_rank_arg = false;
-    o.output.prefix = !f->no_prefix;
-    if (!f->ranks_filter.empty())
-      for (int r : topology::parse_gpu_list(f->ranks_filter, "--ranks-filter")) o.output.ranks_filter.insert(r);
     // Launch settings come through the registry with the job: one parse and one set of checks
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
     launch::apply_launch_settings(r, o);
+    launch::apply_launch_switches(f->switches, o);  // after the settings: --no-local-rank wins over launch.local_rank_arg
     auto shipped = mtrain::process_environment();
     if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.

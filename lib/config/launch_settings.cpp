@@ -164,6 +164,28 @@ void add_launch_settings(Registry& r) {
                 "rdzv-port"));
   r.add(number("launch.rdzv_timeout_s", 300, 1, 86400,
                "Seconds to wait for every node to join before giving up.", "rdzv-timeout"));
+  r.add(number("launch.rdzv_last_call_s", 30, 0, 86400,
+               "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined.", "rdzv-last-call"));
+  r.add(number("launch.node_timeout_s", 30, 0.5, 86400,
+               "Seconds without heartbeats after which a node counts as lost and the job stops.", "node-timeout"));
+  r.add(number("launch.heartbeat_timeout_s", 0, 0, 864000,
+               "Stop the job (exit 75) when a rank writes no output and does not touch its "
+               "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
+               "does, every step) is watched once it has, with max(20 s, 20 x its longest gap).",
+               "heartbeat-timeout"));
+  r.add(number("launch.grace_period_s", 5, 0, 86400, "Seconds between SIGTERM and SIGKILL at teardown.",
+               "grace-period"));
+  r.add(text("launch.remote_mtrain", "", "Path of mtrain on the other hosts (default: this binary's path).",
+             "remote-mtrain"));
+  r.add(text("launch.ssh_identity", "", "ssh private key (-i).", "ssh-identity"));
+  r.add(text("launch.export_env_file", "", "File of VAR=VALUE lines to pass to every host.", "export-env-file"));
+  r.add(boolean("launch.tee", false, "With --log-dir, also show rank output on the console.", "tee"));
+  r.add(text("launch.prefix", "[{host}:{rank}] ", "Console line prefix; {host} {rank} {local_rank} {role}.",
+             "prefix"));
+  r.add(text("launch.python", "python3",
+             "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run).", "python"));
+  r.add(boolean("launch.local_rank_arg", false,
+                "Append --local_rank=N to the program's arguments (DeepSpeed launcher style).", "local-rank-arg"));
   r.add(choice("launch.scale_up", "checkpoint", {"checkpoint", "now", "off"},
                "With --nnodes MIN:MAX, a node that arrives while the job runs: checkpoint (the ranks get the "
                "preemption notice and save, then the job re-forms with the new node; not counted as a "

@@ -86,7 +86,12 @@ json observe(const launch::LaunchOptions& o) {
           {"master_port", o.master_port},     {"port_given", o.master_port_given},
           {"rdzv_backend", o.multi.rdzv_backend}, {"rdzv_port", o.multi.rdzv_port},
           {"rdzv_timeout", o.multi.rdzv_timeout_s}, {"scale_up", o.multi.scale_up}, {"max_restarts", o.plan.max_restarts},
-          {"pass_config", o.pass_config},     {"log_dir", o.output.log_dir},    {"raw", o.output.raw_output}};
+          {"pass_config", o.pass_config},     {"log_dir", o.output.log_dir},    {"raw", o.output.raw_output},
+          {"rdzv_last_call", o.multi.rdzv_last_call_s}, {"node_timeout", o.multi.node_timeout_s},
+          {"heartbeat_timeout", o.heartbeat_timeout_s}, {"grace_period", o.grace_period_s},
+          {"remote_mtrain", o.multi.remote_mtrain}, {"ssh_identity", o.multi.ssh_identity},
+          {"export_env_file", o.multi.export_env_file}, {"tee", o.output.tee}, {"prefix", o.output.prefix_format},
+          {"python", o.plan.python}, {"local_rank_arg", o.plan.local_rank_arg}};
 }
 json observe(const slurm::JobOptions& j) {
   return {{"job_name", j.job_name}, {"partition", j.partition}, {"account", j.account}, {"qos", j.qos},
