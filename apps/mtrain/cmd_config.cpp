@@ -36,7 +36,10 @@ void add_config(CLI::App& root, Exit& exit) {
   show->add_flag("--sources", show_opt->sources, "Say where each value came from");
   show->add_option("--format", show_opt->format, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
   show->add_option("--set", show_opt->sets, "key=value, highest priority (repeatable)");
-  cfg::add_setting_flags(*show, reg, show_opt->flags);
+  // Slurm's before launch's: --export stays slurm.export here, as before launch.export had it
+  // too (add_setting_flags adds a spelling once; --set launch.export=… names the other).
+  for (const auto scope : {cfg::Scope::Job, cfg::Scope::Slurm, cfg::Scope::Launch})
+    cfg::add_setting_flags(*show, reg, show_opt->flags, {scope});
   show->callback([&exit, show_opt] {
     show_opt->env = mtrain::process_environment();
     exit.code = cfg::config_show(cfg::job_registry(), *show_opt, std::cout, std::cerr);

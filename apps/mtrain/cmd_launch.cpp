@@ -15,7 +15,6 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/launch/launch_switches.hpp"
 
 namespace mtrain::app {
 
@@ -23,7 +22,6 @@ namespace {
 
 struct LaunchFlags {
   launch::LaunchOptions opt;
-  launch::LaunchSwitches switches;  // --no-prefix, --no-local-rank, --ranks-filter
   std::map<std::string, std::string> job_flags;  // setting key → text
   std::vector<std::string> sets;
   std::string config_file;
@@ -83,71 +81,18 @@ void add_launch(CLI::App& root, Exit& exit) {
     for (const auto& n : r.notes) std::fprintf(stderr, "mtrain: note: %s\n", n.c_str());
     return r.args;
   };
-  auto env = [](CLI::Option* opt, const std::string& flag) {
-    opt->envname(config::env_name(flag));
-    return opt;
-  };
-  auto group = [&](CLI::Option* opt, const char* g) { opt->group(g); return opt; };
-
-  const char* kRanks = "Ranks and GPUs";
-  // Every launch.* setting of the registry: --nproc-per-node, --gpus, --device, --include, --exclude,
-  // --hostfile, --master-addr, --master-port, --launcher, --nnodes, --rdzv-backend, --rdzv-port,
-  // --rdzv-timeout, --remote-mtrain, --ssh-identity, --export-env-file, --tee, --prefix, --python,
-  // --local-rank-arg, --rdzv-last-call, --node-timeout, --heartbeat-timeout, --grace-period, --max-restarts, --pass-config, --log-dir, --raw-output (also MTRAIN_<FLAG>,
-  // launch.* in a job file and --set launch.*=…), resolved with the job and applied by
-  // launch::apply_launch_settings.
+  // Every launch.* setting of the registry (--nproc-per-node, --hostfile, --rdzv-endpoint, -m …),
+  // also MTRAIN_<FLAG>, launch.* in a job file and --set launch.*=…, resolved with the job and
+  // applied by launch::apply_launch_settings. Those of this node or run only (--node-rank,
+  // --node-name, --dry-run, --format) come from the flag or MTRAIN_<FLAG> alone (registry.hpp).
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
                             "Launch settings (launch.* in a job file)");
-
-  const char* kRdzv = "Rendezvous";
-  group(env(sub->add_option("--node-rank", o.plan.node_rank, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0)")
-                ->check(CLI::Range(0, 65535)),
-            "node-rank"), kRdzv);
-  group(env(sub->add_option("--rdzv-id", o.plan.rdzv_id, "Run id (TORCHELASTIC_RUN_ID); default: the job id"),
-            "rdzv-id"), kRdzv);
-  group(env(sub->add_option("--job-id", o.plan.job_id, "Job id (MTRAIN_JOB_ID); default: generated"), "job-id"),
-        kRdzv);
-  group(env(sub->add_option("--role", o.plan.role, "Role name (ROLE_NAME)")->default_str("default"), "role"), kRdzv);
-  group(env(sub->add_option("--rdzv-endpoint", o.multi.rdzv_endpoint,
-                            "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that "
-                            "address holds it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node"),
-            "rdzv-endpoint"), kRdzv);
-  group(env(sub->add_option("--node-name", o.multi.node_name, "This node's name in the job (default: the hostname)"),
-            "node-name"), kRdzv);
-
-  const char* kHosts = "Hosts (ssh)";
-  group(env(sub->add_option("--num-nodes", o.multi.num_nodes, "Use the first N hosts of the hostfile")
-                ->check(CLI::Range(0, 1 << 20)),
-            "num-nodes"), kHosts);
-  group(env(sub->add_option("--num-gpus", o.multi.num_gpus, "Use the first N slots of each host")
-                ->check(CLI::Range(0, 1 << 20)),
-            "num-gpus"), kHosts);
-  group(sub->add_option("--ssh-option", o.multi.ssh_options, "Extra ssh -o KEY=VALUE (repeatable)"), kHosts);
-  group(env(sub->add_option("--ssh-port", o.multi.ssh_port, "ssh port on every host")->check(CLI::Range(1, 65535)),
-            "ssh-port"), kHosts);
-  group(sub->add_option("--export", o.multi.exports,
-                        "Pass VAR (its value here) or VAR=VALUE to every host (repeatable); NCCL_*, GLOO_*, CUDA_*, "
-                        "PYTHON*, OMP_* and MTRAIN_* are passed anyway"),
-        kHosts);
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
+                            "This node and run (flag or MTRAIN_* only, never a job file)",
+                            config::FlagKind::PerInvocation);
+  // Not a setting: the ssh launcher marks the agents it starts (multinode.cpp agent_argv).
   sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
       ->group("");
-
-
-  const char* kOut = "Output";
-  group(env(sub->add_flag("--no-prefix", f->switches.no_prefix, "No prefix on console lines"), "no-prefix"), kOut);
-  group(env(sub->add_option("--ranks-filter", f->switches.ranks_filter, "Only these ranks reach the console, e.g. 0 or 0,3"),
-            "ranks-filter"), kOut);
-  const char* kProg = "Program";
-  group(env(sub->add_flag("-m,--module", o.plan.module, "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python)"),
-            "module"), kProg);
-  group(env(sub->add_flag("--no-python", o.plan.no_python,
-                          "Execute PROGRAM itself even when it ends in .py (torchrun --no-python)"),
-            "no-python"), kProg);
-  group(env(sub->add_flag("--no-local-rank", f->switches.no_local_rank, "Do not append --local_rank (the default)"),
-            "no-local-rank"), kProg);
-  group(env(sub->add_flag("--dry-run", o.dry_run, "Print the launch plan; start nothing"), "dry-run"), kProg);
-  group(env(sub->add_option("--format", o.format, "Plan format for --dry-run")->check(CLI::IsMember({"text", "json"})),
-            "format"), kProg);
 
   // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
   const char* kJob = "Bundled trainer (when no PROGRAM is given)";
@@ -160,13 +105,11 @@ void add_launch(CLI::App& root, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
-    o.multi.node_rank_given = sub->get_option("--node-rank")->count() > 0;
     o.multi.self_exe = self_exe();
     // Launch settings come through the registry with the job: one parse and one set of checks
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
-    launch::apply_launch_settings(r, o);
-    launch::apply_launch_switches(f->switches, o);  // after the settings: --no-local-rank wins over launch.local_rank_arg
+    launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
     auto shipped = mtrain::process_environment();
     if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
       // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.

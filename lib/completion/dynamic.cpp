@@ -49,6 +49,7 @@ std::vector<std::string> dynamic_values(const std::string& kind, const std::vect
     // `--set model.<Tab>` lists the model settings and `--set model.name=<Tab>` the models.
     std::vector<std::string> out;
     for (const auto& st : config::job_registry().all()) {
+      if (st.per_invocation) continue;  // --set refuses them (registry.hpp)
       out.push_back(st.key + "=");
       for (const auto& c : st.choices) out.push_back(st.key + "=" + c);
       if (st.type == config::Type::Bool) out.insert(out.end(), {st.key + "=true", st.key + "=false"});

@@ -9,20 +9,25 @@
 namespace mtrain::config {
 
 std::string flag_help(const Setting& s) {
-  return fmt::format("{} [{}; default {}; env {}; key {}]", s.help, describe_type(s),
-                     yaml_scalar(s.default_value), s.env, s.key);
+  return fmt::format("{} [{}; default {}; env {}; {}]", s.help, describe_type(s), yaml_scalar(s.default_value), s.env,
+                     s.per_invocation ? "not from a job file or --set" : "key " + s.key);
 }
 
 std::string flag_names(const Setting& s) {
-  std::string names = "--" + cli_flag(s);
-  for (const auto& a : s.aliases) names += ",--" + a;
+  std::string names = dashed(cli_flag(s));
+  for (const auto& a : s.aliases) names += "," + dashed(a);
   return names;
 }
 
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
-                       const std::vector<Scope>& scopes, const std::string& group) {
+                       const std::vector<Scope>& scopes, const std::string& group, FlagKind kind) {
   for (const auto& s : reg.all()) {
     if (cli_flag(s).empty() || std::find(scopes.begin(), scopes.end(), s.scope) == scopes.end()) continue;
+    if (s.per_invocation != (kind == FlagKind::PerInvocation)) continue;
+    // Two scopes may spell a flag alike (--export: launch.export for `mtrain launch`,
+    // slurm.export for `mtrain slurm script`); a command that takes both (`config show`) gives
+    // the spelling to the one it adds first, and --set names either.
+    if (app.get_option_no_throw(dashed(cli_flag(s))) != nullptr) continue;
     const std::string key = s.key;
     CLI::Option* opt;
     if (s.type == Type::Bool && !s.allow_auto) {

@@ -12,13 +12,19 @@
 
 namespace mtrain::config {
 
+// Which settings of the scopes get a flag: those of the job, or those that describe one
+// invocation (Setting::per_invocation: --node-rank, --dry-run …), which only `mtrain launch`
+// takes; `config show` prints a job and takes only the first kind.
+enum class FlagKind { Job, PerInvocation };
+
 // `group` empty: "Settings (<section>)". Bool settings are switches (--raw-output, or
 // --raw-output=false); list settings may repeat (values joined by '\n', as parse_text reads them).
+// A flag `app` already has (another scope's --export) is not added twice.
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
                        const std::vector<Scope>& scopes = {Scope::Job, Scope::Launch, Scope::Slurm},
-                       const std::string& group = {});
+                       const std::string& group = {}, FlagKind kind = FlagKind::Job);
 
-// "--nproc-per-node,--nproc": the flag and its aliases, as CLI11 names an option.
+// "--module,-m": the flag and its aliases, as CLI11 names an option.
 std::string flag_names(const Setting& s);
 
 // The help text one flag gets ("Peak learning rate. [a number from 0 to 1000; default 0.001;

@@ -131,7 +131,7 @@ int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& o
   std::vector<std::string> left;
   for (const auto& s : reg.all()) {
     auto it = r.provenance.find(s.key);
-    if (e.mapped.count(s.key) || s.scope == Scope::Slurm || it == r.provenance.end() ||
+    if (e.mapped.count(s.key) || s.scope == Scope::Slurm || s.per_invocation || it == r.provenance.end() ||
         it->second.first == Source::Default)
       continue;
     left.push_back(s.key);

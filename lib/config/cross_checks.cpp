@@ -213,6 +213,11 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
                    "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
   }
+  // How the program runs: -m needs Python, --no-python rules it out.
+  if (get(job, "launch.module").get<bool>() && get(job, "launch.no_python").get<bool>()) {
+    out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
+                   "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
+  }
   if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
       min_nodes(job) != as_int(job, "slurm.nodes")) {
     out.push_back({true, {"launch.nnodes", "slurm.nodes"},

@@ -11,8 +11,8 @@ namespace mtrain::config {
 namespace {
 // "`--nproc-per-node`, `--nproc`": the flag and its aliases.
 std::string flag_cell(const Setting& s) {
-  std::string out = "`--" + cli_flag(s) + "`";
-  for (const auto& a : s.aliases) out += ", `--" + a + "`";
+  std::string out = "`" + dashed(cli_flag(s)) + "`";
+  for (const auto& a : s.aliases) out += ", `" + dashed(a) + "`";
   return out;
 }
 }  // namespace
@@ -60,7 +60,9 @@ std::string settings_markdown(const Registry& reg) {
       "by the dots of the key), as its environment variable, as its flag, or as `--set key=value`. "
       "`mtrain config show --sources` prints the effective value of each and where it came from.\n\n"
       "Scope `job` settings are handed to every rank in the job spec; `launch` and `slurm` ones are "
-      "used by the launcher itself.\n";
+      "used by the launcher itself. A few launch settings describe one node or one run rather than the "
+      "job (scope `launch, this run`): they are taken from their flag and environment variable only, "
+      "and a job file or `--set` that names them is refused.\n";
   std::string current;
   for (const auto& s : reg.all()) {
     const std::string sec = section_of(s.key);
@@ -73,7 +75,7 @@ std::string settings_markdown(const Registry& reg) {
     }
     out += fmt::format("| `{}` | {} | `{}` | {} | `{}` | {} | {} |\n", s.key, cell(describe_type(s)),
                        cell(yaml_scalar(s.default_value)), cli_flag(s).empty() ? "" : flag_cell(s), s.env,
-                       to_string(s.scope), cell(s.help));
+                       to_string(s.scope) + (s.per_invocation ? ", this run" : ""), cell(s.help));
   }
   return out;
 }

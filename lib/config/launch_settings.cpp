@@ -110,6 +110,22 @@ Setting many(Setting s) {
   return s;
 }
 
+// A setting of this node or this run only (Setting::per_invocation): flag and MTRAIN_* only.
+Setting invocation(Setting s) {
+  s.per_invocation = true;
+  return s;
+}
+
+// --ranks-filter: "" (every rank) or ranks separated by commas, "0" or "0,3".
+std::string check_ranks(const std::string& t) {
+  if (str::trim(t).empty()) return "";
+  for (const auto& part : str::split(t, ',')) {
+    const auto n = str::parse_uint(str::trim(part));
+    if (!n || *n > (1u << 20)) return "'" + str::trim(part) + "' is not a rank";
+  }
+  return "";
+}
+
 }  // namespace
 
 void add_launch_settings(Registry& r) {
@@ -162,6 +178,18 @@ void add_launch_settings(Registry& r) {
                 "Port of the node-level rendezvous store: the one the ssh launcher's store listens on, "
                 "and that of an --rdzv-endpoint given without one.",
                 "rdzv-port"));
+  r.add(text("launch.rdzv_endpoint", "",
+             "HOST[:PORT] of the node rendezvous store (default port 29400); the node with that address holds "
+             "it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node.",
+             "rdzv-endpoint"));
+  r.add(text("launch.rdzv_id", "", "Run id (TORCHELASTIC_RUN_ID); default: the job id.", "rdzv-id"));
+  // MTRAIN_JOB_ID, which every rank also finds in its environment: a launch started inside a rank
+  // (or by a script that set it) joins that job's run folder, as --job-id always did.
+  r.add(text("launch.job_id", "", "Job id (MTRAIN_JOB_ID); default: generated.", "job-id"));
+  r.add(text("launch.role", "default", "Role name (ROLE_NAME).", "role"));
+  r.add(invocation(integer("launch.node_rank", 0, 0, 65535, "This node's rank, 0..nnodes-1 (node 0 hosts rank 0).",
+                           "node-rank")));
+  r.add(invocation(text("launch.node_name", "", "This node's name in the job (default: the hostname).", "node-name")));
   r.add(number("launch.rdzv_timeout_s", 300, 1, 86400,
                "Seconds to wait for every node to join before giving up.", "rdzv-timeout"));
   r.add(number("launch.rdzv_last_call_s", 30, 0, 86400,
@@ -175,17 +203,38 @@ void add_launch_settings(Registry& r) {
                "heartbeat-timeout"));
   r.add(number("launch.grace_period_s", 5, 0, 86400, "Seconds between SIGTERM and SIGKILL at teardown.",
                "grace-period"));
+  r.add(integer("launch.num_nodes", 0, 0, 1 << 20, "Use the first N hosts of the hostfile (0: all).", "num-nodes"));
+  r.add(integer("launch.num_gpus", 0, 0, 1 << 20, "Use the first N slots of each host (0: all).", "num-gpus"));
   r.add(text("launch.remote_mtrain", "", "Path of mtrain on the other hosts (default: this binary's path).",
              "remote-mtrain"));
   r.add(text("launch.ssh_identity", "", "ssh private key (-i).", "ssh-identity"));
+  r.add(many(text("launch.ssh_option", "", "Extra ssh -o KEY=VALUE (repeatable).", "ssh-option")));
+  r.add(integer("launch.ssh_port", 0, 0, 65535, "ssh port on every host (0: ssh's own).", "ssh-port"));
+  r.add(many(text("launch.export", "",
+                  "Pass VAR (its value here) or VAR=VALUE to every host (repeatable); NCCL_*, GLOO_*, CUDA_*, "
+                  "PYTHON*, OMP_* and MTRAIN_* are passed anyway.",
+                  "export")));
   r.add(text("launch.export_env_file", "", "File of VAR=VALUE lines to pass to every host.", "export-env-file"));
   r.add(boolean("launch.tee", false, "With --log-dir, also show rank output on the console.", "tee"));
   r.add(text("launch.prefix", "[{host}:{rank}] ", "Console line prefix; {host} {rank} {local_rank} {role}.",
              "prefix"));
+  r.add(boolean("launch.no_prefix", false, "No prefix on console lines.", "no-prefix"));
+  r.add(checked(text("launch.ranks_filter", "", "Only these ranks reach the console, e.g. 0 or 0,3 (empty: every rank).",
+                     "ranks-filter"),
+                "ranks like 0 or 0,3", check_ranks));
   r.add(text("launch.python", "python3",
              "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run).", "python"));
+  Setting module = boolean("launch.module", false,
+                           "Run PROGRAM as a Python module: PYTHON -u -m PROGRAM (PYTHON: see --python).", "module");
+  module.aliases = {"m"};  // -m, as python and torchrun spell it
+  r.add(module);
+  r.add(boolean("launch.no_python", false, "Execute PROGRAM itself even when it ends in .py (torchrun --no-python).",
+                "no-python"));
   r.add(boolean("launch.local_rank_arg", false,
                 "Append --local_rank=N to the program's arguments (DeepSpeed launcher style).", "local-rank-arg"));
+  r.add(boolean("launch.no_local_rank", false,
+                "Do not append --local_rank (the default); wins over launch.local_rank_arg from any source.",
+                "no-local-rank"));
   r.add(choice("launch.scale_up", "checkpoint", {"checkpoint", "now", "off"},
                "With --nnodes MIN:MAX, a node that arrives while the job runs: checkpoint (the ranks get the "
                "preemption notice and save, then the job re-forms with the new node; not counted as a "
@@ -206,6 +255,8 @@ void add_launch_settings(Registry& r) {
                 "Relay rank output to a terminal byte for byte; by default control characters (escape "
                 "sequences, NUL) are shown as ^[ ^@ … on a terminal and always in failure reports.",
                 "raw-output"));
+  r.add(invocation(boolean("launch.dry_run", false, "Print the launch plan; start nothing.", "dry-run")));
+  r.add(invocation(choice("launch.format", "text", {"text", "json"}, "Plan format for --dry-run.", "format")));
 }
 
 void add_slurm_settings(Registry& r) {

@@ -31,6 +31,16 @@ std::string to_string(Scope s) {
 
 std::string cli_flag(const Setting& s) { return s.flag.empty() ? s.launcher_flag : s.flag; }
 
+std::string dashed(const std::string& name) { return (name.size() == 1 ? "-" : "--") + name; }
+
+std::pair<std::string, std::string> per_invocation_refusal(const Setting& s, const std::string& where) {
+  return {fmt::format("setting '{}' cannot come from {}: it describes this node or this run of `mtrain launch`, "
+                      "not the job that every node reads",
+                      s.key, where),
+          fmt::format("Remove it there and pass {}{} on the command line, or set {} in the environment.",
+                      dashed(cli_flag(s)), s.type == Type::Bool ? "" : " VALUE", s.env)};
+}
+
 std::string section_of(const std::string& key) { return key.substr(0, key.find('.')); }
 
 static std::string number_text(double v) {

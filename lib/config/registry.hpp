@@ -10,6 +10,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -51,10 +52,22 @@ struct Setting {
   // String: a list of names, written as a YAML/JSON list ([Block, Linear]), as the text
   // "[Block, Linear]" or comma-separated; always stored as comma-separated text ("Block,Linear").
   bool name_list = false;
+  // The setting describes one node or one run of `mtrain launch` (--node-rank, --node-name,
+  // --dry-run, --format), not the job: every node of a job reads the same job file, and a file
+  // that said "node 1" or "print the plan only" would be wrong on every other node or run. So
+  // only its flag and its MTRAIN_ variable give it; a job file, the user file or --set that
+  // names it is refused (per_invocation_refusal), and `config show` leaves it out.
+  bool per_invocation = false;
 };
 
 // The command-line flag of a setting, without dashes: `flag`, else `launcher_flag`, else "".
 std::string cli_flag(const Setting& s);
+// A flag or alias as typed: one letter is a short flag ("m" → "-m"), else "--module".
+std::string dashed(const std::string& name);
+
+// Why a per-invocation setting cannot come from `where` ("a job file", "--set") and what to give
+// instead, as {message, hint}: the job file reader and --set refuse it with the same words.
+std::pair<std::string, std::string> per_invocation_refusal(const Setting& s, const std::string& where);
 
 // The section a setting belongs to: its key up to the first dot ("train.max_steps" → "train",
 // "strategy" → "strategy").

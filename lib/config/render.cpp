@@ -82,7 +82,8 @@ std::string to_yaml(const Registry& reg, const std::map<std::string, json>& valu
 
 std::string show_yaml(const Registry& reg, const Resolved& r, bool sources) {
   std::map<std::string, json> values;
-  for (const auto& s : reg.all()) values[s.key] = get(r.job, s.key);
+  for (const auto& s : reg.all())
+    if (!s.per_invocation) values[s.key] = get(r.job, s.key);  // the job: it reads back as a job file
   YamlOptions opt;
   if (sources) {
     opt.note = [&](const std::string& key) {
@@ -96,13 +97,17 @@ std::string show_yaml(const Registry& reg, const Resolved& r, bool sources) {
 }
 
 json show_json(const Registry& reg, const Resolved& r, bool sources) {
-  if (!sources) return r.job;
+  json job = r.job;  // without what describes one run (Setting::per_invocation), as show_yaml
+  for (const auto& s : reg.all())
+    if (s.per_invocation) job[section_of(s.key)].erase(s.key.substr(s.key.find('.') + 1));
+  if (!sources) return job;
   json src = json::object();
   for (const auto& s : reg.all()) {
+    if (s.per_invocation) continue;
     const auto& [where, origin] = r.provenance.at(s.key);
     src[s.key] = {{"source", to_string(where)}, {"origin", origin}};
   }
-  return {{"job", r.job}, {"sources", src}, {"warnings", r.warnings}};
+  return {{"job", job}, {"sources", src}, {"warnings", r.warnings}};
 }
 
 }  // namespace mtrain::config

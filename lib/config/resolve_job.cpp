@@ -61,6 +61,10 @@ std::vector<Layer> set_layers(const Registry& reg, const std::vector<std::string
     auto [key, text] = split_assignment(arg);
     try {
       const Setting& s = reg.require(key);
+      if (s.per_invocation) {
+        auto [message, hint] = per_invocation_refusal(s, "--set");
+        throw Error(message, hint);
+      }
       out.push_back({Source::Cli, "--set", {{key, reg.parse_text(s, text)}}});
     } catch (Error& e) {
       throw e.at("--set " + arg);

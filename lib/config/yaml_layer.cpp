@@ -150,7 +150,10 @@ struct Walker {
         continue;
       }
       seen.emplace(full, k.Mark());
-      if (const Setting* s = find_setting(full)) {
+      if (const Setting* s = find_setting(full); s && s->per_invocation) {
+        auto [message, hint] = per_invocation_refusal(*s, out.layer.source == Source::UserFile ? "the user file" : "a job file");
+        issue(k.Mark(), full, std::move(message), std::move(hint));
+      } else if (s) {
         leaf(*s, k, v);
       } else if (prefixes.count(full)) {
         if (v.IsMap()) {

@@ -205,7 +205,7 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
     throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
   bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
   bool from_slurm = false;
-  d.job_id_source = "--job-id / MTRAIN_JOB_ID";
+  d.job_id_source = "--job-id / MTRAIN_JOB_ID / launch.job_id";
   if (!agent) {
     from_slurm = apply_slurm(opt, env, d.job_id_source);
     if (!m.nnodes.empty()) {

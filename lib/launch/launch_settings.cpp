@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/topology/gpu_list.hpp"
 
 namespace mtrain::launch {
 
@@ -24,6 +26,20 @@ Set text(Field field) {
 template <class Field>
 Set text_when_given(Field field) {
   return [field](LaunchOptions& o, const json& v, bool given) { field(o) = given ? text_of(v) : std::string(); };
+}
+// A field of the setting's own type (bool, a list of text).
+template <class T, class Field>
+Set value(Field field) {
+  return [field](LaunchOptions& o, const json& v, bool) { field(o) = v.get<T>(); };
+}
+// --num-nodes / --num-gpus: 0 (the default) takes every host or slot, which the hostfile
+// selection spells -1 as DeepSpeed does.
+template <class Field>
+Set count_or_all(Field field) {
+  return [field](LaunchOptions& o, const json& v, bool) {
+    const int n = v.get<int>();
+    field(o) = n == 0 ? -1 : n;
+  };
 }
 
 }  // namespace
@@ -47,23 +63,55 @@ const std::vector<LaunchBinding>& launch_bindings() {
        }},
       {"launch.rdzv_backend", text([](O& o) -> std::string& { return o.multi.rdzv_backend; })},
       {"launch.rdzv_port", [](O& o, const json& v, bool) { o.multi.rdzv_port = v.get<int>(); }},
+      {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
+      {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
+      {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
+      {"launch.role", text([](O& o) -> std::string& { return o.plan.role; })},
+      {"launch.node_rank",
+       [](O& o, const json& v, bool given) {
+         o.plan.node_rank = v.get<int>();
+         o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
+       }},
+      {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
       {"launch.scale_up", text([](O& o) -> std::string& { return o.multi.scale_up; })},
       {"launch.rdzv_timeout_s", [](O& o, const json& v, bool) { o.multi.rdzv_timeout_s = v.get<double>(); }},
       {"launch.rdzv_last_call_s", [](O& o, const json& v, bool) { o.multi.rdzv_last_call_s = v.get<double>(); }},
       {"launch.node_timeout_s", [](O& o, const json& v, bool) { o.multi.node_timeout_s = v.get<double>(); }},
       {"launch.heartbeat_timeout_s", [](O& o, const json& v, bool) { o.heartbeat_timeout_s = v.get<double>(); }},
       {"launch.grace_period_s", [](O& o, const json& v, bool) { o.grace_period_s = v.get<double>(); }},
+      {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
+      {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
       {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
       {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
+      {"launch.ssh_option", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
+      {"launch.ssh_port", [](O& o, const json& v, bool) { o.multi.ssh_port = v.get<int>(); }},
+      {"launch.export", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
       {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
-      {"launch.tee", [](O& o, const json& v, bool) { o.output.tee = v.get<bool>(); }},
+      {"launch.tee", value<bool>([](O& o) -> bool& { return o.output.tee; })},
       {"launch.prefix", text([](O& o) -> std::string& { return o.output.prefix_format; })},
+      {"launch.no_prefix", [](O& o, const json& v, bool) { o.output.prefix = !v.get<bool>(); }},
+      {"launch.ranks_filter",
+       [](O& o, const json& v, bool) {
+         // The registry checked the text (launch_settings.cpp); empty: every rank.
+         o.output.ranks_filter.clear();
+         if (!str::trim(text_of(v)).empty())
+           for (int r : topology::parse_gpu_list(text_of(v), "--ranks-filter")) o.output.ranks_filter.insert(r);
+       }},
       {"launch.python", text([](O& o) -> std::string& { return o.plan.python; })},
-      {"launch.local_rank_arg", [](O& o, const json& v, bool) { o.plan.local_rank_arg = v.get<bool>(); }},
+      {"launch.module", value<bool>([](O& o) -> bool& { return o.plan.module; })},
+      {"launch.no_python", value<bool>([](O& o) -> bool& { return o.plan.no_python; })},
+      {"launch.local_rank_arg", value<bool>([](O& o) -> bool& { return o.plan.local_rank_arg; })},
+      // After launch.local_rank_arg (apply_launch_settings goes in this order): --no-local-rank,
+      // torchrun's default, wins over --local-rank-arg whichever source gave either.
+      {"launch.no_local_rank", [](O& o, const json& v, bool) {
+         if (v.get<bool>()) o.plan.local_rank_arg = false;
+       }},
       {"launch.max_restarts", [](O& o, const json& v, bool) { o.plan.max_restarts = v.get<int>(); }},
       {"launch.pass_config", text([](O& o) -> std::string& { return o.pass_config; })},
       {"launch.log_dir", text([](O& o) -> std::string& { return o.output.log_dir; })},
-      {"launch.raw_output", [](O& o, const json& v, bool) { o.output.raw_output = v.get<bool>(); }},
+      {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
+      {"launch.dry_run", value<bool>([](O& o) -> bool& { return o.dry_run; })},
+      {"launch.format", text([](O& o) -> std::string& { return o.format; })},
   };
   return t;
 }

@@ -78,8 +78,12 @@ TEST_CASE("every setting has a unique environment variable and flag", "[config]"
     CHECK(!s.help.empty());
     CHECK_NOTHROW(reg.check_value(s, s.default_value));
   }
-  // Names the launcher sets in every rank's environment must never read as settings.
-  for (const char* reserved : {"MTRAIN_JOB_ID", "MTRAIN_HOST", "MTRAIN_GPU"}) CHECK(envs.count(reserved) == 0);
+  // Names the launcher sets in every rank's environment must never read as settings; the one
+  // exception is launch.job_id, read by `mtrain launch` alone (never handed to ranks), whose
+  // --job-id has always taken MTRAIN_JOB_ID.
+  for (const char* reserved : {"MTRAIN_HOST", "MTRAIN_GPU"}) CHECK(envs.count(reserved) == 0);
+  for (const auto& s : reg.all())
+    if (s.env == "MTRAIN_JOB_ID") CHECK(s.key == "launch.job_id");
   CHECK(reg.require("train.log_interval").env == "MTRAIN_TRAIN_LOG_INTERVAL");
 }
 

@@ -43,6 +43,7 @@ json sample(const Setting& s) {
       if (s.key == "slurm.mem") return "64G";
       if (s.key == "slurm.signal") return "TERM@30";
       if (s.key == "launch.gpus") return "0,2";
+      if (s.key == "launch.ranks_filter") return "0,3";
       if (s.key == "slurm.time") return "1-02:00:00";
       // Read before any rank starts: must name a file that exists.
       if (s.key == "model.init") return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
@@ -70,13 +71,22 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
       const json v = sample(s);
       REQUIRE(v != s.default_value);
 
-      // YAML, as `config init` / `config import` write it, read back by the loader.
+      // YAML, as `config init` / `config import` write it, read back by the loader; a setting of
+      // one node or run (--node-rank …) is refused there, at its key.
       const std::string yaml = to_yaml(reg, {{s.key, v}});
       YamlLayer y = parse_yaml_layer(reg, yaml, "job.yaml", Source::JobFile);
       INFO(yaml);
-      REQUIRE(y.issues.empty());
-      CHECK(y.layer.values.at(s.key) == v);
-      CHECK(y.positions.at(s.key).line >= 1);
+      if (s.per_invocation) {
+        REQUIRE(y.issues.size() == 1);
+        CHECK(y.issues[0].error);
+        CHECK(y.issues[0].where.line >= 1);
+        CHECK_THAT(y.issues[0].text(), Catch::Contains("'" + s.key + "' cannot come from a job file") &&
+                                           Catch::Contains(dashed(cli_flag(s))) && Catch::Contains(s.env));
+      } else {
+        REQUIRE(y.issues.empty());
+        CHECK(y.layer.values.at(s.key) == v);
+        CHECK(y.positions.at(s.key).line >= 1);
+      }
 
       // CLI-style text: the same parser serves flags, --set and the wizard.
       CHECK(reg.parse_text(s, as_text(v)) == v);
@@ -97,10 +107,19 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
       in.env.clear();
       in.sets = companions;
       in.sets.push_back(s.key + "=" + as_text(v));
-      r = resolve_job(reg, in);
-      CHECK(get(r.job, s.key) == v);
-      CHECK(r.provenance.at(s.key) == std::make_pair(Source::Cli, std::string("--set")));
-      CHECK_THAT(show_yaml(reg, r, true), Catch::Contains("# command line --set"));
+      if (s.per_invocation) {
+        CHECK_THROWS_WITH(resolve_job(reg, in), Catch::Contains("'" + s.key + "' cannot come from --set"));
+        // `config show` prints the job, which a value of this run is no part of.
+        const std::string name = s.key.substr(s.key.find('.') + 1);
+        CHECK(show_json(reg, r, false)["launch"].contains("launcher"));
+        CHECK_FALSE(show_json(reg, r, false)["launch"].contains(name));
+        CHECK_FALSE(show_json(reg, r, true)["sources"].contains(s.key));
+      } else {
+        r = resolve_job(reg, in);
+        CHECK(get(r.job, s.key) == v);
+        CHECK(r.provenance.at(s.key) == std::make_pair(Source::Cli, std::string("--set")));
+        CHECK_THAT(show_yaml(reg, r, true), Catch::Contains("# command line --set"));
+      }
     }
   }
 }

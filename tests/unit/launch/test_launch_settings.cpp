@@ -32,6 +32,7 @@ const std::map<std::string, std::pair<std::string, std::string>> kTextSamples = 
     {"launch.nproc_per_node", {"3", "three"}},
     {"launch.nnodes", {"2:4", "4:2"}},
     {"launch.gpus", {"0-1", "1-0"}},
+    {"launch.ranks_filter", {"0,3", "zero"}},
     {"slurm.mem", {"64G", "lots"}},
     {"slurm.time", {"1-12:00:00", "soon"}},
     {"slurm.signal", {"TERM@30", "@@"}},
@@ -91,7 +92,13 @@ json observe(const launch::LaunchOptions& o) {
           {"heartbeat_timeout", o.heartbeat_timeout_s}, {"grace_period", o.grace_period_s},
           {"remote_mtrain", o.multi.remote_mtrain}, {"ssh_identity", o.multi.ssh_identity},
           {"export_env_file", o.multi.export_env_file}, {"tee", o.output.tee}, {"prefix", o.output.prefix_format},
-          {"python", o.plan.python}, {"local_rank_arg", o.plan.local_rank_arg}};
+          {"python", o.plan.python}, {"local_rank_arg", o.plan.local_rank_arg},
+          {"rdzv_endpoint", o.multi.rdzv_endpoint}, {"rdzv_id", o.plan.rdzv_id}, {"job_id", o.plan.job_id},
+          {"role", o.plan.role}, {"node_rank", o.plan.node_rank}, {"node_rank_given", o.multi.node_rank_given},
+          {"node_name", o.multi.node_name}, {"num_nodes", o.multi.num_nodes}, {"num_gpus", o.multi.num_gpus},
+          {"ssh_options", o.multi.ssh_options}, {"ssh_port", o.multi.ssh_port}, {"exports", o.multi.exports},
+          {"prefix_on", o.output.prefix}, {"ranks_filter", o.output.ranks_filter}, {"module", o.plan.module},
+          {"no_python", o.plan.no_python}, {"dry_run", o.dry_run}, {"format", o.format}};
 }
 json observe(const slurm::JobOptions& j) {
   return {{"job_name", j.job_name}, {"partition", j.partition}, {"account", j.account}, {"qos", j.qos},
@@ -115,16 +122,42 @@ json effect(const config::Setting& s, const config::JobInputs& in) {
 struct Source {
   std::string name;
   config::JobInputs in;
+  bool takes = true;  // false: a job file or --set naming a setting of one run (Setting::per_invocation)
 };
+
+// What a setting shows only on top of another: --no-local-rank turns --local-rank-arg off.
+std::vector<std::string> companions(const config::Setting& s) {
+  if (s.key == "launch.no_local_rank") return {"launch.local_rank_arg=true"};
+  return {};
+}
+
+// Nothing given yet: no user file, an empty environment.
+config::JobInputs nothing_given(const TempDir& d) {
+  config::JobInputs in;
+  in.user_file = d.str() + "/none.yaml";
+  return in;
+}
+
+// Nothing given but the setting's companions.
+config::JobInputs baseline(const config::Setting& s, const TempDir& d) {
+  config::JobInputs in = nothing_given(d);
+  in.sets = companions(s);
+  return in;
+}
+
+// The flags of one scope, as `mtrain launch` (Launch) and `mtrain slurm script` (Slurm) generate them.
+void add_flags(CLI::App& app, config::Scope scope, std::map<std::string, std::string>& out) {
+  config::add_setting_flags(app, config::job_registry(), out, {scope});
+  config::add_setting_flags(app, config::job_registry(), out, {scope}, {}, config::FlagKind::PerInvocation);
+}
 
 // The four ways a user gives `text` to setting `s` (no user file, nothing else in the environment).
 std::vector<Source> sources(const config::Setting& s, const std::string& text, const TempDir& d) {
-  std::vector<Source> out(4);
-  for (auto& o : out) o.in.user_file = d.str() + "/no-user-file.yaml";
+  std::vector<Source> out(4, Source{"", baseline(s, d)});
   out[0].name = "flag " + config::cli_flag(s);
   {
     CLI::App app;
-    config::add_setting_flags(app, config::job_registry(), out[0].in.flags, {config::Scope::Launch, config::Scope::Slurm});
+    add_flags(app, s.scope, out[0].in.flags);
     auto words = flag_words(s, text);
     std::reverse(words.begin(), words.end());
     app.parse(words);
@@ -134,7 +167,8 @@ std::vector<Source> sources(const config::Setting& s, const std::string& text, c
   out[2].name = "environment " + s.env;
   out[2].in.env = {{s.env, text}};
   out[3].name = "--set";
-  out[3].in.sets = {s.key + "=" + text};
+  out[3].in.sets.push_back(s.key + "=" + text);
+  out[1].takes = out[3].takes = !s.per_invocation;
   return out;
 }
 
@@ -167,12 +201,16 @@ TEST_CASE("every launch and Slurm setting takes effect from its flag, the job fi
   for (const auto* s : launch_and_slurm_settings()) {
     const auto [good, bad] = samples(*s);
     INFO("setting " << s->key << " = " << good);
-    config::JobInputs none;
-    none.user_file = d.str() + "/no-user-file.yaml";
-    const json before = effect(*s, none);
+    const json before = effect(*s, baseline(*s, d));
     std::optional<json> first;
     for (const auto& src : sources(*s, good, d)) {
       INFO("from " << src.name);
+      if (!src.takes) {  // a setting of one node or run: the flag or the variable, never the job's file
+        CHECK_THROWS_WITH(effect(*s, src.in), Catch::Contains("setting '" + s->key + "' cannot come from") &&
+                                                  Catch::Contains("--" + config::cli_flag(*s)) &&
+                                                  Catch::Contains(s->env));
+        continue;
+      }
       const json after = effect(*s, src.in);
       CHECK(after != before);  // it reached the options
       if (!first) first = after;
@@ -191,6 +229,7 @@ TEST_CASE("a bad launch or Slurm value is refused by every source with the regis
     const std::vector<Source> srcs = sources(*s, bad, d);
     for (const auto& src : srcs) {
       INFO("from " << src.name);
+      if (!src.takes) continue;  // refused whatever the value (the test above)
       try {
         effect(*s, src.in);
         FAIL("accepted");
@@ -256,4 +295,114 @@ TEST_CASE("a job file with every Slurm key is a valid job for mtrain launch --co
   slurm::JobOptions from_file;
   slurm::apply_job_text(from_file, yaml, "job.yaml");
   CHECK(observe(slurm::job_options_from(r.job)) == observe(from_file));
+}
+
+namespace {
+launch::LaunchOptions launch_options(const config::JobInputs& in) {
+  launch::LaunchOptions o;
+  launch::apply_launch_settings(config::resolve_job(config::job_registry(), in), o);
+  return o;
+}
+std::string refusal(const config::JobInputs& in) {
+  try {
+    launch_options(in);
+  } catch (const Error& e) {
+    return e.paragraph();
+  }
+  return "accepted";
+}
+}  // namespace
+
+TEST_CASE("a setting of one node or run in a job file, the user file or --set is refused: pass the flag or variable",
+          "[launch][settings]") {
+  TempDir d;
+  config::JobInputs in = nothing_given(d);
+  in.job_file = d.write("job.yaml", "launch:\n  nproc_per_node: 2\n  node_rank: 1\n");
+  std::string what = refusal(in);
+  CHECK_THAT(what, Catch::Contains(in.job_file + ":3:3") && Catch::Contains("'launch.node_rank' cannot come from a job file") &&
+                       Catch::Contains("--node-rank VALUE") && Catch::Contains("MTRAIN_NODE_RANK"));
+
+  in.job_file.clear();
+  in.user_file = d.write("user.yaml", "launch:\n  dry_run: true\n");
+  what = refusal(in);
+  CHECK_THAT(what, Catch::Contains("user.yaml") && Catch::Contains("'launch.dry_run' cannot come from the user file") &&
+                       Catch::Contains("pass --dry-run on the command line") && Catch::Contains("MTRAIN_DRY_RUN"));
+
+  in.user_file = d.str() + "/none.yaml";
+  in.sets = {"launch.format=json"};
+  what = refusal(in);
+  CHECK_THAT(what, Catch::Contains("--set launch.format=json") && Catch::Contains("'launch.format' cannot come from --set") &&
+                       Catch::Contains("--format VALUE") && Catch::Contains("MTRAIN_FORMAT"));
+
+  // The job-wide settings next to them are a job file's to give.
+  in.sets.clear();
+  in.job_file = d.write("ok.yaml", "launch:\n  role: trainer\n  rdzv_endpoint: node0:29400\n  ssh_option: [A=1, B=2]\n");
+  const auto o = launch_options(in);
+  CHECK(o.plan.role == "trainer");
+  CHECK(o.multi.rdzv_endpoint == "node0:29400");
+  CHECK(o.multi.ssh_options == std::vector<std::string>{"A=1", "B=2"});
+}
+
+TEST_CASE("--node-rank from its flag or MTRAIN_NODE_RANK makes this a static node; its default does not",
+          "[launch][settings]") {
+  TempDir d;
+  config::JobInputs in = nothing_given(d);
+  auto o = launch_options(in);
+  CHECK(o.plan.node_rank == 0);
+  CHECK_FALSE(o.multi.node_rank_given);
+
+  in.env = {{"MTRAIN_NODE_RANK", "0"}};  // node 0 given is not node 0 by default
+  o = launch_options(in);
+  CHECK(o.plan.node_rank == 0);
+  CHECK(o.multi.node_rank_given);
+
+  in.env.clear();
+  in.flags = {{"launch.node_rank", "3"}};
+  o = launch_options(in);
+  CHECK(o.plan.node_rank == 3);
+  CHECK(o.multi.node_rank_given);
+
+  in.flags.clear();
+  in.env = {{"MTRAIN_NODE_RANK", "65536"}};
+  CHECK_THAT(refusal(in), Catch::Contains("MTRAIN_NODE_RANK") && Catch::Contains("above the maximum 65535"));
+}
+
+TEST_CASE("--no-local-rank wins over launch.local_rank_arg whichever sources give them", "[launch][settings]") {
+  TempDir d;
+  config::JobInputs in = nothing_given(d);
+  in.job_file = d.write("lra.yaml", "launch:\n  local_rank_arg: true\n");
+  CHECK(launch_options(in).plan.local_rank_arg);
+  in.env = {{"MTRAIN_NO_LOCAL_RANK", "1"}};
+  CHECK_FALSE(launch_options(in).plan.local_rank_arg);
+
+  in.env.clear();
+  in.job_file = d.write("nlr.yaml", "launch:\n  no_local_rank: true\n");
+  in.flags = {{"launch.local_rank_arg", "true"}};  // the higher layer, and still off
+  CHECK_FALSE(launch_options(in).plan.local_rank_arg);
+}
+
+TEST_CASE("-m/--module with --no-python is refused whichever sources give them", "[launch][settings]") {
+  TempDir d;
+  config::JobInputs in = nothing_given(d);
+  in.job_file = d.write("job.yaml", "launch:\n  module: true\n");
+  CHECK(launch_options(in).plan.module);
+  in.env = {{"MTRAIN_NO_PYTHON", "true"}};
+  CHECK_THAT(refusal(in), Catch::Contains("-m/--module and --no-python contradict each other") &&
+                              Catch::Contains("launch.module from " + in.job_file) &&
+                              Catch::Contains("launch.no_python from MTRAIN_NO_PYTHON"));
+}
+
+TEST_CASE("-m is launch.module's short flag; --ranks-filter takes ranks, empty is every rank", "[launch][settings]") {
+  CLI::App app;
+  config::JobInputs in;
+  in.user_file = "/nonexistent/none.yaml";
+  add_flags(app, config::Scope::Launch, in.flags);
+  app.parse(std::vector<std::string>{"0,3", "--ranks-filter", "-m"});  // CLI11 takes the words reversed
+  const auto o = launch_options(in);
+  CHECK(o.plan.module);
+  CHECK(o.output.ranks_filter == std::set<int>{0, 3});
+  in.flags = {{"launch.ranks_filter", " "}};
+  CHECK(launch_options(in).output.ranks_filter.empty());
+  in.flags = {{"launch.ranks_filter", "0,,1"}};
+  CHECK_THAT(refusal(in), Catch::Contains("--ranks-filter") && Catch::Contains("'' is not a rank"));
 }
