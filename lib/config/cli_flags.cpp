@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "mtrain/config/render.hpp"
 
@@ -48,8 +49,12 @@ void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string,
       opt = app.add_option_function<std::string>(
           flag_names(s), [&out, key](const std::string& v) { out[key] = v; }, flag_help(s));
     }
-    if (!(s.type == Type::Bool && !s.allow_auto))  // a switch takes no value word
-      opt->type_name(s.type == Type::Choice ? "CHOICE" : s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
+    // A switch takes no value word. A choice lists its values in the CLI11 form "CHOICE:{a,b}":
+    // --help shows them and shell completion reads them from there (completion/model.cpp).
+    if (s.type == Type::Choice)
+      opt->type_name(fmt::format("CHOICE:{{{}}}", fmt::join(s.choices, ",")));
+    else if (!(s.type == Type::Bool && !s.allow_auto))
+      opt->type_name(s.type == Type::Int ? "INT" : s.type == Type::Float ? "NUM" : s.type == Type::Bool ? "BOOL" : "TEXT");
     opt->group(!group.empty() ? group : fmt::format("Settings ({})", section_of(s.key) == s.key ? "job" : section_of(s.key)));
   }
 }

@@ -10,7 +10,10 @@
 need_torch
 export MTRAIN_RDZV_TOKEN=elastic-token-0123456789abcdef
 free_port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-RANK_PY="$MTRAIN_SOURCE_DIR/tests/e2e/launch/elastic_rank.py"
+# A copy in this test's own folder: the survivors check (and its pkill) matches this test's ranks
+# only, never those of another test that runs the same script at the same time.
+RANK_PY="$WORK/elastic_rank.py"
+cp "$MTRAIN_SOURCE_DIR/tests/e2e/launch/elastic_rank.py" "$RANK_PY"
 
 # start_node K MODE TAG: agent node K in the background (pid in agentK), output in $WORK/TAG.nodeK.
 start_node() {

@@ -2,6 +2,8 @@
 #include <catch2/catch.hpp>
 
 #include "mtrain/completion/model.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/registry.hpp"
 
 using namespace mtrain::completion;
 using Catch::Matchers::Contains;
@@ -56,6 +58,33 @@ TEST_CASE("describe walks subcommands, options, value choices and hides helpers"
   CHECK(bash.find("__complete)") == std::string::npos);
   CHECK_THAT(zsh_script(cs), Contains("#compdef mtrain"));
   CHECK_THAT(fish_script(cs), Contains("case 'mtrain launch|--format'\n            printf '%s\\n' 'list' 'text' 'json'"));
+}
+
+TEST_CASE("registry choice flags complete their values", "[completion]") {
+  // Flags generated from the registry (config::add_setting_flags) carry their choices in the
+  // type name, as CLI11's IsMember does; every choice setting completes from its one definition.
+  namespace cfg = mtrain::config;
+  CLI::App root{"test", "mtrain"};
+  auto* launch = root.add_subcommand("launch", "Launch");
+  std::map<std::string, std::string> out;
+  cfg::add_setting_flags(*launch, cfg::job_registry(), out, {cfg::Scope::Launch, cfg::Scope::Job});
+  cfg::add_setting_flags(*launch, cfg::job_registry(), out, {cfg::Scope::Launch}, {}, cfg::FlagKind::PerInvocation);
+  const auto cs = describe(root, default_hints());
+  const auto& l = find(cs, "mtrain launch");
+  int checked = 0;
+  for (const auto& s : cfg::job_registry().all()) {
+    if (s.type != cfg::Type::Choice || cfg::cli_flag(s).empty() || s.list) continue;
+    if (s.scope != cfg::Scope::Launch && s.scope != cfg::Scope::Job) continue;
+    INFO(s.key);
+    const OptionSpec* o = opt(l, cfg::dashed(cfg::cli_flag(s)));
+    REQUIRE(o);
+    CHECK(o->choices == s.choices);
+    ++checked;
+  }
+  CHECK(checked >= 5);
+  REQUIRE(opt(l, "--format"));
+  CHECK(opt(l, "--format")->choices == std::vector<std::string>{"text", "json"});
+  CHECK_THAT(bash_script(cs), Contains("'mtrain launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;"));
 }
 
 TEST_CASE("dynamic values: registry, Slurm partitions, hostfile hosts", "[completion]") {

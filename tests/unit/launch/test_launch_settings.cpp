@@ -343,7 +343,7 @@ TEST_CASE("a setting of one node or run in a job file, the user file or --set is
   CHECK(o.multi.ssh_options == std::vector<std::string>{"A=1", "B=2"});
 }
 
-TEST_CASE("--node-rank from its flag or MTRAIN_NODE_RANK makes this a static node; its default does not",
+TEST_CASE("launch settings: --node-rank from its flag or MTRAIN_NODE_RANK makes this a static node; its default does not",
           "[launch][settings]") {
   TempDir d;
   config::JobInputs in = nothing_given(d);
@@ -367,7 +367,7 @@ TEST_CASE("--node-rank from its flag or MTRAIN_NODE_RANK makes this a static nod
   CHECK_THAT(refusal(in), Catch::Contains("MTRAIN_NODE_RANK") && Catch::Contains("above the maximum 65535"));
 }
 
-TEST_CASE("--no-local-rank wins over launch.local_rank_arg whichever sources give them", "[launch][settings]") {
+TEST_CASE("launch settings: --no-local-rank wins over launch.local_rank_arg whichever sources give them", "[launch][settings]") {
   TempDir d;
   config::JobInputs in = nothing_given(d);
   in.job_file = d.write("lra.yaml", "launch:\n  local_rank_arg: true\n");
@@ -381,7 +381,7 @@ TEST_CASE("--no-local-rank wins over launch.local_rank_arg whichever sources giv
   CHECK_FALSE(launch_options(in).plan.local_rank_arg);
 }
 
-TEST_CASE("-m/--module with --no-python is refused whichever sources give them", "[launch][settings]") {
+TEST_CASE("launch settings: -m/--module with --no-python is refused whichever sources give them", "[launch][settings]") {
   TempDir d;
   config::JobInputs in = nothing_given(d);
   in.job_file = d.write("job.yaml", "launch:\n  module: true\n");
@@ -392,7 +392,7 @@ TEST_CASE("-m/--module with --no-python is refused whichever sources give them",
                               Catch::Contains("launch.no_python from MTRAIN_NO_PYTHON"));
 }
 
-TEST_CASE("-m is launch.module's short flag; --ranks-filter takes ranks, empty is every rank", "[launch][settings]") {
+TEST_CASE("launch settings: -m is launch.module's short flag; --ranks-filter takes ranks, empty is every rank", "[launch][settings]") {
   CLI::App app;
   config::JobInputs in;
   in.user_file = "/nonexistent/none.yaml";
