@@ -9,7 +9,8 @@
 need_worker
 trials=${MTRAIN_FAULTS_TRIALS:-50}
 wd=$WORK/run
-args() { trainer_args "$wd" --max-steps 100000 --checkpoint-interval 1 "$@"; }
+# --master-port 0: a free port each trial, since this scenario runs beside other tests.
+args() { trainer_args "$wd" --max-steps 100000 --checkpoint-interval 1 --master-port 0 "$@"; }
 prev_step=0 prev_dir="" bad=0 hit=0 resumed=0
 for ((t = 1; t <= trials; t++)); do
   resume=(); [ -n "$(newest_checkpoint "$wd")" ] && resume=(--resume auto)
@@ -50,7 +51,7 @@ if [ -n "$prev_dir" ]; then
   loads_ok "$prev_dir" "$WORK/final-load.out" && ok "newest checkpoint loads" "loads" "loads" \
     || fail "newest checkpoint loads" "loads" "$(tail -3 "$WORK/final-load.out")"
 fi
-run_mtrain 300 "$WORK/final.out" launch $(trainer_args "$wd" --max-steps $((prev_step + 2)) --checkpoint-interval 1 --resume auto)
+run_mtrain 300 "$WORK/final.out" launch $(trainer_args "$wd" --max-steps $((prev_step + 2)) --checkpoint-interval 1 --master-port 0 --resume auto)
 expect_rc 0 "final run resumes from step $prev_step and completes"
 expect_in "$WORK/final.out" "Resumed from $prev_dir"
 stale=$(find "$wd/checkpoints" -maxdepth 1 -name '.tmp_step_*')
