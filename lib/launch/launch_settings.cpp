@@ -27,7 +27,7 @@ template <class Field>
 Set text_when_given(Field field) {
   return [field](LaunchOptions& o, const json& v, bool given) { field(o) = given ? text_of(v) : std::string(); };
 }
-// A field of the setting's own type (bool, a list of text).
+// A field of the setting's own type (a number, bool, a list of text).
 template <class T, class Field>
 Set value(Field field) {
   return [field](LaunchOptions& o, const json& v, bool) { field(o) = v.get<T>(); };
@@ -62,7 +62,7 @@ const std::vector<LaunchBinding>& launch_bindings() {
          o.master_port_given = given;  // else a Slurm allocation's port may take its place
        }},
       {"launch.rdzv_backend", text([](O& o) -> std::string& { return o.multi.rdzv_backend; })},
-      {"launch.rdzv_port", [](O& o, const json& v, bool) { o.multi.rdzv_port = v.get<int>(); }},
+      {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
       {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
       {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
       {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
@@ -74,17 +74,17 @@ const std::vector<LaunchBinding>& launch_bindings() {
        }},
       {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
       {"launch.scale_up", text([](O& o) -> std::string& { return o.multi.scale_up; })},
-      {"launch.rdzv_timeout_s", [](O& o, const json& v, bool) { o.multi.rdzv_timeout_s = v.get<double>(); }},
-      {"launch.rdzv_last_call_s", [](O& o, const json& v, bool) { o.multi.rdzv_last_call_s = v.get<double>(); }},
-      {"launch.node_timeout_s", [](O& o, const json& v, bool) { o.multi.node_timeout_s = v.get<double>(); }},
-      {"launch.heartbeat_timeout_s", [](O& o, const json& v, bool) { o.heartbeat_timeout_s = v.get<double>(); }},
-      {"launch.grace_period_s", [](O& o, const json& v, bool) { o.grace_period_s = v.get<double>(); }},
+      {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
+      {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
+      {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
+      {"launch.heartbeat_timeout_s", value<double>([](O& o) -> double& { return o.heartbeat_timeout_s; })},
+      {"launch.grace_period_s", value<double>([](O& o) -> double& { return o.grace_period_s; })},
       {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
       {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
       {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
       {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
       {"launch.ssh_option", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
-      {"launch.ssh_port", [](O& o, const json& v, bool) { o.multi.ssh_port = v.get<int>(); }},
+      {"launch.ssh_port", value<int>([](O& o) -> int& { return o.multi.ssh_port; })},
       {"launch.export", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
       {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
       {"launch.tee", value<bool>([](O& o) -> bool& { return o.output.tee; })},
@@ -106,7 +106,7 @@ const std::vector<LaunchBinding>& launch_bindings() {
       {"launch.no_local_rank", [](O& o, const json& v, bool) {
          if (v.get<bool>()) o.plan.local_rank_arg = false;
        }},
-      {"launch.max_restarts", [](O& o, const json& v, bool) { o.plan.max_restarts = v.get<int>(); }},
+      {"launch.max_restarts", value<int>([](O& o) -> int& { return o.plan.max_restarts; })},
       {"launch.pass_config", text([](O& o) -> std::string& { return o.pass_config; })},
       {"launch.log_dir", text([](O& o) -> std::string& { return o.output.log_dir; })},
       {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
