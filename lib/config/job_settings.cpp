@@ -111,9 +111,10 @@ Registry build() {
   r.add(integer("train.threads", 0, 0, 4096,
                 "Intra-op threads per rank; 0 follows OMP_NUM_THREADS."));
   r.add(boolean("train.cpu_memory_pool", true,
-                "Reuse freed CPU tensor blocks of 1 MiB and more for the next tensor of the same size, "
-                "never holding more than the most memory in use at once; false: every such tensor is "
-                "mapped, faulted in and zeroed afresh by the system allocator, every step."));
+                "Reuse freed CPU memory for tensors of 1 MiB and more (blocks split and merged to fit any "
+                "size), holding no more than the most memory in use at once where free segments can be "
+                "given back; false: every such tensor is mapped, faulted in and zeroed afresh by the "
+                "system allocator, every step."));
 
   // Optimiser.
   r.add(choice("optim.name", "adamw", {"adamw", "sgd"}, "Optimiser.", "optim"));

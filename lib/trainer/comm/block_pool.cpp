@@ -12,7 +12,19 @@
 
 namespace mtrain::trainer {
 
-BlockPool::~BlockPool() = default;
+BlockPool::~BlockPool() {
+  for (auto& seg : segments_) {
+    // Only whole free segments remain when every block was given back; free their block records.
+    for (auto it = free_.begin(); it != free_.end();) {
+      if ((*it)->seg == seg.get()) {
+        delete *it;
+        it = free_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+}
 
 BlockPool& BlockPool::cpu() {
   // LibTorch's own allocator, even once install_pooled_cpu_allocator() replaced the current one.
@@ -21,70 +33,117 @@ BlockPool& BlockPool::cpu() {
 }
 
 void BlockPool::give_back(void* ctx) {
-  auto* h = static_cast<Held*>(ctx);
-  h->pool->put_back(h);
+  auto* b = static_cast<Block*>(ctx);
+  b->seg->pool->put_back(b);
 }
 
-void BlockPool::put_back(Held* h) {
+void BlockPool::put_back(Block* b) {
   std::lock_guard<std::mutex> lock(mu_);
-  stats_.in_use -= h->nbytes;
-  stats_.idle += h->nbytes;
-  idle_.emplace(h->nbytes, std::unique_ptr<Held>(h));
+  stats_.in_use -= b->size;
+  b->free = true;
+  // Merge with free neighbours: the segment's free memory stays in as few blocks as it can.
+  if (Block* p = b->prev; p && p->free) {
+    free_.erase(p);
+    p->size += b->size;
+    p->next = b->next;
+    if (b->next) b->next->prev = p;
+    delete b;
+    b = p;
+  }
+  if (Block* n = b->next; n && n->free) {
+    free_.erase(n);
+    b->size += n->size;
+    b->next = n->next;
+    if (n->next) n->next->prev = b;
+    delete n;
+  }
+  free_.insert(b);
+}
+
+BlockPool::Block* BlockPool::take(Block* b, size_t nbytes) {
+  free_.erase(b);
+  if (b->size - nbytes >= kMinSplit) {
+    auto* rest = new Block{b->seg, b->ptr + nbytes, b->size - nbytes, true, b, b->next};
+    if (b->next) b->next->prev = rest;
+    b->next = rest;
+    b->size = nbytes;
+    free_.insert(rest);
+  }
+  b->free = false;
+  stats_.in_use += b->size;
+  stats_.high_water = std::max(stats_.high_water, stats_.in_use);
+  return b;
+}
+
+template <class More>
+std::vector<std::unique_ptr<BlockPool::Segment>> BlockPool::release_free_segments(More more) {
+  // A wholly free segment is one free block with no neighbours; the largest come last in free_.
+  std::vector<std::unique_ptr<Segment>> gone;
+  auto it = free_.end();
+  while (it != free_.begin() && more()) {
+    const auto cur = std::prev(it);
+    Block* b = *cur;
+    if (b->prev || b->next) {  // part of its segment is in use
+      it = cur;
+      continue;
+    }
+    free_.erase(cur);  // `it` stays valid
+    auto s = std::find_if(segments_.begin(), segments_.end(), [&](const auto& p) { return p.get() == b->seg; });
+    held_ -= b->size;
+    gone.push_back(std::move(*s));
+    segments_.erase(s);
+    delete b;
+  }
+  return gone;
 }
 
 at::DataPtr BlockPool::allocate(size_t nbytes) {
-  std::unique_ptr<Held> h;
-  std::vector<std::unique_ptr<Held>> evicted;  // freed outside the lock
+  nbytes = std::max<size_t>(kBlockRound, (nbytes + kBlockRound - 1) / kBlockRound * kBlockRound);
+  std::vector<std::unique_ptr<Segment>> released;  // freed outside the lock
+  Block* b = nullptr;
+  size_t seg_size = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // The smallest idle block that holds `nbytes` without wasting more than half of it: already
-    // resident memory, where evicting to map a fresh block would fault it in again.
-    auto it = idle_.lower_bound(nbytes);
-    if (it != idle_.end() && it->first <= 2 * nbytes) {
-      h = std::move(it->second);
-      nbytes = it->first;
-      idle_.erase(it);
-      stats_.idle -= nbytes;
+    // Best fit among all free memory the pool holds: resident pages, whatever size they were
+    // freed with.
+    Block probe{nullptr, nullptr, nbytes, true, nullptr, nullptr};
+    auto it = free_.lower_bound(&probe);
+    if (it != free_.end()) {
+      b = take(*it, nbytes);
     } else {
-      // Keep in use + idle under the high-water mark: free the largest idle blocks first.
-      while (!idle_.empty() && stats_.in_use + stats_.idle + nbytes > stats_.high_water) {
-        auto last = std::prev(idle_.end());
-        stats_.idle -= last->first;
-        evicted.push_back(std::move(last->second));
-        idle_.erase(last);
-      }
+      // A fresh segment of exactly the request. Keep held under the high-water mark it raises:
+      // give wholly free segments back first, largest first.
+      seg_size = nbytes;
+      const size_t mark = std::max(stats_.high_water, stats_.in_use + nbytes);
+      released = release_free_segments([&] { return held_ + seg_size > mark; });
       ++stats_.fresh;
     }
-    stats_.in_use += nbytes;
-    stats_.high_water = std::max(stats_.high_water, stats_.in_use);
-    stats_.window_high_water = std::max(stats_.window_high_water, stats_.in_use);
   }
-  evicted.clear();
-  if (!h) h.reset(new Held{this, raw_->allocate(nbytes), nbytes});
-  const c10::Device dev = h->raw.device();
-  void* data = h->raw.get();
-  return at::DataPtr(data, h.release(), &BlockPool::give_back, dev);
+  released.clear();
+  if (!b) {
+    auto seg = std::make_unique<Segment>(Segment{this, raw_->allocate(seg_size), seg_size});
+    std::lock_guard<std::mutex> lock(mu_);
+    auto* whole = new Block{seg.get(), static_cast<char*>(seg->raw.get()), seg_size, true, nullptr, nullptr};
+    free_.insert(whole);
+    held_ += seg_size;
+    segments_.push_back(std::move(seg));
+    b = take(whole, nbytes);
+  }
+  return at::DataPtr(b->ptr, b, &BlockPool::give_back, b->seg->raw.device());
 }
 
 BlockPool::Stats BlockPool::stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
-}
-
-void BlockPool::begin_window() {
-  std::lock_guard<std::mutex> lock(mu_);
-  stats_.window_high_water = stats_.in_use;
+  Stats s = stats_;
+  s.idle = held_ - stats_.in_use;
+  s.segments = segments_.size();
+  return s;
 }
 
 void BlockPool::trim_to(size_t idle_bytes) {
-  std::vector<std::unique_ptr<Held>> gone;  // freed outside the lock
+  std::vector<std::unique_ptr<Segment>> gone;  // freed outside the lock
   std::lock_guard<std::mutex> lock(mu_);
-  while (!idle_.empty() && stats_.idle > idle_bytes) {
-    auto last = std::prev(idle_.end());
-    stats_.idle -= last->first;
-    gone.push_back(std::move(last->second));
-    idle_.erase(last);
-  }
+  gone = release_free_segments([&] { return held_ - stats_.in_use > idle_bytes; });
 }
 
 at::Tensor pooled_empty(int64_t numel, const at::TensorOptions& opts) {

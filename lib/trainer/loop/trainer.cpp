@@ -21,6 +21,7 @@
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/state_match.hpp"
+#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/loop/console.hpp"
@@ -69,6 +70,12 @@ class Loop {
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     expected_state_ = expected_state(*parts_.model, optimizer_state_names(job_.strat.optim));
     strategy_->setup(parts_.model);
+    // From here on large CPU tensors come from the block pool (train.cpu_memory_pool). Not
+    // before: what setup allocated (parameters, shards, optimiser state) lives for the whole
+    // run, and placed in the pool's segments among the transient buffers of setup it would pin
+    // those segments, whose free rest the pool then could neither give back nor fit a
+    // whole unit into (fsdp: 164 MB held above the high-water mark, docs/architecture.md §6).
+    if (job_.cpu_memory_pool) install_pooled_cpu_allocator();
 
     sampler_.dataset_size = parts_.train->size();
     sampler_.rank = comm_.rank();

@@ -15,7 +15,6 @@
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/work_dir_lock.hpp"
-#include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/loop/elastic_resume.hpp"
 #include "mtrain/trainer/loop/failure_record.hpp"
@@ -144,7 +143,6 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   }
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
-  if (tj.cpu_memory_pool) install_pooled_cpu_allocator();
 
   CommOptions co;
   co.rank = rank;

@@ -362,7 +362,6 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   phase_ = Phase::Forward;
   current_ = -1;
   cur_trace_.clear();
-  if (device_.is_cpu()) BlockPool::cpu().begin_window();
   at::Tensor loss;
   try {
     std::shared_ptr<void> autocast;
@@ -380,7 +379,6 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
     phase_ = Phase::Idle;
     throw;
   }
-  if (device_.is_cpu()) forward_pool_bytes_ = BlockPool::cpu().stats().window_high_water;
   if (c_.reshard_after_forward) release_all();
   if (!cur_trace_.empty()) {
     trace_ = cur_trace_;

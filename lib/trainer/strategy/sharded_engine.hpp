@@ -45,8 +45,9 @@
 // is launched, so at most one unit's reduction is in flight (overlapping the next unit's
 // backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
 // On the CPU the flat buffers of reductions, the gathered units and the export's gathers all take
-// their memory from one block pool (comm/block_pool.hpp), which keeps released blocks for the
-// next buffer of the same size but never more than the most memory in use at once.
+// their memory from one block pool (comm/block_pool.hpp), which keeps released memory for the
+// next buffer of any size (split and merged as needed) but never holds more than the most memory
+// in use at once, as far as wholly free segments can be given back.
 // Memory accounting: the engine counts the bytes it holds transiently — gathered units, and
 // unsharded gradients (autograd's .grad of sharded-gradient units until they are flattened,
 // and the flat reduction buffers) — and their high-water marks (MemoryLedger::*_peak).
@@ -138,6 +139,7 @@ struct Reduction {
   bool replica_pending = false;  // hybrid: all-reduce across replicas after the reduce-scatter
   at::Tensor in, out;
   int64_t bytes = 0;  // flat buffers this reduction allocated (0 when it reduces gfull in place)
+  double out_scale = 1.0;  // applied to `out` as it is accumulated (the 1/N average in fp32)
 };
 
 class ShardedEngine final : public Strategy {
@@ -225,7 +227,6 @@ class ShardedEngine final : public Strategy {
   std::deque<Reduction> inflight_;
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
-  size_t forward_pool_bytes_ = 0;  // block-pool bytes in use at once in the last forward (CPU)
   int64_t clock_ = 0;
   int64_t gathered_bytes_ = 0, grad_bytes_ = 0;  // held now
   int64_t gathered_peak_ = 0, grad_peak_ = 0, transient_peak_ = 0;

@@ -3,6 +3,10 @@
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>
 
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <set>
 #include <vector>
 
 #include "mtrain/trainer/comm/block_pool.hpp"
@@ -30,23 +34,117 @@ TEST_CASE("block pool hands a released block back to the next allocation of its 
   CHECK(pool.stats().idle == 0);
 }
 
-TEST_CASE("block pool hands an idle block up to twice the size rather than mapping a new one",
+TEST_CASE("block pool splits a larger free block rather than mapping a new one",
           "[trainer][comm][block_pool]") {
   BlockPool pool(c10::GetDefaultCPUAllocator());
-  void* big = nullptr;
+  char* big = nullptr;
   {
     at::DataPtr b = pool.allocate(3 * MiB);
-    big = b.get();
+    big = static_cast<char*>(b.get());
+  }
+  at::DataPtr a = pool.allocate(2 * MiB);  // the front of the free 3 MiB, the rest stays free
+  CHECK(a.get() == big);
+  CHECK(pool.stats().in_use == 2 * MiB);
+  CHECK(pool.stats().idle == 1 * MiB);
+  at::DataPtr c = pool.allocate(1 * MiB);  // the rest
+  CHECK(c.get() == big + 2 * MiB);
+  CHECK(pool.stats().fresh == 1);
+  CHECK(pool.stats().idle == 0);
+  SECTION("a rest smaller than kMinSplit stays with the block") {
+    a = at::DataPtr();
+    at::DataPtr d = pool.allocate(2 * MiB - 64 * 1024);
+    CHECK(d.get() == big);
+    CHECK(pool.stats().in_use == 3 * MiB);
+  }
+}
+
+TEST_CASE("block pool merges blocks given back next to each other into one",
+          "[trainer][comm][block_pool]") {
+  BlockPool pool(c10::GetDefaultCPUAllocator());
+  char* base = nullptr;
+  {
+    at::DataPtr whole = pool.allocate(6 * MiB);
+    base = static_cast<char*>(whole.get());
   }
   {
-    at::DataPtr a = pool.allocate(2 * MiB);  // 3 MiB <= 2 x 2 MiB: the idle block
-    CHECK(a.get() == big);
-    CHECK(pool.stats().in_use == 3 * MiB);
+    at::DataPtr a = pool.allocate(2 * MiB), b = pool.allocate(2 * MiB), c = pool.allocate(2 * MiB);
     CHECK(pool.stats().fresh == 1);
+    std::set<char*> starts{static_cast<char*>(a.get()), static_cast<char*>(b.get()), static_cast<char*>(c.get())};
+    CHECK(starts == std::set<char*>{base, base + 2 * MiB, base + 4 * MiB});
+    b = at::DataPtr();  // the middle first: two free neighbours join it afterwards
+    a = at::DataPtr();
   }
-  at::DataPtr c = pool.allocate(1 * MiB);  // 3 MiB > 2 x 1 MiB: a fresh block
-  CHECK(c.get() != big);
-  CHECK(pool.stats().fresh == 2);
+  at::DataPtr again = pool.allocate(6 * MiB);
+  CHECK(again.get() == base);
+  CHECK(pool.stats().fresh == 1);
+  CHECK(pool.stats().segments == 1);
+}
+
+TEST_CASE("block pool reaches a steady state: a repeated step of mixed sizes maps nothing new",
+          "[trainer][comm][block_pool]") {
+  // One "step" of a sharded strategy: units gathered one after another (sizes that differ by more
+  // than 2x), two reduction buffers alive at once, a gradient of yet another size.
+  BlockPool pool(c10::GetDefaultCPUAllocator());
+  auto step = [&] {
+    for (size_t unit : {8, 3, 13, 2}) {
+      at::DataPtr gathered = pool.allocate(unit * MiB);
+      std::memset(gathered.get(), 1, unit * MiB);
+    }
+    at::DataPtr grad = pool.allocate(5 * MiB);
+    at::DataPtr r1 = pool.allocate(3 * MiB), r2 = pool.allocate(3 * MiB);
+  };
+  step();
+  const BlockPool::Stats first = pool.stats();
+  for (int i = 0; i < 5; ++i) step();
+  const BlockPool::Stats later = pool.stats();
+  CHECK(later.fresh == first.fresh);
+  CHECK(later.in_use == 0);
+  CHECK(later.in_use + later.idle <= later.high_water);
+  pool.trim();
+  CHECK(pool.stats().idle == 0);
+  CHECK(pool.stats().segments == 0);
+}
+
+TEST_CASE("block pool: random allocations never overlap and keep their contents",
+          "[trainer][comm][block_pool]") {
+  BlockPool pool(c10::GetDefaultCPUAllocator());
+  std::mt19937 rng(20261126);
+  struct Live {
+    at::DataPtr p;
+    size_t n;
+    unsigned char tag;
+  };
+  std::vector<Live> live;
+  size_t live_bytes = 0;
+  auto round_up = [](size_t n) { return (n + BlockPool::kBlockRound - 1) / BlockPool::kBlockRound * BlockPool::kBlockRound; };
+  for (int i = 0; i < 2000; ++i) {
+    if (live.empty() || rng() % 3 != 0) {
+      const size_t n = MiB + rng() % (6 * MiB);
+      Live l{pool.allocate(n), n, static_cast<unsigned char>(i)};
+      REQUIRE(reinterpret_cast<uintptr_t>(l.p.get()) % 64 == 0);
+      std::memset(l.p.get(), l.tag, n);
+      live_bytes += round_up(n);
+      live.push_back(std::move(l));
+    } else {
+      const size_t k = rng() % live.size();
+      const auto* c = static_cast<const unsigned char*>(live[k].p.get());
+      // A block that overlapped another would have been overwritten with that one's tag.
+      REQUIRE(c[0] == live[k].tag);
+      REQUIRE(c[live[k].n / 2] == live[k].tag);
+      REQUIRE(c[live[k].n - 1] == live[k].tag);
+      live_bytes -= round_up(live[k].n);
+      live.erase(live.begin() + static_cast<std::ptrdiff_t>(k));
+    }
+    CHECK(pool.stats().in_use >= live_bytes);
+    if (live.size() > 40) {
+      live_bytes = 0;
+      live.clear();
+    }
+  }
+  live.clear();
+  CHECK(pool.stats().in_use == 0);
+  pool.trim();
+  CHECK(pool.stats().segments == 0);
 }
 
 TEST_CASE("block pool keeps as many blocks of a size as were in use at once",
@@ -89,24 +187,27 @@ TEST_CASE("block pool never holds more than the most memory in use at once",
   CHECK(pool.stats().idle == 0);
 }
 
-TEST_CASE("block pool trims idle blocks down to what the next phase used",
+TEST_CASE("block pool trims wholly free segments, largest first, and keeps partly used ones",
           "[trainer][comm][block_pool]") {
   BlockPool pool(c10::GetDefaultCPUAllocator());
-  pool.begin_window();
-  { at::DataPtr a = pool.allocate(2 * MiB); }  // a "forward" using one 2 MiB block at a time
-  const size_t forward = pool.stats().window_high_water;
-  CHECK(forward == 2 * MiB);
+  at::DataPtr kept;
   {
     at::DataPtr a = pool.allocate(2 * MiB), b = pool.allocate(2 * MiB), c = pool.allocate(4 * MiB);
-    CHECK(pool.stats().window_high_water == 8 * MiB);
+    at::DataPtr d = pool.allocate(4 * MiB);
+    d = at::DataPtr();
+    kept = pool.allocate(1 * MiB);  // the front of d's free segment: d's segment is partly used now
   }
-  REQUIRE(pool.stats().idle == 8 * MiB);
-  pool.trim_to(forward);  // largest first: the 4 MiB block and one 2 MiB block go
-  CHECK(pool.stats().idle == 2 * MiB);
-  at::DataPtr again = pool.allocate(2 * MiB);
-  CHECK(pool.stats().fresh == 3);  // the next "forward" reuses the kept block
-  pool.begin_window();
-  CHECK(pool.stats().window_high_water == 2 * MiB);
+  REQUIRE(pool.stats().segments == 4);
+  REQUIRE(pool.stats().idle == 11 * MiB);
+  pool.trim_to(5 * MiB);  // the free 4 MiB segment, then one 2 MiB segment
+  CHECK(pool.stats().idle == 5 * MiB);
+  CHECK(pool.stats().segments == 2);
+  pool.trim();  // the other 2 MiB segment; 3 MiB stay idle beside `kept`
+  CHECK(pool.stats().idle == 3 * MiB);
+  CHECK(pool.stats().segments == 1);
+  at::DataPtr again = pool.allocate(3 * MiB);
+  CHECK(static_cast<char*>(again.get()) == static_cast<char*>(kept.get()) + MiB);
+  CHECK(pool.stats().fresh == 4);
 }
 
 TEST_CASE("pooled_empty takes large CPU buffers from the process pool and gives them back",
