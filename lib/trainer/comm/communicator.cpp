@@ -246,6 +246,36 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
   });
 }
 
+CommHandle Communicator::reduce_scatter_pieces(std::vector<at::Tensor> pieces, const std::vector<int64_t>& offsets,
+                                               at::Tensor output) {
+  check_flat(output, "reduce_scatter");
+  if (!shm_fp32(output) || pieces.size() != offsets.size()) {
+    throw Error("reduce_scatter_pieces: needs the shared-memory path, an fp32 CPU output and one offset per piece");
+  }
+  const int64_t k = output.numel();
+  std::vector<ShmCollectives::Piece> in;
+  in.reserve(pieces.size());
+  int64_t end = 0;
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    const at::Tensor& t = pieces[i];
+    if (!shm_fp32(t) || !t.is_contiguous() || offsets[i] < end || offsets[i] + t.numel() > k * opt_.world) {
+      throw Error(fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
+                              "tensor inside [{}, {}) after the piece before",
+                              i, t.numel(), offsets[i], end, k * opt_.world));
+    }
+    in.push_back({offsets[i], t.data_ptr<float>(), t.numel()});
+    end = offsets[i] + t.numel();
+  }
+  const double n = opt_.world;
+  const double payload = static_cast<double>(k) * opt_.world * sizeof(float);
+  count("reduce_scatter", payload, (n - 1) / n);
+  const std::string what = fmt::format("reduce_scatter of {} bytes (shared memory, {} pieces)", payload, pieces.size());
+  return local(shm_->reduce_scatter_pieces(std::move(in), output.data_ptr<float>(), k,
+                                           std::make_shared<std::pair<std::vector<at::Tensor>, at::Tensor>>(
+                                               std::move(pieces), output)),
+               what);
+}
+
 CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
   check_flat(input, "all_gather");
   check_flat(output, "all_gather");

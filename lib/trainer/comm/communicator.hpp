@@ -78,6 +78,13 @@ class Communicator {
   CommHandle all_reduce(at::Tensor t, const std::string& counter = "all_reduce");
   // input: world·k elements (contiguous); output: k elements = Σ_ranks input[rank·k, (rank+1)·k).
   CommHandle reduce_scatter(at::Tensor input, at::Tensor output);
+  // reduce_scatter of a world·k-element input given as pieces: fp32 CPU tensors (contiguous)
+  // placed at `offsets` (ascending, not overlapping), zeros elsewhere. Only where
+  // reduce_scatter_takes_pieces(): the shared-memory path reads the pieces where they are, so
+  // the caller need not flatten them into one buffer first.
+  bool reduce_scatter_takes_pieces() const { return shm_ != nullptr; }
+  CommHandle reduce_scatter_pieces(std::vector<at::Tensor> pieces, const std::vector<int64_t>& offsets,
+                                   at::Tensor output);
   // input: k elements; output: world·k elements, rank r's input at [r·k, (r+1)·k).
   CommHandle all_gather(at::Tensor input, at::Tensor output);
   CommHandle broadcast(at::Tensor t, int root);

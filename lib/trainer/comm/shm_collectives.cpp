@@ -197,7 +197,12 @@ std::shared_future<void> ShmCollectives::all_reduce(float* data, int64_t n, std:
 
 std::shared_future<void> ShmCollectives::reduce_scatter(const float* in, float* out, int64_t k,
                                                         std::shared_ptr<void> keep) {
-  return submit(Job{Kind::ReduceScatter, in, out, k, std::move(keep), {}});
+  return submit(Job{Kind::ReduceScatter, nullptr, out, k, std::move(keep), {}, {Piece{0, in, k * o_.world}}});
+}
+
+std::shared_future<void> ShmCollectives::reduce_scatter_pieces(std::vector<Piece> pieces, float* out, int64_t k,
+                                                               std::shared_ptr<void> keep) {
+  return submit(Job{Kind::ReduceScatter, nullptr, out, k, std::move(keep), {}, std::move(pieces)});
 }
 
 std::shared_future<void> ShmCollectives::all_gather(const float* in, float* out, int64_t k,
@@ -220,7 +225,7 @@ void ShmCollectives::run() {
                                kExitFailure);
       switch (j.kind) {
         case Kind::AllReduce: all_reduce_now(j.out, j.n); break;
-        case Kind::ReduceScatter: reduce_scatter_now(j.in, j.out, j.n); break;
+        case Kind::ReduceScatter: reduce_scatter_now(j.pieces, j.out, j.n); break;
         case Kind::AllGather: all_gather_now(j.in, j.out, j.n); break;
       }
       j.keep.reset();
@@ -325,13 +330,31 @@ void ShmCollectives::all_reduce_now(float* data, int64_t n) {
       [&](int64_t off, int64_t len) { std::memcpy(data + off, result, bytes(len)); });
 }
 
-void ShmCollectives::reduce_scatter_now(const float* in, float* out, int64_t k) {
+namespace {
+// dst[0, len) = input[at, at + len) of an input given as sorted pieces (zeros between them).
+void copy_from_pieces(float* dst, const std::vector<ShmCollectives::Piece>& pieces, int64_t at, int64_t len) {
+  // The first piece that ends after `at`.
+  auto it = std::upper_bound(pieces.begin(), pieces.end(), at,
+                             [](int64_t v, const ShmCollectives::Piece& p) { return v < p.offset + p.numel; });
+  const int64_t end = at + len;
+  int64_t pos = at;
+  for (; it != pieces.end() && it->offset < end; ++it) {
+    if (it->offset > pos) std::memset(dst + (pos - at), 0, bytes(it->offset - pos));
+    const int64_t b = std::max(pos, it->offset), e = std::min(end, it->offset + it->numel);
+    std::memcpy(dst + (b - at), it->data + (b - it->offset), bytes(e - b));
+    pos = e;
+  }
+  if (pos < end) std::memset(dst + (pos - at), 0, bytes(end - pos));
+}
+}  // namespace
+
+void ShmCollectives::reduce_scatter_now(const std::vector<Piece>& in, float* out, int64_t k) {
   const int world = o_.world, rank = o_.rank;
   const int64_t part = chunk_ / world;  // floats of each piece per chunk (chunk_ >= world)
   chunked(
       k, part,
       [&](int64_t off, int64_t len) {
-        for (int q = 0; q < world; ++q) std::memcpy(slot(rank) + q * part, in + q * k + off, bytes(len));
+        for (int q = 0; q < world; ++q) copy_from_pieces(slot(rank) + q * part, in, q * k + off, len);
       },
       [&](int64_t off, int64_t len) { sum_slots(out + off, rank * part, len); }, [](int64_t, int64_t) {});
 }

@@ -37,6 +37,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace mtrain::trainer {
 
@@ -77,6 +78,18 @@ class ShmCollectives {
   std::shared_future<void> reduce_scatter(const float* in, float* out, int64_t k, std::shared_ptr<void> keep);
   // out[q·k, (q+1)·k) = rank q's in[0, k).
   std::shared_future<void> all_gather(const float* in, float* out, int64_t k, std::shared_ptr<void> keep);
+  // A piece of a reduce-scatter input given in place: elements [offset, offset + numel) of the
+  // world·k-element input are data[0, numel).
+  struct Piece {
+    int64_t offset;
+    const float* data;
+    int64_t numel;
+  };
+  // reduce_scatter of the input the pieces make up (sorted by offset, not overlapping; elements
+  // no piece covers are zero), read straight from the pieces: a strategy's gradients reach the
+  // slots without first being flattened into one buffer (one copy of the unit fewer).
+  std::shared_future<void> reduce_scatter_pieces(std::vector<Piece> pieces, float* out, int64_t k,
+                                                 std::shared_ptr<void> keep);
 
   int64_t chunk_floats() const { return chunk_; }
 
@@ -89,12 +102,13 @@ class ShmCollectives {
     int64_t n;
     std::shared_ptr<void> keep;
     std::promise<void> done;
+    std::vector<Piece> pieces;  // ReduceScatter: the input, when `in` is null
   };
   ShmCollectives(const ShmOptions& o, void* base, size_t bytes, int64_t chunk);
   void run();
   std::shared_future<void> submit(Job j);
   void all_reduce_now(float* data, int64_t n);
-  void reduce_scatter_now(const float* in, float* out, int64_t k);
+  void reduce_scatter_now(const std::vector<Piece>& in, float* out, int64_t k);
   void all_gather_now(const float* in, float* out, int64_t k);
   void wait_all(int flag, uint64_t seq, const char* phase) const;
   void publish_and_wait(int flag, uint64_t seq, const char* phase) const;

@@ -16,7 +16,10 @@
 //   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; each one is copied into the
 //     unit's padded flat buffer as soon as it is final and the .grad is dropped (with
 //     contiguous_gradients off: all of them when the unit's last gradient arrives); the flat
-//     buffer is reduce-scattered once the unit is complete — EVERY micro-step, accumulating
+//     buffer is reduce-scattered once the unit is complete. Over shared memory in fp32 there is
+//     no flat buffer: the reduce-scatter reads the .grad tensors where they are (zeros for the
+//     gaps) and they are dropped when it is done — the unit's gradients still exist once, and
+//     one copy of the unit per step is saved — EVERY micro-step, accumulating
 //     into the shard accumulator, so no rank ever keeps full unsharded gradients across
 //     micro-steps (the price: one reduce-scatter per micro-step under gradient accumulation).
 //   resident parameters (ZeRO-1/2, NO_SHARD, persistent units): `full` lives for the whole run;
@@ -185,6 +188,9 @@ class ShardedEngine final : public Strategy {
   void enforce_live_limit(size_t current);
   void on_grad(size_t param);
   void copy_into_flat(size_t unit, size_t param);
+  // Whether unit u's gradients go to the reduce-scatter as they are (shared memory, fp32), with
+  // no flat copy: Communicator::reduce_scatter_pieces.
+  bool reduce_from_grads(const Unit& u) const;
   void unit_done(size_t u);
   void launch_reduce(size_t u);
   // A flat reduction buffer of `numel` elements (reduce dtype, engine device); on the CPU its

@@ -4,6 +4,10 @@
 // buffers on the CPU. Protocol in sharded_engine.hpp.
 #include <ATen/core/grad_mode.h>
 
+#include <algorithm>
+#include <utility>
+#include <vector>
+
 #include "mtrain/trainer/comm/block_pool.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
@@ -17,10 +21,16 @@ void ShardedEngine::on_grad(size_t i) {
     at::Tensor& g = params_[i].mutable_grad();
     if (g.defined()) {
       count_grads(g.numel() * g.element_size());
-      if (c_.contiguous_gradients) copy_into_flat(ui, i);
+      if (c_.contiguous_gradients && !reduce_from_grads(units_[ui])) copy_into_flat(ui, i);
     }
   }
   if (--units_[ui].waiting == 0) unit_done(ui);
+}
+
+bool ShardedEngine::reduce_from_grads(const Unit& u) const {
+  return c_.grads_sharded && c_.contiguous_gradients && shard_comm_ != nullptr &&
+         shard_comm_->reduce_scatter_takes_pieces() && prec_.reduce == at::kFloat &&
+         u.full.scalar_type() == at::kFloat && device_.is_cpu();
 }
 
 void ShardedEngine::copy_into_flat(size_t ui, size_t i) {
@@ -61,6 +71,36 @@ void ShardedEngine::launch_reduce(size_t ui) {
     // The previous unit's reduction has overlapped this unit's backward; it is completed (its
     // flat buffers given back) before this unit's reduction starts.
     while (!inflight_.empty()) finish_oldest();
+    if (reduce_from_grads(u)) {
+      // The shared-memory reduce-scatter reads autograd's gradients where they are (zeros for
+      // missing ones and the padding): no flat copy of the unit. They are held until it is done.
+      std::vector<std::pair<int64_t, at::Tensor>> pieces;
+      for (const auto& s : u.slots) {
+        auto& p = params_[s.param];
+        const at::Tensor g = p.grad();
+        if (g.defined()) {
+          pieces.emplace_back(s.offset, g.reshape({-1}).contiguous());
+          if (got_grad_[s.param]) red.bytes += g.numel() * g.element_size();
+        }
+        p.mutable_grad() = at::Tensor();
+      }
+      std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<at::Tensor> tensors;
+      std::vector<int64_t> offsets;
+      for (auto& [off, t] : pieces) {
+        offsets.push_back(off);
+        tensors.push_back(std::move(t));
+      }
+      red.out = take_buffer(u.shard);
+      red.bytes += red.out.numel() * red.out.element_size();
+      count_grads(red.out.numel() * red.out.element_size());
+      red.out_scale = inv_world;
+      red.h = shard_comm_->reduce_scatter_pieces(std::move(tensors), offsets, red.out);
+      red.replica_pending = replica_comm_ != nullptr;
+      inflight_.push_back(std::move(red));
+      if (!c_.overlap_comm) finish_oldest();
+      return;
+    }
     if (u.gflat.defined()) {
       red.in = std::move(u.gflat);
       u.gflat = at::Tensor();

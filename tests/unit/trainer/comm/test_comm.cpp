@@ -121,6 +121,50 @@ TEST_CASE("shared-memory all-reduce, reduce-scatter and all-gather agree with th
   }
 }
 
+TEST_CASE("shared-memory reduce-scatter from pieces equals the one from the flat buffer they make up, worlds 2..5",
+          "[trainer][comm]") {
+  at::set_num_threads(1);
+  for (int world = 2; world <= 5; ++world) {
+    INFO("world " << world);
+    testing::run_ranks(world, [](Communicator& comm) {
+      const int r = comm.rank(), n = comm.world();
+      RANK_REQUIRE(comm.reduce_scatter_takes_pieces());
+      // Pieces of ragged sizes with gaps (missing gradients, the padding) that straddle chunk
+      // and shard boundaries: 64-float slots, so a chunk holds 64 / n floats of each shard.
+      for (int64_t k : {1, 7, 64 / n, 150}) {
+        const int64_t total = n * k;
+        at::Tensor flat = at::zeros({total}, at::kFloat);
+        std::vector<at::Tensor> pieces;
+        std::vector<int64_t> offsets;
+        int64_t at_ = 1;  // element 0 is a gap
+        for (int64_t len = 1; at_ < total; len = len * 3 % 37 + 1) {
+          const int64_t take = std::min(len, total - at_);
+          at::Tensor p = at::arange(take, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(at_);
+          flat.narrow(0, at_, take).copy_(p);
+          pieces.push_back(p);
+          offsets.push_back(at_);
+          at_ += take + (len % 2);  // every other piece is followed by a gap
+        }
+        auto want = at::full({k}, -1.0f);
+        comm.reduce_scatter(flat, want).wait();
+        auto got = at::full({k}, -1.0f);
+        comm.reduce_scatter_pieces(pieces, offsets, got).wait();
+        RANK_CHECK(got.equal(want));
+        // No piece at all: the input is all zeros.
+        auto none = at::full({k}, -1.0f);
+        comm.reduce_scatter_pieces({}, {}, none).wait();
+        RANK_CHECK(none.eq(0.0f).all().item<bool>());
+      }
+      // Overlapping pieces are refused before anything is sent.
+      auto out = at::empty({2}, at::kFloat);
+      RANK_CHECK_THROWS_WITH(comm.reduce_scatter_pieces({at::ones({2}), at::ones({2})}, {0, 1}, out),
+                             Catch::Contains("piece 1 (2 elements at 1)"));
+      // Counted like the flat reduce-scatter: three per k (flat, pieces, none), the refused one not.
+      RANK_CHECK(comm.counters()["reduce_scatter"].payload_bytes == Approx(3.0 * n * (1 + 7 + 64 / n + 150) * 4));
+    }, /*shm_chunk=*/64);
+  }
+}
+
 TEST_CASE("a shared-memory all-reduce whose peer never arrives fails with an error naming it", "[trainer][comm]") {
   auto store = compat::make_hash_store();
   std::vector<std::future<void>> done;
