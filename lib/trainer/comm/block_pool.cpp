@@ -13,17 +13,8 @@
 namespace mtrain::trainer {
 
 BlockPool::~BlockPool() {
-  for (auto& seg : segments_) {
-    // Only whole free segments remain when every block was given back; free their block records.
-    for (auto it = free_.begin(); it != free_.end();) {
-      if ((*it)->seg == seg.get()) {
-        delete *it;
-        it = free_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  }
+  // Every block was given back, so each segment is one free block: only their records are left.
+  for (Block* b : free_) delete b;
 }
 
 BlockPool& BlockPool::cpu() {
@@ -37,26 +28,25 @@ void BlockPool::give_back(void* ctx) {
   b->seg->pool->put_back(b);
 }
 
+void BlockPool::merge_into(Block* left, Block* right) {
+  free_.erase(left);
+  free_.erase(right);
+  left->size += right->size;
+  left->next = right->next;
+  if (right->next) right->next->prev = left;
+  delete right;
+}
+
 void BlockPool::put_back(Block* b) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.in_use -= b->size;
   b->free = true;
   // Merge with free neighbours: the segment's free memory stays in as few blocks as it can.
   if (Block* p = b->prev; p && p->free) {
-    free_.erase(p);
-    p->size += b->size;
-    p->next = b->next;
-    if (b->next) b->next->prev = p;
-    delete b;
+    merge_into(p, b);
     b = p;
   }
-  if (Block* n = b->next; n && n->free) {
-    free_.erase(n);
-    b->size += n->size;
-    b->next = n->next;
-    if (n->next) n->next->prev = b;
-    delete n;
-  }
+  if (Block* n = b->next; n && n->free) merge_into(b, n);
   free_.insert(b);
 }
 
@@ -101,7 +91,6 @@ at::DataPtr BlockPool::allocate(size_t nbytes) {
   nbytes = std::max<size_t>(kBlockRound, (nbytes + kBlockRound - 1) / kBlockRound * kBlockRound);
   std::vector<std::unique_ptr<Segment>> released;  // freed outside the lock
   Block* b = nullptr;
-  size_t seg_size = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Best fit among all free memory the pool holds: resident pages, whatever size they were
@@ -113,19 +102,18 @@ at::DataPtr BlockPool::allocate(size_t nbytes) {
     } else {
       // A fresh segment of exactly the request. Keep held under the high-water mark it raises:
       // give wholly free segments back first, largest first.
-      seg_size = nbytes;
       const size_t mark = std::max(stats_.high_water, stats_.in_use + nbytes);
-      released = release_free_segments([&] { return held_ + seg_size > mark; });
+      released = release_free_segments([&] { return held_ + nbytes > mark; });
       ++stats_.fresh;
     }
   }
   released.clear();
   if (!b) {
-    auto seg = std::make_unique<Segment>(Segment{this, raw_->allocate(seg_size), seg_size});
+    auto seg = std::make_unique<Segment>(Segment{this, raw_->allocate(nbytes), nbytes});
     std::lock_guard<std::mutex> lock(mu_);
-    auto* whole = new Block{seg.get(), static_cast<char*>(seg->raw.get()), seg_size, true, nullptr, nullptr};
+    auto* whole = new Block{seg.get(), static_cast<char*>(seg->raw.get()), nbytes, true, nullptr, nullptr};
     free_.insert(whole);
-    held_ += seg_size;
+    held_ += nbytes;
     segments_.push_back(std::move(seg));
     b = take(whole, nbytes);
   }

@@ -83,6 +83,7 @@ class BlockPool {
   };
   static void give_back(void* ctx);
   void put_back(Block* b);
+  void merge_into(Block* left, Block* right);  // right (free, next to left) joins left; under mu_
   Block* take(Block* b, size_t nbytes);  // marks b in use, splitting off the rest; under mu_
   // Removes wholly free segments, largest first, while `more()` says so; under mu_. The caller
   // frees the returned segments outside the lock.

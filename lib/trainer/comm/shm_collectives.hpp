@@ -102,7 +102,7 @@ class ShmCollectives {
     int64_t n;
     std::shared_ptr<void> keep;
     std::promise<void> done;
-    std::vector<Piece> pieces;  // ReduceScatter: the input, when `in` is null
+    std::vector<Piece> pieces;  // ReduceScatter's input (a flat input is one piece); `in` unused
   };
   ShmCollectives(const ShmOptions& o, void* base, size_t bytes, int64_t chunk);
   void run();

@@ -16,12 +16,12 @@
 //   sharded gradients (ZeRO-2/3, FSDP): autograd allocates .grad; each one is copied into the
 //     unit's padded flat buffer as soon as it is final and the .grad is dropped (with
 //     contiguous_gradients off: all of them when the unit's last gradient arrives); the flat
-//     buffer is reduce-scattered once the unit is complete. Over shared memory in fp32 there is
-//     no flat buffer: the reduce-scatter reads the .grad tensors where they are (zeros for the
-//     gaps) and they are dropped when it is done — the unit's gradients still exist once, and
-//     one copy of the unit per step is saved — EVERY micro-step, accumulating
+//     buffer is reduce-scattered once the unit is complete — EVERY micro-step, accumulating
 //     into the shard accumulator, so no rank ever keeps full unsharded gradients across
 //     micro-steps (the price: one reduce-scatter per micro-step under gradient accumulation).
+//     Over shared memory in fp32 there is no flat buffer: the reduce-scatter reads the .grad
+//     tensors where they are (zeros for the gaps) and they are dropped when it is done — the
+//     unit's gradients still exist once, and one copy of the unit per step is saved.
 //   resident parameters (ZeRO-1/2, NO_SHARD, persistent units): `full` lives for the whole run;
 //     after the update each rank all-gathers the new values.
 //   non-resident parameters (ZeRO-3, FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD): the memory behind

@@ -4,8 +4,6 @@
 // buffers on the CPU. Protocol in sharded_engine.hpp.
 #include <ATen/core/grad_mode.h>
 
-#include <algorithm>
-#include <utility>
 #include <vector>
 
 #include "mtrain/trainer/comm/block_pool.hpp"
@@ -67,69 +65,58 @@ void ShardedEngine::launch_reduce(size_t ui) {
   const double inv_world = 1.0 / static_cast<double>(comm_.world());
   Reduction red;
   red.unit = ui;
+  const bool from_grads = reduce_from_grads(u);
+  std::vector<at::Tensor> pieces;  // from_grads: the input, at `offsets`
+  std::vector<int64_t> offsets;
   if (c_.grads_sharded) {
     // The previous unit's reduction has overlapped this unit's backward; it is completed (its
     // flat buffers given back) before this unit's reduction starts.
     while (!inflight_.empty()) finish_oldest();
-    if (reduce_from_grads(u)) {
+    if (from_grads) {
       // The shared-memory reduce-scatter reads autograd's gradients where they are (zeros for
       // missing ones and the padding): no flat copy of the unit. They are held until it is done.
-      std::vector<std::pair<int64_t, at::Tensor>> pieces;
+      // Slots are laid out in ascending offset order, as the pieces must be.
       for (const auto& s : u.slots) {
         auto& p = params_[s.param];
         const at::Tensor g = p.grad();
         if (g.defined()) {
-          pieces.emplace_back(s.offset, g.reshape({-1}).contiguous());
+          pieces.push_back(g.reshape({-1}).contiguous());
+          offsets.push_back(s.offset);
           if (got_grad_[s.param]) red.bytes += g.numel() * g.element_size();
         }
         p.mutable_grad() = at::Tensor();
       }
-      std::sort(pieces.begin(), pieces.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      std::vector<at::Tensor> tensors;
-      std::vector<int64_t> offsets;
-      for (auto& [off, t] : pieces) {
-        offsets.push_back(off);
-        tensors.push_back(std::move(t));
-      }
-      red.out = take_buffer(u.shard);
-      red.bytes += red.out.numel() * red.out.element_size();
-      count_grads(red.out.numel() * red.out.element_size());
-      red.out_scale = inv_world;
-      red.h = shard_comm_->reduce_scatter_pieces(std::move(tensors), offsets, red.out);
-      red.replica_pending = replica_comm_ != nullptr;
-      inflight_.push_back(std::move(red));
-      if (!c_.overlap_comm) finish_oldest();
-      return;
-    }
-    if (u.gflat.defined()) {
-      red.in = std::move(u.gflat);
-      u.gflat = at::Tensor();
     } else {
-      red.in = take_buffer(u.padded);
-      count_grads(red.in.numel() * red.in.element_size());
-    }
-    red.bytes = red.in.numel() * red.in.element_size();
-    // Every element is written (the buffer may be a reused one): the gradients not copied in on
-    // arrival, zeros for missing gradients and the padding.
-    for (const auto& s : u.slots) {
-      auto& p = params_[s.param];
-      if (in_flat_[s.param]) continue;
-      const at::Tensor g = p.grad();
-      at::Tensor dst = red.in.narrow(0, s.offset, s.numel);
-      if (g.defined()) {
-        dst.copy_(g.reshape({-1}));
-        // Counted only if on_grad saw it (a gradient left from before this backward is not).
-        if (got_grad_[s.param]) count_grads(-g.numel() * g.element_size());
+      if (u.gflat.defined()) {
+        red.in = std::move(u.gflat);
+        u.gflat = at::Tensor();
       } else {
-        dst.zero_();
+        red.in = take_buffer(u.padded);
+        count_grads(red.in.numel() * red.in.element_size());
       }
-      p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
+      red.bytes = red.in.numel() * red.in.element_size();
+      // Every element is written (the buffer may be a reused one): the gradients not copied in on
+      // arrival, zeros for missing gradients and the padding.
+      for (const auto& s : u.slots) {
+        auto& p = params_[s.param];
+        if (in_flat_[s.param]) continue;
+        const at::Tensor g = p.grad();
+        at::Tensor dst = red.in.narrow(0, s.offset, s.numel);
+        if (g.defined()) {
+          dst.copy_(g.reshape({-1}));
+          // Counted only if on_grad saw it (a gradient left from before this backward is not).
+          if (got_grad_[s.param]) count_grads(-g.numel() * g.element_size());
+        } else {
+          dst.zero_();
+        }
+        p.mutable_grad() = at::Tensor();  // the full gradient is dropped right here
+      }
+      if (u.padded > u.numel) red.in.narrow(0, u.numel, u.padded - u.numel).zero_();
     }
-    if (u.padded > u.numel) red.in.narrow(0, u.numel, u.padded - u.numel).zero_();
     // The 1/N average: in fp32 it is applied to the reduced shard as it is accumulated (one
     // fused add over Ψ/N elements instead of a pass over the whole unit on every rank); a 16-bit
     // reduction divides first, like torch FSDP's pre-divide, so that the sum cannot overflow.
-    if (prec_.reduce == at::kFloat) {
+    if (prec_.reduce == at::kFloat) {  // always so when from_grads
       red.out_scale = inv_world;
     } else {
       red.in.mul_(inv_world);
@@ -147,7 +134,8 @@ void ShardedEngine::launch_reduce(size_t ui) {
     red.out = u.gfull.narrow(0, g_ * u.shard, u.shard);
   }
   if (shard_comm_ != nullptr) {
-    red.h = shard_comm_->reduce_scatter(red.in, red.out);
+    red.h = from_grads ? shard_comm_->reduce_scatter_pieces(std::move(pieces), offsets, red.out)
+                       : shard_comm_->reduce_scatter(red.in, red.out);
     red.replica_pending = replica_comm_ != nullptr;
   } else if (replica_comm_ != nullptr) {
     red.h = replica_comm_->all_reduce(red.out);
