@@ -104,7 +104,7 @@ Hints default_hints() {
   std::vector<OptionSpec> compat;
   for (const auto& c : config::compat_flags())
     if (c.action != config::CompatAction::Refuse)
-      for (const auto& name : c.spellings) compat.push_back({{name}, c.takes_value, {}, "", c.meaning});
+      for (const auto& name : c.spellings) compat.push_back({{name}, c.takes_value, {}, "", c.meaning, ""});
   h.extra_options["mtrain launch"] = compat;
   return h;
 }

@@ -147,6 +147,9 @@ bool PosixProcessRunner::stopped(pid_t pid) {
   return close != std::string::npos && close + 2 < text.size() && text[close + 2] == 'T';
 }
 
-void PosixProcessRunner::remove_on_launcher_death(const std::string& folder) { guardian_->remove_on_exit(folder); }
+void PosixProcessRunner::remove_on_launcher_death(const std::string& folder) {
+  guardian_->remove_on_exit(folder);
+  guardian_->start();
+}
 
 }  // namespace mtrain::launch

@@ -59,7 +59,9 @@ class PosixProcessRunner : public ProcessRunner {
   // still holds the group's number): what it left in its group does not outlive it.
   std::vector<Reaped> reap(const std::vector<pid_t>& pids) override;
   bool stopped(pid_t pid) override;  // state 'T' in /proc/<pid>/stat
-  // The launcher's private run folder: the guardian removes it if the launcher dies first.
+  // The launcher's private run folder: the guardian removes it if the launcher dies first. Starts
+  // the guardian now, not at the first spawn: an agent waits in the rendezvous (minutes) before
+  // its ranks run, and a launcher ended there (SIGTERM, its ssh connection closed) left the folder.
   void remove_on_launcher_death(const std::string& folder);
 
  private:

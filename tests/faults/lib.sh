@@ -20,6 +20,10 @@ TAG="mtrain-faults-$SCENARIO-$$-$RANDOM$RANDOM"
 # "${tagged[@]}" CMD… runs CMD with the tag; env execs CMD, so `$!` of a background job is CMD.
 tagged=(env "MTRAIN_TEST_TAG=$TAG")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-faults.XXXXXX")
+# The job's TMPDIR too: scenarios that SIGKILL every process of a job (the guardian included)
+# leave its private run folder behind by design, and it must go with $WORK, not pile up in /tmp.
+mkdir -p "$WORK/tmp"
+export TMPDIR=$WORK/tmp
 RESULTS=${MTRAIN_FAULTS_RESULTS:-/dev/null}
 fails=0
 cleanup_hooks=()

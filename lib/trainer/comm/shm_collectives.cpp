@@ -192,7 +192,7 @@ std::shared_future<void> ShmCollectives::submit(Job j) {
 }
 
 std::shared_future<void> ShmCollectives::all_reduce(float* data, int64_t n, std::shared_ptr<void> keep) {
-  return submit(Job{Kind::AllReduce, data, data, n, std::move(keep), {}});
+  return submit(Job{Kind::AllReduce, data, data, n, std::move(keep), {}, {}});
 }
 
 std::shared_future<void> ShmCollectives::reduce_scatter(const float* in, float* out, int64_t k,
@@ -207,7 +207,7 @@ std::shared_future<void> ShmCollectives::reduce_scatter_pieces(std::vector<Piece
 
 std::shared_future<void> ShmCollectives::all_gather(const float* in, float* out, int64_t k,
                                                     std::shared_ptr<void> keep) {
-  return submit(Job{Kind::AllGather, in, out, k, std::move(keep), {}});
+  return submit(Job{Kind::AllGather, in, out, k, std::move(keep), {}, {}});
 }
 
 void ShmCollectives::run() {

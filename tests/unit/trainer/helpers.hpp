@@ -18,6 +18,7 @@
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
 #include "unit/trainer/ranks.hpp"
+#include "temp_dir.hpp"
 
 namespace mtrain::trainer::testing {
 
@@ -25,7 +26,10 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 inline fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("mtrain_test_ckpt_" + std::to_string(::getpid())) / name;
+  // One folder per test process, removed when it exits (checkpoints and exported models of
+  // these tests are hundreds of MB; a suite run must leave nothing in /tmp).
+  static const mtrain::testing::TempDir root("mtrain_test_ckpt");
+  fs::path d = root.path / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -12,6 +12,7 @@
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
 #include "ranks.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::trainer;
 namespace fs = std::filesystem;
@@ -20,7 +21,10 @@ using nlohmann::json;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("mtrain_test_loop_" + std::to_string(::getpid())) / name;
+  // One folder per test process, removed when it exits (checkpoints and exported models of
+  // these tests are hundreds of MB; a suite run must leave nothing in /tmp).
+  static const mtrain::testing::TempDir root("mtrain_test_loop");
+  fs::path d = root.path / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;

@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "temp_dir.hpp"
+
 using nlohmann::json;
 namespace fs = std::filesystem;
 
@@ -25,7 +27,9 @@ namespace {
 const std::string kWorker = std::string(MTRAIN_BIN_DIR) + "/mtrain-worker";
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("mtrain_test_worker_" + std::to_string(::getpid())) / name;
+  // One folder per test process, removed when it exits: a suite run leaves nothing in /tmp.
+  static const mtrain::testing::TempDir root("mtrain_test_worker");
+  fs::path d = root.path / name;
   fs::remove_all(d);
   fs::create_directories(d);
   return d;
