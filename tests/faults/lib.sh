@@ -20,10 +20,11 @@ TAG="mtrain-faults-$SCENARIO-$$-$RANDOM$RANDOM"
 # "${tagged[@]}" CMD… runs CMD with the tag; env execs CMD, so `$!` of a background job is CMD.
 tagged=(env "MTRAIN_TEST_TAG=$TAG")
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-faults.XXXXXX")
-# The job's TMPDIR too: scenarios that SIGKILL every process of a job (the guardian included)
-# leave its private run folder behind by design, and it must go with $WORK, not pile up in /tmp.
-mkdir -p "$WORK/tmp"
-export TMPDIR=$WORK/tmp
+# The job's TMPDIR too, beside $WORK (scenarios count what a job leaves in $WORK): scenarios that
+# SIGKILL every process of a job (the guardian included) leave its private run folder behind by
+# design, and it must be removed with the scenario, not pile up in /tmp.
+JOB_TMP=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-faults-tmp.XXXXXX")
+export TMPDIR=$JOB_TMP
 RESULTS=${MTRAIN_FAULTS_RESULTS:-/dev/null}
 fails=0
 cleanup_hooks=()
@@ -31,7 +32,7 @@ cleanup() {
   local h
   for h in "${cleanup_hooks[@]}"; do eval "$h"; done
   kill_tagged KILL >/dev/null 2>&1
-  rm -rf "$WORK"
+  rm -rf "$WORK" "$JOB_TMP"
 }
 trap cleanup EXIT
 
