@@ -48,4 +48,15 @@ struct TempDir {
   }
 };
 
+// A fresh (emptied) folder `name` for a test, inside one folder per test process that is removed
+// when the process exits: for helpers that hand folders out by name (the trainer tests' work dirs,
+// whose checkpoints and exported models are hundreds of MB; a suite run leaves nothing in /tmp).
+inline std::filesystem::path fresh_dir(const std::string& name) {
+  static const TempDir root("mtrain_test_scratch");
+  const std::filesystem::path d = root.path / name;
+  std::filesystem::remove_all(d);
+  std::filesystem::create_directories(d);
+  return d;
+}
+
 }  // namespace mtrain::testing

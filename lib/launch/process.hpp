@@ -46,9 +46,9 @@ class ProcessRunner {
 class Guardian;
 
 // The real runner: Boost.Process for the spawn, setpgid + PR_SET_PDEATHSIG in the child, and a
-// guardian process (guardian.hpp), started with the first spawn, that kills each child's group
-// if the launcher dies without reaping the child: even a SIGKILLed launcher leaves nothing the
-// ranks started. A group is watched from the child's exec until reap() returns it.
+// guardian process (guardian.hpp), started with the first spawn or when given the run folder,
+// that kills each child's group if the launcher dies without reaping the child: even a SIGKILLed
+// launcher leaves nothing the ranks started. A group is watched from the child's exec until reap() returns it.
 class PosixProcessRunner : public ProcessRunner {
  public:
   PosixProcessRunner();

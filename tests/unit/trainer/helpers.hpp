@@ -25,15 +25,7 @@ namespace mtrain::trainer::testing {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-inline fs::path fresh_dir(const std::string& name) {
-  // One folder per test process, removed when it exits (checkpoints and exported models of
-  // these tests are hundreds of MB; a suite run must leave nothing in /tmp).
-  static const mtrain::testing::TempDir root("mtrain_test_ckpt");
-  fs::path d = root.path / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
+using ::mtrain::testing::fresh_dir;
 
 // A small job: gpt (or mlp) with a few hundred thousand parameters at most.
 inline json small_job(const fs::path& work_dir, const std::string& model = "gpt") {

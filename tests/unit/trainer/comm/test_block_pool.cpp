@@ -15,7 +15,14 @@ using namespace mtrain::trainer;
 
 namespace {
 constexpr size_t MiB = size_t{1} << 20;
+
+// Maps one segment of `n` bytes into the pool and gives it back whole: the pool then holds one
+// free block of n bytes. Returns its start.
+char* free_segment(BlockPool& pool, size_t n) {
+  at::DataPtr p = pool.allocate(n);
+  return static_cast<char*>(p.get());
 }
+}  // namespace
 
 TEST_CASE("block pool hands a released block back to the next allocation of its size",
           "[trainer][comm][block_pool]") {
@@ -37,11 +44,7 @@ TEST_CASE("block pool hands a released block back to the next allocation of its 
 TEST_CASE("block pool splits a larger free block rather than mapping a new one",
           "[trainer][comm][block_pool]") {
   BlockPool pool(c10::GetDefaultCPUAllocator());
-  char* big = nullptr;
-  {
-    at::DataPtr b = pool.allocate(3 * MiB);
-    big = static_cast<char*>(b.get());
-  }
+  char* const big = free_segment(pool, 3 * MiB);
   at::DataPtr a = pool.allocate(2 * MiB);  // the front of the free 3 MiB, the rest stays free
   CHECK(a.get() == big);
   CHECK(pool.stats().in_use == 2 * MiB);
@@ -61,11 +64,7 @@ TEST_CASE("block pool splits a larger free block rather than mapping a new one",
 TEST_CASE("block pool merges blocks given back next to each other into one",
           "[trainer][comm][block_pool]") {
   BlockPool pool(c10::GetDefaultCPUAllocator());
-  char* base = nullptr;
-  {
-    at::DataPtr whole = pool.allocate(6 * MiB);
-    base = static_cast<char*>(whole.get());
-  }
+  char* const base = free_segment(pool, 6 * MiB);
   {
     at::DataPtr a = pool.allocate(2 * MiB), b = pool.allocate(2 * MiB), c = pool.allocate(2 * MiB);
     CHECK(pool.stats().fresh == 1);

@@ -9,6 +9,19 @@
 
 using namespace mtrain::trainer;
 
+namespace {
+// Runs fn on every rank of shared-memory worlds 2..5 with 64-float slots, so that the sizes the
+// cases use cross chunk boundaries (a chunk holds 64 / world floats of each rank's part).
+template <class Fn>
+void on_shm_worlds(Fn fn) {
+  at::set_num_threads(1);
+  for (int world = 2; world <= 5; ++world) {
+    INFO("world " << world);
+    testing::run_ranks(world, fn, /*shm_chunk=*/64);
+  }
+}
+}  // namespace
+
 TEST_CASE("collectives agree with their definition at world 3", "[trainer][comm]") {
   at::set_num_threads(1);
   testing::run_ranks(3, [](Communicator& comm) {
@@ -67,102 +80,94 @@ TEST_CASE("a collective whose peer never comes times out with an error", "[train
 
 TEST_CASE("shared-memory all-reduce, reduce-scatter and all-gather agree with their definition, worlds 2..5",
           "[trainer][comm]") {
-  at::set_num_threads(1);
-  for (int world = 2; world <= 5; ++world) {
-    INFO("world " << world);
-    testing::run_ranks(world, [](Communicator& comm) {
-      const int r = comm.rank(), n = comm.world();
-      RANK_REQUIRE(comm.uses_shared_memory());
-      // Sizes around the 64-float slot: empty, smaller, exact, ragged multi-chunk, and a slice
-      // per rank smaller than one element (3 floats over up to 5 ranks).
-      std::vector<at::Tensor> ts;
-      std::vector<CommHandle> hs;
-      for (int64_t len : {0, 3, 63, 64, 65, 1000}) {
-        auto t = at::arange(len, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(r);
-        ts.push_back(t);
-        hs.push_back(comm.all_reduce(t));  // several in flight: they run in submission order
-      }
-      for (auto& h : hs) h.wait();
-      const float s1 = n * (n + 1) / 2.0f, s0 = n * (n - 1) / 2.0f;
-      for (auto& t : ts) {
-        auto want = at::arange(t.numel(), at::kFloat) * s1 + s0;
-        RANK_CHECK(t.equal(want));
-      }
-      // Reduce-scatter and all-gather, interleaved with all-reduces in flight, for pieces
-      // smaller than, equal to and several times a chunk's part (64 / world floats).
-      for (int64_t k : {1, 5, 64 / n, 100}) {
-        auto in = at::arange(n * k, at::kFloat) * static_cast<float>(r + 1);
-        auto out = at::full({k}, -1.0f);
-        auto extra = at::full({3}, 1.0f);
-        auto h1 = comm.reduce_scatter(in, out);
-        auto h2 = comm.all_reduce(extra);
-        auto mine = at::arange(k, at::kFloat) + static_cast<float>(1000 * r);
-        auto all = at::full({n * k}, -1.0f);
-        auto h3 = comm.all_gather(mine, all);
-        h1.wait();
-        h2.wait();
-        h3.wait();
-        RANK_CHECK(out.equal(at::arange(r * k, (r + 1) * k, at::kFloat) * s1));
-        RANK_CHECK(extra.eq(static_cast<float>(n)).all().item<bool>());
-        for (int q = 0; q < n; ++q)
-          RANK_CHECK(all.narrow(0, q * k, k).equal(at::arange(k, at::kFloat) + static_cast<float>(1000 * q)));
-        // In place, over several chunks: the input is this rank's slice of the output.
-        auto inplace = at::full({n * k}, -1.0f);
-        inplace.narrow(0, r * k, k).copy_(mine);
-        comm.all_gather(inplace.narrow(0, r * k, k), inplace).wait();
-        RANK_CHECK(inplace.equal(all));
-      }
-      // Doubles (the loop's metrics) still go through Gloo, in step with the shared memory.
-      auto d = at::full({2}, static_cast<double>(r), at::kDouble);
-      comm.all_reduce(d).wait();
-      RANK_CHECK(d[0].item<double>() == s0);
-      RANK_CHECK(comm.counters()["all_reduce"].calls == 11);
-    }, /*shm_chunk=*/64);
-  }
+  on_shm_worlds([](Communicator& comm) {
+    const int r = comm.rank(), n = comm.world();
+    RANK_REQUIRE(comm.uses_shared_memory());
+    // Sizes around the 64-float slot: empty, smaller, exact, ragged multi-chunk, and a slice
+    // per rank smaller than one element (3 floats over up to 5 ranks).
+    std::vector<at::Tensor> ts;
+    std::vector<CommHandle> hs;
+    for (int64_t len : {0, 3, 63, 64, 65, 1000}) {
+      auto t = at::arange(len, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(r);
+      ts.push_back(t);
+      hs.push_back(comm.all_reduce(t));  // several in flight: they run in submission order
+    }
+    for (auto& h : hs) h.wait();
+    const float s1 = n * (n + 1) / 2.0f, s0 = n * (n - 1) / 2.0f;
+    for (auto& t : ts) {
+      auto want = at::arange(t.numel(), at::kFloat) * s1 + s0;
+      RANK_CHECK(t.equal(want));
+    }
+    // Reduce-scatter and all-gather, interleaved with all-reduces in flight, for pieces
+    // smaller than, equal to and several times a chunk's part (64 / world floats).
+    for (int64_t k : {1, 5, 64 / n, 100}) {
+      auto in = at::arange(n * k, at::kFloat) * static_cast<float>(r + 1);
+      auto out = at::full({k}, -1.0f);
+      auto extra = at::full({3}, 1.0f);
+      auto h1 = comm.reduce_scatter(in, out);
+      auto h2 = comm.all_reduce(extra);
+      auto mine = at::arange(k, at::kFloat) + static_cast<float>(1000 * r);
+      auto all = at::full({n * k}, -1.0f);
+      auto h3 = comm.all_gather(mine, all);
+      h1.wait();
+      h2.wait();
+      h3.wait();
+      RANK_CHECK(out.equal(at::arange(r * k, (r + 1) * k, at::kFloat) * s1));
+      RANK_CHECK(extra.eq(static_cast<float>(n)).all().item<bool>());
+      for (int q = 0; q < n; ++q)
+        RANK_CHECK(all.narrow(0, q * k, k).equal(at::arange(k, at::kFloat) + static_cast<float>(1000 * q)));
+      // In place, over several chunks: the input is this rank's slice of the output.
+      auto inplace = at::full({n * k}, -1.0f);
+      inplace.narrow(0, r * k, k).copy_(mine);
+      comm.all_gather(inplace.narrow(0, r * k, k), inplace).wait();
+      RANK_CHECK(inplace.equal(all));
+    }
+    // Doubles (the loop's metrics) still go through Gloo, in step with the shared memory.
+    auto d = at::full({2}, static_cast<double>(r), at::kDouble);
+    comm.all_reduce(d).wait();
+    RANK_CHECK(d[0].item<double>() == s0);
+    RANK_CHECK(comm.counters()["all_reduce"].calls == 11);
+  });
 }
 
 TEST_CASE("shared-memory reduce-scatter from pieces equals the one from the flat buffer they make up, worlds 2..5",
           "[trainer][comm]") {
-  at::set_num_threads(1);
-  for (int world = 2; world <= 5; ++world) {
-    INFO("world " << world);
-    testing::run_ranks(world, [](Communicator& comm) {
-      const int r = comm.rank(), n = comm.world();
-      RANK_REQUIRE(comm.reduce_scatter_takes_pieces());
-      // Pieces of ragged sizes with gaps (missing gradients, the padding) that straddle chunk
-      // and shard boundaries: 64-float slots, so a chunk holds 64 / n floats of each shard.
-      for (int64_t k : {1, 7, 64 / n, 150}) {
-        const int64_t total = n * k;
-        at::Tensor flat = at::zeros({total}, at::kFloat);
-        std::vector<at::Tensor> pieces;
-        std::vector<int64_t> offsets;
-        int64_t at_ = 1;  // element 0 is a gap
-        for (int64_t len = 1; at_ < total; len = len * 3 % 37 + 1) {
-          const int64_t take = std::min(len, total - at_);
-          at::Tensor p = at::arange(take, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(at_);
-          flat.narrow(0, at_, take).copy_(p);
-          pieces.push_back(p);
-          offsets.push_back(at_);
-          at_ += take + (len % 2);  // every other piece is followed by a gap
-        }
-        auto want = at::full({k}, -1.0f);
-        comm.reduce_scatter(flat, want).wait();
-        auto got = at::full({k}, -1.0f);
-        comm.reduce_scatter_pieces(pieces, offsets, got).wait();
-        RANK_CHECK(got.equal(want));
-        // No piece at all: the input is all zeros.
-        auto none = at::full({k}, -1.0f);
-        comm.reduce_scatter_pieces({}, {}, none).wait();
-        RANK_CHECK(none.eq(0.0f).all().item<bool>());
+  on_shm_worlds([](Communicator& comm) {
+    const int r = comm.rank(), n = comm.world();
+    RANK_REQUIRE(comm.reduce_scatter_takes_pieces());
+    // Pieces of ragged sizes with gaps (missing gradients, the padding) that straddle chunk
+    // and shard boundaries: 64-float slots, so a chunk holds 64 / n floats of each shard.
+    for (int64_t k : {1, 7, 64 / n, 150}) {
+      const int64_t total = n * k;
+      at::Tensor flat = at::zeros({total}, at::kFloat);
+      std::vector<at::Tensor> pieces;
+      std::vector<int64_t> offsets;
+      int64_t at_ = 1;  // element 0 is a gap
+      for (int64_t len = 1; at_ < total; len = len * 3 % 37 + 1) {
+        const int64_t take = std::min(len, total - at_);
+        at::Tensor p = at::arange(take, at::kFloat) * static_cast<float>(r + 1) + static_cast<float>(at_);
+        flat.narrow(0, at_, take).copy_(p);
+        pieces.push_back(p);
+        offsets.push_back(at_);
+        at_ += take + (len % 2);  // every other piece is followed by a gap
       }
-      // Overlapping pieces are refused before anything is sent.
-      auto out = at::empty({2}, at::kFloat);
-      RANK_CHECK_THROWS_WITH(comm.reduce_scatter_pieces({at::ones({2}), at::ones({2})}, {0, 1}, out),
-                             Catch::Contains("piece 1 (2 elements at 1)"));
-      // Counted like the flat reduce-scatter: three per k (flat, pieces, none), the refused one not.
-      RANK_CHECK(comm.counters()["reduce_scatter"].payload_bytes == Approx(3.0 * n * (1 + 7 + 64 / n + 150) * 4));
-    }, /*shm_chunk=*/64);
-  }
+      auto want = at::full({k}, -1.0f);
+      comm.reduce_scatter(flat, want).wait();
+      auto got = at::full({k}, -1.0f);
+      comm.reduce_scatter_pieces(pieces, offsets, got).wait();
+      RANK_CHECK(got.equal(want));
+      // No piece at all: the input is all zeros.
+      auto none = at::full({k}, -1.0f);
+      comm.reduce_scatter_pieces({}, {}, none).wait();
+      RANK_CHECK(none.eq(0.0f).all().item<bool>());
+    }
+    // Overlapping pieces are refused before anything is sent.
+    auto out = at::empty({2}, at::kFloat);
+    RANK_CHECK_THROWS_WITH(comm.reduce_scatter_pieces({at::ones({2}), at::ones({2})}, {0, 1}, out),
+                           Catch::Contains("piece 1 (2 elements at 1)"));
+    // Counted like the flat reduce-scatter: three per k (flat, pieces, none), the refused one not.
+    RANK_CHECK(comm.counters()["reduce_scatter"].payload_bytes == Approx(3.0 * n * (1 + 7 + 64 / n + 150) * 4));
+  });
 }
 
 TEST_CASE("a shared-memory all-reduce whose peer never arrives fails with an error naming it", "[trainer][comm]") {

@@ -17,18 +17,9 @@
 using namespace mtrain::trainer;
 namespace fs = std::filesystem;
 using nlohmann::json;
+using mtrain::testing::fresh_dir;
 
 namespace {
-
-fs::path fresh_dir(const std::string& name) {
-  // One folder per test process, removed when it exits (checkpoints and exported models of
-  // these tests are hundreds of MB; a suite run must leave nothing in /tmp).
-  static const mtrain::testing::TempDir root("mtrain_test_loop");
-  fs::path d = root.path / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 json small_job(const fs::path& work_dir) {
   json j = mtrain::config::job_registry().defaults();

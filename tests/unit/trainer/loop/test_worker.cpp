@@ -20,20 +20,12 @@
 #include "temp_dir.hpp"
 
 using nlohmann::json;
+using mtrain::testing::fresh_dir;
 namespace fs = std::filesystem;
 
 namespace {
 
 const std::string kWorker = std::string(MTRAIN_BIN_DIR) + "/mtrain-worker";
-
-fs::path fresh_dir(const std::string& name) {
-  // One folder per test process, removed when it exits: a suite run leaves nothing in /tmp.
-  static const mtrain::testing::TempDir root("mtrain_test_worker");
-  fs::path d = root.path / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
-}
 
 // Runs a shell command (bounded by `timeout`), returns exit code and combined output.
 std::pair<int, std::string> sh(const std::string& cmd, int timeout_s = 120) {
