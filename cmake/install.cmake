@@ -31,6 +31,13 @@ add_custom_target(mtrain_share ALL DEPENDS ${share_stamp})
 install(TARGETS mtrain RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 if(TARGET mtrain-worker)
   install(TARGETS mtrain-worker RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/mtrain)
+  install(FILES $<TARGET_FILE:mtrain-worker>.facts.json $<TARGET_FILE:mtrain-worker>.operators
+          DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/mtrain)
+  # A LibTorch outside the system's folders (a PyTorch wheel, an unpacked zip): the installed
+  # worker finds it by RPATH, as the build tree's does.
+  if(MTRAIN_TORCH_LIBDIR AND NOT MTRAIN_TORCH_LIBDIR MATCHES "^/usr/lib")
+    set_target_properties(mtrain-worker PROPERTIES INSTALL_RPATH "${MTRAIN_TORCH_LIBDIR}")
+  endif()
 endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/templates/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mtrain/templates)
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/share/examples/ DESTINATION ${CMAKE_INSTALL_DATADIR}/mtrain/examples

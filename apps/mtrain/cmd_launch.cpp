@@ -14,6 +14,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/model_check.hpp"
 #include "mtrain/launch/launch_settings.hpp"
 
 namespace mtrain::app {
@@ -132,7 +133,7 @@ void add_launch(CLI::App& root, Exit& exit) {
     // The bundled trainer's data files, on the host whose ranks read them: not on a launcher
     // that only starts the hostfile's nodes over ssh (each node's agent checks its own).
     if (o.plan.program.empty() && !o.job_spec_json.empty() && !o.dry_run && (o.multi.ssh_agent || o.multi.hostfile.empty()))
-      config::check_data_files(config::json::parse(o.job_spec_json));
+      launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);
   });
 }

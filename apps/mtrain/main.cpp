@@ -10,6 +10,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/worker_facts.hpp"
 #include "mtrain/envreport/report.hpp"
 #include "mtrain/git_revision.hpp"
 #include "mtrain/launch/launch.hpp"
@@ -30,9 +31,13 @@ int main(int argc, char** argv) {
   root.set_version_flag("--version", [] {
     std::error_code ec;
     const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    const std::string worker = mtrain::launch::find_worker(self);
+    if (auto facts = worker.empty() ? std::nullopt : mtrain::read_worker_facts(worker))
+      return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
+                                             mtrain::envreport::worker_from_facts(worker, *facts));
     mtrain::envreport::PosixSystemProbe probe;
     return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
-                                           mtrain::envreport::probe_worker(probe, mtrain::launch::find_worker(self), 10000));
+                                           mtrain::envreport::probe_worker(probe, worker, 10000));
   });
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");

@@ -33,6 +33,10 @@ Registry build() {
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "
              "its weights are the initial weights.",
              "model-path"));
+  r.add(boolean("model.trust_code", false,
+                "torchscript: run a model whose code reaches outside the model (file operators, "
+                "custom operator libraries, a __setstate__ that does more than restore tensors); "
+                "such files are refused unless you trust their author."));
   r.add(choice("model.loss", "auto", {"auto", "cross_entropy", "mse", "lm_cross_entropy"},
                "torchscript: the loss. auto: the module's own exported loss(input, target) "
                "method; cross_entropy: logits [B, C] vs classes [B]; lm_cross_entropy: logits "

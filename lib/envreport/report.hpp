@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/core/worker_facts.hpp"
 #include "mtrain/envreport/system_probe.hpp"
 
 namespace mtrain::envreport {
@@ -35,6 +36,8 @@ json probe_python(const SystemProbe& probe, int timeout_ms);
 // The `mtrain --version` text: "mtrain VERSION (git REV)" and the worker's LibTorch version from
 // probe_worker's answer (or why it is not known). `revision` "" reads "unknown".
 std::string version_text(const std::string& version, const std::string& revision, const json& worker);
+// The worker as probe_worker describes it, from its build facts file instead of starting it.
+json worker_from_facts(const std::string& worker_path, const WorkerFacts& facts);
 json probe_slurm(const SystemProbe& probe, int timeout_ms);
 json probe_environment(const std::map<std::string, std::string>& env);
 json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);

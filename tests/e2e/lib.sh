@@ -2,6 +2,9 @@
 set -u
 MTRAIN=${MTRAIN_BIN_DIR:?}/mtrain
 PY=/usr/bin/python3
+# The Python whose PyTorch matches the worker's LibTorch (cmake/torch.cmake): the golden tests
+# script their models and train PyTorch's reference with it. The 2.x tree's is .venv's python.
+TORCH_PY=${MTRAIN_TORCH_PYTHON:-/usr/bin/python3}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-e2e.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
 fails=0
@@ -52,6 +55,7 @@ refused() {
   expect_in "$WORK/refused.out" "$text"
 }
 
+need_worker_torch() { "$TORCH_PY" -c 'import torch' 2>/dev/null || skip "$TORCH_PY has no torch (scripts/python-env, or apt-get install python3-torch)"; }
 need_torch() { "$PY" -c 'import torch.distributed' 2>/dev/null || skip "/usr/bin/python3 has no torch (apt-get install python3-torch)"; }
 
 finish() {

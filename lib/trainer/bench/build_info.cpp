@@ -1,13 +1,21 @@
 // `mtrain-worker build-info`: what LibTorch, CUDA and NCCL this worker was compiled against, for
-// `mtrain env` (mtrain itself links no LibTorch, so it asks the worker).
+// `mtrain env` (mtrain itself links no LibTorch, so it asks the worker); `build-info --facts FILE`
+// writes the same build facts plus every operator this LibTorch registers, once, at build time
+// (the launcher reads that file instead of starting the worker: `mtrain --version`, and the
+// TorchScript compatibility check before any rank starts, docs/architecture.md §9).
 #include <ATen/Parallel.h>
+#include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <caffe2/serialize/versions.h>
 #include <torch/csrc/api/include/torch/version.h>
+#include <torch/csrc/jit/runtime/operator.h>
+
+#include <set>
 
 #include <fstream>
 #include <string>
 
-#include "mtrain/trainer/bench/comm_bench.hpp"
+#include "mtrain/trainer/bench/build_info.hpp"
 #include "mtrain/trainer/comm/compat.hpp"
 #ifdef MTRAIN_WITH_CUDA
 #include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
@@ -39,26 +47,39 @@ std::string loaded_blas() {
 
 }  // namespace
 
-nlohmann::json build_info() {
+nlohmann::json build_facts() {
   using nlohmann::json;
-  json cuda = {{"compiled", false}, {"version", nullptr}, {"devices", 0}};
+  json cuda = {{"compiled", false}, {"version", nullptr}};
   json nccl = {{"compiled", compat::nccl_available()}, {"version", nullptr}};
 #ifdef MTRAIN_WITH_CUDA
   cuda["compiled"] = true;
-  const auto& hooks = at::detail::getCUDAHooks();
-  if (hooks.hasCUDA()) {
-    const long v = hooks.versionCUDART();  // e.g. 12010
-    cuda["version"] = std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10);
-    cuda["devices"] = hooks.getNumGPUs();
-  }
+  cuda["version"] = compat::cuda_compiled_version();
   nccl["version"] = c10d::getNcclVersion();
 #endif
   return {{"libtorch", TORCH_VERSION},
           {"cuda", cuda},
           {"nccl", nccl},
           {"gloo", true},
-          {"threads", at::get_num_threads()},
-          {"blas", loaded_blas()}};
+          {"file_format_max", static_cast<int64_t>(caffe2::serialize::kMaxSupportedFileFormatVersion)}};
+}
+
+nlohmann::json build_info() {
+  nlohmann::json info = build_facts();
+  info["cuda"]["devices"] = 0;
+#ifdef MTRAIN_WITH_CUDA
+  const auto& hooks = at::detail::getCUDAHooks();
+  if (hooks.hasCUDA()) info["cuda"]["devices"] = hooks.getNumGPUs();
+#endif
+  info["threads"] = at::get_num_threads();
+  info["blas"] = loaded_blas();
+  return info;
+}
+
+std::vector<std::string> registered_operators() {
+  std::set<std::string> names;  // sorted: the facts file is the same for the same LibTorch
+  for (const auto& op : torch::jit::getAllOperators()) names.insert(op->schema().name());
+  for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) names.insert(n.name);
+  return {names.begin(), names.end()};
 }
 
 }  // namespace mtrain::trainer

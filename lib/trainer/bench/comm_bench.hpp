@@ -36,8 +36,4 @@ CommBenchArgs parse_comm_bench_args(const std::vector<std::string>& args);
 // benchmark, returns the result (every rank) and writes it (rank 0, when args.out is set).
 nlohmann::json run_comm_bench(const CommBenchArgs& args, const std::map<std::string, std::string>& env);
 
-// What this worker was built with: {"libtorch", "cuda": {compiled, version}, "nccl": {compiled,
-// version}, "gloo", "threads"} — `mtrain-worker build-info`, read by `mtrain env`.
-nlohmann::json build_info();
-
 }  // namespace mtrain::trainer

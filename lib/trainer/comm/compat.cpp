@@ -15,6 +15,7 @@
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 #ifdef MTRAIN_WITH_CUDA
+#include <cuda_runtime_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
@@ -56,6 +57,14 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::mi
   (void)store, (void)rank, (void)world, (void)timeout;
   throw Error("this mtrain-worker was built without CUDA, so the NCCL backend is unavailable",
               "rebuild with -DMTRAIN_WITH_CUDA=ON against a CUDA LibTorch, or train on CPU (gloo)");
+#endif
+}
+
+std::string cuda_compiled_version() {
+#ifdef MTRAIN_WITH_CUDA
+  return std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10);
+#else
+  return "";
 #endif
 }
 
@@ -102,7 +111,9 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
         fn();
         return outputs;
       }));
-  return node;
+  // 1.13 hands the node out as a std::shared_ptr, 2.x as a c10::intrusive_ptr: either is kept
+  // alive by the holder this returns.
+  return std::make_shared<decltype(node)>(std::move(node));
 }
 
 // Gathered-parameter buffers are released and re-allocated several times a step (ZeRO-3/FSDP),

@@ -69,6 +69,8 @@ std::shared_ptr<void> autocast_scope(const at::Device& device, at::ScalarType dt
 
 // Makes `index` the current CUDA device (before NCCL is created); no-op in CPU builds.
 void select_cuda_device(int index);
+// The CUDA runtime version the worker was compiled against ("13.0"); "" in CPU builds.
+std::string cuda_compiled_version();
 // CUDA devices this process can see (CUDA_VISIBLE_DEVICES applied); 0 in CPU builds.
 int cuda_device_count();
 

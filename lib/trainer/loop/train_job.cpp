@@ -111,6 +111,7 @@ ModelSpec model_spec(const Reader& r) {
   s.wrap_policy = r.text("fsdp.wrap_policy");
   s.min_num_params = r.integer("fsdp.min_num_params");
   s.activation_checkpointing = r.flag("fsdp.activation_checkpointing");
+  s.trust_code = r.flag("model.trust_code");
   s.language_model = s.loss == "lm_cross_entropy" || r.text("data.name") == "tokens";
   return s;
 }

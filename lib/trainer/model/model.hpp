@@ -65,6 +65,7 @@ struct ModelSpec {
   // blocks from it when built; every model follows set_activation_checkpointing, which the
   // worker calls with this value (the one place it is held).
   bool activation_checkpointing = false;
+  bool trust_code = false;  // model.trust_code: run a TorchScript file core/torchscript_trust refuses
   bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };
 

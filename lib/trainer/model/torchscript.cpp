@@ -21,6 +21,10 @@
 // model.wrap_module_types, outermost match only.
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/torchscript_archive.hpp"
+#include "mtrain/core/torchscript_trust.hpp"
+#include "mtrain/core/worker_facts.hpp"
+#include "mtrain/trainer/model/load_failure.hpp"
 #include "mtrain/trainer/model/models.hpp"
 #include "mtrain/trainer/model/scripted_recompute.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
@@ -339,15 +343,12 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                 fmt::format("check model.path; {}", kExport))
         .at("model.path");
   torch::jit::Module m;
+  // Read, never run, before LibTorch loads it: loading runs the file's __setstate__ code.
+  check_torchscript_trust(path, read_torchscript_archive(path), s.trust_code);
   try {
     m = torch::jit::load(path, at::kCPU);
-  } catch (const c10::Error& e) {
-    throw Error(fmt::format("'{}' is not a TorchScript archive: {}", path,
-                            str::split(std::string(e.what()), '\n').front()),
-                fmt::format("a file written by torch.save (a state dict or a pickled nn.Module) "
-                            "cannot be trained here; {}",
-                            kExport))
-        .at("model.path");
+  } catch (const std::exception& e) {  // c10::Error, and torch::jit::ErrorReport (a std::exception)
+    throw torchscript_load_failure(path, e.what(), own_worker_facts());
   }
   // Plain op-by-op interpretation (see the header comment). Thread-local in LibTorch: set on
   // the thread that builds the model, which is the one that trains it.

@@ -2,9 +2,12 @@
 # `cpack -G DEB` builds mtrain_<version>_<arch>.deb: its Depends names the runtime libraries of
 # both binaries (LibTorch, OpenBLAS, yaml-cpp, fmt, Boost.Filesystem), and unpacked into a
 # throwaway root it has the /usr layout (the worker where mtrain finds it) and runs from there.
+# The package is the Debian LibTorch 1.13 line's (build-1.13 beside a 2.x tree): a worker linked
+# to a PyTorch wheel has no Debian package to depend on.
 . "$(dirname "$0")/../lib.sh"
-BUILD=$(dirname "${MTRAIN_BIN_DIR:?}")
-[ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
+BIN113=${MTRAIN_113_BIN_DIR:-$MTRAIN_BIN_DIR}
+BUILD=$(dirname "$BIN113")
+[ -x "$BIN113/mtrain-worker" ] || skip "no 1.13 line mtrain-worker in $BIN113 (scripts/test builds build-1.13)"
 command -v dpkg-deb >/dev/null && command -v dpkg-shlibdeps >/dev/null || skip "dpkg-deb/dpkg-shlibdeps missing (apt-get install dpkg-dev)"
 timeout -k 5 240 cmake --build "$BUILD" --target mtrain_share >"$WORK/build.log" 2>&1 || { cat "$WORK/build.log"; fail "build mtrain_share"; finish; }
 (cd "$BUILD" && timeout -k 5 280 cpack -G DEB -B "$WORK/pkg" >"$WORK/cpack.log" 2>&1)
@@ -28,12 +31,13 @@ fi
 
 root=$WORK/root
 dpkg -x "$deb" "$root"
-for f in usr/bin/mtrain usr/libexec/mtrain/mtrain-worker usr/share/man/man1/mtrain.1 \
+for f in usr/bin/mtrain usr/libexec/mtrain/mtrain-worker usr/libexec/mtrain/mtrain-worker.facts.json \
+         usr/libexec/mtrain/mtrain-worker.operators usr/share/man/man1/mtrain.1 \
          usr/share/bash-completion/completions/mtrain usr/share/mtrain/examples/zero3.yaml \
          usr/share/mtrain/templates/slurm/task-per-gpu.sbatch usr/share/doc/mtrain/README.md; do
   [ -e "$root/$f" ] && ok "package has /$f" || fail "package lacks /$f"
 done
 timeout -k 5 60 "$root/usr/bin/mtrain" --version >"$WORK/version" 2>&1
 expect_in "$WORK/version" "LibTorch 1."
-expect_in "$WORK/version" "(mtrain-worker $root/usr/libexec/mtrain/mtrain-worker)"
+expect_in "$WORK/version" "mtrain-worker $root/usr/libexec/mtrain/mtrain-worker)"
 finish

@@ -35,8 +35,14 @@ grep -q "strategy: zero3" "$P/share/mtrain/examples/deepspeed-zero3.yaml" && ok 
 timeout -k 5 60 "$P/bin/mtrain" --version >"$WORK/version" 2>&1; rc=$?
 expect_rc 0 "mtrain --version"
 expect_in "$WORK/version" "mtrain $(sed -n 's/^project(mtrain VERSION \([0-9.]*\).*/\1/p' "$MTRAIN_SOURCE_DIR/CMakeLists.txt") (git "
-expect_in "$WORK/version" "LibTorch 1."
-expect_in "$WORK/version" "(mtrain-worker $P/libexec/mtrain/mtrain-worker)"
+# The LibTorch of this tree's worker, from the build facts installed beside it.
+libtorch=$(sed -n 's/^ *"libtorch": "\([^"]*\)".*/\1/p' "${MTRAIN_BIN_DIR}/mtrain-worker.facts.json")
+expect_in "$WORK/version" "LibTorch $libtorch ("
+expect_in "$WORK/version" "mtrain-worker $P/libexec/mtrain/mtrain-worker)"
+# The installed worker finds its LibTorch without LD_LIBRARY_PATH (RPATH to a wheel's torch/lib).
+env -u LD_LIBRARY_PATH timeout -k 5 60 "$P/libexec/mtrain/mtrain-worker" build-info >"$WORK/info" 2>&1; rc=$?
+expect_rc 0 "the installed mtrain-worker starts without LD_LIBRARY_PATH"
+expect_in "$WORK/info" "\"libtorch\":\"$libtorch\""
 
 # 4. The installed bundled trainer.
 PATH="$P/bin:$PATH" timeout -k 5 180 mtrain launch --model mlp --max-steps 5 --nproc-per-node 1 --master-port 0 \

@@ -6,6 +6,11 @@
                      same data order (DIR/ref_sgd.pt, DIR/ref_adamw.pt)
   make-resnet DIR    torchvision's resnet18 (10 classes) scripted, 32x32 images, and PyTorch's
                      weights after 10 SGD steps (DIR/ref_sgd.pt, buffers included)
+  make-sdpa DIR      make-lm's transformer with nanoGPT's attention: F.scaled_dot_product_attention
+                     (PyTorch 2.x only), references for SGD and AdamW
+  make-mha DIR       the same with nn.MultiheadAttention (batch_first, causal mask)
+  make-vit DIR       torchvision's VisionTransformer (2 layers, 32x32 images, 10 classes),
+                     references for SGD and AdamW
   compare REF GOT TOL [--buffers]
                      max |REF - GOT| over the parameters (and buffers) of two state dicts, or
                      of GOT's model.scripted.pt; exit 1 above TOL
@@ -48,11 +53,48 @@ class Attention(nn.Module):
         return self.c_proj((att @ v).transpose(1, 2).reshape(B, L, C))
 
 
-class Block(nn.Module):
+class SdpaAttention(nn.Module):
+    """nanoGPT's CausalSelfAttention on PyTorch 2.x: one fused scaled_dot_product_attention."""
+
     def __init__(self):
         super().__init__()
+        self.c_attn = nn.Linear(EMBD, 3 * EMBD, bias=False)
+        self.c_proj = nn.Linear(EMBD, EMBD)
+        self.n_head = HEADS
+
+    def forward(self, x):
+        B, L, C = x.shape
+        nh = self.n_head
+        q, k, v = self.c_attn(x).split(C, 2)
+        q = q.view(B, L, nh, C // nh).transpose(1, 2)
+        k = k.view(B, L, nh, C // nh).transpose(1, 2)
+        v = v.view(B, L, nh, C // nh).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(B, L, C))
+
+
+class MhaAttention(nn.Module):
+    """nn.MultiheadAttention, as ported models hold it (TorchScript cannot script it without its
+    input-projection bias, so the key bias's zero gradient is there: see Attention)."""
+
+    def __init__(self):
+        super().__init__()
+        self.mha = nn.MultiheadAttention(EMBD, HEADS, batch_first=True)
+
+    def forward(self, x):
+        L = x.size(1)
+        future = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
+        return self.mha(x, x, x, attn_mask=future, need_weights=False)[0]
+
+
+ATTENTION = {"manual": Attention, "sdpa": SdpaAttention, "mha": MhaAttention}
+
+
+class Block(nn.Module):
+    def __init__(self, attention: str = "manual"):
+        super().__init__()
         self.ln_1 = nn.LayerNorm(EMBD)
-        self.attn = Attention()
+        self.attn = ATTENTION[attention]()
         self.ln_2 = nn.LayerNorm(EMBD)
         self.mlp = nn.Sequential(nn.Linear(EMBD, 4 * EMBD), nn.GELU(), nn.Linear(4 * EMBD, EMBD))
 
@@ -62,11 +104,11 @@ class Block(nn.Module):
 
 
 class TinyGPT(nn.Module):
-    def __init__(self):
+    def __init__(self, attention: str = "manual"):
         super().__init__()
         self.wte = nn.Embedding(VOCAB, EMBD)
         self.wpe = nn.Embedding(T, EMBD)
-        self.blocks = nn.ModuleList([Block() for _ in range(LAYERS)])
+        self.blocks = nn.ModuleList([Block(attention) for _ in range(LAYERS)])
         self.ln_f = nn.LayerNorm(EMBD)
         self.lm_head = nn.Linear(EMBD, VOCAB, bias=False)
 
@@ -94,9 +136,9 @@ def train_reference(model, data, opt, loss_fn):
     return {k: v.detach().clone() for k, v in model.state_dict().items()}
 
 
-def make_lm(d):
+def make_lm(d, attention="manual"):
     torch.manual_seed(1)
-    net = TinyGPT()
+    net = TinyGPT(attention)
     torch.jit.save(torch.jit.script(net), f"{d}/net.pt")
     seq = torch.randint(0, VOCAB, (STEPS * GLOBAL, T + 1))
     data = {"input": seq[:, :T].contiguous(), "target": seq[:, 1:].contiguous()}
@@ -123,6 +165,26 @@ def make_resnet(d):
     m = torch.jit.load(f"{d}/net.pt")
     torch.save(train_reference(m, {"input": x, "target": y}, torch.optim.SGD(m.parameters(), lr=0.05), ce),
                f"{d}/ref_sgd.pt")
+
+
+def make_vit(d):
+    import torchvision
+    torch.manual_seed(3)
+    net = torchvision.models.VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2,
+                                               hidden_dim=32, mlp_dim=64, num_classes=10)
+    torch.jit.save(torch.jit.script(net), f"{d}/net.pt")
+    n = STEPS * GLOBAL
+    y = torch.randint(0, 10, (n,))
+    prototypes = torch.randn(10, 3, 32, 32)
+    x = prototypes[y] + 0.5 * torch.randn(n, 3, 32, 32)
+    data = {"input": x, "target": y}
+    torch.save(data, f"{d}/data.pt")
+    ce = lambda m, a, b: F.cross_entropy(m(a), b)
+    m = torch.jit.load(f"{d}/net.pt")
+    torch.save(train_reference(m, data, torch.optim.SGD(m.parameters(), lr=0.1), ce), f"{d}/ref_sgd.pt")
+    m = torch.jit.load(f"{d}/net.pt")
+    opt = torch.optim.AdamW(m.parameters(), lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    torch.save(train_reference(m, data, opt, ce), f"{d}/ref_adamw.pt")
 
 
 def load_weights(path):
@@ -162,6 +224,10 @@ if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "make-lm":
         make_lm(sys.argv[2])
+    elif cmd in ("make-sdpa", "make-mha"):
+        make_lm(sys.argv[2], cmd[len("make-"):])
+    elif cmd == "make-vit":
+        make_vit(sys.argv[2])
     elif cmd == "make-resnet":
         make_resnet(sys.argv[2])
     elif cmd == "compare":

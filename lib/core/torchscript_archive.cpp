@@ -1,0 +1,143 @@
+#include "mtrain/core/torchscript_archive.hpp"
+
+#include <cctype>
+#include <unordered_set>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/core/zip_index.hpp"
+
+namespace mtrain {
+
+namespace {
+
+bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+
+// The identifier starting at `i`, or "" (advances nothing).
+std::string ident_at(const std::string& s, size_t i) {
+  size_t j = i;
+  if (j >= s.size() || std::isdigit(static_cast<unsigned char>(s[j]))) return "";
+  while (j < s.size() && ident_char(s[j])) ++j;
+  return s.substr(i, j - i);
+}
+
+}  // namespace
+
+std::string TorchScriptArchive::saved_by() const {
+  std::string v = format_version >= 0 ? fmt::format("file format {}", format_version) : "no version record";
+  return has_byteorder ? fmt::format("PyTorch 2.x ({}, with the byteorder record 2.x writes)", v)
+                       : fmt::format("PyTorch 1.x ({}, no byteorder record)", v);
+}
+
+std::vector<OperatorUse> operators_in_code(const std::string& code, const std::string& file) {
+  std::vector<OperatorUse> out;
+  std::unordered_set<std::string> seen;
+  int line = 1;
+  auto add = [&](std::string name) {
+    if (seen.insert(name).second) out.push_back({std::move(name), fmt::format("{}:{}", file, line)});
+  };
+  for (size_t i = 0; i < code.size(); ++i) {
+    const char c = code[i];
+    if (c == '\n') {
+      ++line;
+      continue;
+    }
+    if (c == '#') {  // a comment runs to the end of the line
+      while (i + 1 < code.size() && code[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '"' || c == '\'') {  // string literals (printed with escapes, one line each)
+      for (++i; i < code.size() && code[i] != c && code[i] != '\n'; ++i)
+        if (code[i] == '\\') ++i;
+      continue;
+    }
+    if (!ident_char(c) || (i > 0 && (ident_char(code[i - 1]) || code[i - 1] == '.'))) continue;
+    const std::string head = ident_at(code, i);
+    if (head.empty()) continue;
+    size_t j = i + head.size();
+    if (head == "torch" || head == "ops") {
+      if (j >= code.size() || code[j] != '.') { i = j - 1; continue; }
+      std::string ns = "aten", name = ident_at(code, j + 1);
+      size_t k = j + 1 + name.size();
+      if (head == "ops" || name == "ops") {  // ops.<ns>.<name> (torch.ops.<ns>.<name> in user-written code)
+        if (head == "torch") {
+          if (k >= code.size() || code[k] != '.') { i = k - 1; continue; }
+          name = ident_at(code, k + 1), k += 1 + name.size();
+        }
+        ns = name;
+        if (k >= code.size() || code[k] != '.') { i = k - 1; continue; }
+        name = ident_at(code, k + 1), k += 1 + name.size();
+      }
+      if (!name.empty() && !ns.empty() && k < code.size() && code[k] == '(') add(ns + "::" + name);
+      i = k - 1;
+    } else {
+      i = j - 1;
+    }
+  }
+  return out;
+}
+
+std::vector<SetStateMethod> setstate_methods(const std::string& code, const std::string& file) {
+  std::vector<SetStateMethod> out;
+  const auto lines = str::split(code, '\n');
+  auto indent = [](const std::string& l) { return l.find_first_not_of(' '); };
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const size_t at = lines[i].find("def __setstate__(");
+    if (at == std::string::npos || indent(lines[i]) != at) continue;
+    // The body: the following lines indented deeper than `def` (the signature may wrap).
+    std::string body;
+    size_t j = i + 1;
+    for (; j < lines.size(); ++j) {
+      const size_t ind = indent(lines[j]);
+      if (ind != std::string::npos && ind <= at) break;
+      body += lines[j] + "\n";
+    }
+    SetStateMethod m{fmt::format("{}:{}", file, i + 1), operators_in_code(body, file)};
+    for (auto& c : m.calls) {  // operators_in_code counts from the body's first line
+      const auto colon = c.where.rfind(':');
+      c.where = fmt::format("{}:{}", file, i + 1 + std::stoul(c.where.substr(colon + 1)));
+    }
+    out.push_back(std::move(m));
+    i = j - 1;
+  }
+  return out;
+}
+
+TorchScriptArchive read_torchscript_archive(const std::string& path) {
+  ZipIndex zip(path, "TorchScript model");
+  TorchScriptArchive a;
+  for (const auto& e : zip.entries()) {
+    const auto slash = e.name.find('/');
+    if (slash != std::string::npos && str::ends_with(e.name, "/data.pkl") && e.name.find('/', slash + 1) == std::string::npos) {
+      a.prefix = e.name.substr(0, slash);
+      break;
+    }
+  }
+  bool has_code = false;
+  for (const auto& e : zip.entries()) has_code = has_code || (!a.prefix.empty() && str::starts_with(e.name, a.prefix + "/code/"));
+  if (a.prefix.empty() || !has_code)
+    throw Error(fmt::format("'{}' is a zip but not a TorchScript archive: it has no {}", path,
+                            a.prefix.empty() ? "data.pkl record" : "code/ records (a torch.save file, e.g. a state dict)"),
+                "a TorchScript model is written by torch.jit.save(torch.jit.script(module), PATH); weights saved "
+                "with torch.save or safetensors go to --init");
+  if (const ZipEntry* v = zip.find(a.prefix + "/version"); v != nullptr) {
+    if (auto n = str::parse_uint(str::trim(zip.read(*v)))) a.format_version = static_cast<int64_t>(*n);
+  } else if (const ZipEntry* v2 = zip.find(a.prefix + "/.data/version"); v2 != nullptr) {
+    if (auto n = str::parse_uint(str::trim(zip.read(*v2)))) a.format_version = static_cast<int64_t>(*n);
+  }
+  a.has_byteorder = zip.find(a.prefix + "/byteorder") != nullptr;
+  std::unordered_set<std::string> seen;
+  const std::string code_dir = a.prefix + "/code/";
+  for (const auto& e : zip.entries()) {
+    if (!str::starts_with(e.name, code_dir) || !str::ends_with(e.name, ".py")) continue;
+    const std::string code = zip.read(e), file = e.name.substr(a.prefix.size() + 1);
+    for (auto& use : operators_in_code(code, file))
+      if (seen.insert(use.name).second) a.operators.push_back(std::move(use));
+    for (auto& m : setstate_methods(code, file)) a.setstates.push_back(std::move(m));
+  }
+  return a;
+}
+
+}  // namespace mtrain
