@@ -15,6 +15,7 @@ struct ZipRecord {
   std::string data;
   uint16_t method = 0;                 // what the directory claims
   int64_t declared_size = -1;          // -1: the real size
+  int64_t compressed_size = -1;        // -1: the declared size
 };
 
 inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
@@ -22,6 +23,7 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
   for (const auto& r : records) {
     const uint64_t offset = out.size();
     const uint64_t size = r.declared_size >= 0 ? static_cast<uint64_t>(r.declared_size) : r.data.size();
+    const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : size;
     auto header = [&](std::string& s, bool central) {
       append_le(s, central ? 0x02014b50 : 0x04034b50, 4);
       if (central) append_le(s, 20, 2);  // made by
@@ -30,7 +32,7 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
       append_le(s, r.method, 2);
       append_le(s, 0, 4);                // time, date
       append_le(s, 0, 4);                // crc (not checked by the readers under test)
-      append_le(s, size, 4);
+      append_le(s, csize, 4);
       append_le(s, size, 4);
       append_le(s, r.name.size(), 2);
       append_le(s, 0, 2);                // extra

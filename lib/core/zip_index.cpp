@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include "mtrain/core/error.hpp"
 
@@ -147,22 +148,40 @@ std::string ZipIndex::read(const ZipEntry& e) const {
     return Error(fmt::format("the {} '{}': record '{}' {}", what_, path_, e.name, why),
                  "the file is damaged or was not written by PyTorch; export it again");
   };
-  if (e.method != 0) throw bad(fmt::format("is compressed (zip method {}); PyTorch stores every record uncompressed", e.method));
+  if (e.method != 0 && e.method != 8)
+    throw bad(fmt::format("is compressed with zip method {}; PyTorch writes records stored or deflated", e.method));
   if (e.size > limits_.max_entry_read) throw bad(fmt::format("is {} bytes, more than the {} read into memory", e.size, limits_.max_entry_read));
   unsigned char h[30];
   if (e.local_header_offset + 30 > size_ || ::pread(fd_, h, 30, static_cast<off_t>(e.local_header_offset)) != 30 ||
       u32(h) != kLocalSig)
     throw bad("has no local header where the directory says");
   const uint64_t data = e.local_header_offset + 30 + u16(h + 26) + u16(h + 28);
-  if (data > size_ || e.size > size_ - data) throw bad("runs past the end of the file");
-  std::string out(e.size, '\0');
+  if (data > size_ || e.compressed_size > size_ - data) throw bad("runs past the end of the file");
+  if (e.compressed_size > limits_.max_entry_read) throw bad("is larger than what is read into memory");
+  std::string raw(e.compressed_size, '\0');
   size_t got = 0;
-  while (got < out.size()) {
-    ssize_t r = ::pread(fd_, out.data() + got, out.size() - got, static_cast<off_t>(data + got));
+  while (got < raw.size()) {
+    ssize_t r = ::pread(fd_, raw.data() + got, raw.size() - got, static_cast<off_t>(data + got));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) throw bad("could not be read");
     got += static_cast<size_t>(r);
   }
+  if (e.method == 0) return raw;
+  // Deflated (PyTorch 2.x deflates the code/ records of TorchScript archives). The output is
+  // bounded by the size the directory declares, itself bounded above: a zip bomb stops there.
+  std::string out(e.size, '\0');
+  z_stream z{};
+  if (inflateInit2(&z, -MAX_WBITS) != Z_OK) throw bad("could not be inflated (zlib)");
+  z.next_in = reinterpret_cast<Bytef*>(raw.data());
+  z.avail_in = static_cast<uInt>(raw.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  const int rc = inflate(&z, Z_FINISH);
+  const uLong produced = z.total_out;
+  inflateEnd(&z);
+  if (rc != Z_STREAM_END || produced != e.size)
+    throw bad(fmt::format("does not inflate to the {} bytes its directory declares (zlib {})", e.size,
+                          rc == Z_BUF_ERROR ? "wants more room: more data than declared" : std::to_string(rc)));
   return out;
 }
 

@@ -3,8 +3,8 @@
 // read without trusting it: every count, size and offset is checked against the file before it
 // is used, so a hostile file costs at most its directory in memory and time. ZIP64 records
 // (archives over 4 GB) are followed. Torch-free, so the launcher can look inside a model file
-// before any rank starts. Stored entries only are read back as bytes (PyTorch writes every
-// record stored); a compressed entry is reported by its method.
+// before any rank starts. Entries are read back stored or deflated (PyTorch 2.x deflates the
+// code/ records of a TorchScript archive), never beyond the size the directory declares.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -37,7 +37,7 @@ class ZipIndex {
 
   const std::vector<ZipEntry>& entries() const { return entries_; }
   const ZipEntry* find(const std::string& name) const;
-  // The entry's bytes: stored entries within limits.max_entry_read only, else throws.
+  // The entry's bytes (stored or deflated), within limits.max_entry_read, else throws.
   std::string read(const ZipEntry& e) const;
   uint64_t file_size() const { return size_; }
   const std::string& path() const { return path_; }

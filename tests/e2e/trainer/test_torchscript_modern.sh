@@ -4,7 +4,11 @@
 # nn.MultiheadAttention, and torchvision's VisionTransformer. Plain PyTorch 2.x trains each 10
 # steps (global batch 6, rows in file order); mtrain trains the same file under ddp, zero3 and
 # fsdp at worlds 1-3 and must end with PyTorch's weights: SGD within 1e-6, AdamW (lr 1e-3) within
-# 1e-4 — also with activation checkpointing of the blocks. The 1.13 line has its own test
+# 1e-4 — also with activation checkpointing of the blocks. One documented exception: the key third
+# of nn.MultiheadAttention's packed input bias has a true gradient of exactly 0 (softmax ignores a
+# constant added to every score), so PyTorch and mtrain both hold rounding noise there (1e-9),
+# which AdamW normalises into steps of up to lr: with AdamW that slice is held to lr·steps/10
+# (1e-3 at lr 1e-3, 10 steps) and reported apart; everything else to 1e-4. SGD: all to 1e-6. The 1.13 line has its own test
 # (test_torchscript_refused.sh: the same files are refused before any rank starts).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/port_retry.sh"
@@ -23,7 +27,8 @@ done
 train() {
   local kind=$1 opt=$2 strategy=$3 world=$4; shift 4
   local lr tol block loss=()
-  if [ "$opt" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; fi
+  local cmp=()
+  if [ "$opt" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; cmp=(--key-bias-tol=1e-3); fi
   if [ "$kind" = vit ]; then block=EncoderBlock; loss=(--set model.loss=cross_entropy); else block=Block; fi
   local extra=()
   [ "$strategy" = zero3 ] && extra=(--set zero.stage3_param_persistence_threshold=0)
@@ -39,7 +44,7 @@ train() {
   if [ "$rc" -ne 0 ]; then
     fail "$what: exit $rc"; sed 's/^/    | /' "$WORK/out" | tail -20; return
   fi
-  if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/$kind/ref_$opt.pt" "$wd/model.scripted.pt" "$tol" 2>&1); then
+  if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/$kind/ref_$opt.pt" "$wd/model.scripted.pt" "$tol" "${cmp[@]}" 2>&1); then
     ok "$what: $msg"
   else
     fail "$what: $msg"

@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <fstream>
 
+#include <zlib.h>
+
 #include "error_text.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/zip_index.hpp"
@@ -57,15 +59,33 @@ TEST_CASE("zip index: files that are not zips, or lie, are refused naming the fi
   CHECK_THAT(refusal(d.str() + "/missing.pt"), Catch::Contains("cannot open") && Catch::Contains("missing.pt"));
 }
 
-TEST_CASE("zip index: a compressed record is named, never read as raw bytes", "[zip_index]") {
+TEST_CASE("zip index: deflated records inflate to their declared size, never more, never raw", "[zip_index]") {
   TempDir d;
-  ZipIndex z(write(d, "c.pt", zip_bytes({{"m/code/x.py", "xyz", 8}})), "TorchScript model");
-  try {
-    (void)z.read(z.entries().front());
-    FAIL("read a deflated record");
-  } catch (const Error& e) {
-    CHECK_THAT(e.paragraph(), Catch::Contains("compressed (zip method 8)") && Catch::Contains("c.pt"));
-  }
+  const std::string text(5000, 'a');
+  std::string deflated(compressBound(text.size()), '\0');
+  z_stream z{};
+  REQUIRE(deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY) == Z_OK);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(deflated.data());
+  z.avail_out = static_cast<uInt>(deflated.size());
+  REQUIRE(deflate(&z, Z_FINISH) == Z_STREAM_END);
+  deflated.resize(z.total_out);
+  deflateEnd(&z);
+  auto record = [&](int64_t declared) {
+    mtrain::testing::ZipRecord r{"m/code/x.py", deflated, 8, declared};
+    r.compressed_size = static_cast<int64_t>(deflated.size());
+    return r;
+  };
+  ZipIndex ok(write(d, "ok.pt", zip_bytes({record(5000)})), "TorchScript model");
+  CHECK(ok.read(ok.entries().front()) == text);
+  // A bomb: the stream holds more than the directory declares; inflation stops at the bound.
+  ZipIndex bomb(write(d, "bomb.pt", zip_bytes({record(100)})), "TorchScript model");
+  CHECK_THAT(testing::error_text([&] { (void)bomb.read(bomb.entries().front()); }),
+             Catch::Contains("bomb.pt") && Catch::Contains("more data than declared"));
+  // An unknown method is named.
+  ZipIndex bz(write(d, "bz.pt", zip_bytes({{"m/code/x.py", "xyz", 12}})), "TorchScript model");
+  CHECK_THAT(testing::error_text([&] { (void)bz.read(bz.entries().front()); }), Catch::Contains("zip method 12"));
 }
 
 TEST_CASE("zip index: an entry count beyond the limit is refused before any allocation", "[zip_index]") {
