@@ -20,6 +20,14 @@
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
+// c10::Allocator::allocate is const in 1.13 and not in 2.x; an allocator written for both
+// declares `c10::DataPtr allocate(size_t n) MTRAIN_ALLOCATE_CONST override`.
+#if TORCH_VERSION_MAJOR >= 2
+#define MTRAIN_ALLOCATE_CONST
+#else
+#define MTRAIN_ALLOCATE_CONST const
+#endif
+
 namespace mtrain::trainer::compat {
 
 #if TORCH_VERSION_MAJOR >= 2

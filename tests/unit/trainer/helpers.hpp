@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
+#include "mtrain/trainer/comm/compat.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/loop/trainer.hpp"
@@ -112,7 +113,7 @@ class CountingAllocator final : public c10::Allocator {
   }
 
   // data == context, as raw_allocate() callers require; sizes are looked up on free.
-  c10::DataPtr allocate(size_t n) const override {
+  c10::DataPtr allocate(size_t n) MTRAIN_ALLOCATE_CONST override {
     void* p = inner_->raw_allocate(n);
     {
       std::lock_guard<std::mutex> lock(mu_);
