@@ -44,3 +44,22 @@ falling_loss() {
   [ -n "$l" ] && awk -v s="$l" 'BEGIN { n = split(s, v, " "); exit !(n > 1 && v[n] < v[1]) }' \
     && ok "$2: loss falls ($(echo "$l" | awk '{print $1 " -> " $NF}'))" || fail "$2: no falling loss in $1: $l"
 }
+
+# side_by_side NAME SECONDS TOOL_CMD... -- MTRAIN_ARGS...: a training script under its own launcher
+# (TOOL_CMD) and under `mtrain launch MTRAIN_ARGS`, each with TRAIN_OUT=$WORK/NAME.{tool,mtrain}:
+# both exit 0 with a falling loss, no rank of the script is left, and the weights are identical.
+side_by_side() {
+  local name=$1 secs=$2; shift 2
+  local tool=() ; while [ "$1" != "--" ]; do tool+=("$1"); shift; done; shift
+  mkdir -p "$WORK/$name.tool" "$WORK/$name.mtrain"
+  TRAIN_OUT=$WORK/$name.tool run_peer "$WORK/$name.tool.out" "$secs" "${tool[@]}"
+  expect_rc 0 "$name: ${tool[*]}"
+  [ "$rc" -eq 0 ] || tail -30 "$WORK/$name.tool.out" | sed 's/^/    | /'
+  falling_loss "$WORK/$name.tool.out" "$name under ${tool[0]}"
+  TRAIN_OUT=$WORK/$name.mtrain run_peer "$WORK/$name.mtrain.out" "$secs" "$MTRAIN" launch "$@"
+  expect_rc 0 "$name: mtrain launch $*"
+  [ "$rc" -eq 0 ] || tail -30 "$WORK/$name.mtrain.out" | sed 's/^/    | /'
+  falling_loss "$WORK/$name.mtrain.out" "$name under mtrain launch"
+  no_survivors "$WORK/train_"
+  same_weights "$WORK/$name.tool/weights.pt" "$WORK/$name.mtrain/weights.pt" "${SAME_ATOL:-}" "$name: weights under ${tool[0]} and mtrain launch"
+}
