@@ -108,10 +108,22 @@ class Runner:
 
     def run(self, case, tool, ports, cwd):
         """Runs one launcher (or two, one per node) of a case; returns (rc, output, records)."""
+        cache = os.path.join(cwd, tool + ".result.json")
+        if self.a.reuse and tool != "mtrain" and os.path.exists(cache):
+            with open(cache) as f:
+                return tuple(json.load(f))
+        result = self._run(case, tool, ports, cwd)
+        with open(cache, "w") as f:
+            json.dump(result, f)
+        return result
+
+    def _run(self, case, tool, ports, cwd):
         out_dir = os.path.join(cwd, "out-" + tool)
+        shutil.rmtree(out_dir, ignore_errors=True)
         nodes = int(case["opts"].get("nodes", "1"))
         env = dict(self.base)
         env["PARITY_OUT"] = out_dir
+        env.update(case_env(case))
         if "fail" in case["opts"]:
             r, _, how = case["opts"]["fail"].partition(":")
             env["PARITY_FAIL_RANK"] = r
@@ -141,6 +153,11 @@ class Runner:
                 if f.endswith(".json"):
                     records.append(json.load(open(os.path.join(out_dir, f))))
         return max(rcs, key=abs), output, records
+
+
+def case_env(case):
+    """Variables a case sets for both launchers (option env:NAME=VALUE), as a user's shell would."""
+    return {k[4:]: v for k, v in case["opts"].items() if k.startswith("env:")}
 
 
 def changed_env(rec, base):
@@ -231,6 +248,7 @@ def render(results, tools):
         c = r["case"]
         fail = f" (rank {c['opts']['fail'].split(':')[0]} fails)" if "fail" in c["opts"] else ""
         nodes = " (2 launchers, node 0 and 1)" if c["opts"].get("nodes") == "2" else ""
+        nodes += "".join(f" (with {k}={v})" for k, v in case_env(c).items())
         words = c["words"].replace("{node}", "N").replace("{port}", "P").replace("{port2}", "P2")
         shown = " ".join(["`" + " ".join(TOOL_TITLES[c["tool"]].split()[:2]) + " " + words + "`"])
         env_fields = sorted(f for f in r["fields"] if f.isupper() or "_" in f and f.upper() == f)
@@ -252,6 +270,7 @@ def main():
     ap.add_argument("--doc")
     ap.add_argument("--section")
     ap.add_argument("--update", action="store_true")
+    ap.add_argument("--reuse", action="store_true", help="development: keep the real tools' runs of an earlier --work")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--timeout", type=float, default=90)
     a = ap.parse_args()
@@ -264,22 +283,25 @@ def main():
 
     def one(case):
         cwd = os.path.join(a.work, case["id"])
-        os.makedirs(cwd)
+        os.makedirs(cwd, exist_ok=a.reuse)
         shutil.copy(os.path.join(HERE, "record_rank.py"), cwd)
         os.chmod(os.path.join(cwd, "record_rank.py"), 0o755)
         with open(os.path.join(cwd, "hostfile"), "w") as f:
             f.write("localhost slots=2\n")
-        with open(os.path.join(cwd, "accelerate_cpu.yaml"), "w") as f:
-            f.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_CPU\nmixed_precision: 'no'\n"
-                    "num_machines: 1\nnum_processes: 2\nmachine_rank: 0\nuse_cpu: true\nmain_training_function: main\n"
-                    "rdzv_backend: static\nsame_network: true\n")
+        with open(os.path.join(cwd, "accelerate_config.yaml"), "w") as f:
+            f.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmixed_precision: bf16\n"
+                    "num_machines: 1\nnum_processes: 2\nmachine_rank: 0\nuse_cpu: false\nmain_training_function: main\n"
+                    "rdzv_backend: static\nsame_network: true\ngpu_ids: all\n")
         t0 = time.time()
         ports = {"port": free_port(), "port2": free_port()}
+        if a.reuse and os.path.exists(os.path.join(cwd, "ports.json")):
+            ports = json.load(open(os.path.join(cwd, "ports.json")))
+        json.dump(ports, open(os.path.join(cwd, "ports.json"), "w"))
         real = runner.run(case, case["tool"], ports, cwd)
         t1 = time.time()
         mine = runner.run(case, "mtrain", ports, cwd)
         t2 = time.time()
-        fields, found = compare(case, case["tool"], diffs, runner.base, real, mine, cwd)
+        fields, found = compare(case, case["tool"], diffs, {**runner.base, **case_env(case)}, real, mine, cwd)
         return {"case": case, "fields": fields, "found": found, "real": real, "mine": mine,
                 "times": (t1 - t0, t2 - t1)}
 
