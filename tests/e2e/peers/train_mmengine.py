@@ -83,14 +83,17 @@ def main():
         state = (runner.model.module if hasattr(runner.model, "module") else runner.model).state_dict()
     else:
         from mmengine.runner._flexible_runner import FlexibleRunner
+        # A strategy object takes the environment settings itself (FlexibleRunner's env_cfg is
+        # for a strategy given as a dict).
+        strategy_env = dict(env_kwargs=dict(dist_cfg=dict(backend="gloo")), work_dir=common["work_dir"])
         if args.mode == "fsdp":
             from mmengine._strategy import FSDPStrategy
             strategy = FSDPStrategy(model_wrapper=dict(type="MMFullyShardedDataParallel", device_id=None,
-                                                       use_orig_params=True))
+                                                       use_orig_params=True), **strategy_env)
         else:
             from mmengine._strategy import DeepSpeedStrategy
             strategy = DeepSpeedStrategy(config=dict(zero_optimization=dict(stage=2), gradient_clipping=0.0,
-                                                     train_micro_batch_size_per_gpu=8))
+                                                     train_micro_batch_size_per_gpu=8), **strategy_env)
             optim = dict(type="DeepSpeedOptimWrapper", optimizer=dict(type="SGD", lr=0.2))
         runner = FlexibleRunner(strategy=strategy, optim_wrapper=optim, **common)
         runner.train()
