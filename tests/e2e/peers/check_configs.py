@@ -3,6 +3,7 @@
 #   check_configs.py accelerate FILE KEY=VALUE...  accelerate's load_config_from_file parses FILE
 #   check_configs.py mmengine-dump OUT              MMEngine's Config.dump of a ds_config dict
 # KEY=VALUE: attributes of the parsed object that must print as VALUE (dotted paths into dicts).
+import enum
 import logging
 import os
 import sys
@@ -22,7 +23,7 @@ def check(obj, pairs, what):
     for kv in pairs:
         k, v = kv.split("=", 1)
         got = attr(obj, k)
-        got = got.value if hasattr(got, "value") and not isinstance(got, (int, float, str)) else got
+        got = got.value if isinstance(got, enum.Enum) else got
         if str(got) != v:
             bad.append(f"{k}={got!r} (expected {v})")
     if bad:
