@@ -121,6 +121,8 @@ std::vector<CompatFlag> build() {
       {{"--cpu"}, X, false, A::Rename, "--device=cpu", "CPU ranks only (--device cpu)"},
       {{"--multi_gpu", "--multi-gpu"}, X, false, A::Accept, "",
        "accepted: every rank gets the torchrun environment, and ddp is the default strategy"},
+      // Every accelerate-only flag also sets --pass-config accelerate (unless given): the
+      // program gets the ACCELERATE_* variables `accelerate launch` would set.
       {{"--mixed_precision", "--mixed-precision"}, X, true, A::Translate, "mixed_precision",
        "no|fp16|bf16 → --precision fp32|fp16|bf16; a program gets ACCELERATE_MIXED_PRECISION "
        "(--pass-config accelerate)"},
@@ -241,6 +243,9 @@ class Rewriter {
   }
 
   void foreign(const CompatFlag& c, const std::string& name, const std::optional<std::string>& v) {
+    // Words only `accelerate launch` has: the program was written for it and reads the variables
+    // it sets (ACCELERATE_*), as it would under accelerate (tests/e2e/peers parity).
+    if (c.tools == kAccelerate && c.action != A::Refuse) accelerate_ = true;
     switch (c.action) {
       case A::Refuse:
         throw refused(name, c.meaning);

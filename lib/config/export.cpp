@@ -192,10 +192,19 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
   std::set<std::string> m;
   const std::string precision = as_text(job, "train.precision");
   e["ACCELERATE_MIXED_PRECISION"] = precision == "fp32" ? "no" : precision;
-  e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(as_int(job, "train.grad_accum"));
+  // accelerate sets the accumulation only for DeepSpeed (prepare_deepspeed_cmd_env); Accelerator
+  // reads it for every strategy, so mtrain hands a non-default one over for all.
+  const StrategyName strategy = strategy_of(job);
+  const long long accum = as_int(job, "train.grad_accum");
+  if (is_zero(strategy) || accum != 1) e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(accum);
   m.insert({"train.precision", "train.grad_accum", "strategy"});
   if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
-  const StrategyName strategy = strategy_of(job);
+  // No torch.compile: accelerate's values when no --dynamo_* flag is given (mtrain has none).
+  e["ACCELERATE_DYNAMO_BACKEND"] = "NO";
+  e["ACCELERATE_DYNAMO_MODE"] = "default";
+  e["ACCELERATE_DYNAMO_USE_FULLGRAPH"] = "False";
+  e["ACCELERATE_DYNAMO_USE_DYNAMIC"] = "False";
+  e["ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION"] = "False";
   if (is_zero(strategy)) {
     e["ACCELERATE_USE_DEEPSPEED"] = "true";
     e["ACCELERATE_DEEPSPEED_ZERO_STAGE"] = std::to_string(zero_stage(strategy));

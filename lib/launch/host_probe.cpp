@@ -33,6 +33,7 @@ plan::HostFacts probe_host(const EnvMap& env) {
   if (gethostname(name, sizeof(name) - 1) == 0 && name[0]) f.hostname = name;
   f.cpu_count = usable_cores();
   f.omp_num_threads_set = env.count("OMP_NUM_THREADS") > 0;
+  f.nccl_async_error_handling_set = env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") > 0;
   auto cvd = env.find("CUDA_VISIBLE_DEVICES");
   if (cvd != env.end()) {
     f.gpu_pool = topology::parse_visible_devices(cvd->second);

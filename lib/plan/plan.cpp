@@ -126,6 +126,7 @@ struct NodeLayout {
   int nproc = 0;
   int cpu_count = 1;
   bool omp_set = false;
+  bool nccl_async_set = false;
 };
 
 Node make_node(const PlanOptions& o, const LaunchPlan& p, const NodeLayout& l) {
@@ -148,6 +149,11 @@ Node make_node(const PlanOptions& o, const LaunchPlan& p, const NodeLayout& l) {
     e["LOCAL_WORLD_SIZE"] = std::to_string(l.nproc);
     e["GROUP_RANK"] = std::to_string(l.node_rank);
     e["GROUP_WORLD_SIZE"] = std::to_string(l.nnodes);
+    // The DeepSpeed launcher's names for the same three (deepspeed/launcher/launch.py); DeepSpeed
+    // reads them in the rank: LOCAL_SIZE counts its CPU devices, CROSS_* its checkpoint writer.
+    e["CROSS_RANK"] = std::to_string(l.node_rank);
+    e["CROSS_SIZE"] = std::to_string(l.nnodes);
+    e["LOCAL_SIZE"] = std::to_string(l.nproc);
     e["ROLE_RANK"] = std::to_string(w.rank);  // one role: role ranks are global ranks
     e["ROLE_NAME"] = o.role.empty() ? "default" : o.role;
     e["ROLE_WORLD_SIZE"] = std::to_string(l.world_size);
@@ -163,6 +169,9 @@ Node make_node(const PlanOptions& o, const LaunchPlan& p, const NodeLayout& l) {
       if (o.heartbeat_file) e["MTRAIN_HEARTBEAT_FILE"] = heartbeat_file(o.error_file_dir, 0, w.rank);
     }
     if (!l.omp_set) e["OMP_NUM_THREADS"] = omp;
+    // As torchrun 2.x: a NCCL error or timeout aborts the rank (the launcher sees it fail) instead
+    // of leaving it hung in a collective; the user's own value is kept.
+    if (!l.nccl_async_set) e["TORCH_NCCL_ASYNC_ERROR_HANDLING"] = "1";
     e["CUDA_VISIBLE_DEVICES"] = visible;
     e["MTRAIN_JOB_ID"] = o.job_id;
     e["MTRAIN_HOST"] = l.host;
@@ -223,6 +232,7 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
   l.gpus = gpus;
   l.cpu_count = f.cpu_count;
   l.omp_set = f.omp_num_threads_set;
+  l.nccl_async_set = f.nccl_async_error_handling_set;
   LaunchPlan p = plan_header(o, l.world_size, o.nnodes, "127.0.0.1");
   p.nodes.push_back(make_node(o, p, l));
   return p;
@@ -247,6 +257,7 @@ LaunchPlan build_cluster_plan(const PlanOptions& o, const std::vector<ClusterNod
     if (o.nproc_per_node != "cpu") l.gpus = nodes[k].slots;
     l.cpu_count = f.cpu_count;
     l.omp_set = f.omp_num_threads_set;
+    l.nccl_async_set = f.nccl_async_error_handling_set;
     p.nodes.push_back(make_node(o, p, l));
   }
   return p;

@@ -56,6 +56,7 @@ struct HostFacts {
   std::vector<int> gpu_pool;           // selectable GPU ids (CUDA_VISIBLE_DEVICES or detected)
   std::string gpu_pool_source;         // "CUDA_VISIBLE_DEVICES" or "detected" — for messages
   bool omp_num_threads_set = false;    // OMP_NUM_THREADS already in the environment
+  bool nccl_async_error_handling_set = false;  // TORCH_NCCL_ASYNC_ERROR_HANDLING already set
 };
 
 struct Worker {

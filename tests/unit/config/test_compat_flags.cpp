@@ -100,6 +100,11 @@ TEST_CASE("accelerate launch spellings", "[config][compat]") {
   CHECK(error_of({"--num_processes", "3", "--num_machines", "2", "t.py"}).find("multiple") != std::string::npos);
   CHECK(error_of({"--mixed_precision", "fp8", "t.py"}).find("fp8") != std::string::npos);
   CHECK(error_of({"--use_fsdp", "--strategy", "ddp", "t.py"}).find("also given") != std::string::npos);
+  // Any accelerate-only word means an accelerate program: it gets accelerate's variables.
+  CHECK(rewrite({"--num_processes", "2", "t.py"}) == Words{"--nproc-per-node=2", "--pass-config=accelerate", "t.py"});
+  CHECK(rewrite({"--multi_gpu", "--main_process_port", "0", "t.py"}) ==
+        Words{"--master-port=0", "--pass-config=accelerate", "t.py"});
+  CHECK(rewrite({"--nproc_per_node", "2", "--master_port", "0", "t.py"}) == Words{"--nproc-per-node=2", "--master-port=0", "t.py"});
   auto notes = rewrite_launch_args({"--multi_gpu", "t.py"}, known()).notes;
   REQUIRE(notes.size() == 1);
   CHECK(notes[0].find("--multi_gpu") == 0);

@@ -159,6 +159,14 @@ TEST_CASE("accelerate environment: the names accelerate launch sets", "[config][
   CHECK(fsdp.at("FSDP_AUTO_WRAP_POLICY") == "TRANSFORMER_BASED_WRAP");
   CHECK(fsdp.at("FSDP_OFFLOAD_PARAMS") == "false");
   CHECK(accelerate_env(job_of({}).job).at("ACCELERATE_MIXED_PRECISION") == "no");
+  // As accelerate launch: the dynamo defaults always; the accumulation for DeepSpeed, and for the
+  // rest only when it is not 1 (accelerate has no flag for it there, Accelerator reads it).
+  auto ddp = accelerate_env(job_of({}).job);
+  CHECK(ddp.at("ACCELERATE_DYNAMO_BACKEND") == "NO");
+  CHECK(ddp.at("ACCELERATE_DYNAMO_USE_REGIONAL_COMPILATION") == "False");
+  CHECK(ddp.count("ACCELERATE_GRADIENT_ACCUMULATION_STEPS") == 0);
+  CHECK(ds.at("ACCELERATE_GRADIENT_ACCUMULATION_STEPS") == "1");
+  CHECK(accelerate_env(job_of({{"train.grad_accum", 4}}).job).at("ACCELERATE_GRADIENT_ACCUMULATION_STEPS") == "4");
 }
 
 TEST_CASE("trainer settings a program will not get are named", "[config][export]") {

@@ -37,6 +37,8 @@ TEST_CASE("host_probe: without CUDA_VISIBLE_DEVICES the driver's GPUs are the po
 TEST_CASE("host_probe: OMP_NUM_THREADS, usable cores and hostname", "[launch][host_probe]") {
   CHECK(probe_host({{"OMP_NUM_THREADS", "4"}}).omp_num_threads_set);
   CHECK_FALSE(probe_host({{"OMP_NUM_THREAD", "4"}}).omp_num_threads_set);
+  CHECK(probe_host({{"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}}).nccl_async_error_handling_set);
+  CHECK_FALSE(probe_host({}).nccl_async_error_handling_set);
   const auto f = probe_host({});
   cpu_set_t set;
   REQUIRE(sched_getaffinity(0, sizeof set, &set) == 0);

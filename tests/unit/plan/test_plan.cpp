@@ -69,6 +69,28 @@ TEST_CASE("OMP_NUM_THREADS is left alone when the user set it", "[plan]") {
   CHECK(build_plan(o, f).nodes[0].workers[0].env.count("OMP_NUM_THREADS") == 0);
 }
 
+TEST_CASE("TORCH_NCCL_ASYNC_ERROR_HANDLING=1 as torchrun 2.x sets it, unless the user set it", "[plan]") {
+  auto f = host(8, {});
+  auto o = base();
+  o.nproc_per_node = "2";
+  CHECK(build_plan(o, f).nodes[0].workers[1].env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
+  f.nccl_async_error_handling_set = true;
+  CHECK(build_plan(o, f).nodes[0].workers[1].env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
+}
+
+TEST_CASE("DeepSpeed's CROSS_RANK, CROSS_SIZE and LOCAL_SIZE mirror GROUP_RANK, GROUP_WORLD_SIZE, LOCAL_WORLD_SIZE", "[plan]") {
+  auto o = base();
+  o.nproc_per_node = "3";
+  o.nnodes = 2;
+  o.node_rank = 1;
+  o.master_addr = "10.0.0.1";
+  const auto& e = build_plan(o, host(8, {})).nodes[0].workers[2].env;
+  CHECK(e.at("CROSS_RANK") == "1");
+  CHECK(e.at("CROSS_SIZE") == "2");
+  CHECK(e.at("LOCAL_SIZE") == "3");
+  CHECK(e.at("RANK") == "5");
+}
+
 TEST_CASE("rank counts: default, auto, cpu, gpu", "[plan]") {
   auto o = base();
   CHECK(build_plan(o, host(4, {})).world_size == 1);
