@@ -136,21 +136,29 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   double gathered = 0, buckets = 0;
   double ratio = (N - 1) / N;
   double comm_elems = 0;
+  // ZeRO-1/2 all-gather the updated parameters into the resident flat buffer through a staging
+  // buffer of one all-gather bucket; ZeRO-2 also holds one reduce bucket of unsharded gradients
+  // (not at the same moment: the larger one counts).
+  const double allgather = pb * std::min({static_cast<double>(s.zero_allgather_bucket),
+                                          static_cast<double>(s.zero_reduce_bucket), psi});
   switch (c.strategy) {
     case StrategyName::Ddp:
+      // The flat buckets are filled from the model as built, whose storage stays alive: one more
+      // copy of the parameters (measured: DDP's peak is 20Ψ in fp32 at every world size).
+      buckets = pb * psi;
       comm_elems = 2 * psi * ratio;
       r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
       break;
     case StrategyName::Zero1:
       os = true;
+      buckets = allgather;
       comm_elems = 2 * psi * ratio;
       r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
     case StrategyName::Zero2: {
       gs = os = true;
-      // A reduce bucket's unsharded gradients exist at once (and the next one fills meanwhile).
       const double bucket = std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
-      buckets = gb * bucket;
+      buckets = std::max(gb * bucket, allgather);
       comm_elems = 2 * psi * ratio;
       r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
@@ -158,25 +166,27 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
     case StrategyName::Zero3: {
       ps = gs = os = true;
       // The module being used and the one prefetched are gathered; their gradients likewise.
-      gathered = pb * 2 * module + gb * 2 * module;
+      gathered = (pb + gb) * 2 * module;
       comm_elems = 3 * psi * ratio;
       r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
       break;
     }
     case StrategyName::Fsdp:
       if (c.sharding == "NO_SHARD") {
+        buckets = pb * psi;  // as DDP: the flat copy beside the model as built
         comm_elems = 2 * psi * ratio;
         r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
       } else if (c.sharding == "SHARD_GRAD_OP") {
         ps = gs = os = true;
         // Parameters stay gathered from forward through backward: the whole model at once.
-        gathered = pb * psi * (N > 1 ? 1 : 0) + gb * (unit_block + blk);
+        gathered = pb * psi * (N > 1 ? (N - 1) / N : 0) + gb * unit_block;
         comm_elems = 2 * psi * ratio;
         r.comm_formula = "all-gather Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
       } else {
         ps = gs = os = true;
-        // The root unit stays gathered through the forward; one block in use, one prefetched.
-        gathered = pb * (root + 2 * blk) + gb * (unit_block + blk);
+        // The root unit stays gathered through the forward beside the block in use; one unit's
+        // gradients are unsharded at a time.
+        gathered = pb * (root + blk) + gb * unit_block;
         comm_elems = 3 * psi * ratio;
         r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
         if (hybrid && s.world > n) {
@@ -188,10 +198,10 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
       break;
   }
   if (n == 1) {
-    // One rank: nothing is sharded, gathered or sent; the strategies keep one copy of everything.
+    // One rank: nothing is sharded or sent; the sharded strategies still gather (copy) one unit.
     ps = gs = os = false;
-    gathered = c.strategy == StrategyName::Ddp ? 0 : gb * std::min(unit_block, psi);
-    buckets = 0;
+    if (c.strategy == StrategyName::Zero3 || (c.strategy == StrategyName::Fsdp && c.sharding != "NO_SHARD"))
+      gathered = gb * unit_block, buckets = 0;
   }
   r.params = ps ? pb * psi / N : pb * psi;
   if (ps && c.strategy == StrategyName::Zero3 && n > 1) {
@@ -199,9 +209,6 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   }
   r.grads = gs ? gb * psi / N : gb * psi;
   r.optimizer = os ? ob * psi / N : ob * psi;
-  if (mixed(s) && !ps && !gs && !os && c.strategy == StrategyName::Ddp) {
-    // mixed-precision DDP runs on the sharded engine with S = 1: fp32 master + Adam (K = 12).
-  }
   r.gathered = gathered;
   r.buckets = buckets;
   r.activations = c.checkpointing ? m.activations_ckpt.bytes : m.activations.bytes;
@@ -218,10 +225,11 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
       r.optimizer = 0;
     }
   }
-  // Setup: every rank builds the whole fp32 model before it is sharded (make_model), so a
-  // sharded strategy's peak is at least the built model beside the shards made from it.
+  // Setup: every rank builds the whole fp32 model on its device before it is sharded
+  // (make_model), so a sharded strategy's peak is at least the built model beside the parameter
+  // storage made from it (the optimizer state comes at the first step).
   const double steady = r.params + r.grads + r.optimizer + r.gathered + r.buckets + r.activations + r.runtime;
-  const double setup = r.runtime + 4 * psi + r.params + r.optimizer;
+  const double setup = r.runtime + 4 * psi + r.params;
   r.total = std::max(steady, setup);
   // Relative step time: elements sent per step over Ψ, plus what recomputation and offload add
   // (one more forward ≈ a third of a step; the update in host memory and its copies).

@@ -281,7 +281,16 @@ Target detect_target(const JobEstimateOptions& o) {
 
 Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
   const Settings s = settings_from_job(job, o.world, o.ranks_per_node);
-  const Measured m = measure(job, s, o.worker_path);
+  Measured m = measure(job, s, o.worker_path);
+  if (s.precision != "fp32") {
+    // The probe computes in fp32; under bf16/fp16 the forward runs on 16-bit parameters, so
+    // what it keeps for backward is 16-bit.
+    for (Activations* a : {&m.activations, &m.activations_ckpt}) {
+      if (!a->measured) continue;
+      a->bytes /= 2;
+      a->how += ", halved for " + s.precision + " activations";
+    }
+  }
   return estimate(s, m, detect_target(o));
 }
 

@@ -56,6 +56,7 @@ std::string render_text(const Estimate& e) {
                        gib(r.total), human_bytes(r.comm_bytes), e.target.bytes_per_rank <= 0 ? "?" : r.fits ? "yes" : "no",
                        e.recommended && *e.recommended == i ? "  <- recommended" : "");
   }
+  if (s.ranks_per_node >= s.world) out += "(fsdp/HYBRID_SHARD is fsdp/FULL_SHARD on one node)\n";
   bool any_host = false;
   for (const auto& r : e.rows) any_host = any_host || r.host > 0;
   if (any_host) out += "(offloaded state is in host memory, not in these columns)\n";
