@@ -25,6 +25,7 @@ struct EstimateFlags {
   std::vector<std::string> sets;
   std::string config_file;
   std::string format = "text";
+  std::string weights;
 };
 
 }  // namespace
@@ -44,6 +45,9 @@ void add_estimate(CLI::App& root, Exit& exit) {
   sub->add_option("--config", f->config_file, "Job file (YAML, or a DeepSpeed/accelerate config)")
       ->envname("MTRAIN_CONFIG");
   sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)");
+  sub->add_option("--weights", f->weights,
+                  "A safetensors file: the parameters' shapes from its header (activations are then not measured)")
+      ->check(CLI::ExistingFile);
   sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->callback([f, &exit] {
     config::JobInputs in;
@@ -70,6 +74,7 @@ void add_estimate(CLI::App& root, Exit& exit) {
     o.ranks_per_node = w.ranks_per_node;
     if (!text("launch.device_memory").empty()) o.device_memory = estimate::parse_bytes(text("launch.device_memory"));
     std::error_code ec;
+    o.weights = f->weights;
     o.worker_path = launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string());
     const nlohmann::json spec = config::job_spec(config::job_registry(), job);
     const auto e = estimate::estimate_job(spec, o);

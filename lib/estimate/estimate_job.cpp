@@ -149,6 +149,42 @@ std::optional<ModelShape> builtin_shape(const nlohmann::json& job) {
   return std::nullopt;
 }
 
+ModelShape safetensors_shape(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len8[8];
+  if (!in || !in.read(reinterpret_cast<char*>(len8), 8))
+    throw Error(fmt::format("cannot read '{}'", path), "give a .safetensors file");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len8[i];
+  if (n < 2 || n > (100u << 20)) throw Error(fmt::format("'{}' is not a safetensors file (header of {} bytes)", path, n));
+  std::string header(n, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) throw Error(fmt::format("'{}' ends inside its header", path));
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(header);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("'{}' is not a safetensors file (its header is not JSON)", path));
+  }
+  ModelShape m;
+  m.label = "weights " + path;
+  for (const auto& [name, t] : h.items()) {
+    if (name == "__metadata__") continue;
+    int64_t numel = 1;
+    for (const auto& d : t.at("shape")) numel *= d.get<int64_t>();
+    std::string unit;
+    const auto parts = str::split(name, '.');
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (!parts[i].empty() && str::parse_uint(parts[i])) {
+        std::vector<std::string> head(parts.begin(), parts.begin() + static_cast<long>(i) + 1);
+        unit = str::join(head, ".");
+        break;
+      }
+    }
+    m.params.push_back({name, numel, unit});
+  }
+  return m;
+}
+
 Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker) {
   Measured m;
   const auto shape = builtin_shape(job);
@@ -281,7 +317,14 @@ Target detect_target(const JobEstimateOptions& o) {
 
 Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
   const Settings s = settings_from_job(job, o.world, o.ranks_per_node);
-  Measured m = measure(job, s, o.worker_path);
+  Measured m;
+  if (!o.weights.empty()) {
+    m.model = safetensors_shape(o.weights);
+    m.activations.how = "not measured: a weights file has no forward (give the model to measure them)";
+    m.activations_ckpt = m.activations;
+  } else {
+    m = measure(job, s, o.worker_path);
+  }
   if (s.precision != "fp32") {
     // The probe computes in fp32; under bf16/fp16 the forward runs on 16-bit parameters, so
     // what it keeps for backward is 16-bit.

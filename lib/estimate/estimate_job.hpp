@@ -18,11 +18,18 @@ struct JobEstimateOptions {
   int ranks_per_node = 1;
   std::optional<double> device_memory;  // --device-memory, per rank
   std::string device = "auto";          // launch.device: cpu | gpu | auto
+  std::string weights;                  // a safetensors file: shapes from it, activations not measured
 };
 
 // The parameter shapes of a built-in model from its settings (gpt and mlp exactly, as the
 // trainer builds them); nullopt for a model whose shapes only the worker knows.
 std::optional<ModelShape> builtin_shape(const nlohmann::json& job);
+
+// The parameters of a safetensors file, read from its header alone (no tensor data): name and
+// element count; the unit of a parameter is its name up to the first all-digit component
+// ("model.layers.3.mlp.up_proj.weight" → "model.layers.3"), as repeated blocks are named.
+// Throws mtrain::Error for a file that is not safetensors.
+ModelShape safetensors_shape(const std::string& path);
 
 // GPUs nvidia-smi lists here (0 without the driver).
 int count_gpus();

@@ -1,5 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "mtrain/core/error.hpp"
+
 #include "mtrain/config/registry.hpp"
 #include "mtrain/estimate/estimate_job.hpp"
 
@@ -41,4 +48,26 @@ TEST_CASE("settings come from the job", "[estimate]") {
   CHECK(s.world == 8);
   CHECK(s.ranks_per_node == 4);
   CHECK(s.activation_checkpointing);
+}
+
+TEST_CASE("a safetensors file's shapes come from its header, blocks as units", "[estimate]") {
+  const std::string header =
+      R"({"__metadata__":{"format":"pt"},"model.embed.weight":{"dtype":"F32","shape":[10,4],"data_offsets":[0,160]},)"
+      R"("model.layers.0.w":{"dtype":"F32","shape":[4,4],"data_offsets":[160,224]},)"
+      R"("model.layers.1.w":{"dtype":"F32","shape":[4,4],"data_offsets":[224,288]}})";
+  const std::string path = "/tmp/mtrain_test_estimate_" + std::to_string(::getpid()) + ".safetensors";
+  {
+    std::ofstream f(path, std::ios::binary);
+    uint64_t n = header.size();
+    for (int i = 0; i < 8; ++i) f.put(static_cast<char>((n >> (8 * i)) & 0xff));
+    f << header << std::string(288, '\0');
+  }
+  const ModelShape m = safetensors_shape(path);
+  CHECK(m.num_params() == 40 + 16 + 16);
+  CHECK(m.params[1].unit == "model.layers.0");
+  CHECK(m.params[0].unit.empty());
+  CHECK(m.largest_unit() == 40);
+  std::ofstream(path) << "not safetensors at all";
+  CHECK_THROWS_AS(safetensors_shape(path), mtrain::Error);
+  std::remove(path.c_str());
 }
