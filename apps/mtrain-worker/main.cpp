@@ -16,6 +16,7 @@
 #include "mtrain/trainer/bench/build_info.hpp"
 #include "mtrain/trainer/bench/comm_bench.hpp"
 #include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
+#include "mtrain/trainer/estimate/probe.hpp"
 #include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
 
@@ -25,6 +26,7 @@ const char* kUsage =
     "       mtrain-worker checkpoint consolidate|inspect|verify DIR ...\n"
     "       mtrain-worker bench-comm --ops OPS --sizes BYTES,... [--iters N] [--warmup W] [--out FILE]\n"
     "       mtrain-worker build-info [--facts FILE [--set key=value]...]\n"
+    "       mtrain-worker estimate-probe --job FILE [--batches 1,2]\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";
@@ -98,6 +100,13 @@ int main(int argc, char** argv) {
     const std::string tag = "[rank " + (env.count("RANK") ? env.at("RANK") : std::string("0")) + "] ";
     return guarded(tag, [&] {
       mtrain::trainer::run_comm_bench(mtrain::trainer::parse_comm_bench_args(args), env);
+      return 0;
+    });
+  }
+  if (argc > 1 && std::strcmp(argv[1], "estimate-probe") == 0) {  // for `mtrain estimate` (probe.hpp)
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return guarded("", [&] {
+      std::cout << mtrain::trainer::run_estimate_probe(mtrain::trainer::parse_estimate_probe_args(args)).dump() << std::endl;
       return 0;
     });
   }

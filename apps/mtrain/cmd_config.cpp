@@ -1,4 +1,5 @@
 // `mtrain config`: init (wizard), validate, show, import, docs. Flags → options → one library call.
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
@@ -7,6 +8,9 @@
 #include "mtrain/config/config_commands.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
+#include "mtrain/estimate/estimate.hpp"
+#include "mtrain/estimate/estimate_job.hpp"
+#include "mtrain/launch/launch.hpp"
 
 namespace mtrain::app {
 
@@ -22,6 +26,15 @@ void add_config(CLI::App& root, Exit& exit) {
   init->add_flag("--force", init_opt->force, "Overwrite an existing file");
   init->add_flag("--defaults", init_opt->wizard.use_defaults, "Ask nothing: take every default (for scripts and CI)");
   init->add_option("--set", init_opt->wizard.sets, "key=value answered up front (repeatable)");
+  // The strategy question shows what each strategy needs per rank (lib/estimate) and offers the
+  // recommended one.
+  init_opt->wizard.advise = [](const cfg::json& job) {
+    std::error_code ec;
+    const auto e = estimate::estimate_resolved_job(
+        job, launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string()));
+    return cfg::WizardOptions::Advice{estimate::render_text(e),
+                                      e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
+  };
   init->callback([&exit, init_opt] { exit.code = cfg::config_init(cfg::job_registry(), *init_opt, std::cin, std::cout); });
 
   auto* validate = config->add_subcommand("validate", "Check a job file: every error with file:line:column (exit 0 valid, 2 invalid)");

@@ -36,6 +36,7 @@ void add_checkpoint(CLI::App& root, Exit& exit);
 void add_slurm(CLI::App& root, Exit& exit);
 void add_config(CLI::App& root, Exit& exit);
 void add_env(CLI::App& root, Exit& exit);
+void add_estimate(CLI::App& root, Exit& exit);
 void add_bench(CLI::App& root, Exit& exit);
 void add_runs(CLI::App& root, Exit& exit);
 void add_completion(CLI::App& root, Exit& exit);

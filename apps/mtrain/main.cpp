@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   mtrain::app::add_slurm(root, exit);
   mtrain::app::add_config(root, exit);
   mtrain::app::add_env(root, exit);
+  mtrain::app::add_estimate(root, exit);
   mtrain::app::add_bench(root, exit);
   mtrain::app::add_runs(root, exit);
   mtrain::app::add_completion(root, exit);

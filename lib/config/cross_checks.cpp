@@ -23,6 +23,7 @@ long long as_int(const json& job, const std::string& key) { return get(job, key)
 std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
 
 int effective_zero_stage(const json& job) {
+  if (is_auto_strategy(as_text(job, "strategy"))) return static_cast<int>(as_int(job, "zero.stage"));
   const StrategyName strategy = strategy_from_text(as_text(job, "strategy"));
   if (is_zero(strategy)) return zero_stage(strategy);
   return static_cast<int>(as_int(job, "zero.stage"));
@@ -73,51 +74,55 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   const json& job = r.job;
   std::vector<Problem> out;
   const std::string strategy = as_text(job, "strategy");
-  const StrategyName strategy_id = strategy_from_text(strategy);
   const ModelName model = model_from_text(as_text(job, "model.name"));
 
   for (auto& p : batch_problems(job, known_world_size(job))) out.push_back(std::move(p));
   for (auto& p : data_model_problems(job)) out.push_back(std::move(p));
+  // `auto`: the strategy checks run again once the launcher has chosen (lib/estimate picks
+  // among the strategies these settings allow).
+  if (!is_auto_strategy(strategy)) {
+    const StrategyName strategy_id = strategy_from_text(strategy);
 
-  // ZeRO stage against strategy, and offloading against the stage.
-  const long long stage = as_int(job, "zero.stage");
-  if (stage != 0 && zero_stage(strategy_id) != stage) {
-    out.push_back({true, {"zero.stage", "strategy"},
-                   fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
-                   fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
-  }
-  const int zstage = effective_zero_stage(job);
-  if (as_text(job, "zero.offload_param_device") != "none" && zstage != 3) {
-    out.push_back({true, {"zero.offload_param_device", "strategy"},
-                   fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
-                               "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
-                               as_text(job, "zero.offload_param_device"), strategy),
-                   "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
-  }
-  if (as_text(job, "zero.offload_optimizer_device") != "none" && zstage == 0) {
-    out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
-                   fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
-                               "ZeRO stage",
-                               as_text(job, "zero.offload_optimizer_device"), strategy),
-                   "Use strategy zero1, zero2 or zero3."});
-  }
+    // ZeRO stage against strategy, and offloading against the stage.
+    const long long stage = as_int(job, "zero.stage");
+    if (stage != 0 && zero_stage(strategy_id) != stage) {
+      out.push_back({true, {"zero.stage", "strategy"},
+                     fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
+                     fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
+    }
+    const int zstage = effective_zero_stage(job);
+    if (as_text(job, "zero.offload_param_device") != "none" && zstage != 3) {
+      out.push_back({true, {"zero.offload_param_device", "strategy"},
+                     fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
+                                 "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
+                                 as_text(job, "zero.offload_param_device"), strategy),
+                     "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
+    }
+    if (as_text(job, "zero.offload_optimizer_device") != "none" && zstage == 0) {
+      out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
+                     fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
+                                 "ZeRO stage",
+                                 as_text(job, "zero.offload_optimizer_device"), strategy),
+                     "Use strategy zero1, zero2 or zero3."});
+    }
 
-  // Knobs of a strategy that is not in use: accepted, but they do nothing.
-  for (const auto& [prefix, owner] : {std::pair<std::string, StrategyName>{"fsdp.", StrategyName::Fsdp},
-                                      {"ddp.", StrategyName::Ddp}}) {
-    for (const auto& s : reg.all()) {
-      // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
-      if (s.key == "fsdp.activation_checkpointing") continue;
-      // A TorchScript model's blocks (checkpointing, ZeRO-3 units) are named by these.
-      if (model == ModelName::Torchscript &&
-          (s.key == "fsdp.wrap_module_types" ||
-           (get(job, "fsdp.activation_checkpointing").get<bool>() &&
-            (s.key == "fsdp.wrap_policy" || s.key == "fsdp.min_num_params"))))
-        continue;
-      if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
-        out.push_back({false, {s.key, "strategy"},
-                       fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
-                       fmt::format("Set strategy to {} or drop the setting.", to_string(owner))});
+    // Knobs of a strategy that is not in use: accepted, but they do nothing.
+    for (const auto& [prefix, owner] : {std::pair<std::string, StrategyName>{"fsdp.", StrategyName::Fsdp},
+                                        {"ddp.", StrategyName::Ddp}}) {
+      for (const auto& s : reg.all()) {
+        // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
+        if (s.key == "fsdp.activation_checkpointing") continue;
+        // A TorchScript model's blocks (checkpointing, ZeRO-3 units) are named by these.
+        if (model == ModelName::Torchscript &&
+            (s.key == "fsdp.wrap_module_types" ||
+             (get(job, "fsdp.activation_checkpointing").get<bool>() &&
+              (s.key == "fsdp.wrap_policy" || s.key == "fsdp.min_num_params"))))
+          continue;
+        if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
+          out.push_back({false, {s.key, "strategy"},
+                         fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
+                         fmt::format("Set strategy to {} or drop the setting.", to_string(owner))});
+        }
       }
     }
   }

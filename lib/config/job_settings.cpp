@@ -14,9 +14,10 @@ using namespace detail;
 Registry build() {
   Registry r;
   // Strategy.
-  r.add(choice("strategy", to_string(StrategyName::Ddp), strategy_names(),
+  r.add(choice("strategy", to_string(StrategyName::Ddp), strategy_choices(),
                "How model state is spread over ranks: replicated (ddp), optimiser state sharded "
-               "(zero1), + gradients (zero2), + parameters (zero3, fsdp).",
+               "(zero1), + gradients (zero2), + parameters (zero3, fsdp); auto: `mtrain launch` "
+               "picks the fastest that fits (`mtrain estimate`).",
                "strategy"));
   r.add(number("ddp.bucket_cap_mb", 25, 0.001, 4096,
                "Gradient bucket size in MiB; buckets are all-reduced while backward still runs."));

@@ -85,6 +85,19 @@ std::string check_signal(const std::string& t) {
   return "";
 }
 
+// "" or a size: digits (a decimal point allowed) and an optional unit B, K/KB/KiB … T/TB/TiB.
+std::string check_size(const std::string& t) {
+  if (t.empty()) return "";
+  size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  std::string unit;
+  for (char c : t.substr(i))
+    if (c != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::vector<std::string> units = {"", "b", "k", "kb", "kib", "m", "mb", "mib", "g", "gb", "gib", "t", "tb", "tib"};
+  if (i == 0 || std::find(units.begin(), units.end(), unit) == units.end()) return "not a size";
+  return "";
+}
+
 Setting checked(Setting s, std::string format, std::string (*fn)(const std::string&),
                 std::vector<std::string> aliases = {}) {
   s.format = std::move(format);
@@ -257,6 +270,17 @@ void add_launch_settings(Registry& r) {
                 "raw-output"));
   r.add(invocation(boolean("launch.dry_run", false, "Print the launch plan; start nothing.", "dry-run")));
   r.add(invocation(choice("launch.format", "text", {"text", "json"}, "Plan format for --dry-run.", "format")));
+  // The fit check (lib/estimate): before any rank of the bundled trainer starts.
+  r.add(checked(text("launch.device_memory", "",
+                     "Memory each rank may use, e.g. 80GiB or 24GB, for the fit check and --strategy auto "
+                     "(empty: each GPU's memory from nvidia-smi, else this host's available RAM shared by "
+                     "its ranks).",
+                     "device-memory"),
+                "a size such as 80GiB, 24GB or 512MiB", check_size));
+  r.add(invocation(boolean("launch.force", false,
+                           "Start the bundled trainer even when the estimate says the job does not fit in "
+                           "the device memory.",
+                           "force")));
 }
 
 void add_slurm_settings(Registry& r) {

@@ -21,6 +21,9 @@ constexpr StrategyRow kStrategies[] = {
     {StrategyName::Fsdp, "fsdp", 0},
 };
 
+// Not a row of the table: the launcher's request to choose one of its rows (names.hpp).
+constexpr const char* kAutoName = "auto";
+
 struct ModelRow {
   ModelName id;
   const char* name;
@@ -70,6 +73,19 @@ const std::vector<std::string>& strategy_names() {
   return names;
 }
 
+const char* const kStrategyAuto = kAutoName;
+
+const std::vector<std::string>& strategy_choices() {
+  static const std::vector<std::string> names = [] {
+    auto n = strategy_names();
+    n.emplace_back(kAutoName);
+    return n;
+  }();
+  return names;
+}
+
+bool is_auto_strategy(std::string_view name) { return name == kAutoName; }
+
 const std::vector<std::string>& model_names() {
   static const std::vector<std::string> names = names_of(kModels);
   return names;
@@ -85,6 +101,11 @@ std::optional<ModelName> parse_model(std::string_view name) { return parse_of<Mo
 
 StrategyName strategy_from_text(std::string_view name, const std::string& key) {
   if (auto s = parse_strategy(name)) return *s;
+  if (is_auto_strategy(name))
+    throw Error("strategy 'auto' reached a program that needs a concrete strategy",
+                "`mtrain launch --strategy auto` picks one before any rank starts; here name one of " +
+                    str::join(strategy_names(), ", ") + " (`mtrain estimate` says which fit)")
+        .at(key);
   throw unknown("strategy", name, strategy_names(), key);
 }
 

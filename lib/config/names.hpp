@@ -13,8 +13,15 @@ namespace mtrain::config {
 enum class StrategyName { Ddp, Zero1, Zero2, Zero3, Fsdp };
 enum class ModelName { Mlp, Gpt, Resnet18, Resnet50, Torchscript };
 
-// The spelled names, in table order (the registry's choices for `strategy` / `model.name`).
+// The spelled names, in table order (the registry's choices for `model.name`; for `strategy`,
+// strategy_choices()).
 const std::vector<std::string>& strategy_names();
+// `auto` is no strategy: it asks the launcher to pick the fastest one that fits (lib/estimate)
+// before any rank starts, so the trainer never sees it. strategy_choices() = strategy_names()
+// + "auto", the registry's choices for `strategy`.
+extern const char* const kStrategyAuto;
+const std::vector<std::string>& strategy_choices();
+bool is_auto_strategy(std::string_view name);
 const std::vector<std::string>& model_names();
 
 std::string to_string(StrategyName s);

@@ -37,9 +37,12 @@ const std::vector<Question>& script() {
   static const std::vector<Question> q = [] {
     auto always = [](const json&) { return true; };
     auto launcher_is = [](std::string l) { return [l](const json& j) { return text_of(j, "launch.launcher") == l; }; };
-    auto strategy_is = [](StrategyName s) { return [s](const json& j) { return strategy_from_text(text_of(j, "strategy")) == s; }; };
+    auto strategy_is = [](StrategyName s) { return [s](const json& j) { return parse_strategy(text_of(j, "strategy")) == s; }; };
     auto model_is = [](ModelName m) { return [m](const json& j) { return model_from_text(text_of(j, "model.name")) == m; }; };
-    auto zero = [](const json& j) { return is_zero(strategy_from_text(text_of(j, "strategy"))); };
+    auto zero = [](const json& j) {
+      const auto s = parse_strategy(text_of(j, "strategy"));
+      return s && is_zero(*s);
+    };
     auto torchscript = model_is(ModelName::Torchscript);
     auto user_data = [](const json& j) {
       const std::string d = text_of(j, "data.name");
@@ -66,6 +69,8 @@ const std::vector<Question>& script() {
         {"data.name", "Which data does it train on?", torchscript},
         {"data.path", "Your data: which file?", user_data},
         {"data.val_path", "A separate validation file? (empty: the tail of the training file)", user_data},
+        {"train.precision", "Numeric precision?", always},
+        {"train.batch_size", "Samples per rank per micro-batch?", always},
         {"strategy", "How should model state be spread over the ranks?", always},
         {"zero.offload_optimizer_device", "ZeRO: keep optimiser state off the GPU?", zero},
         {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?",
@@ -73,12 +78,10 @@ const std::vector<Question>& script() {
         {"fsdp.sharding_strategy", "FSDP: what to shard?", strategy_is(StrategyName::Fsdp)},
         {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?",
          strategy_is(StrategyName::Fsdp)},
-        {"train.precision", "Numeric precision?", always},
         {"precision.loss_scale", "fp16 needs loss scaling so small gradients survive: fixed or dynamic?",
          [](const json& j) { return text_of(j, "train.precision") == "fp16"; }},
         {"precision.initial_scale_power", "fp16 dynamic scaling: starting power of two.",
          [](const json& j) { return text_of(j, "train.precision") == "fp16" && get(j, "precision.loss_scale").get<double>() == 0; }},
-        {"train.batch_size", "Samples per rank per micro-batch?", always},
         {"train.grad_accum", "Micro-batches per optimiser step?", always},
         {"train.max_steps", "How long to train (optimiser steps)?", always},
         {"optim.name", "Optimiser?", always},
@@ -133,6 +136,19 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
   for (const auto& q : script()) {
     Resolved r = current_job();
     if (!q.when(r.job)) continue;
+    if (q.key == "strategy" && opt.advise && !preset.count(q.key) && !opt.use_defaults) {
+      // Model, world and precision are known: what each strategy needs, and the one to take.
+      try {
+        const auto advice = opt.advise(r.job);
+        out << "\n" << advice.table;
+        if (!advice.recommended.empty()) {
+          answers[q.key] = advice.recommended;
+          r = current_job();
+        }
+      } catch (const Error& e) {
+        out << "\n(no memory estimate: " << e.message() << ")\n";
+      }
+    }
     const Setting& s = reg.require(q.key);
     const json current = get(r.job, q.key);
     ++number;

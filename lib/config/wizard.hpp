@@ -3,6 +3,7 @@
 // runs → hostfile or Slurm; strategy → ZeRO offload or FSDP sharding; fp16 → loss scaling),
 // each validated on the spot through the registry and the cross-field checks. Answers are read
 // from an std::istream so tests drive it with a string and the CLI with the terminal.
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -15,6 +16,15 @@ namespace mtrain::config {
 struct WizardOptions {
   bool use_defaults = false;       // ask nothing: every question takes its default
   std::vector<std::string> sets;   // "key=value": answers given up front (those questions are skipped)
+  // Before the strategy question (model, world and precision are known by then): the table of
+  // what each strategy needs per rank, and the strategy it recommends ("" = none fits), which
+  // becomes the question's default. Unset, or throwing: no table. `mtrain config init` wires it
+  // to lib/estimate, which config may not link.
+  struct Advice {
+    std::string table;
+    std::string recommended;
+  };
+  std::function<Advice(const json& job)> advise;
 };
 
 // The keys the wizard may ask about, in order (for docs and tests).

@@ -12,6 +12,7 @@
 
 #include "mtrain/config/export.hpp"
 #include "mtrain/core/environment.hpp"
+#include "mtrain/launch/fit_check.hpp"
 #include "mtrain/launch/launch_decision.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/launch/launch_probes.hpp"
@@ -66,6 +67,9 @@ int run_launch(LaunchOptions options) {
     print_plan(lp, opt.format);
     return 0;
   }
+  // Will it fit (fit_check.hpp): before any rank starts; an agent's launcher has checked already.
+  const FitRecord fit = agent || lp.nodes.empty() ? FitRecord{}
+                                                  : check_fit(opt, lp.world_size, static_cast<int>(lp.nodes.front().workers.size()));
 
   const std::string& run_dir = d.run_dir;
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.
@@ -80,6 +84,7 @@ int run_launch(LaunchOptions options) {
   if (d.temp_run_dir) runner.remove_on_launcher_death(agent ? fs::path(run_dir).parent_path().string() : run_dir);
   // Atomic, never through a planted link; every restart re-reads this launcher's own file.
   if (!opt.job_spec_json.empty()) write_file_atomically(d.job_file, opt.job_spec_json, 0640);
+  if (!fit.estimate_json.empty()) write_file_atomically(run_dir + "/estimate.json", fit.estimate_json, 0640);
   if (!p.program.empty() && opt.pass_config == "deepspeed" && !opt.job.is_null())
     write_file_atomically(d.ds_file, config::export_deepspeed(opt.job, agent ? 0 : lp.world_size).doc.dump(2) + "\n", 0640);
 

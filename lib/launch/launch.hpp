@@ -39,6 +39,8 @@ struct LaunchOptions {
   std::string master_port = "29500";  // number, or 0/auto for a free port
   bool dry_run = false;
   std::string format = "text";   // text | json (dry run)
+  std::string device_memory;     // launch.device_memory: per rank, for the fit check ("" = detect)
+  bool force = false;            // start even when the estimate says it does not fit (fit_check.hpp)
   double grace_period_s = 5;
   OutputOptions output;
   std::string job_spec_json;     // the resolved job for mtrain-worker (when no program is given)

@@ -112,6 +112,8 @@ const std::vector<LaunchBinding>& launch_bindings() {
       {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
       {"launch.dry_run", value<bool>([](O& o) -> bool& { return o.dry_run; })},
       {"launch.format", text([](O& o) -> std::string& { return o.format; })},
+      {"launch.device_memory", text([](O& o) -> std::string& { return o.device_memory; })},
+      {"launch.force", value<bool>([](O& o) -> bool& { return o.force; })},
   };
   return t;
 }

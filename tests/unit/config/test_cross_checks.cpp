@@ -80,3 +80,9 @@ TEST_CASE("torchscript and tensors: files must exist before any rank starts", "[
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}})) == 0);
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}, {"data.val_path", "/nonexistent/v.pt"}})) == 1);
 }
+
+TEST_CASE("strategy auto: the strategy checks wait for the launcher's choice; the rest still run", "[config]") {
+  CHECK(check({{"strategy", "auto"}}).empty());
+  CHECK(errors(check({{"strategy", "auto"}, {"zero.offload_optimizer_device", "cpu"}})) == 0);
+  CHECK(errors(check({{"strategy", "auto"}, {"model.n_embd", 100}, {"model.n_head", 3}})) == 1);
+}

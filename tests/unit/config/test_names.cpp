@@ -41,3 +41,12 @@ TEST_CASE("names: the ZeRO stage of a strategy and the strategy of a stage", "[c
   CHECK(is_resnet(ModelName::Resnet50));
   CHECK_FALSE(is_resnet(ModelName::Gpt));
 }
+
+TEST_CASE("names: auto is a choice of the strategy setting, never a strategy", "[config][names]") {
+  CHECK(strategy_choices() == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp", "auto"});
+  CHECK(is_auto_strategy(kStrategyAuto));
+  CHECK_FALSE(is_auto_strategy("ddp"));
+  CHECK_FALSE(parse_strategy("auto").has_value());
+  // What reaches a program that needs a concrete strategy (the trainer) is refused with the way out.
+  CHECK_THROWS_WITH(strategy_from_text("auto"), Catch::Contains("strategy 'auto'") && Catch::Contains("mtrain launch --strategy auto"));
+}

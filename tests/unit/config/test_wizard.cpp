@@ -40,10 +40,12 @@ TEST_CASE("all defaults: Enter on every question", "[config][wizard]") {
 
 TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm asks the allocation", "[config][wizard]") {
   // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
-  // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; strategy 4 = zero3; offload opt cpu; param cpu;
-  // precision 3 = fp16; loss_scale Enter (0 dynamic); power 12; batch 8; accum 2; steps 100; optim Enter; lr 3e-4; work dir
+  // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; precision 3 = fp16; batch 8 (model, world and
+  // precision are known before the strategy: config init shows the estimate there); strategy 4 = zero3;
+  // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; optim Enter;
+  // lr 3e-4; work dir
   std::string t;
-  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n4\ncpu\ncpu\n3\n\n12\n8\n2\n100\n\n3e-4\nruns/a\n", &t);
+  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n", &t);
   CHECK(a.at("launch.launcher") == "slurm");
   CHECK(a.at("slurm.nodes") == 2);
   CHECK(a.at("slurm.gpus_per_node") == 4);
@@ -65,8 +67,9 @@ TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked w
   std::string t;
   // launcher ssh; nproc 'lots' (bad) then 2; hostfile Enter (refused: ssh needs one) then hosts.txt;
   // nnodes 0 (bad) then 2; model Enter; n_layer; n_head 6; n_embd 128 (not divisible) then 96;
-  // strategy 'fsdpp' (bad) then fsdp; sharding 9 (bad number) then HYBRID_SHARD; cpu_offload y; rest Enter.
-  auto a = drive("ssh\nlots\n2\n\nhosts.txt\n0\n2\n\n\n6\n128\n96\nfsdpp\nfsdp\n9\nHYBRID_SHARD\ny\n" + std::string(10, '\n'), &t);
+  // precision, batch Enter; strategy 'fsdpp' (bad) then fsdp; sharding 9 (bad number) then HYBRID_SHARD;
+  // cpu_offload y; rest Enter.
+  auto a = drive("ssh\nlots\n2\n\nhosts.txt\n0\n2\n\n\n6\n128\n96\n\n\nfsdpp\nfsdp\n9\nHYBRID_SHARD\ny\n" + std::string(10, '\n'), &t);
   CHECK(a.at("launch.launcher") == "ssh");
   CHECK(a.at("launch.nproc_per_node") == "2");
   CHECK(a.at("launch.hostfile") == "hosts.txt");
@@ -158,4 +161,28 @@ TEST_CASE("init refuses to overwrite without --force and writes a valid file", "
   ss << f.rdbuf();
   CHECK_THAT(ss.str(), Catch::Contains("max_steps: 7"));
   std::remove(opt.output.c_str());
+}
+
+TEST_CASE("the strategy question shows the estimate and offers its recommendation", "[config][wizard]") {
+  WizardOptions opt;
+  json seen;
+  opt.advise = [&seen](const json& job) {
+    seen = job;
+    return WizardOptions::Advice{"strategy (GiB per rank) ... TABLE\n", "zero2"};
+  };
+  std::string t;
+  // launcher, nproc 4; model gpt, n_layer/n_head/n_embd Enter; precision 2 = bf16; batch Enter; strategy Enter.
+  auto a = drive("\n4\n\n\n\n\n2\n" + std::string(30, '\n'), &t, opt);
+  CHECK(a.at("strategy") == "zero2");
+  CHECK_THAT(t, Catch::Contains("TABLE"));
+  CHECK_THAT(t, Catch::Contains("strategy [zero2]:"));
+  // Model, world and precision were known when it was asked.
+  CHECK(get(seen, "train.precision") == "bf16");
+  CHECK(get(seen, "launch.nproc_per_node") == "4");
+  CHECK(get(seen, "model.name") == "gpt");
+  // A failing estimate leaves the question as it was.
+  opt.advise = [](const json&) -> WizardOptions::Advice { throw mtrain::Error("no worker"); };
+  a = drive(std::string(40, '\n'), &t, opt);
+  CHECK(a.at("strategy") == "ddp");
+  CHECK_THAT(t, Catch::Contains("(no memory estimate: no worker)"));
 }

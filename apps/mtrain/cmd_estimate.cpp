@@ -1,0 +1,87 @@
+// `mtrain estimate`: flags → the resolved job and its world → estimate::estimate_job → the table.
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/registry.hpp"
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/environment.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/estimate/estimate.hpp"
+#include "mtrain/estimate/estimate_job.hpp"
+#include "mtrain/estimate/world.hpp"
+#include "mtrain/launch/launch.hpp"
+#include "mtrain/topology/hostfile.hpp"
+
+namespace mtrain::app {
+
+namespace {
+
+struct EstimateFlags {
+  std::map<std::string, std::string> job_flags;
+  std::vector<std::string> sets;
+  std::string config_file;
+  std::string format = "text";
+  std::string weights;
+};
+
+}  // namespace
+
+void add_estimate(CLI::App& root, Exit& exit) {
+  auto f = std::make_shared<EstimateFlags>();
+  auto* sub = root.add_subcommand(
+      "estimate", "Will it fit: per-rank memory of every strategy for a model, world and settings, and which to use");
+  sub->footer(
+      "Takes the flags of `mtrain launch` (model, precision, batch, zero.*/fsdp.*, --nproc-per-node, --nnodes, "
+      "--hostfile, --device-memory) and prints, per strategy, the bytes each rank holds and sends, against the "
+      "device memory. Activations are measured by one forward/backward on this CPU (mtrain-worker) and scaled.");
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
+                            "Launch settings (launch.* in a job file)");
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Job},
+                            "Bundled trainer");
+  sub->add_option("--config", f->config_file, "Job file (YAML, or a DeepSpeed/accelerate config)")
+      ->envname("MTRAIN_CONFIG");
+  sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)");
+  sub->add_option("--weights", f->weights,
+                  "A safetensors file: the parameters' shapes from its header (activations are then not measured)")
+      ->check(CLI::ExistingFile);
+  sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
+  sub->callback([f, &exit] {
+    config::JobInputs in;
+    in.job_file = f->config_file;
+    in.flags = f->job_flags;
+    in.sets = f->sets;
+    in.env = mtrain::process_environment();
+    const auto r = config::resolve_job(config::job_registry(), in);
+    for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+    const auto& job = r.job;
+    auto text = [&](const char* k) { return config::get(job, k).get<std::string>(); };
+    int hosts = 0, slots = 0;
+    if (!text("launch.hostfile").empty()) {
+      const auto inv = topology::load_hostfile(text("launch.hostfile"));
+      hosts = static_cast<int>(inv.size());
+      slots = inv.empty() ? 0 : static_cast<int>(inv.front().slots.size());
+    }
+    estimate::JobEstimateOptions o;
+    o.device = text("launch.device");
+    const auto w = estimate::world_of(text("launch.nproc_per_node"), text("launch.nnodes"),
+                                      o.device == "cpu" ? 0 : estimate::count_gpus(), hosts, slots,
+                                      static_cast<int>(config::get(job, "launch.num_nodes").get<long long>()));
+    o.world = w.world;
+    o.ranks_per_node = w.ranks_per_node;
+    if (!text("launch.device_memory").empty()) o.device_memory = estimate::parse_bytes(text("launch.device_memory"));
+    std::error_code ec;
+    o.weights = f->weights;
+    o.worker_path = launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string());
+    const nlohmann::json spec = config::job_spec(config::job_registry(), job);
+    const auto e = estimate::estimate_job(spec, o);
+    const std::string out = f->format == "json" ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    exit.code = 0;
+  });
+}
+
+}  // namespace mtrain::app

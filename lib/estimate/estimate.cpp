@@ -1,0 +1,437 @@
+#include "mtrain/estimate/estimate.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+
+namespace mtrain::estimate {
+
+using config::StrategyName;
+
+int64_t ModelShape::num_params() const {
+  int64_t n = 0;
+  for (const auto& p : params) n += p.numel;
+  return n;
+}
+
+int64_t ModelShape::largest_unit() const {
+  std::map<std::string, int64_t> units;
+  for (const auto& p : params) units[p.unit] += p.numel;
+  int64_t best = 0;
+  for (const auto& [u, n] : units) best = std::max(best, n);
+  return best;
+}
+
+namespace {
+
+const nlohmann::json& at_key(const nlohmann::json& job, const std::string& key) { return config::get(job, key); }
+std::string text(const nlohmann::json& job, const std::string& key) { return at_key(job, key).get<std::string>(); }
+int64_t integer(const nlohmann::json& job, const std::string& key) {
+  const auto& v = at_key(job, key);
+  if (v.is_string()) return 0;  // "auto": the strategies' own default applies
+  return v.get<int64_t>();
+}
+
+bool mixed(const Settings& s) { return s.precision == "bf16" || s.precision == "fp16"; }
+
+// Elements of the largest module's own parameters (a ZeRO-3 unit: DeepSpeed fetches per submodule).
+int64_t largest_module(const ModelShape& m) {
+  std::map<std::string, int64_t> mods;
+  for (const auto& p : m.params) {
+    const auto dot = p.name.rfind('.');
+    mods[dot == std::string::npos ? std::string() : p.name.substr(0, dot)] += p.numel;
+  }
+  int64_t best = 0;
+  for (const auto& [k, n] : mods) best = std::max(best, n);
+  return best;
+}
+
+// Elements of the root unit (what no block holds): FSDP keeps it gathered through the forward.
+int64_t root_unit(const ModelShape& m) {
+  int64_t n = 0;
+  for (const auto& p : m.params)
+    if (p.unit.empty()) n += p.numel;
+  return n;
+}
+
+int64_t largest_block(const ModelShape& m) {
+  std::map<std::string, int64_t> units;
+  for (const auto& p : m.params)
+    if (!p.unit.empty()) units[p.unit] += p.numel;
+  int64_t best = 0;
+  for (const auto& [u, n] : units) best = std::max(best, n);
+  return best;
+}
+
+// ZeRO-3: parameters below the persistence threshold stay whole on every rank.
+int64_t persistent_params(const ModelShape& m, int64_t threshold) {
+  int64_t n = 0;
+  for (const auto& p : m.params)
+    if (p.numel < threshold) n += p.numel;
+  return n;
+}
+
+std::string fmt_ratio(int n) { return n > 1 ? fmt::format("(N−1)/N, N = {}", n) : "0 (one rank)"; }
+
+}  // namespace
+
+Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node) {
+  Settings s;
+  s.precision = text(job, "train.precision");
+  s.world = std::max(world, 1);
+  s.ranks_per_node = std::clamp(ranks_per_node, 1, s.world);
+  s.batch = integer(job, "train.batch_size");
+  s.activation_checkpointing = at_key(job, "fsdp.activation_checkpointing").get<bool>();
+  s.zero_offload_optimizer = text(job, "zero.offload_optimizer_device");
+  s.zero_offload_param = text(job, "zero.offload_param_device");
+  s.fsdp_cpu_offload = at_key(job, "fsdp.cpu_offload").get<bool>();
+  s.fsdp_sharding = text(job, "fsdp.sharding_strategy");
+  s.strategy = text(job, "strategy");
+  s.ddp_bucket_mb = at_key(job, "ddp.bucket_cap_mb").get<double>();
+  if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) s.zero_reduce_bucket = v;
+  if (const int64_t v = integer(job, "zero.allgather_bucket_size"); v > 0) s.zero_allgather_bucket = v;
+  if (const int64_t v = integer(job, "zero.stage3_param_persistence_threshold"); v > 0) s.zero_persistence_threshold = v;
+  s.memory_pool = at_key(job, "train.cpu_memory_pool").get<bool>();
+  return s;
+}
+
+std::string Candidate::label() const {
+  std::string l = config::to_string(strategy);
+  if (strategy == StrategyName::Fsdp) l += "/" + sharding;
+  if (offload) l += " + offload";
+  if (checkpointing) l += " + ckpt";
+  return l;
+}
+
+std::vector<std::string> Candidate::flags() const {
+  std::vector<std::string> f{"--strategy " + config::to_string(strategy)};
+  if (strategy == StrategyName::Fsdp && sharding != "FULL_SHARD") f.push_back("--set fsdp.sharding_strategy=" + sharding);
+  if (offload)
+    f.push_back(strategy == StrategyName::Fsdp ? "--set fsdp.cpu_offload=true" : "--set zero.offload_optimizer_device=cpu");
+  if (checkpointing) f.push_back("--set fsdp.activation_checkpointing=true");
+  return f;
+}
+
+Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const Target& t) {
+  Row r;
+  r.c = c;
+  const double psi = static_cast<double>(m.model.num_params());
+  const double pb = mixed(s) ? 2 : 4, gb = mixed(s) ? 2 : 4, ob = mixed(s) ? 12 : 8;
+  const bool hybrid = c.strategy == StrategyName::Fsdp && c.sharding == "HYBRID_SHARD";
+  const int n = hybrid ? s.ranks_per_node : s.world;
+  const double N = n;
+  const double blk = static_cast<double>(largest_block(m.model));
+  const double unit_block = std::max(blk, static_cast<double>(root_unit(m.model)));  // the largest unit
+  const double module = static_cast<double>(largest_module(m.model));
+  const double root = static_cast<double>(root_unit(m.model));
+  // Which parts are sharded (docs/architecture.md §6), and what a step holds transiently.
+  bool ps = false, gs = false, os = false;
+  double gathered = 0, buckets = 0;
+  double ratio = (N - 1) / N;
+  double comm_elems = 0;
+  // ZeRO-1/2 all-gather the updated parameters into the resident flat buffer through a staging
+  // buffer of one all-gather bucket; ZeRO-2 also holds one reduce bucket of unsharded gradients
+  // (not at the same moment: the larger one counts).
+  const double allgather = pb * std::min({static_cast<double>(s.zero_allgather_bucket),
+                                          static_cast<double>(s.zero_reduce_bucket), psi});
+  switch (c.strategy) {
+    case StrategyName::Ddp:
+      // The flat buckets are filled from the model as built, whose storage stays alive: one more
+      // copy of the parameters (measured: DDP's peak is 20Ψ in fp32 at every world size).
+      buckets = pb * psi;
+      comm_elems = 2 * psi * ratio;
+      r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
+      break;
+    case StrategyName::Zero1:
+      os = true;
+      buckets = allgather;
+      comm_elems = 2 * psi * ratio;
+      r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
+      break;
+    case StrategyName::Zero2: {
+      gs = os = true;
+      const double bucket = std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
+      buckets = std::max(gb * bucket, allgather);
+      comm_elems = 2 * psi * ratio;
+      r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
+      break;
+    }
+    case StrategyName::Zero3: {
+      ps = gs = os = true;
+      // The module being used and the one prefetched are gathered; their gradients likewise.
+      gathered = (pb + gb) * 2 * module;
+      comm_elems = 3 * psi * ratio;
+      r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
+      break;
+    }
+    case StrategyName::Fsdp:
+      if (c.sharding == "NO_SHARD") {
+        buckets = pb * psi;  // as DDP: the flat copy beside the model as built
+        comm_elems = 2 * psi * ratio;
+        r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
+      } else if (c.sharding == "SHARD_GRAD_OP") {
+        ps = gs = os = true;
+        // Parameters stay gathered from forward through backward: the whole model at once.
+        gathered = pb * psi * (N > 1 ? (N - 1) / N : 0) + gb * unit_block;
+        comm_elems = 2 * psi * ratio;
+        r.comm_formula = "all-gather Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
+      } else {
+        ps = gs = os = true;
+        // The root unit stays gathered through the forward beside the block in use; one unit's
+        // gradients are unsharded at a time.
+        gathered = pb * (root + blk) + gb * unit_block;
+        comm_elems = 3 * psi * ratio;
+        r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
+        if (hybrid && s.world > n) {
+          const double M = static_cast<double>(s.world) / N;
+          comm_elems += 2 * (psi / N) * (M - 1) / M;
+          r.comm_formula += fmt::format(" + all-reduce 2Ψ/N(M−1)/M across M = {} nodes", s.world / n);
+        }
+      }
+      break;
+  }
+  if (n == 1) {
+    // One rank: nothing is sharded or sent; the sharded strategies still gather (copy) one unit.
+    ps = gs = os = false;
+    if (c.strategy == StrategyName::Zero3 || (c.strategy == StrategyName::Fsdp && c.sharding != "NO_SHARD"))
+      gathered = gb * unit_block, buckets = 0;
+  }
+  r.params = ps ? pb * psi / N : pb * psi;
+  if (ps && c.strategy == StrategyName::Zero3 && n > 1) {
+    r.params += pb * static_cast<double>(persistent_params(m.model, s.zero_persistence_threshold)) * (N - 1) / N;
+  }
+  r.grads = gs ? gb * psi / N : gb * psi;
+  r.optimizer = os ? ob * psi / N : ob * psi;
+  r.gathered = gathered;
+  r.buckets = buckets;
+  r.activations = c.checkpointing ? m.activations_ckpt.bytes : m.activations.bytes;
+  r.runtime = m.runtime_bytes;
+  r.comm_bytes = comm_elems * gb;
+  // Offload: state kept in host memory leaves the device only on a GPU.
+  if (c.offload && t.gpu) {
+    if (c.strategy == StrategyName::Fsdp) {
+      r.host = r.params + r.optimizer;
+      r.params = 0;
+      r.optimizer = 0;
+    } else {
+      r.host = r.optimizer;
+      r.optimizer = 0;
+    }
+  }
+  // Setup: every rank builds the whole fp32 model on its device before it is sharded
+  // (make_model), so a sharded strategy's peak is at least the built model beside the parameter
+  // storage made from it (the optimizer state comes at the first step).
+  const double steady = r.params + r.grads + r.optimizer + r.gathered + r.buckets + r.activations + r.runtime;
+  const double setup = r.runtime + 4 * psi + r.params;
+  r.total = std::max(steady, setup);
+  // Relative step time: elements sent per step over Ψ, plus what recomputation and offload add
+  // (one more forward ≈ a third of a step; the update in host memory and its copies).
+  r.speed_cost = (psi > 0 ? comm_elems / psi : 0) + (c.checkpointing ? 1.0 : 0) + (c.offload ? 1.5 : 0);
+  // Tie-breaks in the order of the table (ddp before zero1 before zero2 …): less work per step.
+  switch (c.strategy) {
+    case StrategyName::Ddp: break;
+    case StrategyName::Zero1: r.speed_cost += 0.01; break;
+    case StrategyName::Zero2: r.speed_cost += 0.02; break;
+    case StrategyName::Zero3: r.speed_cost += 0.04; break;
+    case StrategyName::Fsdp:
+      r.speed_cost += c.sharding == "NO_SHARD" ? 0.005 : c.sharding == "SHARD_GRAD_OP" ? 0.03 : c.sharding == "HYBRID_SHARD" ? 0.035 : 0.045;
+      break;
+  }
+  r.fits = t.bytes_per_rank <= 0 || r.total <= t.bytes_per_rank;
+  return r;
+}
+
+namespace {
+
+std::vector<Candidate> table_candidates(const Settings& s, bool ckpt, bool offload) {
+  std::vector<Candidate> out;
+  for (auto st : {StrategyName::Ddp, StrategyName::Zero1, StrategyName::Zero2, StrategyName::Zero3}) {
+    Candidate c;
+    c.strategy = st;
+    c.checkpointing = ckpt;
+    c.offload = offload && st != StrategyName::Ddp;
+    if (offload && st == StrategyName::Ddp) continue;
+    out.push_back(c);
+  }
+  for (const char* mode : {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"}) {
+    if (std::string(mode) == "HYBRID_SHARD" && s.ranks_per_node >= s.world) continue;  // = FULL_SHARD on one node
+    if (offload && std::string(mode) == "NO_SHARD") continue;
+    Candidate c;
+    c.strategy = StrategyName::Fsdp;
+    c.sharding = mode;
+    c.checkpointing = ckpt;
+    c.offload = offload;
+    out.push_back(c);
+  }
+  return out;
+}
+
+bool job_offload(const Settings& s) {
+  return s.zero_offload_optimizer == "cpu" || s.fsdp_cpu_offload;
+}
+
+}  // namespace
+
+Estimate estimate(const Settings& s, const Measured& m, const Target& t) {
+  Estimate e;
+  e.settings = s;
+  e.target = t;
+  e.measured = m;
+  const bool ckpt = s.activation_checkpointing, off = job_offload(s);
+  for (const auto& c : table_candidates(s, ckpt, off)) e.rows.push_back(estimate_row(c, s, m, t));
+  // Variants for advice: checkpointing and offload turned on where the job has them off.
+  const bool has_blocks = m.activations_ckpt.measured;
+  for (bool vc : {false, true})
+    for (bool vo : {false, true}) {
+      if ((vc == ckpt && vo == off) || (vc && !ckpt && !has_blocks) || (vc < ckpt) || (vo < off)) continue;
+      if (vo && !t.gpu) continue;  // offload moves nothing off a CPU rank's memory
+      for (const auto& c : table_candidates(s, vc, vo)) e.alternatives.push_back(estimate_row(c, s, m, t));
+    }
+  std::optional<size_t> best;
+  for (size_t i = 0; i < e.rows.size(); ++i)
+    if (e.rows[i].fits && (!best || e.rows[i].speed_cost < e.rows[*best].speed_cost)) best = i;
+  e.recommended = best;
+  if (t.bytes_per_rank <= 0) {
+    e.why = "no device memory known (give --device-memory): " +
+            (best ? e.rows[*best].c.label() + " is the fastest" : std::string("nothing judged"));
+  } else if (best) {
+    const Row& r = e.rows[*best];
+    const double headroom = t.bytes_per_rank - r.total;
+    e.why = fmt::format("{}: the fastest that fits ({} of {} per rank, {} free); it sends {} per rank and step",
+                        r.c.label(), human_bytes(r.total), human_bytes(t.bytes_per_rank), human_bytes(headroom),
+                        human_bytes(r.comm_bytes));
+    if (*best != 0 && !e.rows[0].fits)
+      e.why += fmt::format("; {} needs {}", e.rows[0].c.label(), human_bytes(e.rows[0].total));
+  } else {
+    const auto fixes = cheapest_fixes(e, e.rows.front(), 1);
+    e.why = "nothing fits as set" + (fixes.empty() ? std::string("; not even with activation checkpointing and offload")
+                                                   : "; the fastest change that fits: " + str::join(fixes[0].c.flags(), " "));
+  }
+  return e;
+}
+
+std::optional<Row> current_row(const Estimate& e) {
+  const Settings& s = e.settings;
+  if (config::is_auto_strategy(s.strategy)) return std::nullopt;
+  Candidate c;
+  c.strategy = config::strategy_from_text(s.strategy);
+  if (c.strategy == StrategyName::Fsdp) c.sharding = s.fsdp_sharding;
+  c.checkpointing = s.activation_checkpointing;
+  c.offload = (c.strategy == StrategyName::Fsdp && s.fsdp_cpu_offload) ||
+              (config::is_zero(c.strategy) && s.zero_offload_optimizer == "cpu");
+  if (c.strategy == StrategyName::Fsdp && c.sharding == "HYBRID_SHARD" && s.ranks_per_node >= s.world) {
+    // One node: HYBRID_SHARD is FULL_SHARD.
+  }
+  return estimate_row(c, s, e.measured, e.target);
+}
+
+std::vector<Row> cheapest_fixes(const Estimate& e, const Row& current, size_t n) {
+  std::vector<Row> all;
+  for (const auto& r : e.rows) all.push_back(r);
+  for (const auto& r : e.alternatives) all.push_back(r);
+  std::vector<Row> fits;
+  for (auto& r : all)
+    if (r.fits && r.c.label() != current.c.label()) fits.push_back(r);
+  // Cheapest: the fewest flags changed first, then the fastest.
+  auto changes = [&](const Row& r) {
+    return static_cast<int>(r.c.strategy != current.c.strategy || r.c.sharding != current.c.sharding) +
+           static_cast<int>(r.c.checkpointing != current.c.checkpointing) + static_cast<int>(r.c.offload != current.c.offload);
+  };
+  std::stable_sort(fits.begin(), fits.end(), [&](const Row& a, const Row& b) {
+    const int ca = changes(a), cb = changes(b);
+    return ca != cb ? ca < cb : a.speed_cost < b.speed_cost;
+  });
+  if (fits.size() > n) fits.resize(n);
+  return fits;
+}
+
+namespace {
+
+// The flags that turn `current` into `to` (only what differs).
+std::string change_flags(const Row& current, const Row& to) {
+  std::vector<std::string> f;
+  if (to.c.strategy != current.c.strategy || to.c.sharding != current.c.sharding) {
+    f.push_back("--strategy " + config::to_string(to.c.strategy));
+    if (to.c.strategy == StrategyName::Fsdp && to.c.sharding != "FULL_SHARD")
+      f.push_back("--set fsdp.sharding_strategy=" + to.c.sharding);
+  }
+  if (to.c.offload && !current.c.offload)
+    f.push_back(to.c.strategy == StrategyName::Fsdp ? "--set fsdp.cpu_offload=true" : "--set zero.offload_optimizer_device=cpu");
+  if (to.c.checkpointing && !current.c.checkpointing) f.push_back("--set fsdp.activation_checkpointing=true");
+  return str::join(f, " ");
+}
+
+}  // namespace
+
+std::string refusal_paragraph(const Estimate& e, const Row& cur) {
+  std::string out = fmt::format(
+      "this job does not fit: {} needs about {} per rank (params {}, grads {}, optimizer {}, gathered {}, "
+      "buckets {}, activations {}, runtime {}) and each of the {} rank(s) has {} ({})",
+      cur.c.label(), human_bytes(cur.total), human_bytes(cur.params), human_bytes(cur.grads), human_bytes(cur.optimizer),
+      human_bytes(cur.gathered), human_bytes(cur.buckets), human_bytes(cur.activations), human_bytes(cur.runtime),
+      e.settings.world, human_bytes(e.target.bytes_per_rank), e.target.what);
+  const auto fixes = cheapest_fixes(e, cur, 2);
+  if (fixes.empty()) {
+    out += ". No strategy fits, not even with activation checkpointing and offload: use more ranks or a smaller "
+           "model or batch (`mtrain estimate` shows the table). --force starts it anyway.";
+    return out;
+  }
+  out += ". The cheapest changes that fit:";
+  for (const auto& f : fixes)
+    out += fmt::format(" `{}` ({} per rank);", change_flags(cur, f), human_bytes(f.total));
+  out.back() = '.';
+  out += " `mtrain estimate` with the same flags shows the table; --force starts it anyway.";
+  return out;
+}
+
+std::pair<Row, std::string> choose_auto(const Estimate& e) {
+  if (e.recommended) {
+    const Row& r = e.rows[*e.recommended];
+    return {r, "--strategy auto chose " + e.why};
+  }
+  Row first = e.rows.front();
+  throw Error("--strategy auto: " + refusal_paragraph(e, first));
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  int u = 0;
+  while (std::abs(bytes) >= 1024 && u < 5) {
+    bytes /= 1024;
+    ++u;
+  }
+  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.{}f} {}", bytes, bytes < 10 ? 2 : 1, units[u]);
+}
+
+std::optional<double> parse_bytes(const std::string& in) {
+  std::string t = str::trim(in);
+  size_t i = 0;
+  while (i < t.size() && (std::isdigit(static_cast<unsigned char>(t[i])) || t[i] == '.')) ++i;
+  if (i == 0) return std::nullopt;
+  double v = 0;
+  try {
+    v = std::stod(t.substr(0, i));
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string unit;
+  for (char ch : str::trim(t.substr(i))) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  static const std::map<std::string, double> mult = {
+      {"", 1}, {"b", 1},
+      {"k", 1024.0}, {"kib", 1024.0}, {"kb", 1e3},
+      {"m", 1048576.0}, {"mib", 1048576.0}, {"mb", 1e6},
+      {"g", 1073741824.0}, {"gib", 1073741824.0}, {"gb", 1e9},
+      {"t", 1099511627776.0}, {"tib", 1099511627776.0}, {"tb", 1e12}};
+  const auto it = mult.find(unit);
+  if (it == mult.end() || v <= 0) return std::nullopt;
+  return v * it->second;
+}
+
+}  // namespace mtrain::estimate

@@ -1,0 +1,352 @@
+#include "mtrain/estimate/estimate_job.hpp"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "mtrain/config/names.hpp"
+#include "mtrain/config/registry.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/estimate/world.hpp"
+
+namespace mtrain::estimate {
+
+namespace {
+
+int64_t num(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<int64_t>(); }
+std::string txt(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<std::string>(); }
+
+// Runs argv, returns stdout; throws with stderr's tail when it fails.
+std::string capture(const std::vector<std::string>& argv) {
+  const std::string err_path = fmt::format("{}/mtrain-estimate-{}.err", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", getpid());
+  const std::string cmd = str::shell_join(argv) + " 2>" + str::shell_quote(err_path);
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) throw Error("estimate: cannot start " + argv[0], "", kExitFailure);
+  std::string out;
+  char buf[65536];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  std::ifstream ef(err_path);
+  std::stringstream err;
+  err << ef.rdbuf();
+  std::remove(err_path.c_str());
+  if (st != 0) {
+    std::string e = str::trim(err.str());
+    if (e.size() > 1500) e = "…" + e.substr(e.size() - 1500);
+    throw Error(fmt::format("estimate: `{}` failed: {}", str::shell_join(argv), e.empty() ? "no message" : e),
+                "check that the model and data settings train (the probe builds the model and runs one step on the CPU)",
+                kExitFailure);
+  }
+  return out;
+}
+
+nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, const std::string& batches) {
+  char path[] = "/tmp/mtrain-estimate-job.XXXXXX";
+  if (const char* t = std::getenv("TMPDIR")) {
+    (void)t;  // mkstemp needs a writable template; /tmp is fine for a file removed at once
+  }
+  const int fd = mkstemp(path);
+  if (fd < 0) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
+  const std::string text = job.dump();
+  const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  ::close(fd);
+  if (!wrote) {
+    std::remove(path);
+    throw Error("estimate: cannot write the temporary job file", "", kExitFailure);
+  }
+  std::string out;
+  try {
+    out = capture({worker, "estimate-probe", "--job", path, "--batches", batches});
+  } catch (...) {
+    std::remove(path);
+    throw;
+  }
+  std::remove(path);
+  const auto start = out.find('{');
+  if (start == std::string::npos) throw Error("estimate: the worker's probe printed no result", "", kExitFailure);
+  return nlohmann::json::parse(out.substr(start));
+}
+
+// Per-sample slope and batch-independent part from the points at batch 1 and 2.
+std::pair<double, double> slope_fixed(const nlohmann::json& points) {
+  if (!points.is_array() || points.size() < 2) return {0, 0};
+  const double a1 = points[0].at("peak_above_bytes").get<double>(), a2 = points[1].at("peak_above_bytes").get<double>();
+  const double slope = std::max(0.0, a2 - a1);
+  return {slope, std::max(0.0, a1 - slope)};
+}
+
+ModelShape shape_of_probe(const nlohmann::json& p, const std::string& label) {
+  ModelShape m;
+  m.label = label;
+  for (const auto& q : p.at("params")) m.params.push_back({q.at("name"), q.at("numel"), q.at("unit")});
+  m.buffer_bytes = p.value("buffer_bytes", int64_t{0});
+  return m;
+}
+
+std::string model_label(const nlohmann::json& job) {
+  const auto name = config::model_from_text(txt(job, "model.name"));
+  switch (name) {
+    case config::ModelName::Gpt:
+      return fmt::format("gpt (n_layer {}, n_head {}, n_embd {}, block_size {}, vocab_size {})", num(job, "model.n_layer"),
+                         num(job, "model.n_head"), num(job, "model.n_embd"), num(job, "model.block_size"),
+                         num(job, "model.vocab_size"));
+    case config::ModelName::Mlp:
+      return fmt::format("mlp (input_dim {}, hidden {}, depth {}, num_classes {})", num(job, "model.input_dim"),
+                         num(job, "model.hidden"), num(job, "model.depth"), num(job, "model.num_classes"));
+    case config::ModelName::Torchscript: return "torchscript " + txt(job, "model.path");
+    default: return config::to_string(name);
+  }
+}
+
+// A gpt too large to build on this CPU is probed at a smaller width with 1 and 2 blocks; the
+// per-block and per-sample bytes are scaled back (docs/estimate.md, "Activations").
+constexpr int64_t kProbeParamLimit = 150000000;
+
+}  // namespace
+
+std::optional<ModelShape> builtin_shape(const nlohmann::json& job) {
+  const auto name = config::model_from_text(txt(job, "model.name"));
+  ModelShape m;
+  m.label = model_label(job);
+  if (name == config::ModelName::Gpt) {
+    const int64_t L = num(job, "model.n_layer"), C = num(job, "model.n_embd"), T = num(job, "model.block_size"),
+                  V = num(job, "model.vocab_size");
+    m.params.push_back({"wte.weight", V * C, ""});
+    m.params.push_back({"wpe.weight", T * C, ""});
+    for (int64_t i = 0; i < L; ++i) {
+      const std::string b = "blocks." + std::to_string(i);
+      for (const auto& [n, k] : std::vector<std::pair<std::string, int64_t>>{
+               {".ln_1.weight", C}, {".ln_1.bias", C}, {".attn.c_attn.weight", 3 * C * C}, {".attn.c_attn.bias", 3 * C},
+               {".attn.c_proj.weight", C * C}, {".attn.c_proj.bias", C}, {".ln_2.weight", C}, {".ln_2.bias", C},
+               {".mlp.c_fc.weight", 4 * C * C}, {".mlp.c_fc.bias", 4 * C}, {".mlp.c_proj.weight", 4 * C * C},
+               {".mlp.c_proj.bias", C}})
+        m.params.push_back({b + n, k, b});
+    }
+    m.params.push_back({"ln_f.weight", C, ""});
+    m.params.push_back({"ln_f.bias", C, ""});
+    m.params.push_back({"lm_head.weight", V * C, ""});
+    return m;
+  }
+  if (name == config::ModelName::Mlp) {
+    const int64_t D = num(job, "model.depth"), H = num(job, "model.hidden"), I = num(job, "model.input_dim"),
+                  K = num(job, "model.num_classes");
+    for (int64_t i = 0; i < D; ++i) {
+      const int64_t in = i == 0 ? I : H, out = i == D - 1 ? K : H;
+      m.params.push_back({fmt::format("layers.{}.weight", i), in * out, ""});
+      m.params.push_back({fmt::format("layers.{}.bias", i), out, ""});
+    }
+    return m;
+  }
+  return std::nullopt;
+}
+
+ModelShape safetensors_shape(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  unsigned char len8[8];
+  if (!in || !in.read(reinterpret_cast<char*>(len8), 8))
+    throw Error(fmt::format("cannot read '{}'", path), "give a .safetensors file");
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | len8[i];
+  if (n < 2 || n > (100u << 20)) throw Error(fmt::format("'{}' is not a safetensors file (header of {} bytes)", path, n));
+  std::string header(n, '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(n))) throw Error(fmt::format("'{}' ends inside its header", path));
+  nlohmann::json h;
+  try {
+    h = nlohmann::json::parse(header);
+  } catch (const std::exception&) {
+    throw Error(fmt::format("'{}' is not a safetensors file (its header is not JSON)", path));
+  }
+  ModelShape m;
+  m.label = "weights " + path;
+  for (const auto& [name, t] : h.items()) {
+    if (name == "__metadata__") continue;
+    int64_t numel = 1;
+    for (const auto& d : t.at("shape")) numel *= d.get<int64_t>();
+    std::string unit;
+    const auto parts = str::split(name, '.');
+    for (size_t i = 0; i + 1 < parts.size(); ++i) {
+      if (!parts[i].empty() && str::parse_uint(parts[i])) {
+        std::vector<std::string> head(parts.begin(), parts.begin() + static_cast<long>(i) + 1);
+        unit = str::join(head, ".");
+        break;
+      }
+    }
+    m.params.push_back({name, numel, unit});
+  }
+  return m;
+}
+
+Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker) {
+  Measured m;
+  const auto shape = builtin_shape(job);
+  const bool gpt = config::model_from_text(txt(job, "model.name")) == config::ModelName::Gpt;
+  if (shape) m.model = *shape;
+  const double B = static_cast<double>(s.batch);
+  if (worker.empty()) {
+    if (!shape) throw Error("estimate: this model's shapes come from mtrain-worker, which was not found",
+                            "build or install mtrain-worker beside mtrain", kExitFailure);
+    m.activations.how = "not measured (mtrain-worker not found): activations counted as 0";
+    m.activations_ckpt = m.activations;
+    return m;
+  }
+  if (gpt && shape && shape->num_params() > kProbeParamLimit) {
+    const int64_t L = num(job, "model.n_layer"), C = num(job, "model.n_embd"), H = num(job, "model.n_head"),
+                  V = num(job, "model.vocab_size");
+    int64_t k = 1;
+    while (C / k > 512 && H % (k * 2) == 0 && C % (k * 2) == 0) k *= 2;
+    const int64_t Vp = std::min<int64_t>(V, 8192);
+    nlohmann::json pj = job;
+    config::set(pj, "model.n_embd", C / k);
+    config::set(pj, "model.n_head", H / k);
+    config::set(pj, "model.vocab_size", Vp);
+    config::set(pj, "model.init", "");
+    nlohmann::json p[2];
+    for (int l = 1; l <= 2; ++l) {
+      config::set(pj, "model.n_layer", l);
+      p[l - 1] = run_probe(pj, worker, "1,2");
+    }
+    m.runtime_bytes = p[0].at("rss_start_bytes").get<double>();
+    for (bool ck : {false, true}) {
+      const char* key = ck ? "points_checkpointed" : "points";
+      if (!p[0].contains(key)) continue;
+      const auto [s1, f1] = slope_fixed(p[0][key]);
+      const auto [s2, f2] = slope_fixed(p[1][key]);
+      const double per_block = std::max(0.0, s2 - s1), rest = std::max(0.0, s1 - per_block);
+      // With recomputation only one block's activations live at once (plus the block inputs).
+      const double per_sample = ck ? per_block * static_cast<double>(k) + rest * static_cast<double>(V) / static_cast<double>(Vp) +
+                                         static_cast<double>(L) * 4.0 * static_cast<double>(num(job, "model.block_size") * C)
+                                   : static_cast<double>(L) * per_block * static_cast<double>(k) +
+                                         rest * static_cast<double>(V) / static_cast<double>(Vp);
+      Activations& a = ck ? m.activations_ckpt : m.activations;
+      a.bytes = f2 + B * per_sample;
+      a.measured = true;
+      a.how = fmt::format(
+          "measured: one forward+backward on this CPU of the model at width {} ({} heads, vocab {}) with 1 and 2 "
+          "blocks, batch 1 and 2; scaled to {} blocks, width {}, vocab {} and batch {}{}",
+          C / k, H / k, Vp, L, C, V, s.batch, ck ? ", blocks recomputed" : "");
+    }
+    m.runtime_how = "measured: resident memory of mtrain-worker before the model exists";
+    return m;
+  }
+  const nlohmann::json p = run_probe(job, worker, "1,2");
+  if (!shape) m.model = shape_of_probe(p, model_label(job));
+  m.model.buffer_bytes = p.value("buffer_bytes", int64_t{0});
+  m.runtime_bytes = p.at("rss_start_bytes").get<double>();
+  m.runtime_how = "measured: resident memory of mtrain-worker before the model exists";
+  for (bool ck : {false, true}) {
+    const char* key = ck ? "points_checkpointed" : "points";
+    if (!p.contains(key)) continue;
+    const auto [slope, fixed] = slope_fixed(p[key]);
+    Activations& a = ck ? m.activations_ckpt : m.activations;
+    a.bytes = fixed + B * slope;
+    a.measured = true;
+    a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1 and 2, scaled linearly to batch {}{}",
+                        s.batch, ck ? ", blocks recomputed" : "");
+  }
+  if (!p.contains("points_checkpointed")) m.activations_ckpt = m.activations;
+  return m;
+}
+
+int count_gpus() {
+  FILE* p = popen("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
+  if (!p) return 0;
+  int n = 0;
+  char buf[256];
+  while (fgets(buf, sizeof buf, p))
+    if (str::parse_uint(str::trim(buf))) ++n;
+  pclose(p);
+  return n;
+}
+
+Target detect_target(const JobEstimateOptions& o) {
+  Target t;
+  if (o.device_memory) {
+    t.bytes_per_rank = *o.device_memory;
+    t.gpu = true;
+    t.what = "--device-memory " + human_bytes(*o.device_memory);
+    return t;
+  }
+  if (o.device != "cpu") {
+    FILE* p = popen("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
+    std::string out;
+    if (p) {
+      char buf[4096];
+      size_t n;
+      while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+      pclose(p);
+    }
+    double least = 0;
+    std::string name;
+    int gpus = 0;
+    for (const auto& line : str::split(out, '\n')) {
+      const auto parts = str::split(line, ',');
+      if (parts.size() < 2) continue;
+      const auto mib = str::parse_uint(str::trim(parts[1]));
+      if (!mib) continue;
+      const double b = static_cast<double>(*mib) * 1048576.0;
+      if (gpus == 0 || b < least) least = b, name = str::trim(parts[0]);
+      ++gpus;
+    }
+    if (gpus > 0) {
+      t.bytes_per_rank = least;
+      t.gpu = true;
+      t.what = fmt::format("{}, {} (nvidia-smi; {} GPU(s) here)", name, human_bytes(least), gpus);
+      return t;
+    }
+  }
+  std::ifstream mi("/proc/meminfo");
+  std::string line;
+  double avail = 0;
+  while (std::getline(mi, line))
+    if (line.rfind("MemAvailable:", 0) == 0) avail = std::stod(line.substr(13)) * 1024;
+  const int per_node = std::max(o.ranks_per_node, 1);
+  t.bytes_per_rank = avail / per_node;
+  t.gpu = false;
+  t.what = fmt::format("this host's available RAM {} shared by {} rank(s) (no GPU)", human_bytes(avail), per_node);
+  return t;
+}
+
+Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
+  const Settings s = settings_from_job(job, o.world, o.ranks_per_node);
+  Measured m;
+  if (!o.weights.empty()) {
+    m.model = safetensors_shape(o.weights);
+    m.activations.how = "not measured: a weights file has no forward (give the model to measure them)";
+    m.activations_ckpt = m.activations;
+  } else {
+    m = measure(job, s, o.worker_path);
+  }
+  if (s.precision != "fp32") {
+    // The probe computes in fp32; under bf16/fp16 the forward runs on 16-bit parameters, so
+    // what it keeps for backward is 16-bit.
+    for (Activations* a : {&m.activations, &m.activations_ckpt}) {
+      if (!a->measured) continue;
+      a->bytes /= 2;
+      a->how += ", halved for " + s.precision + " activations";
+    }
+  }
+  return estimate(s, m, detect_target(o));
+}
+
+Estimate estimate_resolved_job(const nlohmann::json& job, const std::string& worker_path) {
+  JobEstimateOptions o;
+  o.worker_path = worker_path;
+  o.device = txt(job, "launch.device");
+  const World w = world_of(txt(job, "launch.nproc_per_node"), txt(job, "launch.nnodes"), o.device == "cpu" ? 0 : count_gpus(),
+                           0, 0, static_cast<int>(num(job, "launch.num_nodes")));
+  o.world = w.world;
+  o.ranks_per_node = w.ranks_per_node;
+  if (!txt(job, "launch.device_memory").empty()) o.device_memory = parse_bytes(txt(job, "launch.device_memory"));
+  return estimate_job(job, o);
+}
+
+}  // namespace mtrain::estimate

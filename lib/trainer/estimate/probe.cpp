@@ -1,0 +1,139 @@
+#include "mtrain/trainer/estimate/probe.hpp"
+
+#include <malloc.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/trainer/data/dataset.hpp"
+#include "mtrain/trainer/loop/train_job.hpp"
+#include "mtrain/trainer/model/model.hpp"
+
+namespace mtrain::trainer {
+
+namespace {
+
+// VmRSS or VmHWM of this process in bytes; -1 when /proc is not there.
+int64_t status_bytes(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::string k = std::string(key) + ":";
+  while (std::getline(in, line)) {
+    if (line.rfind(k, 0) == 0) return std::stoll(line.substr(k.size())) * 1024;
+  }
+  return -1;
+}
+
+// Lowers VmHWM to the current VmRSS; false where the kernel refuses.
+bool reset_high_water_mark() {
+  std::ofstream out("/proc/self/clear_refs");
+  out << "5";
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+// The unit a parameter belongs to: the longest block prefix of its name, or "" (the root unit).
+std::string unit_of(const std::string& name, const std::vector<std::string>& prefixes) {
+  std::string best;
+  for (const auto& p : prefixes)
+    if (name.size() > p.size() && name.compare(0, p.size(), p) == 0 && name[p.size()] == '.' && p.size() > best.size())
+      best = p;
+  return best;
+}
+
+}  // namespace
+
+EstimateProbeOptions parse_estimate_probe_args(const std::vector<std::string>& args) {
+  EstimateProbeOptions o;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--job" && i + 1 < args.size()) {
+      o.job_path = args[++i];
+    } else if (a == "--batches" && i + 1 < args.size()) {
+      o.batches.clear();
+      for (const auto& t : str::split(args[++i], ',')) {
+        const auto v = str::parse_uint(str::trim(t));
+        if (!v || *v < 1) throw Error(fmt::format("estimate-probe: batch '{}' is not a positive count", t), "", kExitUsage);
+        o.batches.push_back(static_cast<int64_t>(*v));
+      }
+    } else {
+      throw Error(fmt::format("estimate-probe: unexpected argument '{}'", a),
+                  "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2]", kExitUsage);
+    }
+  }
+  if (o.job_path.empty() || o.batches.empty())
+    throw Error("estimate-probe needs --job FILE", "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2]",
+                kExitUsage);
+  return o;
+}
+
+nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
+  nlohmann::json out;
+  malloc_trim(0);
+  out["rss_start_bytes"] = status_bytes("VmRSS");
+  std::ifstream in(o.job_path);
+  if (!in) throw Error(fmt::format("estimate-probe: cannot read the job file '{}'", o.job_path));
+  std::stringstream text;
+  text << in.rdbuf();
+  const TrainJob tj = train_job_from_json(nlohmann::json::parse(text.str()), o.job_path);
+  if (tj.threads > 0) at::set_num_threads(static_cast<int>(tj.threads));
+
+  auto model = make_model(tj.model, tj.seed);
+  model->train();
+  out["rss_model_bytes"] = status_bytes("VmRSS");
+  const auto prefixes = model->block_prefixes();
+  nlohmann::json params = nlohmann::json::array();
+  int64_t psi = 0;
+  for (const auto& p : model->named_parameters()) {
+    params.push_back({{"name", p.key()}, {"numel", p.value().numel()}, {"unit", unit_of(p.key(), prefixes)}});
+    psi += p.value().numel();
+  }
+  int64_t buffer_bytes = 0;
+  for (const auto& b : model->named_buffers()) buffer_bytes += b.value().numel() * b.value().element_size();
+  out["num_params"] = psi;
+  out["params"] = std::move(params);
+  out["buffer_bytes"] = buffer_bytes;
+  out["blocks"] = prefixes;
+
+  const auto data = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
+  const int64_t n = std::max<int64_t>(data->size(), 1);
+  bool reset_ok = true;
+  // Activations with blocks kept and, for a model with blocks, recomputed (checkpointing).
+  auto measure = [&](bool recompute) {
+    model->set_activation_checkpointing(recompute);
+    nlohmann::json points = nlohmann::json::array();
+    for (int64_t b : o.batches) {
+      std::vector<int64_t> idx;
+      for (int64_t i = 0; i < b; ++i) idx.push_back(i % n);
+      const Batch batch = data->batch(idx);
+      int64_t act = 0;
+      // Pass 0 creates the gradients (as the first step does); pass 1 is what every later step does.
+      for (int pass = 0; pass < 2; ++pass) {
+        malloc_trim(0);
+        reset_ok = reset_high_water_mark() && reset_ok;
+        const int64_t before = status_bytes("VmRSS");
+        at::Tensor loss = model->loss(batch);
+        loss.backward();
+        act = status_bytes("VmHWM") - before;
+      }
+      points.push_back({{"batch", b}, {"peak_above_bytes", std::max<int64_t>(act, 0)}});
+    }
+    return points;
+  };
+  out["points"] = measure(false);
+  if (!prefixes.empty()) out["points_checkpointed"] = measure(true);
+  out["high_water_reset"] = reset_ok;
+  if (data->size() > 0) {
+    // Tokens per sample (a language model's sequence) and what one sample's input holds.
+    out["language_model"] = model->is_language_model();
+    if (model->is_language_model()) out["tokens_per_sample"] = model->tokens_per_sample();
+  }
+  return out;
+}
+
+}  // namespace mtrain::trainer

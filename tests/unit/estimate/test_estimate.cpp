@@ -1,0 +1,176 @@
+// The estimate as a pure function: model state follows docs/architecture.md §6, the transient
+// terms per strategy, the recommendation, the refusal paragraph and --strategy auto.
+#include <catch2/catch.hpp>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/estimate/estimate.hpp"
+
+using namespace mtrain::estimate;
+using mtrain::config::StrategyName;
+
+namespace {
+
+// A gpt-like shape: L blocks of 12C² and a root of 2VC.
+Measured gptish(int64_t L, int64_t C, int64_t V) {
+  Measured m;
+  m.model.label = "test";
+  m.model.params.push_back({"wte.weight", V * C, ""});
+  for (int64_t i = 0; i < L; ++i) {
+    const std::string b = "blocks." + std::to_string(i);
+    m.model.params.push_back({b + ".attn.c_attn.weight", 3 * C * C, b});
+    m.model.params.push_back({b + ".attn.c_proj.weight", C * C, b});
+    m.model.params.push_back({b + ".mlp.c_fc.weight", 4 * C * C, b});
+    m.model.params.push_back({b + ".mlp.c_proj.weight", 4 * C * C, b});
+  }
+  m.model.params.push_back({"lm_head.weight", V * C, ""});
+  m.activations = {1e9, "test", true};
+  m.activations_ckpt = {2e8, "test", true};
+  m.runtime_bytes = 3e8;
+  return m;
+}
+
+Candidate cand(StrategyName s, std::string sharding = "") {
+  Candidate c;
+  c.strategy = s;
+  c.sharding = std::move(sharding);
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("model-state bytes follow docs/architecture.md §6", "[estimate]") {
+  const Measured m = gptish(4, 256, 1000);
+  const double psi = static_cast<double>(m.model.num_params());
+  Settings s;
+  s.world = 4;
+  s.ranks_per_node = 4;
+  Target t;
+  const Row ddp = estimate_row(cand(StrategyName::Ddp), s, m, t);
+  CHECK(ddp.params + ddp.grads + ddp.optimizer == Approx(16 * psi));
+  const Row z1 = estimate_row(cand(StrategyName::Zero1), s, m, t);
+  CHECK(z1.params + z1.grads + z1.optimizer == Approx(8 * psi + 8 * psi / 4));
+  const Row z2 = estimate_row(cand(StrategyName::Zero2), s, m, t);
+  CHECK(z2.params + z2.grads + z2.optimizer == Approx(4 * psi + 12 * psi / 4));
+  const Row z3 = estimate_row(cand(StrategyName::Zero3), s, m, t);
+  s.zero_persistence_threshold = 0;
+  const Row z3p = estimate_row(cand(StrategyName::Zero3), s, m, t);
+  CHECK(z3p.params + z3p.grads + z3p.optimizer == Approx(16 * psi / 4));
+  CHECK(z3.params >= z3p.params);
+  const Row fs = estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t);
+  CHECK(fs.params + fs.grads + fs.optimizer == Approx(16 * psi / 4));
+  CHECK(fs.gathered > 0);
+  const Row sgo = estimate_row(cand(StrategyName::Fsdp, "SHARD_GRAD_OP"), s, m, t);
+  CHECK(sgo.gathered > fs.gathered);  // the whole model stays gathered through the step
+  const Row ns = estimate_row(cand(StrategyName::Fsdp, "NO_SHARD"), s, m, t);
+  CHECK(ns.params + ns.grads + ns.optimizer == Approx(16 * psi));
+
+  s.precision = "bf16";
+  const Row z1b = estimate_row(cand(StrategyName::Zero1), s, m, t);
+  CHECK(z1b.params + z1b.grads + z1b.optimizer == Approx(4 * psi + 12 * psi / 4));
+  const Row z2b = estimate_row(cand(StrategyName::Zero2), s, m, t);
+  CHECK(z2b.params + z2b.grads + z2b.optimizer == Approx(2 * psi + 14 * psi / 4));
+}
+
+TEST_CASE("communication per step by formula", "[estimate]") {
+  const Measured m = gptish(2, 128, 500);
+  const double psi = static_cast<double>(m.model.num_params());
+  Settings s;
+  s.world = 4;
+  s.ranks_per_node = 4;
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, {}).comm_bytes == Approx(4 * 2 * psi * 3 / 4));
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, {}).comm_bytes == Approx(4 * 3 * psi * 3 / 4));
+  s.world = 1;
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, {}).comm_bytes == 0);
+}
+
+TEST_CASE("HYBRID_SHARD shards over the ranks of one node", "[estimate]") {
+  const Measured m = gptish(2, 128, 500);
+  const double psi = static_cast<double>(m.model.num_params());
+  Settings s;
+  s.world = 8;
+  s.ranks_per_node = 2;
+  const Row h = estimate_row(cand(StrategyName::Fsdp, "HYBRID_SHARD"), s, m, {});
+  CHECK(h.params + h.grads + h.optimizer == Approx(16 * psi / 2));
+}
+
+TEST_CASE("offload moves state off a GPU only", "[estimate]") {
+  const Measured m = gptish(2, 128, 500);
+  Settings s;
+  s.world = 2;
+  s.ranks_per_node = 2;
+  Candidate c = cand(StrategyName::Zero2);
+  c.offload = true;
+  Target gpu;
+  gpu.gpu = true;
+  const Row on_gpu = estimate_row(c, s, m, gpu);
+  CHECK(on_gpu.optimizer == 0);
+  CHECK(on_gpu.host > 0);
+  const Row on_cpu = estimate_row(c, s, m, Target{});
+  CHECK(on_cpu.optimizer > 0);
+  CHECK(on_cpu.host == 0);
+}
+
+TEST_CASE("the recommendation is the fastest row that fits", "[estimate]") {
+  const Measured m = gptish(8, 512, 8000);
+  Settings s;
+  s.world = 4;
+  s.ranks_per_node = 4;
+  s.strategy = "ddp";
+  Target t;
+  t.gpu = true;
+  t.what = "test";
+  t.bytes_per_rank = 1e12;  // everything fits: ddp
+  Estimate e = estimate(s, m, t);
+  REQUIRE(e.recommended);
+  CHECK(e.rows[*e.recommended].c.label() == "ddp");
+  // Only the sharded rows fit.
+  const Row ddp = e.rows[0];
+  const Row z3 = estimate_row(cand(StrategyName::Zero3), s, m, t);
+  t.bytes_per_rank = (z3.total + ddp.total) / 2;
+  e = estimate(s, m, t);
+  REQUIRE(e.recommended);
+  CHECK_FALSE(e.rows[0].fits);
+  CHECK(e.rows[*e.recommended].total <= t.bytes_per_rank);
+  CHECK_THAT(e.why, Catch::Contains("the fastest that fits"));
+  const auto [row, line] = choose_auto(e);
+  CHECK(row.c.label() == e.rows[*e.recommended].c.label());
+  CHECK_THAT(line, Catch::StartsWith("--strategy auto chose"));
+}
+
+TEST_CASE("a job that does not fit is refused with the two cheapest changes", "[estimate]") {
+  const Measured m = gptish(8, 512, 8000);
+  Settings s;
+  s.world = 4;
+  s.ranks_per_node = 4;
+  s.strategy = "ddp";
+  Target t;
+  t.gpu = true;
+  t.what = "4 x test GPU";
+  const Row z3 = estimate_row(cand(StrategyName::Zero3), s, m, t);
+  t.bytes_per_rank = z3.total * 1.01;
+  const Estimate e = estimate(s, m, t);
+  const auto cur = current_row(e);
+  REQUIRE(cur);
+  CHECK_FALSE(cur->fits);
+  const std::string p = refusal_paragraph(e, *cur);
+  CHECK_THAT(p, Catch::Contains("this job does not fit: ddp needs about"));
+  CHECK_THAT(p, Catch::Contains("4 x test GPU"));
+  CHECK_THAT(p, Catch::Contains("The cheapest changes that fit: `--strategy"));
+  CHECK(cheapest_fixes(e, *cur, 2).size() == 2);
+  // Nothing fits: auto says so (exit 2).
+  t.bytes_per_rank = 1;
+  const Estimate none = estimate(s, m, t);
+  CHECK_FALSE(none.recommended);
+  CHECK_THROWS_AS(choose_auto(none), mtrain::Error);
+}
+
+TEST_CASE("sizes parse with binary and decimal units", "[estimate]") {
+  CHECK(*parse_bytes("80GiB") == Approx(80.0 * 1073741824));
+  CHECK(*parse_bytes("24GB") == Approx(24e9));
+  CHECK(*parse_bytes("512 MiB") == Approx(512.0 * 1048576));
+  CHECK(*parse_bytes("1.5TiB") == Approx(1.5 * 1099511627776.0));
+  CHECK(*parse_bytes("1000") == 1000);
+  CHECK_FALSE(parse_bytes("lots"));
+  CHECK_FALSE(parse_bytes("80 parsecs"));
+  CHECK(human_bytes(80.0 * 1073741824) == "80.0 GiB");
+}
