@@ -9,6 +9,7 @@
 #include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 
 namespace mtrain::config {
 
@@ -152,8 +153,13 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   // files than this machine, so only local and Slurm launches are checked here).
   const std::string init = as_text(job, "model.init");
   std::error_code ec;
-  if (!init.empty() && as_text(job, "launch.launcher") != "ssh" && !std::filesystem::exists(init, ec)) {
-    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' does not exist", init),
+  // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
+  const std::string init_problem =
+      init.empty() || as_text(job, "launch.launcher") == "ssh" || std::filesystem::is_directory(init, ec)
+          ? std::string()
+          : not_regular_file(init);
+  if (!init_problem.empty()) {
+    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' {}", init, init_problem),
                    "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
                    "checkpoint folder (relative paths are from the current folder)."});
   }
@@ -169,7 +175,8 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     if (path.empty()) {
       out.push_back({true, {key}, fmt::format("{} is empty but {}", key, what), fix});
     } else if (local && !std::filesystem::is_regular_file(path, ec)) {
-      out.push_back({true, {key}, fmt::format("{} '{}' does not exist or is not a file", key, path), fix});
+      const std::string why = not_regular_file(path);
+      out.push_back({true, {key}, fmt::format("{} '{}' {}", key, path, why.empty() ? "is not a file" : why), fix});
     }
   };
   if (model == ModelName::Torchscript) {

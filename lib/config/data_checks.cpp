@@ -4,6 +4,8 @@
 
 #include <filesystem>
 
+#include "mtrain/core/untrusted_file.hpp"
+
 #include <fmt/format.h>
 
 #include "mtrain/config/names.hpp"
@@ -68,6 +70,10 @@ std::string unreadable(const fs::path& p, bool folder) {
   if (!fs::exists(st)) return "does not exist";
   if (folder && !fs::is_directory(st)) return "is not a folder";
   if (!folder && fs::is_directory(st)) return "is a folder, not a file";
+  // A FIFO or a device (a link to /dev/zero) would block or read forever in the ranks.
+  if (!folder) {
+    if (std::string why = not_regular_file(p.string()); !why.empty()) return why;
+  }
   if (access(p.c_str(), folder ? (R_OK | X_OK) : R_OK) != 0) return "is not readable by you";
   return "";
 }

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 
 namespace mtrain {
 
@@ -79,39 +80,22 @@ TokenFileLayout read_token_file_layout(const std::string& path, const std::strin
     throw Error("the tokens dataset needs a token file, but no path is set",
                 fmt::format("set {} to a nanoGPT .bin (raw uint16) or an llm.c .bin file", setting))
         .at(setting);
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw Error(fmt::format("cannot read token file '{}': {}", path, std::strerror(errno)),
-                fmt::format("check {} (relative paths are from the directory mtrain runs in)",
-                            setting))
+  // open_untrusted: a FIFO or a device named as the data path must be refused, not opened
+  // blocking (the launcher hung forever in open() on a FIFO) and not called "missing".
+  std::string why;
+  const UntrustedFile f = open_untrusted(path, &why);
+  if (f.fd() < 0)
+    throw Error(fmt::format("token file '{}' {}", path, why),
+                fmt::format("{} names one .bin file of token ids (a folder of shards, a pipe or a "
+                            "device is not read); relative paths are from the directory mtrain "
+                            "runs in", setting))
         .at(setting);
-  struct stat st {};
   unsigned char head[kLlmcHeaderBytes];
-  int64_t got = 0;
-  int read_errno = 0;
-  const bool stat_ok = ::fstat(fd, &st) == 0;
-  const int stat_errno = errno;
-  if (stat_ok && S_ISREG(st.st_mode)) {
-    while (got < kLlmcHeaderBytes) {
-      const ssize_t n = ::pread(fd, head + got, static_cast<size_t>(kLlmcHeaderBytes - got), got);
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0) read_errno = errno;
-      if (n <= 0) break;
-      got += n;
-    }
-  }
-  ::close(fd);
-  if (!stat_ok)
-    throw Error(fmt::format("cannot stat token file '{}': {}", path, std::strerror(stat_errno)))
-        .at(setting);
-  if (!S_ISREG(st.st_mode))
-    throw Error(fmt::format("token file '{}' is not a regular file", path),
-                fmt::format("{} names one .bin file (a folder of shards is not read)", setting))
-        .at(setting);
-  const auto size = static_cast<uint64_t>(st.st_size);
-  if (static_cast<uint64_t>(got) < std::min<uint64_t>(size, kLlmcHeaderBytes))
+  const auto size = f.size();
+  const uint64_t got = std::min<uint64_t>(size, kLlmcHeaderBytes);
+  if (!f.pread_exact(head, got, 0))
     throw Error(fmt::format("cannot read token file '{}': {}", path,
-                            read_errno != 0 ? std::strerror(read_errno) : "it shrank while read"))
+                            errno != 0 ? std::strerror(errno) : "it shrank while read"))
         .at(setting);
   return token_file_layout(path, setting, head, static_cast<size_t>(got), size);
 }

@@ -4,8 +4,10 @@
 # silently dropped two trained layers (exit 0), AdamW → SGD resumed silently, and a tensor's
 # dtype changed float32 → float64 in manifest.json passed `verify` (consolidate wrote garbage).
 # Now resume refuses with a table of the differing tensors / the two optimisers, and the
-# manifest's own checksum fails `verify` and `consolidate`; a manifest without a checksum
-# (older mtrain) still verifies, with a notice.
+# manifest's own checksum fails `verify` and `consolidate`; a manifest of an older format
+# (format_version 2, before the checksum was required) without a checksum still verifies, with a
+# notice. Issue 29: a current (format 3) manifest whose checksum was removed is refused, so an
+# edit cannot pass by dropping it.
 . "$(dirname "$0")/lib.sh"
 need_verify
 # A small gpt: its blocks all have one shape, so fewer layers read without a shape error.
@@ -53,9 +55,16 @@ run_mtrain 60 "$WORK/cons_edited.out" checkpoint consolidate "$WORK/edited" -o "
 expect_rc_not "consolidate of the edited manifest"
 [ -e "$WORK/edited.pt" ] && fail "no output from the edited manifest" "absent" "written" || ok "no output from the edited manifest" "absent" "absent"
 
-# An older manifest (no checksum): accepted, with a notice.
+# Issue 29: a current manifest with its checksum removed (and a dtype edited): refused.
+cp -r "$ck" "$WORK/dropped"
+"$PY" -c 'import json,sys; p=sys.argv[1]; m=json.load(open(p)); m.pop("checksum", None); t=next(iter(m["tensors"].values())); t["dtype"]="float64"; json.dump(m, open(p,"w"))' "$WORK/dropped/manifest.json"
+run_mtrain 60 "$WORK/verify_dropped.out" checkpoint verify "$WORK/dropped"
+expect_rc_not "verify of a format-3 manifest without its checksum"
+expect_in "$WORK/verify_dropped.out" 'requires a "checksum"'
+
+# An older manifest (format 2, no checksum): accepted, with a notice.
 cp -r "$ck" "$WORK/old"
-"$PY" -c 'import json,sys; p=sys.argv[1]; m=json.load(open(p)); m.pop("checksum", None); json.dump(m, open(p,"w"))' "$WORK/old/manifest.json"
+"$PY" -c 'import json,sys; p=sys.argv[1]; m=json.load(open(p)); m.pop("checksum", None); m["format_version"]=2; json.dump(m, open(p,"w"))' "$WORK/old/manifest.json"
 run_mtrain 60 "$WORK/verify_old.out" checkpoint verify "$WORK/old"
 expect_rc 0 "verify of a manifest without a checksum"
 expect_in "$WORK/verify_old.out" "has no checksum of its own"

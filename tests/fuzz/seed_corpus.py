@@ -61,6 +61,143 @@ def manifest_seeds():
             json.dumps({k: v for k, v in m.items() if k != "tensors"}).encode()]
 
 
+# --- Issue 29: files users download (safetensors, torch.save zips, tensors files, token files) ---
+
+def st_file(entries, header=None, data=None, metadata=None):
+    """A safetensors file: entries (name, dtype, shape, bytes) laid out in order."""
+    import struct
+    h, off, buf = {}, 0, b""
+    if metadata is not None:
+        h["__metadata__"] = metadata
+    for name, dt, shape, raw in entries:
+        h[name] = {"dtype": dt, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        off += len(raw)
+        buf += raw
+    text = (header if header is not None else json.dumps(h)).encode()
+    return struct.pack("<Q", len(text)) + text + (data if data is not None else buf)
+
+
+def safetensors_seeds():
+    import struct
+    f32 = struct.pack("<4f", 1, 2, 3, 4)
+    good = st_file([("w", "F32", [2, 2], f32), ("b", "I64", [1], struct.pack("<q", 7))], metadata={"format": "pt"})
+    return [good,
+            st_file([("w", "F32", [2, 2], f32), ("w2", "BF16", [0], b"")]),
+            st_file([], header='{"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}, '
+                               '"w": {"dtype": "F32", "shape": [2, 2], "data_offsets": [0, 16]}}', data=f32),
+            st_file([], header='{"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 20]}}', data=f32),
+            st_file([], header='{"w": {"dtype": "F32", "shape": [[4]], "data_offsets": [0, 16]}}', data=f32),
+            st_file([], header="[" * 3000),
+            st_file([], header='{"a": {"dtype": "U64", "shape": [1], "data_offsets": [0, 8]}}', data=b"\0" * 8),
+            st_file([], header='{"a": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 16]}}', data=f32),
+            struct.pack("<Q", 1 << 40) + b"{}",  # a length past the end
+            st_file([(f"t{i}", "F32", [1], f32[:4]) for i in range(200)])]
+
+
+def pk_str(s):
+    b = s.encode()
+    return (b"\x8c" + bytes([len(b)]) if len(b) < 256 else b"X" + len(b).to_bytes(4, "little")) + b
+
+
+def pk_int(v):
+    if 0 <= v < 256:
+        return b"K" + bytes([v])
+    if -(1 << 31) <= v < (1 << 31):
+        return b"J" + v.to_bytes(4, "little", signed=True)
+    return b"\x8a\x08" + v.to_bytes(8, "little", signed=True)  # LONG1
+
+
+def pk_tuple(items):
+    return b"(" + b"".join(items) + b"t"
+
+
+def pk_tensor(key, numel, shape, stride=None, storage="FloatStorage", offset=0):
+    """torch._utils._rebuild_tensor_v2 over a persistent ('storage', torch.<T>, key, 'cpu', numel)."""
+    if stride is None:
+        stride, acc = [], 1
+        for d in reversed(shape):
+            stride.insert(0, acc)
+            acc *= d
+    pid = pk_tuple([pk_str("storage"), b"ctorch\n" + storage.encode() + b"\n", pk_str(key), pk_str("cpu"), pk_int(numel)])
+    args = pk_tuple([pid + b"Q", pk_int(offset), pk_tuple([pk_int(d) for d in shape]),
+                     pk_tuple([pk_int(d) for d in stride]), b"\x89", b"ccollections\nOrderedDict\n)R"])
+    return b"ctorch._utils\n_rebuild_tensor_v2\n" + args + b"R"
+
+
+def pk_dict(pairs, ordered=False):
+    head = b"ccollections\nOrderedDict\n)R" if ordered else b"}"
+    return head + b"(" + b"".join(pk_str(k) + v for k, v in pairs) + b"u"
+
+
+def pickle_of(body):
+    return b"\x80\x02" + body + b"."
+
+
+def zip_of(records, prefix="archive/", method=None, sizes=None):
+    """A stored zip like torch.save's (records: name -> bytes); method/sizes override one record."""
+    import struct
+    import zlib
+    out, central = b"", b""
+    for name, data in records.items():
+        full = (prefix + name).encode()
+        m = (method or {}).get(name, 0)
+        usize = (sizes or {}).get(name, len(data))
+        crc = zlib.crc32(data)
+        off = len(out)
+        out += struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, m, 0, 0, crc, len(data), usize, len(full), 0) + full + data
+        central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, m, 0, 0, crc, len(data), usize,
+                               len(full), 0, 0, 0, 0, 0, off) + full
+    eocd = struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, len(records), len(records), len(central), len(out), 0)
+    return out + central + eocd
+
+
+def torch_zip_seeds():
+    import struct
+    import zlib
+    f32 = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    sd = pickle_of(pk_dict([("fc.weight", pk_tensor("0", 6, [2, 3])), ("fc.bias", pk_tensor("1", 2, [2]))], ordered=True))
+    good = zip_of({"data.pkl": sd, "data/0": f32, "data/1": f32[:8], "version": b"3\n"})
+    wrapped = zip_of({"data.pkl": pickle_of(pk_dict([("state_dict", pk_dict([("w", pk_tensor("0", 6, [3, 2], [1, 3]))])),
+                                                     ("epoch", pk_int(3))])), "data/0": f32})
+    deflated = zlib.compress(f32)[2:-4]
+    nested = pickle_of(b")" + b"\x85" * 100000)
+    memo = pickle_of(b"]q\x00(" + b"h\x00" * 20000 + b"e")
+    return [good, wrapped, sd, nested, memo,
+            zip_of({"data.pkl": sd, "data/0": deflated, "data/1": f32[:8]}, method={"data/0": 8}, sizes={"data/0": 24}),
+            zip_of({"data.pkl": sd, "data/0": f32[:8], "data/1": f32[:8]}),                 # record shorter than storage
+            zip_of({"data.pkl": sd, "data/0": b"\0" * 64, "data/1": f32[:8]}, method={"data/0": 8}, sizes={"data/0": 1 << 31}),  # bomb
+            zip_of({"data.pkl": pickle_of(pk_dict([("w", pk_tensor("0", 10 ** 12, [2]))])), "data/0": f32}),
+            zip_of({"data.pkl": sd, "data.pkl2": sd}, prefix=""),
+            good[: len(good) // 2], b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."]
+
+
+def tensors_file_seeds():
+    import struct
+    x = struct.pack("<6f", 1, 2, 3, 4, 5, 6)
+    y = struct.pack("<2q", 0, 1)
+    pair = pk_dict([("input", pk_tensor("0", 6, [2, 3])), ("target", pk_tensor("1", 2, [2], storage="LongStorage"))])
+    only_input = pickle_of(b"}" + pk_str("input") + pk_tensor("0", 6, [2, 3]) + b"s")  # SETITEM ('s', 0x73)
+    tup = pickle_of(pk_tuple([pk_tensor("0", 6, [2, 3]), pk_tensor("1", 2, [2], storage="LongStorage")]))
+    return [zip_of({"data.pkl": pickle_of(pair), "data/0": x, "data/1": y}),
+            zip_of({"data.pkl": tup, "data/0": x, "data/1": y}),
+            zip_of({"data.pkl": only_input, "data/0": x}),
+            zip_of({"data.pkl": pickle_of(pair), "data/0": x[:8], "data/1": y}),  # storage larger than its record
+            zip_of({"data.pkl": pickle_of(b")" + b"\x85" * 100000), "data/0": x}),
+            pickle_of(pair), only_input]
+
+
+def token_file_seeds():
+    import struct
+    def case(size, head):
+        return struct.pack("<Q", size) + head
+    llmc = struct.pack("<3i", 20240520, 1, 100) + b"\0" * (1024 - 12)
+    llmc32 = struct.pack("<3i", 20240801, 7, 10) + b"\0" * (1024 - 12)
+    return [case(1024 + 200, llmc), case(1024 + 40, llmc32), case(1024 + 100, llmc),
+            case(1024 + 200, struct.pack("<3i", 20240520, 2, 100) + b"\0" * 1012),
+            case(7, b"\1\2\3\4\5\6\7"), case(10, b"\1\0\2\0\3\0\4\0\5\0"), case(0, b""),
+            case((1 << 64) - 1, llmc), case(1024 + 2 * 0xffffffff, struct.pack("<3I", 20240520, 1, 0xffffffff) + b"\0" * 1012)]
+
+
 def filter_seeds():
     hosts = "worker-0 slots=4\nworker-1 slots=2\nalice@gpu-2 gpus=0,2,3\n"
     return [f"worker-0:1,2@gpu-2\nworker-1\n{hosts}".encode(), f"gpu-2:3\n\n{hosts}".encode(),
@@ -89,6 +226,10 @@ def main():
         write("rdzv_protocol", data)
     for data in manifest_seeds():
         write("checkpoint_manifest", data)
+    for target, seeds in [("safetensors", safetensors_seeds), ("torch_zip", torch_zip_seeds),
+                          ("tensors_file", tensors_file_seeds), ("token_file", token_file_seeds)]:
+        for data in seeds():
+            write(target, data)
     for data in filter_seeds():
         write("filter", data)
     for data in [b"0,3", b"0, 2 ,5", b"GPU-8b3f1c2a-1111", b"MIG-GPU-x/1/0", b"", b"7"]:

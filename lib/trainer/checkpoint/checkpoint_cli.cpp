@@ -87,8 +87,9 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
   uint64_t bytes = 0;
   for (const auto& f : rep.files) bytes += f.actual_bytes;
   if (rep.manifest_ok && !rep.manifest_checksummed) {
-    err << fmt::format("note: {}/manifest.json has no checksum of its own (written by an "
-                       "older mtrain): its shards are checked, its own content cannot be\n",
+    err << fmt::format("note: {}/manifest.json has no checksum of its own (an older format, read "
+                       "as documented): its shards and each record's size against its dtype are "
+                       "checked, the rest of its content cannot be\n",
                        a.dir);
   }
   if (rep.ok()) {

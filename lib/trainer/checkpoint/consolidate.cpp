@@ -1,10 +1,14 @@
 #include "mtrain/trainer/checkpoint/consolidate.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
@@ -36,6 +40,47 @@ at::ScalarType output_dtype(const std::string& name) {
               "pick the dtype of the consolidated weights, e.g. --dtype bf16");
 }
 
+// Where consolidate may write: a new file, or an existing regular file that is not part of the
+// checkpoint it reads. The output is written to <out>.part (created O_EXCL|O_NOFOLLOW by
+// DurableWriter) and renamed over <out>; a rename replaces whatever the name held, so a device
+// (-o /dev/null as root), a FIFO or a symbolic link there would be replaced by a regular file,
+// and -o <checkpoint>/shard_rank0.pt destroyed the checkpoint being read. Each is refused first.
+void check_output_path(const fs::path& out, const std::string& dir) {
+  const std::string hint = "write the consolidated weights to a new file outside the checkpoint "
+                           "folder, e.g. -o model.pt";
+  std::error_code ec;
+  const fs::path ck = fs::canonical(dir, ec);
+  const fs::path parent = fs::weakly_canonical(out.parent_path(), ec);
+  const fs::path resolved = parent / out.filename();
+  if (!ck.empty()) {
+    auto inside = [&](const fs::path& p) {
+      auto [a, b] = std::mismatch(ck.begin(), ck.end(), p.begin(), p.end());
+      return a == ck.end();
+    };
+    if (inside(resolved) || inside(fs::weakly_canonical(out, ec))) {
+      throw Error(fmt::format("-o {}: the output lies inside the checkpoint folder {} that consolidate "
+                              "reads; writing it would damage the checkpoint", out.string(), ck.string()),
+                  hint);
+    }
+  }
+  struct stat st {};
+  if (::lstat(out.c_str(), &st) != 0) return;  // a new file
+  if (!S_ISREG(st.st_mode)) {
+    std::string what = file_type_name(st.st_mode);
+    if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(out, ec).string();
+    throw Error(fmt::format("-o {}: the path is {}; consolidate writes only a regular file and does "
+                            "not replace anything else", out.string(), what), hint);
+  }
+  // The same file as one of the checkpoint's (a hard link): replacing it would lose the shard.
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    struct stat s2 {};
+    if (::lstat(e.path().c_str(), &s2) == 0 && s2.st_dev == st.st_dev && s2.st_ino == st.st_ino) {
+      throw Error(fmt::format("-o {}: the path is the checkpoint's own file {} (a hard link)",
+                              out.string(), e.path().string()), hint);
+    }
+  }
+}
+
 }  // namespace
 
 void require_checkpoint_dir(const std::string& dir) {
@@ -60,6 +105,7 @@ std::string consolidate_format(const ConsolidateOptions& o) {
 
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   require_checkpoint_dir(o.dir);
+  check_output_path(fs::absolute(o.output), o.dir);  // before the (long) verification
   const at::ScalarType want = output_dtype(o.dtype);
   const std::string format = consolidate_format(o);
   if (o.verify) {
@@ -95,6 +141,7 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
                 "the folder is not a checkpoint of a model", kExitFailure);
   }
   const fs::path out = fs::absolute(o.output);
+  check_output_path(out, o.dir);
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
   RemovePartOnSignal cleanup;  // Ctrl-C, SIGTERM, …: no <dest>.part left
   DurableWriter w(out.string());

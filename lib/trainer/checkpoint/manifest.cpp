@@ -47,6 +47,14 @@ std::string manifest_checksum(json j) {
   return crc32c_text(crc32c_update(0, text.data(), text.size()));
 }
 
+int dtype_name_bytes(const std::string& d) {
+  if (d == "float64" || d == "int64") return 8;
+  if (d == "float32" || d == "int32") return 4;
+  if (d == "float16" || d == "bfloat16") return 2;
+  if (d == "uint8") return 1;
+  return 0;
+}
+
 Manifest manifest_from_json(const json& j, const std::string& origin) {
   auto bad = [&](const std::string& what) {
     return Error(fmt::format("{}: not a valid mtrain checkpoint manifest: {}", origin, what),
@@ -73,26 +81,40 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
       throw bad(fmt::format("format_version {} (this build reads {} to {})", m.format_version,
                             kOldestReadableFormat, kCheckpointFormatVersion));
     }
+    if (m.format_version >= kChecksummedFormat && !m.checksummed) {
+      throw bad(fmt::format("format_version {} requires a \"checksum\" and it has none: the manifest "
+                            "was edited (its checksum removed) or damaged", m.format_version));
+    }
     m.strategy = j.at("strategy").get<std::string>();
     m.world_size = j.at("world_size").get<int>();
+    if (m.world_size < 1 || m.world_size > (1 << 20)) throw bad(fmt::format("world_size {}", m.world_size));
     m.step = j.at("step").get<int64_t>();
     m.state = j.value("state", json::object());
     for (const auto& [name, t] : j.at("tensors").items()) {
       TensorMeta meta;
       meta.shape = t.at("shape").get<std::vector<int64_t>>();
       meta.dtype = t.at("dtype").get<std::string>();
+      if (dtype_name_bytes(meta.dtype) == 0) throw bad(fmt::format("tensor '{}' has an unknown dtype '{}'", name, meta.dtype));
+      if (meta.shape.size() > 64) throw bad(fmt::format("tensor '{}' has more than 64 dimensions", name));
+      // The element count without overflow: every piece must lie inside it.
+      int64_t numel = 1;
+      for (int64_t d : meta.shape) {
+        if (d < 0) throw bad(fmt::format("tensor '{}' has a negative dimension", name));
+        if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t{1} << 50)) {
+          throw bad(fmt::format("tensor '{}' has an impossible shape (more than 2^50 elements)", name));
+        }
+      }
       for (const auto& p : t.at("pieces")) {
         meta.pieces.push_back({p.at("rank").get<int>(), p.at("file").get<std::string>(),
                                p.at("offset").get<int64_t>(), p.at("numel").get<int64_t>(),
                                p.value("key", std::string())});
         const auto& r = meta.pieces.back();
-        if (r.offset < 0 || r.numel < 0 || r.file.empty() || r.file.find('/') != std::string::npos) {
-          throw bad(fmt::format("tensor '{}' has a bad piece (file '{}', offset {}, numel {})", name,
-                                r.file, r.offset, r.numel));
+        if (r.offset < 0 || r.numel < 0 || r.offset > numel || r.numel > numel - r.offset ||
+            r.rank < 0 || r.rank >= m.world_size || r.file.empty() || r.file == ".." ||
+            r.file.find('/') != std::string::npos) {
+          throw bad(fmt::format("tensor '{}' of {} elements has a bad piece (rank {}, file '{}', "
+                                "offset {}, numel {})", name, numel, r.rank, r.file, r.offset, r.numel));
         }
-      }
-      for (int64_t d : meta.shape) {
-        if (d < 0) throw bad(fmt::format("tensor '{}' has a negative dimension", name));
       }
       m.tensors[name] = std::move(meta);
     }
@@ -104,7 +126,6 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
       m.order.clear();
       for (const auto& [name, meta] : m.tensors) m.order.push_back(name);
     }
-    if (m.world_size < 1) throw bad(fmt::format("world_size {}", m.world_size));
     if (m.format_version >= 2) {
       for (const auto& [name, f] : j.at("files").items()) {
         if (name.empty() || name.find('/') != std::string::npos || name == "..") {

@@ -9,11 +9,15 @@
 //                          fsynced, then the manifest, then the folder is renamed to step_<N>
 //                          and COMPLETE written (and fsynced); a step_<N> without COMPLETE only
 //                          exists if a crash hit between rename and marker — never loaded.
-// Integrity (format 2): `files` gives every shard's byte size and CRC-32C, and each piece the
+// Integrity (format 2 and 3): `files` gives every shard's byte size and CRC-32C, and each piece the
 // zip record key it lives in, so a piece is read with one pread and a damaged file is named
-// with expected vs actual size/checksum. Format 1 (no checksums) is still read. The manifest
-// carries a checksum of its own content ("checksum"); one without it (written before) is read
-// with a notice from `checkpoint verify`.
+// with expected vs actual size/checksum. The manifest carries a checksum of its own content
+// ("checksum", CRC-32C), covering every dtype, shape and piece. Format 3 (written since issue 29)
+// must have it: a format-3 manifest without one is refused, so a dtype cannot be edited and the
+// checksum dropped. Formats 1 (no shard checksums) and 2 (shard checksums; a manifest checksum
+// only if written after issue 17) are the documented older formats, still read; for them the
+// readers check each piece's record size against its numel × dtype size, so an edited dtype is
+// caught there, and `checkpoint verify` prints a notice.
 // Offsets are global (in the flattened logical tensor), so a reader at another world size or
 // strategy can assemble any range it needs (resharding).
 #include <cstdint>
@@ -25,7 +29,9 @@
 
 namespace mtrain::trainer {
 
-constexpr int kCheckpointFormatVersion = 2;
+constexpr int kCheckpointFormatVersion = 3;
+// The first format whose manifest must carry its checksum.
+constexpr int kChecksummedFormat = 3;
 constexpr int kOldestReadableFormat = 1;
 
 struct PieceRef {
@@ -69,6 +75,10 @@ struct Manifest {
   // written since issue 17 has one). false: an older manifest, read without that check.
   bool checksummed = false;
 };
+
+// Bytes per element of a manifest dtype name (those shard_io.hpp dtype_name writes and
+// dtype_from_name reads: "float32" → 4), 0 for any other name. Torch-free.
+int dtype_name_bytes(const std::string& dtype);
 
 // "crc32c:…" over the manifest JSON without its "checksum" member (see to_json).
 std::string manifest_checksum(nlohmann::json j);

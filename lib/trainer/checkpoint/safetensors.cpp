@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/untrusted_file.hpp"
+#include "mtrain/trainer/checkpoint/safetensors_header.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 
 namespace mtrain::trainer {
@@ -103,7 +105,7 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
 }
 
 bool looks_like_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) return false;
   unsigned char b[9];
   const ssize_t r = ::pread(fd, b, 9, 0);
@@ -115,103 +117,40 @@ bool looks_like_safetensors(const std::string& path) {
 }
 
 SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int e = errno;
-    throw Error(fmt::format("{}: cannot open ({})", path_, std::strerror(e)), "check the path");
+  std::string why;
+  UntrustedFile f = open_untrusted(path_, &why);  // a FIFO or device is refused, never blocks
+  if (f.fd() < 0) {
+    throw Error(fmt::format("{}: the safetensors file {}", path_, why),
+                "model.init names a .safetensors file, a torch.save file or a checkpoint folder");
   }
-  struct stat st {};
-  ::fstat(fd_, &st);
-  const uint64_t size = static_cast<uint64_t>(st.st_size);
-  auto fail = [&](const std::string& what) {
-    ::close(fd_);
-    fd_ = -1;
-    return bad_file(path_, what);
-  };
-  if (size < 8) throw fail(fmt::format("the file has {} bytes, fewer than the 8-byte header length", size));
+  const uint64_t size = f.size();
+  if (size < 8) throw bad_file(path_, fmt::format("the file has {} bytes, fewer than the 8-byte header length", size));
   unsigned char len[8];
-  if (::pread(fd_, len, 8, 0) != 8) throw fail("cannot read the header length");
+  if (!f.pread_exact(len, 8, 0)) throw bad_file(path_, "cannot read the header length");
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(len[i]) << (8 * i);
-  if (n > kMaxHeader) throw fail(fmt::format("the header length {} is above the 100 MB limit", n));
-  if (8 + n > size) {
-    throw fail(fmt::format("the header length {} runs past the end of the file ({} bytes)", n, size));
+  if (n > kMaxHeader) throw bad_file(path_, fmt::format("the header length {} is above the 100 MB limit", n));
+  if (n > size - 8) {
+    throw bad_file(path_, fmt::format("the header length {} runs past the end of the file ({} bytes)", n, size));
   }
   std::string text(n, '\0');
-  if (n > 0 && ::pread(fd_, text.data(), n, 8) != static_cast<ssize_t>(n)) throw fail("cannot read the header");
+  if (n > 0 && !f.pread_exact(text.data(), n, 8)) throw bad_file(path_, "cannot read the header (the file shrank)");
   data_start_ = 8 + n;
-  const uint64_t data_bytes = size - data_start_;
-
-  nlohmann::ordered_json h;
-  try {
-    h = nlohmann::ordered_json::parse(text);
-  } catch (const std::exception& ex) {
-    std::string what = ex.what();
-    throw fail("the header is not JSON (" + what.substr(0, what.find('\n')) + ")");
-  }
-  if (!h.is_object()) throw fail("the header is not a JSON object");
-  for (const auto& [name, v] : h.items()) {
-    if (name == "__metadata__") {
-      if (!v.is_object()) throw fail("__metadata__ is not an object of strings");
-      for (const auto& [k, s] : v.items()) {
-        if (!s.is_string()) throw fail(fmt::format("__metadata__ value '{}' is not a string", k));
-        metadata_[k] = s.get<std::string>();
-      }
-      continue;
-    }
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets")) {
-      throw fail(fmt::format("tensor '{}' lacks dtype, shape or data_offsets", name));
-    }
+  SafetensorsHeader h = parse_safetensors_header(text, size - data_start_, path_);
+  text = std::string();
+  metadata_ = std::move(h.metadata);
+  tensors_.reserve(h.tensors.size());
+  for (auto& e : h.tensors) {
     SafetensorsTensor t;
-    t.name = name;
-    const auto& dt = v["dtype"];
-    if (!dt.is_string()) throw fail(fmt::format("tensor '{}': dtype is not a string", name));
-    try {
-      t.dtype = safetensors_dtype(dt.get<std::string>());
-    } catch (const Error& e) {
-      throw fail(fmt::format("tensor '{}': {} (mtrain reads {})", name, e.message(), supported_names()));
-    }
-    const auto& sh = v["shape"];
-    if (!sh.is_array()) throw fail(fmt::format("tensor '{}': shape is not a list", name));
-    for (const auto& d : sh) {
-      if (!d.is_number_unsigned()) throw fail(fmt::format("tensor '{}': shape {} has a non-integer or negative size", name, sh.dump()));
-      t.shape.push_back(d.get<int64_t>());
-    }
-    const auto& off = v["data_offsets"];
-    if (!off.is_array() || off.size() != 2 || !off[0].is_number_unsigned() || !off[1].is_number_unsigned()) {
-      throw fail(fmt::format("tensor '{}': data_offsets is not [begin, end]", name));
-    }
-    t.begin = off[0].get<uint64_t>();
-    t.end = off[1].get<uint64_t>();
-    if (t.end < t.begin || t.end > data_bytes) {
-      throw fail(fmt::format("tensor '{}': data_offsets [{}, {}] lie outside the {} bytes of data",
-                             name, t.begin, t.end, data_bytes));
-    }
-    const uint64_t want = static_cast<uint64_t>(c10::multiply_integers(t.shape)) * c10::elementSize(t.dtype);
-    if (t.end - t.begin != want) {
-      throw fail(fmt::format("tensor '{}': shape [{}] of {} needs {} bytes, data_offsets give {}", name,
-                             fmt::join(t.shape, ", "), dt.get<std::string>(), want, t.end - t.begin));
-    }
-    index_[name] = tensors_.size();
+    t.name = std::move(e.name);
+    t.dtype = safetensors_dtype(e.dtype);
+    t.shape = std::move(e.shape);
+    t.begin = e.begin;
+    t.end = e.end;
+    index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
-  // The buffer must be covered exactly: sorted by begin, each tensor starts where the last ended.
-  std::vector<const SafetensorsTensor*> by_offset;
-  for (const auto& t : tensors_) by_offset.push_back(&t);
-  std::stable_sort(by_offset.begin(), by_offset.end(),
-                   [](const auto* a, const auto* b) { return a->begin < b->begin; });
-  uint64_t at = 0;
-  for (const auto* t : by_offset) {
-    if (t->begin != at) {
-      throw fail(fmt::format("tensor '{}' starts at byte {} of the data, but the previous tensor ends "
-                             "at {} ({})", t->name, t->begin, at, t->begin < at ? "they overlap" : "a hole"));
-    }
-    at = t->end;
-  }
-  if (at != data_bytes) {
-    throw fail(fmt::format("the tensors cover {} bytes of data but the file holds {} after the header "
-                           "(truncated or trailing bytes)", at, data_bytes));
-  }
+  fd_ = f.release();
 }
 
 SafetensorsReader::~SafetensorsReader() {

@@ -1,8 +1,11 @@
 #include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
 
+#include <charconv>
 #include <cstring>
+#include <deque>
 #include <map>
-#include <memory>
+#include <unordered_map>
+#include <unordered_set>
 
 #include <fmt/format.h>
 
@@ -12,43 +15,36 @@ namespace mtrain::trainer {
 
 namespace {
 
-// A pickled value, as far as a state dict needs it. Containers are shared (the memo and the
-// stack refer to the same dict while SETITEMS fills it).
-struct Obj;
-using P = std::shared_ptr<Obj>;
-enum class Kind { None, Bool, Int, Float, Str, Tuple, List, Dict, Global, Storage, Tensor, Opaque };
+// A pickled value, as far as a state dict needs it. Objects live in the parser's arena and refer
+// to each other by plain pointer: a container nested 10^6 deep (a 1 MB pickle) is freed as a flat
+// list, where a tree of shared_ptrs recursed once per level in its destructor (SIGSEGV).
+// Containers are shared (the memo and the stack refer to the same dict while SETITEMS fills it).
+enum class Kind : uint8_t { None, Bool, Int, Float, Str, Tuple, List, Dict, Global, Storage, Tensor, Opaque };
 struct Obj {
   Kind kind = Kind::None;
-  int64_t i = 0;
-  std::string s, s2;                    // Str / Global (module, name) / Storage (key)
-  std::vector<P> items;                 // Tuple, List
-  std::vector<std::pair<P, P>> dict;    // Dict
-  PickledTensor t;                      // Storage (dtype, key, numel), Tensor
+  int64_t i = 0;             // Int/Bool value; Storage/Tensor: index into the parser's tensors
+  std::string s, s2;         // Str / Global (module, name)
+  std::vector<Obj*> items;   // Tuple, List; Dict: key, value, key, value, …
 };
+using P = Obj*;
 
-P make(Kind k) {
-  auto p = std::make_shared<Obj>();
-  p->kind = k;
-  return p;
-}
-
-at::ScalarType storage_dtype(const std::string& type_name) {
-  static const std::map<std::string, at::ScalarType> m = {
-      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
-      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
-      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
-      {"BoolStorage", at::kBool}};
+// torch.save writes a storage's class as torch.<T>Storage; its element size, 0 when not read.
+uint64_t storage_item_size(const std::string& type_name) {
+  static const std::map<std::string, uint64_t> m = {
+      {"FloatStorage", 4}, {"DoubleStorage", 8}, {"HalfStorage", 2}, {"BFloat16Storage", 2},
+      {"LongStorage", 8},  {"IntStorage", 4},    {"ShortStorage", 2}, {"CharStorage", 1},
+      {"ByteStorage", 1},  {"BoolStorage", 1}};
   auto it = m.find(type_name);
-  if (it == m.end()) {
-    throw Error(fmt::format("storage type torch.{} is not supported", type_name),
-                "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
-  }
-  return it->second;
+  return it == m.end() ? 0 : it->second;
 }
 
 class Parser {
  public:
-  Parser(const std::string& b, const std::string& file) : b_(b), file_(file) {}
+  Parser(const std::string& b, const std::string& file)
+      : b_(b), file_(file), budget_(16 * static_cast<uint64_t>(b.size()) + 65536) {}
+
+  const std::vector<PickledTensor>& tensors() const { return tensors_; }
+  const PickledTensor& tensor(const Obj* o) const { return tensors_[static_cast<size_t>(o->i)]; }
 
   P run() {
     while (true) {
@@ -76,9 +72,9 @@ class Parser {
           push(seq(Kind::Tuple, v));
           break;
         }
-        case 'q': memo_[u8()] = top(); break;        // BINPUT
-        case 'r': memo_[le(4)] = top(); break;       // LONG_BINPUT
-        case 0x94: memo_[memo_.size()] = top(); break;  // MEMOIZE
+        case 'q': put(u8()); break;                  // BINPUT
+        case 'r': put(le(4)); break;                 // LONG_BINPUT
+        case 0x94: put(memo_.size()); break;         // MEMOIZE
         case 'h': push(get(u8())); break;            // BINGET
         case 'j': push(get(le(4))); break;           // LONG_BINGET
         case 'X': push(str(le(4))); break;           // BINUNICODE
@@ -101,7 +97,10 @@ class Parser {
             o->i = line == "01";
             push(o);
           } else {
-            push(integer(std::stoll(line)));
+            int64_t v = 0;
+            const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), v);
+            if (ec != std::errc() || end != line.data() + line.size()) throw bad("an INT that is not a number");
+            push(integer(v));
           }
           break;
         }
@@ -122,6 +121,7 @@ class Parser {
         }
         case 0x93: {                                 // STACK_GLOBAL
           P name = pop(), mod = pop();
+          if (name->kind != Kind::Str || mod->kind != Kind::Str) throw bad("STACK_GLOBAL of something that is not a name");
           auto g = make(Kind::Global);
           g->s = mod->s;
           g->s2 = name->s;
@@ -147,7 +147,10 @@ class Parser {
         case 'b': pop(); break;                      // BUILD: state (OrderedDict._metadata) unused
         case 's': {                                  // SETITEM
           P v = pop(), k = pop();
-          dict_at_top()->dict.emplace_back(k, v);
+          P d = dict_at_top();
+          charge(2);
+          d->items.push_back(k);
+          d->items.push_back(v);
           break;
         }
         case 'u': {                                  // SETITEMS
@@ -157,12 +160,17 @@ class Parser {
         }
         case 'a': {                                  // APPEND
           P v = pop();
-          top()->items.push_back(v);
+          P l = top();
+          if (l->kind != Kind::List) throw bad("APPEND to something that is not a list");
+          charge(1);
+          l->items.push_back(v);
           break;
         }
         case 'e': {                                  // APPENDS
           auto v = pop_mark();
           P l = top();
+          if (l->kind != Kind::List) throw bad("APPENDS to something that is not a list");
+          charge(v.size());
           l->items.insert(l->items.end(), v.begin(), v.end());
           break;
         }
@@ -189,6 +197,7 @@ class Parser {
   }
   std::string take(uint64_t n) {
     if (n > b_.size() - pos_) throw bad("the pickle ends early");
+    charge(n / 8);
     std::string s = b_.substr(pos_, n);
     pos_ += n;
     return s;
@@ -223,7 +232,26 @@ class Parser {
     o->i = v;
     return o;
   }
-  void push(P p) { stack_.push_back(std::move(p)); }
+  // Every object, container slot and copied integer is charged to a budget proportional to the
+  // pickle's size: memo references (BINGET, DUP) are how a 247-byte pickle asked for gigabytes,
+  // and each costs input bytes here as anywhere.
+  void charge(uint64_t n) {
+    if (n > budget_) {
+      throw bad(fmt::format("it builds more than {} values from {} bytes (a pickle bomb: memo "
+                            "references copied over and over)", 16 * b_.size() + 65536, b_.size()));
+    }
+    budget_ -= n;
+  }
+  P make(Kind k) {
+    charge(1);
+    arena_.emplace_back();
+    arena_.back().kind = k;
+    return &arena_.back();
+  }
+  void push(P p) {
+    charge(1);
+    stack_.push_back(p);
+  }
   void need(size_t n) const {
     const size_t floor = marks_.empty() ? 0 : marks_.back();
     if (stack_.size() < floor + n) throw bad("the pickle's stack underflows");
@@ -237,6 +265,10 @@ class Parser {
   P top() {
     need(1);
     return stack_.back();
+  }
+  void put(uint64_t k) {
+    charge(1);
+    memo_[k] = top();
   }
   P get(uint64_t k) {
     auto it = memo_.find(k);
@@ -253,6 +285,7 @@ class Parser {
   }
   P seq(Kind k, std::vector<P> v) {
     auto o = make(k);
+    charge(v.size());
     o->items = std::move(v);
     return o;
   }
@@ -263,28 +296,42 @@ class Parser {
   }
   void set_items(const P& d, const std::vector<P>& kv) {
     if (kv.size() % 2 != 0) throw bad("a dict with an odd number of keys and values");
-    for (size_t i = 0; i < kv.size(); i += 2) d->dict.emplace_back(kv[i], kv[i + 1]);
+    charge(kv.size());
+    d->items.insert(d->items.end(), kv.begin(), kv.end());
   }
   int64_t as_int(const P& p, const char* what) const {
     if (p->kind != Kind::Int && p->kind != Kind::Bool) throw bad(fmt::format("{} is not an integer", what));
     return p->i;
   }
-  std::vector<int64_t> ints(const P& p, const char* what) const {
+  std::vector<int64_t> ints(const P& p, const char* what) {
     if (p->kind != Kind::Tuple && p->kind != Kind::List) throw bad(fmt::format("{} is not a tuple", what));
+    if (p->items.size() > 64) throw bad(fmt::format("{} has more than 64 dimensions", what));
+    charge(p->items.size());
     std::vector<int64_t> v;
     for (const auto& x : p->items) v.push_back(as_int(x, what));
     return v;
   }
   // ('storage', torch.<T>Storage, key, location, numel)
   P persistent(const P& pid) {
-    if (pid->kind != Kind::Tuple || pid->items.size() < 5 || pid->items[0]->s != "storage" ||
-        pid->items[1]->kind != Kind::Global || pid->items[2]->kind != Kind::Str) {
+    if (pid->kind != Kind::Tuple || pid->items.size() < 5 || pid->items[0]->kind != Kind::Str ||
+        pid->items[0]->s != "storage" || pid->items[1]->kind != Kind::Global ||
+        pid->items[2]->kind != Kind::Str) {
       throw bad("a persistent id that is not a tensor storage");
     }
+    const std::string& type = pid->items[1]->s2;
+    PickledTensor t;
+    t.storage_type = type;
+    t.item_size = storage_item_size(type);
+    if (t.item_size == 0) {
+      throw Error(fmt::format("{}: storage type torch.{} is not supported", file_, type),
+                  "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
+    }
+    t.storage_key = pid->items[2]->s;
+    t.storage_numel = as_int(pid->items[4], "a storage size");
+    if (t.storage_numel < 0) throw bad("a storage of negative size");
     auto o = make(Kind::Storage);
-    o->t.dtype = storage_dtype(pid->items[1]->s2);
-    o->t.storage_key = pid->items[2]->s;
-    o->t.storage_numel = as_int(pid->items[4], "a storage size");
+    o->i = static_cast<int64_t>(tensors_.size());
+    tensors_.push_back(std::move(t));
     return o;
   }
   P reduce(const P& fn, const P& args) {
@@ -299,11 +346,14 @@ class Parser {
       if (args->kind != Kind::Tuple || args->items.size() < 4 || args->items[0]->kind != Kind::Storage) {
         throw bad("a tensor whose arguments are not (storage, offset, size, stride)");
       }
+      PickledTensor t = tensors_[static_cast<size_t>(args->items[0]->i)];
+      t.storage_offset = as_int(args->items[1], "a storage offset");
+      t.shape = ints(args->items[2], "a tensor size");
+      t.stride = ints(args->items[3], "a tensor stride");
+      if (t.shape.size() != t.stride.size()) throw bad("a tensor whose size and stride differ in length");
       auto o = make(Kind::Tensor);
-      o->t = args->items[0]->t;
-      o->t.storage_offset = as_int(args->items[1], "a storage offset");
-      o->t.shape = ints(args->items[2], "a tensor size");
-      o->t.stride = ints(args->items[3], "a tensor stride");
+      o->i = static_cast<int64_t>(tensors_.size());
+      tensors_.push_back(std::move(t));
       return o;
     }
     if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
@@ -316,22 +366,26 @@ class Parser {
 
   const std::string& b_;
   const std::string& file_;
+  uint64_t budget_;
   size_t pos_ = 0;
+  std::deque<Obj> arena_;
   std::vector<P> stack_;
   std::vector<size_t> marks_;
-  std::map<uint64_t, P> memo_;
+  std::unordered_map<uint64_t, P> memo_;
+  std::vector<PickledTensor> tensors_;
 };
 
-bool holds_tensors(const P& d) {
-  for (const auto& [k, v] : d->dict)
-    if (v->kind == Kind::Tensor) return true;
+bool holds_tensors(const Obj* d) {
+  for (size_t i = 1; i < d->items.size(); i += 2)
+    if (d->items[i]->kind == Kind::Tensor) return true;
   return false;
 }
 
 }  // namespace
 
 PickledStateDict parse_state_dict_pickle(const std::string& pkl, const std::string& file) {
-  const P root = Parser(pkl, file).run();
+  Parser parser(pkl, file);
+  const P root = parser.run();
   const std::string hint =
       "save a dict of tensors: torch.save(model.state_dict(), path) (a dict holding it under one "
       "key such as 'state_dict' or 'model' is also accepted)";
@@ -342,8 +396,10 @@ PickledStateDict parse_state_dict_pickle(const std::string& pkl, const std::stri
   PickledStateDict out;
   if (!holds_tensors(root)) {
     std::vector<std::pair<std::string, P>> candidates;
-    for (const auto& [k, v] : root->dict)
+    for (size_t i = 0; i + 1 < root->items.size(); i += 2) {
+      const P k = root->items[i], v = root->items[i + 1];
       if (k->kind == Kind::Str && v->kind == Kind::Dict && holds_tensors(v)) candidates.emplace_back(k->s, v);
+    }
     if (candidates.empty()) throw Error(fmt::format("{}: the saved dict holds no tensors", file), hint);
     size_t pick = 0;
     if (candidates.size() > 1) {
@@ -360,17 +416,116 @@ PickledStateDict parse_state_dict_pickle(const std::string& pkl, const std::stri
     out.prefix = candidates[pick].first;
     sd = candidates[pick].second;
   }
-  for (const auto& [k, v] : sd->dict) {
+  std::unordered_set<std::string> names;
+  for (size_t i = 0; i + 1 < sd->items.size(); i += 2) {
+    const P k = sd->items[i], v = sd->items[i + 1];
     if (k->kind != Kind::Str) continue;
     if (v->kind != Kind::Tensor) {
-      out.skipped.push_back(k->s);
+      if (out.skipped.size() < 100) out.skipped.push_back(k->s);
       continue;
     }
-    PickledTensor t = v->t;
+    // A key set twice: the last value wins, as in Python's dict.
+    if (!names.insert(k->s).second) {
+      for (auto& t : out.tensors)
+        if (t.name == k->s) t = parser.tensor(v), t.name = k->s;
+      continue;
+    }
+    PickledTensor t = parser.tensor(v);
     t.name = k->s;
     out.tensors.push_back(std::move(t));
   }
   return out;
+}
+
+namespace {
+
+const char* kind_name(Kind k) {
+  switch (k) {
+    case Kind::None: return "None (or a Python object mtrain does not read)";
+    case Kind::Bool: return "bool";
+    case Kind::Int: return "int";
+    case Kind::Float: return "float";
+    case Kind::Str: return "string";
+    case Kind::Tuple: return "tuple";
+    case Kind::List: return "list";
+    case Kind::Dict: return "dict";
+    case Kind::Global: return "class or function";
+    case Kind::Storage: return "storage";
+    case Kind::Tensor: return "tensor";
+    default: return "Python object (a class instance, a numpy array, …)";
+  }
+}
+
+}  // namespace
+
+PickledPair parse_tensor_pair_pickle(const std::string& pkl, const std::string& file,
+                                     const std::string& hint) {
+  Parser parser(pkl, file);
+  const P root = parser.run();
+  auto tensor_at = [&](const Obj* v, const std::string& what) {
+    if (v->kind != Kind::Tensor) {
+      throw Error(fmt::format("the tensors file '{}': {} is a {}, not a torch tensor", file, what,
+                              kind_name(v->kind)),
+                  "convert it with torch.as_tensor(...) before saving; " + hint);
+    }
+    return parser.tensor(v);
+  };
+  PickledPair out;
+  if (root->kind == Kind::Dict) {
+    const Obj* x = nullptr;
+    const Obj* y = nullptr;
+    for (size_t i = 0; i + 1 < root->items.size(); i += 2) {
+      const Obj* k = root->items[i];
+      if (k->kind != Kind::Str) continue;
+      if (k->s == "input") x = root->items[i + 1];
+      if (k->s == "target") y = root->items[i + 1];
+    }
+    for (const auto& [key, v] : {std::pair{"input", x}, std::pair{"target", y}}) {
+      if (v == nullptr) {
+        throw Error(fmt::format("the tensors file '{}' is a dict without the key \"{}\"", file, key), hint);
+      }
+    }
+    out.input = tensor_at(x, "\"input\"");
+    out.target = tensor_at(y, "\"target\"");
+    return out;
+  }
+  if ((root->kind == Kind::Tuple || root->kind == Kind::List) && root->items.size() == 2) {
+    out.input = tensor_at(root->items[0], "element 0");
+    out.target = tensor_at(root->items[1], "element 1");
+    return out;
+  }
+  throw Error(fmt::format("the tensors file '{}' holds a {}{}", file, kind_name(root->kind),
+                          root->kind == Kind::Tuple || root->kind == Kind::List
+                              ? fmt::format(" of {} elements", root->items.size())
+                              : std::string()),
+              hint + "; e.g. torch.save(dict(input=X, target=Y), PATH)");
+}
+
+std::string pickled_tensor_problem(const PickledTensor& t, uint64_t record_bytes) {
+  const uint64_t es = t.item_size;
+  if (static_cast<uint64_t>(t.storage_numel) > record_bytes / es) {
+    return fmt::format("its storage data/{} is declared as {} elements of {} bytes, but the record "
+                       "holds {} bytes", t.storage_key, t.storage_numel, es, record_bytes);
+  }
+  if (t.storage_offset < 0) return fmt::format("a negative storage offset {}", t.storage_offset);
+  // The last element the shape and strides reach, without overflow; an empty tensor reaches none.
+  uint64_t last = static_cast<uint64_t>(t.storage_offset);
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.shape[d] < 0) return fmt::format("a negative size {} in dimension {}", t.shape[d], d);
+    if (t.shape[d] == 0) return "";
+  }
+  for (size_t d = 0; d < t.shape.size(); ++d) {
+    if (t.stride[d] < 0) return fmt::format("a negative stride {} in dimension {}", t.stride[d], d);
+    uint64_t step = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(t.shape[d] - 1), static_cast<uint64_t>(t.stride[d]), &step) ||
+        __builtin_add_overflow(last, step, &last)) {
+      return "its sizes and strides overflow";
+    }
+  }
+  if (last >= static_cast<uint64_t>(t.storage_numel)) {
+    return fmt::format("its elements reach element {} of a storage of {}", last, t.storage_numel);
+  }
+  return "";
 }
 
 }  // namespace mtrain::trainer

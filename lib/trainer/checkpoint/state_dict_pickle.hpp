@@ -11,17 +11,21 @@
 // rebuilt by torch._utils._rebuild_tensor_v2 / _rebuild_parameter from persistent
 // ('storage', torch.<T>Storage, key, location, numel) ids.
 // Any other class is kept as an opaque object (never executed).
+//
+// Untrusted input (issue 29): no recursion anywhere (objects live in an arena, freed flat), every
+// object, container slot and copied integer is charged to a budget of 16 × the pickle's bytes
+// (memo references cannot multiply memory), shapes have at most 64 dimensions, storage sizes are
+// non-negative. Torch-free (the dtype is the storage class's name), so the fuzz build links it.
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <ATen/ATen.h>
 
 namespace mtrain::trainer {
 
 struct PickledTensor {
   std::string name;  // the dict key
-  at::ScalarType dtype = at::kFloat;
+  std::string storage_type;  // "FloatStorage", …: the dtype
+  uint64_t item_size = 4;    // bytes per element of that storage
   std::vector<int64_t> shape, stride;
   std::string storage_key;  // record data/<key>
   int64_t storage_offset = 0;  // in elements
@@ -38,5 +42,18 @@ struct PickledStateDict {
 // otherwise the one entry of it that is a dict holding tensors ("state_dict", "model", …).
 // Throws mtrain::Error naming `file` when the pickle is malformed or holds no tensors by name.
 PickledStateDict parse_state_dict_pickle(const std::string& pkl, const std::string& file);
+
+// The data file of the `tensors` dataset: {"input": X, "target": Y} (a dict, plain or ordered,
+// maybe with more keys) or an (X, Y) tuple/list. Throws mtrain::Error naming `file` and what the
+// pickle holds instead, with `hint` (how to write the file) as its hint.
+struct PickledPair {
+  PickledTensor input, target;
+};
+PickledPair parse_tensor_pair_pickle(const std::string& pkl, const std::string& file,
+                                     const std::string& hint);
+
+// Checks that the tensor's elements (shape, strides, offset) lie inside its storage and that the
+// storage fits in `record_bytes`; "" when they do, else what is wrong (for a message).
+std::string pickled_tensor_problem(const PickledTensor& t, uint64_t record_bytes);
 
 }  // namespace mtrain::trainer

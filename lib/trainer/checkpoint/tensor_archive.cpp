@@ -6,6 +6,7 @@
 #include <torch/csrc/jit/serialization/pickler.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -13,6 +14,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/zip_reader.hpp"
 
 namespace mtrain::trainer {
 
@@ -111,71 +113,41 @@ ArchiveWritten write_tensor_file(const std::string& path,
 }
 
 ArchiveReader::ArchiveReader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_ < 0) {
-    const int e = errno;
-    throw Error(fmt::format("{}: cannot open the checkpoint shard ({})", path_, std::strerror(e)),
-                "the checkpoint is incomplete; resume from another one or start afresh", kExitFailure);
-  }
-  struct stat st {};
-  ::fstat(fd_, &st);
-  file_size_ = static_cast<int64_t>(st.st_size);
-  try {
-    zip_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(path_);
-  } catch (const std::exception& ex) {
-    std::string what = ex.what();
-    what = what.substr(0, what.find('\n'));
-    ::close(fd_);
-    fd_ = -1;
-    throw Error(fmt::format("{}: the checkpoint shard is damaged ({} bytes; {})", path_, file_size_, what),
-                "resume from another checkpoint or start afresh", kExitFailure);
-  }
+  zip_ = std::make_unique<ZipReader>(path_);
 }
 
-ArchiveReader::~ArchiveReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+ArchiveReader::~ArchiveReader() = default;
 
 std::string ArchiveReader::record(const std::string& name) {
-  if (!zip_->hasRecord(name)) {
-    throw Error(fmt::format("{}: the archive has no record {}", path_, name),
-                "the file is not a torch.save archive", kExitFailure);
+  // data.pkl is metadata: a few bytes per tensor. The bound keeps a hostile archive from making
+  // us hold more than the file itself (it is read from the file, never inflated).
+  return zip_->read_all(name, std::min<uint64_t>(zip_->file_size(), kMaxPickleBytes));
+}
+
+uint64_t ArchiveReader::record_bytes(const std::string& key) const {
+  const ZipRecord* r = zip_->find("data/" + key);
+  if (r == nullptr) {
+    throw Error(fmt::format("{}: record {}data/{} is missing", path_, zip_->prefix(), key),
+                "the file is damaged; save it again (a checkpoint: resume from another one)", kExitFailure);
   }
-  auto [data, size] = zip_->getRecord(name);
-  return std::string(static_cast<const char*>(data.get()), size);
+  return r->size;
 }
 
 at::Tensor ArchiveReader::read(const std::string& key, at::ScalarType dtype, int64_t offset,
                                int64_t numel) {
-  auto it = offsets_.find(key);
-  if (it == offsets_.end()) {
-    const std::string rec = "data/" + key;
-    if (!zip_->hasRecord(rec)) {
-      throw Error(fmt::format("{}: record {} is missing", path_, rec),
-                  "the checkpoint is damaged; resume from another one", kExitFailure);
-    }
-    it = offsets_.emplace(key, static_cast<int64_t>(zip_->getRecordOffset(rec))).first;
-  }
-  const int64_t es = static_cast<int64_t>(c10::elementSize(dtype));
-  const int64_t begin = it->second + offset * es, bytes = numel * es;
-  if (offset < 0 || numel < 0 || begin + bytes > file_size_) {
-    throw Error(fmt::format("{}: record data/{} ends past the end of the file ({} bytes)", path_,
-                            key, file_size_),
-                "the shard is truncated; resume from another checkpoint", kExitFailure);
+  const uint64_t es = c10::elementSize(dtype);
+  record_bytes(key);  // names a missing record first
+  if (offset < 0 || numel < 0 || static_cast<uint64_t>(offset) > record_bytes(key) / es ||
+      static_cast<uint64_t>(numel) > record_bytes(key) / es - static_cast<uint64_t>(offset)) {
+    throw Error(fmt::format("{}: elements [{}, {}) of record {}data/{} lie past its end ({} bytes of {})",
+                            path_, offset, offset + numel, zip_->prefix(), key, record_bytes(key),
+                            c10::toString(dtype)),
+                "the file is truncated or damaged; save it again (a checkpoint: resume from another one)",
+                kExitFailure);
   }
   at::Tensor t = at::empty({numel}, at::TensorOptions().dtype(dtype));
-  char* p = static_cast<char*>(t.data_ptr());
-  int64_t done = 0;
-  while (done < bytes) {
-    const ssize_t r = ::pread(fd_, p + done, static_cast<size_t>(bytes - done), begin + done);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) {
-      throw Error(fmt::format("{}: read of record data/{} failed ({})", path_, key,
-                              r < 0 ? std::strerror(errno) : "unexpected end of file"),
-                  "the shard is damaged or truncated; resume from another checkpoint", kExitFailure);
-    }
-    done += r;
-  }
+  zip_->read_range("data/" + key, static_cast<uint64_t>(offset) * es, static_cast<uint64_t>(numel) * es,
+                   t.data_ptr());
   return t;
 }
 

@@ -17,10 +17,6 @@
 
 #include <ATen/ATen.h>
 
-namespace caffe2::serialize {
-class PyTorchStreamReader;
-}
-
 namespace mtrain::trainer {
 
 class DurableWriter;
@@ -49,23 +45,30 @@ ArchiveWritten write_tensor_file(const std::string& path,
                                  const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                                  const std::function<void()>& progress = {});
 
+class ZipReader;
+
+// The largest data.pkl read (metadata only: a 10^5-tensor state dict pickles to a few MB).
+inline constexpr uint64_t kMaxPickleBytes = 256ull << 20;
+
+// Reads go through ZipReader (zip_reader.hpp): every offset and size checked against the file and
+// the record, compressed records refused, never read whole except data.pkl.
 class ArchiveReader {
  public:
-  // Throws mtrain::Error naming the file when it is missing or not a torch zip.
+  // Throws mtrain::Error naming the file when it is missing, not a regular file or not a torch zip.
   explicit ArchiveReader(std::string path);
   ~ArchiveReader();
-  // `numel` elements of `dtype` from element `offset` of record data/<key>.
+  // `numel` elements of `dtype` from element `offset` of record data/<key>; refused when they
+  // pass the record's end.
   at::Tensor read(const std::string& key, at::ScalarType dtype, int64_t offset, int64_t numel);
   const std::string& path() const { return path_; }
   // The whole record `name` (e.g. "data.pkl"), whatever folder prefix the archive uses.
   std::string record(const std::string& name);
+  // The byte size of record data/<key> (throws when missing).
+  uint64_t record_bytes(const std::string& key) const;
 
  private:
   std::string path_;
-  int fd_ = -1;
-  int64_t file_size_ = 0;
-  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> zip_;
-  std::map<std::string, int64_t> offsets_;
+  std::unique_ptr<ZipReader> zip_;
 };
 
 }  // namespace mtrain::trainer

@@ -100,10 +100,20 @@ VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
       for (const auto& p : meta.pieces) files[p.file].rank = p.rank;
     }
   }
-  std::map<std::string, std::vector<std::string>> keys;  // file → record keys it must hold
+  // file → (record key, the bytes it must hold, what it is): a record's size must be its piece's
+  // numel × dtype size, so a dtype edited in an older manifest (no checksum) is caught here.
+  struct Want {
+    std::string key;
+    uint64_t bytes;
+    std::string what;
+  };
+  std::map<std::string, std::vector<Want>> keys;
   for (const auto& [name, meta] : m.tensors) {
     for (const auto& p : meta.pieces) {
-      if (!p.key.empty()) keys[p.file].push_back(p.key);
+      if (!p.key.empty()) {
+        keys[p.file].push_back({p.key, static_cast<uint64_t>(p.numel) * dtype_name_bytes(meta.dtype),
+                                fmt::format("a piece of '{}' ({} elements of {})", name, p.numel, meta.dtype)});
+      }
     }
   }
   size_t index = 0;
@@ -157,8 +167,19 @@ VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
     if (c.ok) {
       try {
         ArchiveReader zip(path.string());
-        for (const auto& k : keys[file]) zip.read(k, at::kByte, 0, 0);
-        for (const auto& [en, e] : fm.extras) zip.read(e.key, at::kByte, 0, 0);
+        for (const auto& [en, e] : fm.extras) {
+          uint64_t n = static_cast<uint64_t>(dtype_name_bytes(e.dtype));
+          for (int64_t d : e.shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+          keys[file].push_back({e.key, n, fmt::format("the rank's extra tensor '{}'", en)});
+        }
+        for (const auto& k : keys[file]) {
+          const uint64_t have = zip.record_bytes(k.key);
+          if (have != k.bytes) {
+            throw Error(fmt::format("{}: record data/{} holds {} bytes, but the manifest says it is {} "
+                                    "= {} bytes", path.string(), k.key, have, k.what, k.bytes),
+                        "the manifest or the shard was edited or damaged");
+          }
+        }
         if (!rep.checksummed && o.checksums) read_tensor_dict(path.string());
       } catch (const Error& e) {
         c.ok = false;

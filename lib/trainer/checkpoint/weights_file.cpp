@@ -1,19 +1,21 @@
 #include "mtrain/trainer/checkpoint/weights_file.hpp"
 
+#include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
 
 #include <c10/util/accumulate.h>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/manifest.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 
@@ -39,19 +41,30 @@ class SafetensorsWeights final : public WeightsFile {
   std::vector<WeightsEntry> entries_;
 };
 
+at::ScalarType storage_scalar_type(const std::string& storage_type) {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
+      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
+      {"BoolStorage", at::kBool}};
+  return m.at(storage_type);  // the parser admits only these
+}
+
 class TorchZipWeights final : public WeightsFile {
  public:
   explicit TorchZipWeights(const std::string& path) : path_(path) {
-    try {
-      zip_ = std::make_unique<ArchiveReader>(path);
-    } catch (const Error& e) {
-      throw Error(fmt::format("{}: not a readable torch.save archive ({})", path, e.message()),
-                  "save the weights again with torch.save(model.state_dict(), path)");
-    }
+    zip_ = std::make_unique<ArchiveReader>(path);
     sd_ = parse_state_dict_pickle(zip_->record("data.pkl"), path);
     for (size_t i = 0; i < sd_.tensors.size(); ++i) {
       const auto& t = sd_.tensors[i];
-      entries_.push_back({t.name, t.shape, t.dtype});
+      // Every tensor against its record before any is read: a storage declared larger than its
+      // record would otherwise read on into the next zip entry.
+      const std::string problem = pickled_tensor_problem(t, zip_->record_bytes(t.storage_key));
+      if (!problem.empty()) {
+        throw Error(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
+                    "the file is damaged or was edited; save it again with torch.save(model.state_dict(), path)");
+      }
+      entries_.push_back({t.name, t.shape, storage_scalar_type(t.storage_type)});
       index_[t.name] = i;
     }
   }
@@ -67,20 +80,7 @@ class TorchZipWeights final : public WeightsFile {
   }
   at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const override {
     const PickledTensor& t = sd_.tensors.at(index_.at(name));
-    const int64_t n = c10::multiply_integers(t.shape);
-    if (n == 0 || numel == 0) return at::empty({0}, at::TensorOptions().dtype(t.dtype));
-    // The elements of the storage the tensor spans (a view saved from Python may be strided).
-    int64_t extent = 1;
-    for (size_t d = 0; d < t.shape.size(); ++d) extent += (t.shape[d] - 1) * t.stride[d];
-    if (t.storage_offset < 0 || t.storage_offset + extent > t.storage_numel) {
-      throw Error(fmt::format("{}: tensor '{}' lies outside its storage ({} elements)", path_, name,
-                              t.storage_numel), "the file is damaged; save it again");
-    }
-    if (at::IntArrayRef(t.stride) == at::IntArrayRef(c10::contiguous_strides(t.shape)) || n == 1) {
-      return zip_->read(t.storage_key, t.dtype, t.storage_offset + offset, numel);
-    }
-    at::Tensor span = zip_->read(t.storage_key, t.dtype, t.storage_offset, extent);
-    return span.as_strided(t.shape, t.stride).contiguous().reshape({-1}).narrow(0, offset, numel).clone();
+    return read_pickled_tensor(*zip_, t, storage_scalar_type(t.storage_type)).narrow(0, offset, numel).clone();
   }
 
  private:
@@ -91,10 +91,24 @@ class TorchZipWeights final : public WeightsFile {
   std::map<std::string, size_t> index_;
 };
 
+// The folder checked as checkpoint.resume checks it (verify.hpp: the COMPLETE marker, the
+// manifest and its checksum, every shard's type, size and CRC-32C, each record's size against its
+// piece's numel × dtype, coverage), before any tensor is read: a bit-flipped or swapped shard, or
+// a FIFO in its place, is refused naming the file, where --init used to load it silently (or hang
+// in open()). Every rank checks every file: --init reads them all anyway.
+const std::string& verified(const std::string& dir) {
+  const VerifyReport rep = verify_checkpoint(dir);
+  if (!rep.ok()) {
+    throw Error(rep.problem(), "model.init names a complete, undamaged checkpoint folder (step_<N>); "
+                               "`mtrain checkpoint verify DIR` lists every problem");
+  }
+  return dir;
+}
+
 // The model/ tensors of a checkpoint folder, under their parameter names.
 class CheckpointWeights final : public WeightsFile {
  public:
-  explicit CheckpointWeights(const std::string& dir) : r_(dir) {
+  explicit CheckpointWeights(const std::string& dir) : r_(verified(dir)) {
     const Manifest& m = r_.manifest();
     for (const auto& name : m.order) {
       if (name.rfind(kModelPrefix, 0) != 0) continue;
@@ -115,6 +129,20 @@ class CheckpointWeights final : public WeightsFile {
 
 }  // namespace
 
+at::Tensor read_pickled_tensor(ArchiveReader& zip, const PickledTensor& t, at::ScalarType dtype) {
+  const int64_t n = c10::multiply_integers(t.shape);
+  if (n == 0) return at::empty({0}, at::TensorOptions().dtype(dtype));
+  // The elements of the storage the tensor spans (a view saved from Python may be strided);
+  // pickled_tensor_problem has checked that they lie inside the storage and the record.
+  int64_t extent = 1;
+  for (size_t d = 0; d < t.shape.size(); ++d) extent += (t.shape[d] - 1) * t.stride[d];
+  if (at::IntArrayRef(t.stride) == at::IntArrayRef(c10::contiguous_strides(t.shape)) || n == 1) {
+    return zip.read(t.storage_key, dtype, t.storage_offset, n);
+  }
+  at::Tensor span = zip.read(t.storage_key, dtype, t.storage_offset, extent);
+  return span.as_strided(t.shape, t.stride).contiguous().reshape({-1});
+}
+
 std::unique_ptr<WeightsFile> open_weights_file(const std::string& path) {
   const std::string hint =
       "model.init takes a .safetensors file, a state dict written by torch.save(model.state_dict(), "
@@ -126,15 +154,21 @@ std::unique_ptr<WeightsFile> open_weights_file(const std::string& path) {
     }
     return std::make_unique<CheckpointWeights>(path);
   }
-  if (!fs::is_regular_file(path, ec)) throw Error(fmt::format("model.init file '{}' does not exist", path), hint);
-  if (looks_like_safetensors(path)) return std::make_unique<SafetensorsWeights>(path);
-  char magic[4] = {0, 0, 0, 0};
-  std::ifstream in(path, std::ios::binary);
-  in.read(magic, 4);
-  if (in.gcount() == 4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4) {
+  // Say what the path is (a FIFO, a link to /dev/zero, …), not "does not exist"; never block.
+  std::string why;
+  UntrustedFile f = open_untrusted(path, &why);
+  if (f.fd() < 0) throw Error(fmt::format("model.init '{}' {}", path, why), hint);
+  unsigned char magic[4] = {0, 0, 0, 0};
+  const bool has4 = f.pread_exact(magic, std::min<uint64_t>(4, f.size()), 0) && f.size() >= 4;
+  const bool named_safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
+  // A .safetensors name, or a plausible header: read as safetensors, whose reader then says
+  // precisely what is wrong (a bad length was reported as a "legacy torch.save" file).
+  if (named_safetensors || looks_like_safetensors(path)) return std::make_unique<SafetensorsWeights>(path);
+  if (has4 && magic[0] == 'P' && magic[1] == 'K' && magic[2] == 3 && magic[3] == 4) {
     return std::make_unique<TorchZipWeights>(path);
   }
-  if (in.gcount() >= 2 && static_cast<unsigned char>(magic[0]) == 0x80) {
+  // The legacy format starts with a pickled magic number: PROTO 2..5, then LONG1.
+  if (has4 && magic[0] == 0x80 && magic[1] >= 2 && magic[1] <= 5 && magic[2] == 0x8a) {
     throw Error(fmt::format("{}: a torch.save file in the legacy (pre-1.6, non-zip) format", path),
                 "save it again with a current torch.save (the zip format is the default), or as "
                 "safetensors");

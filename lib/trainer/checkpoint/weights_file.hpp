@@ -37,4 +37,10 @@ class WeightsFile {
 // is missing, of an unknown format (the legacy non-zip torch.save format included) or damaged.
 std::unique_ptr<WeightsFile> open_weights_file(const std::string& path);
 
+class ArchiveReader;
+struct PickledTensor;
+// The whole tensor `t` of a torch.save archive as a flat contiguous tensor of `dtype` (its strides
+// applied). The caller has checked it with pickled_tensor_problem.
+at::Tensor read_pickled_tensor(ArchiveReader& zip, const PickledTensor& t, at::ScalarType dtype);
+
 }  // namespace mtrain::trainer

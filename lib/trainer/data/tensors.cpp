@@ -1,23 +1,24 @@
 // tensors: a file written by Python's torch.save({"input": X, "target": Y}, PATH) (the default
 // zip format); sample i = (X[i], Y[i]), whatever X's dtype and shape (images, features, token
-// ids). Read with torch::jit::pickle_load, LibTorch's C++ unpickler, which understands plain
-// dicts, lists and tuples of tensors but turns a collections.OrderedDict into None and cannot
-// read numpy arrays or the legacy (non-zip) format — each of those gets a paragraph saying what
-// to write instead. A (X, Y) tuple or list is accepted as well. The whole file is read into memory
+// ids). Read with mtrain's checked zip and pickle readers (no code runs; a dict, plain or ordered,
+// with "input" and "target"); numpy arrays and the legacy (non-zip) format get a paragraph saying
+// what to write instead. A (X, Y) tuple or list is accepted as well. The whole file is read into memory
 // (every rank holds the dataset; the sampler decides who reads which rows).
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/data/datasets.hpp"
 #include "mtrain/trainer/model/models.hpp"
 
-#include <torch/csrc/jit/serialization/pickle.h>
+#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/weights_file.hpp"
 
 #include <fmt/format.h>
 
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+#include <map>
 
 namespace mtrain::trainer {
 namespace {
@@ -41,80 +42,55 @@ class RowTensors : public Dataset {
   at::Tensor x_, y_;
 };
 
-std::vector<char> read_bytes(const std::string& path, const char* key) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    throw Error(fmt::format("cannot read the tensors file '{}': {}", path, std::strerror(errno)),
-                fmt::format("check {}; {}", key, kWrite))
-        .at(key);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+at::ScalarType scalar_type_of(const PickledTensor& t) {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
+      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
+      {"BoolStorage", at::kBool}};
+  return m.at(t.storage_type);  // the parser admits only these
 }
 
-at::Tensor tensor_at(const c10::IValue& v, const std::string& path, const char* what,
-                     const char* key) {
-  if (!v.isTensor())
-    throw Error(fmt::format("the tensors file '{}': {} is a {}, not a torch tensor", path, what,
-                            v.isNone() ? "None (an unsupported Python object)" : v.tagKind()),
-                fmt::format("convert it with torch.as_tensor(...) before saving; {}", kWrite))
-        .at(key);
-  return v.toTensor();
+// One tensor of the file, checked against its record before a byte is read.
+at::Tensor load_one(ArchiveReader& zip, const PickledTensor& t, const std::string& path,
+                    const char* what) {
+  const std::string problem = pickled_tensor_problem(t, zip.record_bytes(t.storage_key));
+  if (!problem.empty()) {
+    throw Error(fmt::format("the tensors file '{}': {} does not fit its data: {}", path, what, problem),
+                fmt::format("the file is damaged or was edited; {}", kWrite));
+  }
+  return read_pickled_tensor(zip, t, scalar_type_of(t)).view(t.shape);
 }
 
-// The (input, target) pair stored in `path`; `key` is the setting that named it.
+// The (input, target) pair stored in `path`; `key` is the setting that named it. Read with the
+// same checked readers as model.init's torch.save files (zip_reader.hpp, state_dict_pickle.hpp):
+// LibTorch's unpickler recursed once per nesting level (10^6 nested tuples: SIGSEGV), allocated
+// any storage size the pickle declared, and read a storage larger than its record past its end.
 std::pair<at::Tensor, at::Tensor> load_tensor_pair(const std::string& path, const char* key) {
-  const std::vector<char> bytes = read_bytes(path, key);
-  c10::IValue v;
   try {
-    v = torch::jit::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    const std::string what = e.what();
-    // An OrderedDict becomes None, and filling it with its items then fails inside the reader.
-    if (what.find("but got None") != std::string::npos)
-      throw Error(fmt::format("the tensors file '{}' holds a Python object LibTorch's C++ "
-                              "unpickler reads as None — typically a collections.OrderedDict "
-                              "(e.g. a state_dict) or another Python class",
-                              path),
-                  fmt::format("{}; e.g. torch.save(dict(input=X, target=Y), PATH)", kWrite))
-          .at(key);
-    const std::string first = what.substr(0, what.find('\n'));
-    throw Error(fmt::format("the tensors file '{}' cannot be read by LibTorch's unpickler: {}",
-                            path, first),
-                fmt::format("{} (no _use_new_zipfile_serialization=False, no custom classes)",
-                            kWrite))
-        .at(key);
+    std::string why;
+    {
+      UntrustedFile f = open_untrusted(path, &why);
+      if (f.fd() < 0) throw Error(fmt::format("the tensors file '{}' {}", path, why), fmt::format("check {}; {}", key, kWrite));
+      unsigned char magic[4] = {0, 0, 0, 0};
+      if (f.size() >= 4 && f.pread_exact(magic, 4, 0) && magic[0] == 0x80)
+        throw Error(fmt::format("the tensors file '{}' is in torch.save's legacy (pre-1.6, non-zip) format", path),
+                    kWrite);
+    }
+    ArchiveReader zip(path);
+    const PickledPair pair = parse_tensor_pair_pickle(zip.record("data.pkl"), path, kWrite);
+    at::Tensor x = load_one(zip, pair.input, path, "\"input\"");
+    at::Tensor y = load_one(zip, pair.target, path, "\"target\"");
+    if (x.dim() < 1 || y.dim() < 1 || x.size(0) != y.size(0))
+      throw Error(fmt::format("the tensors file '{}': input has shape {} and target {}; both need "
+                              "one row per sample (the same first dimension)",
+                              path, shape_of(x), shape_of(y)),
+                  kWrite);
+    return {x.contiguous(), y.contiguous()};
+  } catch (Error& e) {
+    e.at(key);
+    throw;
   }
-  at::Tensor x, y;
-  if (v.isGenericDict()) {
-    const auto d = v.toGenericDict();
-    for (const char* k : {"input", "target"})
-      if (!d.contains(k))
-        throw Error(fmt::format("the tensors file '{}' is a dict without the key \"{}\"", path, k),
-                    kWrite)
-            .at(key);
-    x = tensor_at(d.at("input"), path, "\"input\"", key);
-    y = tensor_at(d.at("target"), path, "\"target\"", key);
-  } else if ((v.isTuple() && v.toTupleRef().elements().size() == 2) ||
-             (v.isList() && v.toListRef().size() == 2)) {
-    const auto& e0 = v.isTuple() ? v.toTupleRef().elements()[0] : v.toListRef()[0];
-    const auto& e1 = v.isTuple() ? v.toTupleRef().elements()[1] : v.toListRef()[1];
-    x = tensor_at(e0, path, "element 0", key);
-    y = tensor_at(e1, path, "element 1", key);
-  } else {
-    throw Error(fmt::format("the tensors file '{}' holds {}", path,
-                            v.isNone() ? "an object LibTorch's C++ unpickler reads as None — "
-                                         "typically a collections.OrderedDict (e.g. a state_dict) "
-                                         "or another Python class"
-                                       : std::string("a ") + v.tagKind()),
-                fmt::format("{}; e.g. torch.save(dict(input=X, target=Y), PATH)", kWrite))
-        .at(key);
-  }
-  if (x.dim() < 1 || y.dim() < 1 || x.size(0) != y.size(0))
-    throw Error(fmt::format("the tensors file '{}': input has shape {} and target {}; both need "
-                            "one row per sample (the same first dimension)",
-                            path, shape_of(x), shape_of(y)),
-                kWrite)
-        .at(key);
-  return {x.contiguous(), y.contiguous()};
 }
 
 }  // namespace

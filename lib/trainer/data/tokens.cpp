@@ -17,6 +17,8 @@
 // range stops the job with the file, token position and byte offset.
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/token_file.hpp"
+#include "mtrain/core/untrusted_file.hpp"
+#include "mtrain/trainer/data/mapped_file_faults.hpp"
 #include "mtrain/trainer/data/datasets.hpp"
 
 #include <fcntl.h>
@@ -43,22 +45,19 @@ class FileMapping {
  public:
   FileMapping(const std::string& path, uint64_t expected_size, const std::string& setting,
               int advice) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-      throw Error(fmt::format("cannot open token file '{}': {}", path, std::strerror(errno)))
-          .at(setting);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0 || static_cast<uint64_t>(st.st_size) != expected_size) {
-      ::close(fd);
+    std::string why;
+    const UntrustedFile f = open_untrusted(path, &why);  // never blocks on a FIFO
+    if (f.fd() < 0) throw Error(fmt::format("token file '{}' {}", path, why)).at(setting);
+    const int fd = f.fd();
+    if (f.size() != expected_size) {
       throw Error(fmt::format("token file '{}' changed size while it was opened (now {} bytes, "
                               "{} when its header was read)",
-                              path, static_cast<int64_t>(st.st_size), expected_size),
+                              path, f.size(), expected_size),
                   "do not write the token file while a job reads it")
           .at(setting);
     }
     void* p = ::mmap(nullptr, expected_size, PROT_READ, MAP_SHARED, fd, 0);
-    const int map_errno = errno;
-    ::close(fd);  // the mapping keeps the file referenced
+    const int map_errno = errno;  // f closes at scope end: the mapping keeps the file referenced
     if (p == MAP_FAILED)
       throw Error(fmt::format("cannot memory-map token file '{}' ({} bytes): {}", path,
                               expected_size, std::strerror(map_errno)),
@@ -67,10 +66,15 @@ class FileMapping {
     data_ = static_cast<const unsigned char*>(p);
     size_ = expected_size;
     ::madvise(p, size_, advice);  // a hint only: its failure changes nothing that matters
+    // A truncation while mapped raises SIGBUS at the next read: report it naming this file.
+    fault_slot_ = register_mapped_file(p, size_, path, setting);
   }
   FileMapping(const FileMapping&) = delete;
   FileMapping& operator=(const FileMapping&) = delete;
-  ~FileMapping() { ::munmap(const_cast<unsigned char*>(data_), size_); }
+  ~FileMapping() {
+    forget_mapped_file(fault_slot_);
+    ::munmap(const_cast<unsigned char*>(data_), size_);
+  }
 
   const unsigned char* data() const { return data_; }
 
@@ -86,6 +90,7 @@ class FileMapping {
  private:
   const unsigned char* data_ = nullptr;
   uint64_t size_ = 0;
+  int fault_slot_ = -1;
 };
 
 // Tokens [first, first + count) of one mapped file, cut into windows.

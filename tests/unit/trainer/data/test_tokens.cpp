@@ -11,6 +11,11 @@
 #include "data_files.hpp"
 #include "token_bytes.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -206,4 +211,40 @@ TEST_CASE("tokens: reading a mapped file does not keep its pages resident", "[to
   INFO("RssFile grew by " << grown << " kB reading 64 MiB of tokens");
   CHECK(checksum > 0);
   CHECK(grown < 8 * 1024);  // without releasing the pages it is ~64 MiB
+}
+
+TEST_CASE("tokens: a file truncated while mapped dies of SIGBUS naming the file (issue 29)", "[tokens][hostile]") {
+  TempDir dir;
+  const fs::path bin = dir.path / "train.bin";
+  {
+    std::ofstream out(bin, std::ios::binary);
+    out << nanogpt_bytes(ramp(1 << 20, 50000));  // 2 MiB: many pages past the cut
+  }
+  const fs::path err = dir.path / "stderr.txt";
+  const fs::path error_file = dir.path / "error.json";
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    // The rank: stderr to a file, an error file for its launcher, the mapping, then a truncation
+    // under it (another process rewriting the corpus) and a read past the new end.
+    const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ::dup2(fd, 2);
+    ::setenv("TORCHELASTIC_ERROR_FILE", error_file.c_str(), 1);
+    ::setenv("RANK", "3", 1);
+    auto ds = make_dataset(tokens_at(bin, 0), lm(64, 50257), Split::Train, 1);
+    fs::resize_file(bin, 4096);
+    ds->batch({ds->size() - 1});
+    ::_exit(0);  // not reached: the read faults
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  REQUIRE(WIFSIGNALED(status));
+  CHECK(WTERMSIG(status) == SIGBUS);  // dies of the signal as before: only the report is new
+  std::ifstream e(err);
+  const std::string text((std::istreambuf_iterator<char>(e)), std::istreambuf_iterator<char>());
+  CHECK_THAT(text, Catch::Contains("SIGBUS reading the token file '" + bin.string() + "' (data.path)") &&
+                       Catch::Contains("truncated"));
+  std::ifstream ef(error_file);
+  const std::string record((std::istreambuf_iterator<char>(ef)), std::istreambuf_iterator<char>());
+  CHECK_THAT(record, Catch::Contains(bin.string()) && Catch::Contains("\"rank\":3"));
 }

@@ -1,0 +1,110 @@
+#pragma once
+// Hand-built hostile files for the reader tests of issue 29: torch.save-style zips (stored
+// records under "archive/", with per-record method and declared-size overrides) and protocol-2
+// pickles of state dicts, as tests/fuzz/seed_corpus.py builds its seeds. No Python needed.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mtrain/trainer/checkpoint/zip_reader.hpp"
+
+namespace mtrain::trainer::testing {
+
+inline void put_le(std::string& s, uint64_t v, int n) {
+  for (int i = 0; i < n; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+struct ZipEntry {
+  std::string name;
+  std::string data;
+  uint16_t method = 0;
+  int64_t declared_size = -1;  // the uncompressed size written (-1: data's size)
+};
+
+inline std::string zip_of(const std::vector<ZipEntry>& entries, const std::string& prefix = "archive/") {
+  std::string out, central;
+  for (const auto& e : entries) {
+    const std::string full = prefix + e.name;
+    const uint32_t crc = zip_crc32(0, e.data.data(), e.data.size());
+    const uint64_t usize = e.declared_size < 0 ? e.data.size() : static_cast<uint64_t>(e.declared_size);
+    const uint64_t off = out.size();
+    put_le(out, 0x04034b50, 4); put_le(out, 20, 2); put_le(out, 0, 2); put_le(out, e.method, 2);
+    put_le(out, 0, 4); put_le(out, crc, 4); put_le(out, e.data.size(), 4); put_le(out, usize, 4);
+    put_le(out, full.size(), 2); put_le(out, 0, 2);
+    out += full + e.data;
+    put_le(central, 0x02014b50, 4); put_le(central, 20, 2); put_le(central, 20, 2); put_le(central, 0, 2);
+    put_le(central, e.method, 2); put_le(central, 0, 4); put_le(central, crc, 4);
+    put_le(central, e.data.size(), 4); put_le(central, usize, 4); put_le(central, full.size(), 2);
+    put_le(central, 0, 2); put_le(central, 0, 2); put_le(central, 0, 2); put_le(central, 0, 2);
+    put_le(central, 0, 4); put_le(central, off, 4);
+    central += full;
+  }
+  std::string eocd;
+  put_le(eocd, 0x06054b50, 4); put_le(eocd, 0, 2); put_le(eocd, 0, 2);
+  put_le(eocd, entries.size(), 2); put_le(eocd, entries.size(), 2);
+  put_le(eocd, central.size(), 4); put_le(eocd, out.size(), 4); put_le(eocd, 0, 2);
+  return out + central + eocd;
+}
+
+// Pickle pieces (protocol 2 opcodes, as torch.save writes them).
+inline std::string pk_str(const std::string& s) {
+  std::string o;
+  if (s.size() < 256) {
+    o = "\x8c";
+    o.push_back(static_cast<char>(s.size()));
+  } else {
+    o = "X";
+    put_le(o, s.size(), 4);
+  }
+  return o + s;
+}
+inline std::string pk_int(int64_t v) {
+  std::string o;
+  if (v >= 0 && v < 256) {
+    o = "K";
+    o.push_back(static_cast<char>(v));
+  } else {
+    o = std::string("\x8a\x08", 2);  // LONG1, 8 bytes
+    put_le(o, static_cast<uint64_t>(v), 8);
+  }
+  return o;
+}
+inline std::string pk_tuple(const std::vector<std::string>& items) {
+  std::string o = "(";
+  for (const auto& i : items) o += i;
+  return o + "t";
+}
+inline std::string pk_tensor(const std::string& key, int64_t numel, const std::vector<int64_t>& shape,
+                             std::vector<int64_t> stride = {}, const std::string& storage = "FloatStorage",
+                             int64_t offset = 0) {
+  if (stride.empty()) {
+    int64_t acc = 1;
+    stride.assign(shape.size(), 1);
+    for (size_t d = shape.size(); d-- > 0;) {
+      stride[d] = acc;
+      acc *= shape[d];
+    }
+  }
+  std::vector<std::string> dims, strides;
+  for (auto d : shape) dims.push_back(pk_int(d));
+  for (auto d : stride) strides.push_back(pk_int(d));
+  const std::string pid = pk_tuple({pk_str("storage"), "ctorch\n" + storage + "\n", pk_str(key), pk_str("cpu"), pk_int(numel)});
+  return "ctorch._utils\n_rebuild_tensor_v2\n" +
+         pk_tuple({pid + "Q", pk_int(offset), pk_tuple(dims), pk_tuple(strides), "\x89",
+                   "ccollections\nOrderedDict\n)R"}) + "R";
+}
+inline std::string pk_dict(const std::vector<std::pair<std::string, std::string>>& kv, bool ordered = false) {
+  std::string o = ordered ? "ccollections\nOrderedDict\n)R(" : "}(";
+  for (const auto& [k, v] : kv) o += pk_str(k) + v;
+  return o + "u";
+}
+inline std::string pickle_of(const std::string& body) { return std::string("\x80\x02", 2) + body + "."; }
+
+template <class T>
+std::string raw_bytes(const std::vector<T>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+}
+
+}  // namespace mtrain::trainer::testing

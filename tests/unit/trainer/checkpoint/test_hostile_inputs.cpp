@@ -1,0 +1,400 @@
+// Issue 29: files from the internet are untrusted input. Every hostile case of the issue, through
+// the reader a job uses (model.init's open_weights_file, the tensors dataset, the token-file
+// check, checkpoint verify / read / consolidate), with what must happen: a clean refusal (an
+// mtrain::Error paragraph naming the file, exit 2 or 1) or a correct load — never a crash, a hang,
+// silent wrong weights, or memory/time out of proportion. The last test prints the table (family,
+// case, exit, outcome, peak memory above the start of the case, seconds).
+#include <catch2/catch.hpp>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "helpers.hpp"
+#include "hostile_files.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/token_file.hpp"
+#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "mtrain/trainer/checkpoint/consolidate.hpp"
+#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "mtrain/trainer/data/datasets.hpp"
+
+using namespace mtrain::trainer;
+using namespace mtrain::trainer::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Row {
+  std::string family, name;
+  int exit = 0;
+  std::string outcome;
+  double peak_mb = 0, seconds = 0;
+};
+std::vector<Row>& rows() {
+  static std::vector<Row> r;
+  return r;
+}
+
+// Peak resident memory: reset the high-water mark (clear_refs 5), run, read VmHWM.
+long vm_kb(const char* key) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key, 0) == 0) return std::stol(line.substr(std::strlen(key) + 1));
+  return 0;
+}
+
+// Runs one case: `f` returns a description of a correct load; an mtrain::Error is a refusal whose
+// text must contain `expect` (empty: the case must load). Records the row.
+Row run_case(const std::string& family, const std::string& name, const std::string& expect,
+             const std::function<std::string()>& f) {
+  std::ofstream("/proc/self/clear_refs") << "5";
+  const long before = vm_kb("VmRSS:");
+  const auto t0 = std::chrono::steady_clock::now();
+  Row r{family, name, 0, "", 0, 0};
+  try {
+    r.outcome = "loaded: " + f();
+    INFO(family << " / " << name << ": " << r.outcome);
+    CHECK(expect.empty());
+  } catch (const mtrain::Error& e) {
+    r.exit = e.exit_code();
+    r.outcome = "refused: " + e.message();
+    INFO(family << " / " << name << ": " << e.paragraph());
+    CHECK_FALSE(expect.empty());
+    CHECK_THAT(e.paragraph(), Catch::Contains(expect));
+    CHECK(e.paragraph().find('\n') == std::string::npos);  // one paragraph
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.peak_mb = static_cast<double>(vm_kb("VmHWM:") - before) / 1024.0;
+  rows().push_back(r);
+  return r;
+}
+
+std::string write(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary) << bytes;
+  return p.string();
+}
+
+std::string st_bytes(const std::string& header, const std::string& data) {
+  std::string s;
+  put_le(s, header.size(), 8);
+  return s + header + data;
+}
+
+std::string floats(std::initializer_list<float> v) { return raw_bytes(std::vector<float>(v)); }
+
+std::string load_all(const std::string& path) {
+  auto w = open_weights_file(path);
+  double sum = 0;
+  for (const auto& e : w->entries()) {
+    int64_t n = 1;
+    for (auto d : e.shape) n *= d;
+    sum += w->read(e.name, 0, n).to(at::kDouble).sum().item<double>();
+  }
+  return fmt::format("{} tensors, sum {}", w->entries().size(), sum);
+}
+
+// A checkpoint folder written directly: one shard holding `tensors` (each one piece, or `pieces`
+// single-element pieces of one record for the first tensor), a checksummed manifest, COMPLETE.
+fs::path write_checkpoint(const fs::path& dir, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
+                          int format = kCheckpointFormatVersion, bool checksum = true, int64_t pieces = 0) {
+  fs::create_directories(dir);
+  std::vector<std::pair<std::string, at::Tensor>> flat;
+  for (const auto& [n, t] : tensors) flat.emplace_back(n, pieces > 0 ? t.reshape({-1}).narrow(0, 0, 1) : t.reshape({-1}));
+  const ArchiveWritten w = write_tensor_file((dir / "shard_rank0.pt").string(), flat);
+  Manifest m;
+  m.strategy = "ddp";
+  m.world_size = 1;
+  m.step = 1;
+  m.format_version = format;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [name, t] = tensors[i];
+    TensorMeta meta;
+    meta.shape = t.sizes().vec();
+    meta.dtype = dtype_name(t.scalar_type());
+    if (pieces > 0) {
+      for (int64_t p = 0; p < pieces; ++p) meta.pieces.push_back({0, "shard_rank0.pt", p, 1, w.keys[i]});
+    } else {
+      meta.pieces.push_back({0, "shard_rank0.pt", 0, t.numel(), w.keys[i]});
+    }
+    m.tensors[name] = meta;
+    m.order.push_back(name);
+  }
+  m.files["shard_rank0.pt"] = {0, w.bytes, crc32c_text(w.crc32c), {}};
+  nlohmann::json j = to_json(m);
+  if (!checksum) j.erase("checksum");
+  std::ofstream(dir / "manifest.json") << j.dump();
+  std::ofstream(dir / "COMPLETE") << "";
+  return dir;
+}
+
+void edit_manifest(const fs::path& dir, const std::function<void(nlohmann::json&)>& f) {
+  std::ifstream in(dir / "manifest.json");
+  nlohmann::json j = nlohmann::json::parse(in);
+  f(j);
+  std::ofstream(dir / "manifest.json") << j.dump();
+}
+
+}  // namespace
+
+TEST_CASE("hostile safetensors files", "[checkpoint][hostile]") {
+  const auto d = fresh_dir("hostile_st");
+  const std::string good_header = R"({"__metadata__":{"format":"pt"},"w":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
+  run_case("safetensors", "valid 2x2 F32", "", [&] {
+    const std::string r = load_all(write(d / "ok.safetensors", st_bytes(good_header, floats({1, 2, 3, 4}))));
+    CHECK(r == "1 tensors, sum 10");
+    return r;
+  });
+  // "legacy torch.save" was said of a bad safetensors length (item 8).
+  std::string past;
+  put_le(past, 1ull << 40, 8);
+  run_case("safetensors", "header length past the end", "runs past the end of the file", [&] {
+    return load_all(write(d / "len.safetensors", past + "{}"));
+  });
+  run_case("safetensors", "100 MB of '[' as the header", "the header is not a JSON object", [&] {
+    return load_all(write(d / "brackets.safetensors", st_bytes(std::string(100'000'000 - 16, '['), "")));
+  });
+  fs::remove(d / "brackets.safetensors");
+  run_case("safetensors", "a tensor named twice", "appears twice", [&] {
+    return load_all(write(d / "dup.safetensors",
+                          st_bytes(R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                                   floats({1, 2}))));
+  });
+  run_case("safetensors", "shape product overflows", "more than 2^64", [&] {
+    return load_all(write(d / "ovf.safetensors",
+                          st_bytes(R"({"w":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,16]}})",
+                                   floats({1, 2, 3, 4}))));
+  });
+  const Row big = run_case("safetensors", "200,000 entries", "", [&] {
+    std::string h = "{";
+    std::string data;
+    for (int i = 0; i < 200000; ++i) {
+      h += fmt::format("{}\"t{}\":{{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[{},{}]}}", i ? "," : "", i, i, i + 1);
+      data.push_back(1);
+    }
+    h += "}";
+    auto w = open_weights_file(write(d / "many.safetensors", st_bytes(h, data)));
+    CHECK(w->entries().size() == 200000);
+    CHECK(w->entries()[199999].name == "t199999");  // header order kept
+    return fmt::format("{} tensors", w->entries().size());
+  });
+  CHECK(big.seconds < 20);  // 58 s with ordered_json before
+  const std::string fifo = (d / "fifo.safetensors").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  run_case("safetensors", "a FIFO as model.init", "is a FIFO (named pipe), not a regular file", [&] { return load_all(fifo); });
+  fs::create_symlink("/dev/zero", d / "zero.safetensors");
+  run_case("safetensors", "a link to /dev/zero", "symbolic link to /dev/zero (a character device)",
+           [&] { return load_all((d / "zero.safetensors").string()); });
+}
+
+TEST_CASE("hostile torch.save state dicts", "[checkpoint][hostile]") {
+  const auto d = fresh_dir("hostile_zip");
+  const std::string w6 = floats({1, 2, 3, 4, 5, 6});
+  const std::string sd = pickle_of(pk_dict({{"fc.weight", pk_tensor("0", 6, {2, 3})}}, true));
+  run_case("torch.save", "valid OrderedDict", "", [&] {
+    const std::string r = load_all(write(d / "ok.pt", zip_of({{"data.pkl", sd}, {"data/0", w6}, {"version", "3\n"}})));
+    CHECK(r == "1 tensors, sum 21");
+    return r;
+  });
+  run_case("torch.save", "a strided view (transposed)", "", [&] {
+    auto w = open_weights_file(write(d / "t.pt", zip_of({{"data.pkl", pickle_of(pk_dict({{"w", pk_tensor("0", 6, {3, 2}, {1, 3})}}))},
+                                                         {"data/0", w6}})));
+    const at::Tensor t = w->read("w", 0, 6);
+    CHECK(t.equal(at::tensor({1.f, 4.f, 2.f, 5.f, 3.f, 6.f})));
+    return std::string("transposed values");
+  });
+  // Item 2: a deflated record was pread as raw bytes (17 of 17 "initialised" with garbage).
+  run_case("torch.save", "a deflated data record", "is compressed (deflate, method 8)", [&] {
+    return load_all(write(d / "deflate.pt", zip_of({{"data.pkl", sd}, {"data/0", std::string(20, 'x'), 8, 24}})));
+  });
+  // Item 7: a zip bomb (1 MB inflating to GBs) peaked at 2.2 GB in LibTorch's reader.
+  const Row bomb = run_case("torch.save", "zip bomb: data.pkl deflated, 2 GiB declared", "is compressed", [&] {
+    return load_all(write(d / "bomb.pt", zip_of({{"data.pkl", std::string(1 << 20, '\0'), 8, 1ll << 31}, {"data/0", w6}})));
+  });
+  CHECK(bomb.peak_mb < 64);
+  run_case("torch.save", "a record shorter than its storage", "declared as 6 elements of 4 bytes, but the record holds 8 bytes", [&] {
+    return load_all(write(d / "short.pt", zip_of({{"data.pkl", sd}, {"data/0", w6.substr(0, 8)}, {"version", "3\n"}})));
+  });
+  run_case("torch.save", "storage of 10^12 elements declared", "declared as 1000000000000 elements", [&] {
+    return load_all(write(d / "huge.pt", zip_of({{"data.pkl", pickle_of(pk_dict({{"w", pk_tensor("0", 1'000'000'000'000, {2})}}))}, {"data/0", w6}})));
+  });
+  // Item 4: 10^6 nested tuples in a 1 MB state dict: SIGSEGV (recursive destructor).
+  const Row nested = run_case("torch.save", "10^6 nested tuples (1 MB)", "the saved object is not a dict of tensors", [&] {
+    return load_all(write(d / "nested.pt", zip_of({{"data.pkl", pickle_of(")" + std::string(1'000'000, '\x85'))}, {"data/0", w6}})));
+  });
+  CHECK(nested.peak_mb < 400);
+  // Item 7: memo references multiplied: each BINGET is 2 bytes of input for a reference.
+  const Row memo = run_case("torch.save", "memo: 2·10^6 references to one list", "the saved object is not a dict of tensors", [&] {
+    std::string body = "]q\x00(";
+    body.reserve(4'000'010);
+    for (int i = 0; i < 2'000'000; ++i) body += std::string("h\x00", 2);
+    return load_all(write(d / "memo.pt", zip_of({{"data.pkl", pickle_of(body + "e")}, {"data/0", w6}})));
+  });
+  CHECK(memo.peak_mb < 400);
+  // Every object a pickle builds costs it at least one byte; the reader holds them in an arena
+  // (about 100 bytes each) and charges them to a budget of 16 per input byte.
+  const Row objects = run_case("torch.save", "10^6 objects left on the stack (1 MB)", "the saved object is not a dict of tensors", [&] {
+    return load_all(write(d / "objects.pt", zip_of({{"data.pkl", pickle_of(std::string(1'000'000, ')'))}, {"data/0", w6}})));
+  });
+  CHECK(objects.peak_mb < 400);
+  run_case("torch.save", "the legacy (pre-1.6) format", "legacy (pre-1.6, non-zip) format", [&] {
+    return load_all(write(d / "legacy.pt", std::string("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.", 15)));
+  });
+  const std::string fifo = (d / "fifo.pt").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  run_case("torch.save", "a FIFO as model.init", "is a FIFO (named pipe), not a regular file", [&] { return load_all(fifo); });
+}
+
+TEST_CASE("hostile tensors data files", "[data][hostile]") {
+  const auto d = fresh_dir("hostile_tensors");
+  const std::string x = floats({1, 2, 3, 4, 5, 6});
+  const std::string y = raw_bytes(std::vector<int64_t>{0, 1});
+  const std::string pair = pickle_of(pk_dict({{"input", pk_tensor("0", 6, {2, 3})}, {"target", pk_tensor("1", 2, {2}, {}, "LongStorage")}}));
+  auto load = [&](const std::string& path) {
+    DataSpec s;
+    s.name = "tensors";
+    s.path = path;
+    s.val_fraction = 0;
+    auto ds = make_tensors(s, Split::Train);
+    const Batch b = ds->batch({0, 1});
+    CHECK(b.input.sum().item<double>() == 21);
+    CHECK(b.target.equal(at::tensor({0, 1}, at::kLong)));
+    return fmt::format("{} rows", ds->size());
+  };
+  run_case("tensors", "valid {input, target}", "", [&] { return load(write(d / "ok.pt", zip_of({{"data.pkl", pair}, {"data/0", x}, {"data/1", y}}))); });
+  // Item 4: SIGSEGV in index_select, or training on heap bytes when the lie was small.
+  run_case("tensors", "storage declared larger than its record", "does not fit its data", [&] {
+    return load(write(d / "short.pt", zip_of({{"data.pkl", pair}, {"data/0", x.substr(0, 8)}, {"data/1", y}})));
+  });
+  run_case("tensors", "10^6 nested tuples (1 MB)", "holds a tuple of 1 elements", [&] {
+    return load(write(d / "nested.pt", zip_of({{"data.pkl", pickle_of(")" + std::string(1'000'000, '\x85'))}, {"data/0", x}})));
+  });
+  // Item 8: torch.save({"input": X}) was "Unknown opcode 0x73" (SETITEM).
+  run_case("tensors", "torch.save({\"input\": X}) only", "a dict without the key \"target\"", [&] {
+    return load(write(d / "one.pt", zip_of({{"data.pkl", pickle_of("}" + pk_str("input") + pk_tensor("0", 6, {2, 3}) + "s")}, {"data/0", x}})));
+  });
+  const std::string fifo = (d / "fifo.pt").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  run_case("tensors", "a FIFO as data.path", "is a FIFO (named pipe), not a regular file", [&] { return load(fifo); });
+  run_case("tokens", "a FIFO as data.path", "is a FIFO (named pipe), not a regular file", [&] {
+    return mtrain::read_token_file_layout(fifo, "data.path").describe();
+  });
+}
+
+TEST_CASE("hostile checkpoint folders", "[checkpoint][hostile]") {
+  at::set_num_threads(1);
+  const auto d = fresh_dir("hostile_ck");
+  const at::Tensor w = at::arange(12, at::kFloat).reshape({3, 4});
+  // Item 5: verify took 24 s at 4·10^4 tensors (the limited JSON parser rescanned objects).
+  {
+    std::vector<std::pair<std::string, at::Tensor>> many;
+    for (int i = 0; i < 40000; ++i) many.emplace_back(fmt::format("model/t{}", i), at::full({1}, static_cast<float>(i)));
+    const auto ck = write_checkpoint(d / "many", many);
+    const Row r = run_case("checkpoint", "verify with 4·10^4 tensors", "", [&] {
+      const VerifyReport rep = verify_checkpoint(ck.string());
+      INFO(rep.problem());
+      CHECK(rep.ok());
+      return std::string("verified");
+    });
+    CHECK(r.seconds < 20);
+  }
+  // Item 5: CheckpointReader's coverage loop was O(pieces²): 113 s at 10^5 pieces.
+  {
+    const auto ck = write_checkpoint(d / "pieces", {{"model/w", at::ones({100000})}}, kCheckpointFormatVersion, true, 100000);
+    const Row r = run_case("checkpoint", "read a tensor of 10^5 pieces", "", [&] {
+      CheckpointReader reader(ck.string());
+      const at::Tensor t = reader.read("model/w", 0, 100000);
+      CHECK(t.sum().item<double>() == 100000);
+      return std::string("10^5 elements");
+    });
+    CHECK(r.seconds < 30);
+  }
+  // Item 2/3: a manifest whose dtype is edited and checksum dropped passed verify.
+  {
+    const auto ck = write_checkpoint(d / "edited", {{"model/w", w}});
+    edit_manifest(ck, [](nlohmann::json& j) {
+      j["tensors"]["model/w"]["dtype"] = "float64";
+      j.erase("checksum");
+    });
+    run_case("checkpoint", "format 3: dtype edited, checksum dropped", "requires a \"checksum\"", [&] {
+      return verify_checkpoint(ck.string()).ok() ? std::string("verified") : throw mtrain::Error(verify_checkpoint(ck.string()).problem());
+    });
+    run_case("checkpoint", "--init DIR of that folder", "requires a \"checksum\"", [&] { return load_all(ck.string()); });
+    const auto old = write_checkpoint(d / "old", {{"model/w", w}}, 2, false);
+    edit_manifest(old, [](nlohmann::json& j) { j["tensors"]["model/w"]["dtype"] = "float64"; });
+    run_case("checkpoint", "format 2 (no checksum): dtype edited", "holds 48 bytes, but the manifest says it is a piece of 'model/w' (12 elements of float64) = 96 bytes", [&] {
+      const VerifyReport rep = verify_checkpoint(old.string());
+      if (!rep.ok()) throw mtrain::Error(rep.problem());
+      return std::string("verified");
+    });
+  }
+  // Item 3: --init DIR skipped what --resume checks.
+  {
+    const auto ck = write_checkpoint(d / "flipped", {{"model/w", w}});
+    CHECK(load_all(ck.string()) == "1 tensors, sum 66");
+    std::fstream f(ck / "shard_rank0.pt", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(0, std::ios::end);
+    const auto size = static_cast<long>(f.tellg());
+    f.seekp(size - 200);  // a byte of the data region, before the central directory
+    char c = 0;
+    f.seekg(size - 200);
+    f.read(&c, 1);
+    c ^= 0x10;
+    f.seekp(size - 200);
+    f.write(&c, 1);
+    f.close();
+    run_case("checkpoint", "--init DIR with a bit-flipped shard", "checksum mismatch", [&] { return load_all(ck.string()); });
+    const auto ck2 = write_checkpoint(d / "fifo", {{"model/w", w}});
+    fs::remove(ck2 / "shard_rank0.pt");
+    REQUIRE(::mkfifo((ck2 / "shard_rank0.pt").c_str(), 0600) == 0);
+    run_case("checkpoint", "--init DIR with a FIFO shard", "is a FIFO (named pipe)", [&] { return load_all(ck2.string()); });
+  }
+  // Item 6: consolidate -o onto the checkpoint's own shard, a FIFO, a symbolic link.
+  {
+    const auto ck = write_checkpoint(d / "cons", {{"model/w", w}});
+    auto cons = [&](const std::string& out) {
+      ConsolidateOptions o;
+      o.dir = ck.string();
+      o.output = out;
+      consolidate_checkpoint(o);
+      return out;
+    };
+    run_case("consolidate", "-o <checkpoint>/shard_rank0.pt", "lies inside the checkpoint folder", [&] { return cons((ck / "shard_rank0.pt").string()); });
+    CHECK(verify_checkpoint(ck.string()).ok());
+    run_case("consolidate", "-o <checkpoint>/../cons/x.pt", "lies inside the checkpoint folder", [&] { return cons((ck / ".." / "cons" / "x.pt").string()); });
+    REQUIRE(::mkfifo((d / "out.fifo").c_str(), 0600) == 0);
+    run_case("consolidate", "-o a FIFO", "the path is a FIFO (named pipe)", [&] { return cons((d / "out.fifo").string()); });
+    fs::create_symlink(d / "victim", d / "link.pt");
+    run_case("consolidate", "-o a symbolic link", "the path is a symbolic link to", [&] { return cons((d / "link.pt").string()); });
+    CHECK(fs::is_symlink(d / "link.pt"));
+    fs::create_hard_link(ck / "shard_rank0.pt", d / "hard.pt");
+    run_case("consolidate", "-o a hard link to a shard", "the checkpoint's own file", [&] { return cons((d / "hard.pt").string()); });
+    run_case("consolidate", "-o a new file", "", [&] { return cons((d / "model.pt").string()); });
+    CHECK(load_all((d / "model.pt").string()) == "1 tensors, sum 66");
+  }
+}
+
+TEST_CASE("the table of hostile cases", "[hostile][table]") {
+  // Runs after the cases above in one process (Catch runs test cases in declaration order).
+  std::cout << "\n| family | case | exit | outcome | peak MB | s |\n|---|---|---|---|---|---|\n";
+  for (const auto& r : rows()) {
+    std::string o = r.outcome.substr(0, 110);
+    for (auto& c : o)
+      if (c == '|' || c == '\n') c = '/';
+    std::cout << fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} |\n", r.family, r.name, r.exit, o, r.peak_mb, r.seconds);
+  }
+  std::cout << std::flush;
+}
