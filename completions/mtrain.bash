@@ -5,7 +5,7 @@
 
 _mtrain_subs() {
   case "$1" in
-    mtrain) _mtrain_r=(launch checkpoint slurm config env bench runs completion) ;;
+    mtrain) _mtrain_r=(launch checkpoint slurm config env estimate bench runs completion) ;;
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import export docs) ;;
@@ -17,7 +17,7 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --node-rank --node-name --dry-run --format --ssh-agent --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --node-rank --node-name --dry-run --format --force --ssh-agent --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
@@ -32,11 +32,12 @@ _mtrain_opts() {
     'mtrain config') _mtrain_r=(--help -h) ;;
     'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
     'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output) ;;
+    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory) ;;
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
     'mtrain config export') _mtrain_r=(--help -h --to --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
+    'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --weights --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --python --format --output --plot --plotter) ;;
@@ -50,7 +51,7 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --node-rank --node-name --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --node-rank --node-name --format --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype --format) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
@@ -61,11 +62,12 @@ _mtrain_valopts() {
     'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
     'mtrain config init') _mtrain_r=(--output -o --set) ;;
     'mtrain config validate') _mtrain_r=(--format) ;;
-    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory) ;;
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
+    'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --weights --format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
@@ -114,10 +116,11 @@ _mtrain_values() {
     'mtrain launch|--max-restarts') _mtrain_kind=none ;;
     'mtrain launch|--pass-config') _mtrain_kind=list; _mtrain_r=(none deepspeed accelerate) ;;
     'mtrain launch|--log-dir') _mtrain_kind=files ;;
+    'mtrain launch|--device-memory') _mtrain_kind=none ;;
     'mtrain launch|--node-rank') _mtrain_kind=none ;;
     'mtrain launch|--node-name') _mtrain_kind=none ;;
     'mtrain launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
-    'mtrain launch|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp) ;;
+    'mtrain launch|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
     'mtrain launch|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
     'mtrain launch|--model-path') _mtrain_kind=none ;;
     'mtrain launch|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
@@ -256,7 +259,7 @@ _mtrain_values() {
     'mtrain config show|--config') _mtrain_kind=yaml ;;
     'mtrain config show|--format') _mtrain_kind=list; _mtrain_r=(yaml json) ;;
     'mtrain config show|--set') _mtrain_kind=settings ;;
-    'mtrain config show|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp) ;;
+    'mtrain config show|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
     'mtrain config show|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
     'mtrain config show|--model-path') _mtrain_kind=none ;;
     'mtrain config show|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
@@ -335,11 +338,75 @@ _mtrain_values() {
     'mtrain config show|--max-restarts') _mtrain_kind=none ;;
     'mtrain config show|--pass-config') _mtrain_kind=list; _mtrain_r=(none deepspeed accelerate) ;;
     'mtrain config show|--log-dir') _mtrain_kind=files ;;
+    'mtrain config show|--device-memory') _mtrain_kind=none ;;
     'mtrain config import|--output'|'mtrain config import|-o') _mtrain_kind=files ;;
     'mtrain config export|--to') _mtrain_kind=list; _mtrain_r=(deepspeed accelerate) ;;
     'mtrain config export|--output'|'mtrain config export|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain estimate|--launcher') _mtrain_kind=list; _mtrain_r=(auto local ssh slurm slurm-task) ;;
+    'mtrain estimate|--nproc-per-node'|'mtrain estimate|--nproc') _mtrain_kind=none ;;
+    'mtrain estimate|--nnodes') _mtrain_kind=none ;;
+    'mtrain estimate|--device') _mtrain_kind=list; _mtrain_r=(auto cpu gpu) ;;
+    'mtrain estimate|--gpus') _mtrain_kind=none ;;
+    'mtrain estimate|--include') _mtrain_kind=hosts ;;
+    'mtrain estimate|--exclude') _mtrain_kind=hosts ;;
+    'mtrain estimate|--hostfile') _mtrain_kind=files ;;
+    'mtrain estimate|--master-addr') _mtrain_kind=hosts ;;
+    'mtrain estimate|--master-port') _mtrain_kind=none ;;
+    'mtrain estimate|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain estimate|--rdzv-port') _mtrain_kind=none ;;
+    'mtrain estimate|--rdzv-endpoint') _mtrain_kind=none ;;
+    'mtrain estimate|--rdzv-id') _mtrain_kind=none ;;
+    'mtrain estimate|--job-id') _mtrain_kind=none ;;
+    'mtrain estimate|--role') _mtrain_kind=none ;;
+    'mtrain estimate|--rdzv-timeout') _mtrain_kind=none ;;
+    'mtrain estimate|--rdzv-last-call') _mtrain_kind=none ;;
+    'mtrain estimate|--node-timeout') _mtrain_kind=none ;;
+    'mtrain estimate|--heartbeat-timeout') _mtrain_kind=none ;;
+    'mtrain estimate|--grace-period') _mtrain_kind=none ;;
+    'mtrain estimate|--num-nodes') _mtrain_kind=none ;;
+    'mtrain estimate|--num-gpus') _mtrain_kind=none ;;
+    'mtrain estimate|--remote-mtrain') _mtrain_kind=none ;;
+    'mtrain estimate|--ssh-identity') _mtrain_kind=none ;;
+    'mtrain estimate|--ssh-option') _mtrain_kind=none ;;
+    'mtrain estimate|--ssh-port') _mtrain_kind=none ;;
+    'mtrain estimate|--export') _mtrain_kind=none ;;
+    'mtrain estimate|--export-env-file') _mtrain_kind=none ;;
+    'mtrain estimate|--prefix') _mtrain_kind=none ;;
+    'mtrain estimate|--ranks-filter') _mtrain_kind=none ;;
+    'mtrain estimate|--python') _mtrain_kind=none ;;
+    'mtrain estimate|--scale-up') _mtrain_kind=list; _mtrain_r=(checkpoint now off) ;;
+    'mtrain estimate|--max-restarts') _mtrain_kind=none ;;
+    'mtrain estimate|--pass-config') _mtrain_kind=list; _mtrain_r=(none deepspeed accelerate) ;;
+    'mtrain estimate|--log-dir') _mtrain_kind=files ;;
+    'mtrain estimate|--device-memory') _mtrain_kind=none ;;
+    'mtrain estimate|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
+    'mtrain estimate|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
+    'mtrain estimate|--model-path') _mtrain_kind=none ;;
+    'mtrain estimate|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
+    'mtrain estimate|--init') _mtrain_kind=files ;;
+    'mtrain estimate|--data') _mtrain_kind=list; _mtrain_r=(auto synthetic text cifar10 tokens tensors) ;;
+    'mtrain estimate|--data-path') _mtrain_kind=none ;;
+    'mtrain estimate|--data-val-path') _mtrain_kind=none ;;
+    'mtrain estimate|--max-steps') _mtrain_kind=none ;;
+    'mtrain estimate|--max-epochs') _mtrain_kind=none ;;
+    'mtrain estimate|--batch-size') _mtrain_kind=none ;;
+    'mtrain estimate|--grad-accum') _mtrain_kind=none ;;
+    'mtrain estimate|--global-batch-size') _mtrain_kind=none ;;
+    'mtrain estimate|--precision') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
+    'mtrain estimate|--seed') _mtrain_kind=none ;;
+    'mtrain estimate|--work-dir') _mtrain_kind=files ;;
+    'mtrain estimate|--optim') _mtrain_kind=list; _mtrain_r=(adamw sgd) ;;
+    'mtrain estimate|--lr') _mtrain_kind=none ;;
+    'mtrain estimate|--grad-clip') _mtrain_kind=none ;;
+    'mtrain estimate|--sched') _mtrain_kind=list; _mtrain_r=(constant cosine step linear) ;;
+    'mtrain estimate|--checkpoint-interval') _mtrain_kind=none ;;
+    'mtrain estimate|--resume') _mtrain_kind=none ;;
+    'mtrain estimate|--config') _mtrain_kind=yaml ;;
+    'mtrain estimate|--set') _mtrain_kind=settings ;;
+    'mtrain estimate|--weights') _mtrain_kind=none ;;
+    'mtrain estimate|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench comm|--nproc'|'mtrain bench comm|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench comm|--ops') _mtrain_kind=none ;;
     'mtrain bench comm|--min-bytes') _mtrain_kind=none ;;
