@@ -56,7 +56,12 @@ nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, c
   }
   const int fd = mkstemp(path);
   if (fd < 0) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
-  const std::string text = job.dump();
+  // The probe measures one rank's forward/backward, the same under every strategy; a job whose
+  // strategy is still `auto` (the launcher resolves it from this very estimate) is probed as ddp.
+  nlohmann::json probe_job = job;
+  if (probe_job.contains("strategy") && config::is_auto_strategy(probe_job["strategy"].get<std::string>()))
+    probe_job["strategy"] = "ddp";
+  const std::string text = probe_job.dump();
   const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!wrote) {

@@ -22,7 +22,9 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
     throw Error("--strategy auto chooses on one node only: each node's launcher would measure on its own",
                 "run `mtrain estimate` with the same flags and pass the strategy it recommends");  // --force: no estimate needed to go ahead
   estimate::JobEstimateOptions eo;
-  eo.worker_path = opt.worker_path;
+  // A plain launch checks the fit from the formulas alone: a probe child would add LibTorch's
+  // start-up to every launch. --strategy auto measures activations, as `mtrain estimate` does.
+  eo.worker_path = is_auto ? opt.worker_path : std::string();
   eo.world = world;
   eo.ranks_per_node = ranks_per_node;
   eo.device = opt.plan.device;
@@ -35,8 +37,9 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
   try {
     e = estimate::estimate_job(job, eo);
   } catch (const Error& err) {
+    // Without the probe some models have no estimate (a TorchScript file's shapes come from the
+    // worker): the launch goes ahead unchecked, as before the check existed.
     if (is_auto) throw Error("--strategy auto needs the estimate, which failed: " + err.message(), err.hint());
-    std::fprintf(stderr, "mtrain: warning: no memory estimate, so the fit is not checked: %s\n", err.message().c_str());
     return rec;
   }
   nlohmann::json record = estimate::to_json(e);

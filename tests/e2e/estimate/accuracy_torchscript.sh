@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Not yet a CTest test (issue 31 left open): the estimate has not been calibrated against these
+# runs; run by hand with MTRAIN_BIN_DIR set, as the next step of the issue.
 # Estimate vs measured peak per rank (accuracy.sh): two TorchScript models (make_models.py: a
 # GPT-style transformer of 4 Blocks, Ψ 7.5M; a ResNet-style net with BatchNorm), worlds 1-4,
 # every strategy; the blocks are the units (fsdp.wrap_module_types).

@@ -1,4 +1,6 @@
 #!/usr/bin/env bash
+# Not yet a CTest test (issue 31 left open): the estimate has not been calibrated against these
+# runs; run by hand with MTRAIN_BIN_DIR set, as the next step of the issue.
 # Estimate vs measured peak per rank (accuracy.sh): the built-in gpt, Ψ 19.3M, worlds 1-4, every strategy.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/accuracy.sh"
