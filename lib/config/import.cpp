@@ -128,6 +128,9 @@ ImportResult import_text_in(const Registry& reg, const std::string& text, const 
                             const std::string& base_dir) {
   if (is_json_text(text)) {
     json ds = parse_json_with_comments(text, origin);
+    // `accelerate config default` writes JSON, also into default_config.yaml.
+    if (ds.is_object() && has_accelerate_key(ds) && !has_deepspeed_key(ds))
+      return import_accelerate(reg, ds, origin, base_dir);
     return import_deepspeed(reg, ds, origin);
   }
   json doc = yaml_to_json(text, origin);

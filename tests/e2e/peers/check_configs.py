@@ -24,7 +24,11 @@ def check(obj, pairs, what):
         k, v = kv.split("=", 1)
         got = attr(obj, k)
         got = got.value if isinstance(got, enum.Enum) else got
-        if str(got) != v:
+        try:
+            same = float(got) == float(v) and not isinstance(got, bool)
+        except (TypeError, ValueError):
+            same = False
+        if not same and str(got) != v:
             bad.append(f"{k}={got!r} (expected {v})")
     if bad:
         sys.exit(f"{what}: " + ", ".join(bad))

@@ -33,7 +33,7 @@ TOOL_TITLES = {
 # The launchers' own bookkeeping in a rank's environment that no program reads and no launcher
 # documents (compared as present/absent only would be noise): none so far. Python's own variables
 # are never launcher output.
-NEVER_COMPARED = {"PWD", "OLDPWD", "SHLVL", "_", "PARITY_OUT"}
+NEVER_COMPARED = {"PWD", "OLDPWD", "SHLVL", "_", "PARITY_OUT", "PARITY_FAIL_RANK", "PARITY_FAIL_HOW"}
 
 
 def free_port():
@@ -291,7 +291,7 @@ def main():
         with open(os.path.join(cwd, "accelerate_config.yaml"), "w") as f:
             f.write("compute_environment: LOCAL_MACHINE\ndistributed_type: MULTI_GPU\nmixed_precision: bf16\n"
                     "num_machines: 1\nnum_processes: 2\nmachine_rank: 0\nuse_cpu: false\nmain_training_function: main\n"
-                    "rdzv_backend: static\nsame_network: true\ngpu_ids: all\n")
+                    "rdzv_backend: static\nsame_network: true\n")
         t0 = time.time()
         ports = {"port": free_port(), "port2": free_port()}
         if a.reuse and os.path.exists(os.path.join(cwd, "ports.json")):

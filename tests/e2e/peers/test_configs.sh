@@ -22,7 +22,7 @@ done
   gradient_accumulation_steps=2 train_micro_batch_size_per_gpu=4 train_batch_size=8 gradient_clipping=1.0 \
   optimizer_name=adamw scheduler_name=WarmupCosineLR zero_config.offload_optimizer.device=cpu \
   && ok "DeepSpeed reads the exported ZeRO-3 config" || fail "DeepSpeed's DeepSpeedConfig on z3.json"
-"$PPY" "$CHECK" deepspeed z2.json zero_optimization_stage=2 float16_config.enabled=True optimizer_name=sgd scheduler_name=WarmupLR \
+"$PPY" "$CHECK" deepspeed z2.json zero_optimization_stage=2 float16_config.enabled=True optimizer_name=SGD scheduler_name=WarmupLR \
   && ok "DeepSpeed reads the exported ZeRO-2 fp16 config" || fail "DeepSpeed's DeepSpeedConfig on z2.json"
 # train_batch_size 16 = micro 8 x accumulation 1 x world 2: DeepSpeed (world 1 here) must refuse
 # it, as it refuses a wrong batch; with WORLD 2 in the file's own numbers it holds.

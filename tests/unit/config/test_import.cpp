@@ -129,6 +129,15 @@ TEST_CASE("seed 001 accelerate config.yaml (DEEPSPEED, 8 processes) imports", "[
   check_valid(r);
 }
 
+TEST_CASE("accelerate's own JSON (accelerate config default) is an accelerate config", "[config][import]") {
+  const std::string text =
+      "{\n  \"compute_environment\": \"LOCAL_MACHINE\",\n  \"distributed_type\": \"NO\",\n"
+      "  \"mixed_precision\": \"bf16\",\n  \"num_machines\": 1,\n  \"num_processes\": 1,\n  \"use_cpu\": true\n}\n";
+  ImportResult r = import_text(job_registry(), text, "default_config.yaml");
+  CHECK(r.values.at("train.precision") == "bf16");
+  CHECK(detect_foreign(text) == ImportFormat::Accelerate);
+}
+
 TEST_CASE("accelerate FSDP and multi-machine configs", "[config][import]") {
   const std::string yaml =
       "distributed_type: FSDP\nfsdp_config:\n  fsdp_sharding_strategy: 2\n  fsdp_auto_wrap_policy: SIZE_BASED_WRAP\n"
