@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include <ATen/Parallel.h>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
