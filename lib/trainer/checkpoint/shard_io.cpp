@@ -1,15 +1,12 @@
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 
-#include <torch/serialize.h>
-
-#include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/trainer/checkpoint/weights_file.hpp"
 
 namespace mtrain::trainer {
 
@@ -19,33 +16,19 @@ void write_tensor_dict(const std::string& path,
 }
 
 std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(fmt::format("{}: cannot open the checkpoint shard", path),
-                "the checkpoint is incomplete; resume from another one or start afresh");
-  }
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  c10::IValue v;
-  try {
-    v = torch::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    std::string what = e.what();
-    what = what.substr(0, what.find('\n'));
-    throw Error(fmt::format("{}: the checkpoint shard is damaged ({} bytes; {})", path,
-                            bytes.size(), what),
-                "resume from another checkpoint or start afresh");
-  }
-  if (!v.isGenericDict()) {
-    throw Error(fmt::format("{}: not a dict of tensors", path),
-                "resume from another checkpoint or start afresh");
-  }
+  // Through mtrain's checked readers (zip_reader.hpp, state_dict_pickle.hpp), not LibTorch's
+  // unpickler: a format-1 shard can come from anywhere (`--init DIR`), and that unpickler
+  // recursed per nesting level and allocated whatever storage size the pickle declared.
+  ArchiveReader zip(path);
+  const PickledStateDict sd = parse_state_dict_pickle(zip.record("data.pkl"), path);
   std::vector<std::pair<std::string, at::Tensor>> out;
-  for (const auto& e : v.toGenericDict()) {
-    if (!e.key().isString() || !e.value().isTensor()) {
-      throw Error(fmt::format("{}: an entry is not name → tensor", path),
+  for (const auto& t : sd.tensors) {
+    const std::string problem = pickled_tensor_problem(t, zip.record_bytes(t.storage_key));
+    if (!problem.empty()) {
+      throw Error(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
                   "resume from another checkpoint or start afresh");
     }
-    out.emplace_back(e.key().toStringRef(), e.value().toTensor());
+    out.emplace_back(t.name, read_pickled_tensor(zip, t, pickled_scalar_type(t)).view(t.shape));
   }
   return out;
 }

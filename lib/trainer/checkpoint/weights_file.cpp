@@ -41,15 +41,6 @@ class SafetensorsWeights final : public WeightsFile {
   std::vector<WeightsEntry> entries_;
 };
 
-at::ScalarType storage_scalar_type(const std::string& storage_type) {
-  static const std::map<std::string, at::ScalarType> m = {
-      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
-      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
-      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
-      {"BoolStorage", at::kBool}};
-  return m.at(storage_type);  // the parser admits only these
-}
-
 class TorchZipWeights final : public WeightsFile {
  public:
   explicit TorchZipWeights(const std::string& path) : path_(path) {
@@ -64,7 +55,7 @@ class TorchZipWeights final : public WeightsFile {
         throw Error(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
                     "the file is damaged or was edited; save it again with torch.save(model.state_dict(), path)");
       }
-      entries_.push_back({t.name, t.shape, storage_scalar_type(t.storage_type)});
+      entries_.push_back({t.name, t.shape, pickled_scalar_type(t)});
       index_[t.name] = i;
     }
   }
@@ -80,7 +71,7 @@ class TorchZipWeights final : public WeightsFile {
   }
   at::Tensor read(const std::string& name, int64_t offset, int64_t numel) const override {
     const PickledTensor& t = sd_.tensors.at(index_.at(name));
-    return read_pickled_tensor(*zip_, t, storage_scalar_type(t.storage_type)).narrow(0, offset, numel).clone();
+    return read_pickled_tensor(*zip_, t, pickled_scalar_type(t)).narrow(0, offset, numel).clone();
   }
 
  private:
@@ -128,6 +119,15 @@ class CheckpointWeights final : public WeightsFile {
 };
 
 }  // namespace
+
+at::ScalarType pickled_scalar_type(const PickledTensor& t) {
+  static const std::map<std::string, at::ScalarType> m = {
+      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
+      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
+      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
+      {"BoolStorage", at::kBool}};
+  return m.at(t.storage_type);  // the parser admits only these (state_dict_pickle.cpp)
+}
 
 at::Tensor read_pickled_tensor(ArchiveReader& zip, const PickledTensor& t, at::ScalarType dtype) {
   const int64_t n = c10::multiply_integers(t.shape);

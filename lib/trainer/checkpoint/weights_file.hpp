@@ -39,6 +39,8 @@ std::unique_ptr<WeightsFile> open_weights_file(const std::string& path);
 
 class ArchiveReader;
 struct PickledTensor;
+// The dtype of a pickled storage class (torch.FloatStorage → float32, …).
+at::ScalarType pickled_scalar_type(const PickledTensor& t);
 // The whole tensor `t` of a torch.save archive as a flat contiguous tensor of `dtype` (its strides
 // applied). The caller has checked it with pickled_tensor_problem.
 at::Tensor read_pickled_tensor(ArchiveReader& zip, const PickledTensor& t, at::ScalarType dtype);

@@ -18,7 +18,6 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
-#include <map>
 
 namespace mtrain::trainer {
 namespace {
@@ -42,15 +41,6 @@ class RowTensors : public Dataset {
   at::Tensor x_, y_;
 };
 
-at::ScalarType scalar_type_of(const PickledTensor& t) {
-  static const std::map<std::string, at::ScalarType> m = {
-      {"FloatStorage", at::kFloat},  {"DoubleStorage", at::kDouble}, {"HalfStorage", at::kHalf},
-      {"BFloat16Storage", at::kBFloat16}, {"LongStorage", at::kLong}, {"IntStorage", at::kInt},
-      {"ShortStorage", at::kShort},  {"CharStorage", at::kChar},     {"ByteStorage", at::kByte},
-      {"BoolStorage", at::kBool}};
-  return m.at(t.storage_type);  // the parser admits only these
-}
-
 // One tensor of the file, checked against its record before a byte is read.
 at::Tensor load_one(ArchiveReader& zip, const PickledTensor& t, const std::string& path,
                     const char* what) {
@@ -59,7 +49,7 @@ at::Tensor load_one(ArchiveReader& zip, const PickledTensor& t, const std::strin
     throw Error(fmt::format("the tensors file '{}': {} does not fit its data: {}", path, what, problem),
                 fmt::format("the file is damaged or was edited; {}", kWrite));
   }
-  return read_pickled_tensor(zip, t, scalar_type_of(t)).view(t.shape);
+  return read_pickled_tensor(zip, t, pickled_scalar_type(t)).view(t.shape);
 }
 
 // The (input, target) pair stored in `path`; `key` is the setting that named it. Read with the

@@ -160,9 +160,14 @@ TEST_CASE("hostile safetensors files", "[checkpoint][hostile]") {
   });
   // "legacy torch.save" was said of a bad safetensors length (item 8).
   std::string past;
-  put_le(past, 1ull << 40, 8);
+  put_le(past, 1000, 8);
   run_case("safetensors", "header length past the end", "runs past the end of the file", [&] {
-    return load_all(write(d / "len.safetensors", past + "{}"));
+    return load_all(write(d / "len.bin", past + "{\"w\": 1}"));
+  });
+  std::string huge;
+  put_le(huge, 1ull << 40, 8);
+  run_case("safetensors", "header length of 1 TiB", "above the 100 MB limit", [&] {
+    return load_all(write(d / "huge.safetensors", huge + "{}"));
   });
   run_case("safetensors", "100 MB of '[' as the header", "the header is not a JSON object", [&] {
     return load_all(write(d / "brackets.safetensors", st_bytes(std::string(100'000'000 - 16, '['), "")));
