@@ -8,20 +8,20 @@ need_peers torch
 cp "$PEERS_DIR/train_plain.py" "$WORK/"
 cd "$WORK" && mkdir a b fa fb
 port=$(free_port)
-TRAIN_OUT=$WORK/a run_peer o1 120 torchrun --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
+TRAIN_OUT=$WORK/a run_peer o1 240 torchrun --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
 expect_rc 0 "torchrun --nproc_per_node 2 train_plain.py"
 falling_loss o1 "torchrun"
-TRAIN_OUT=$WORK/b run_mtrain o2 launch --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
+TRAIN_OUT=$WORK/b run_peer o2 240 "$MTRAIN" launch --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
 expect_rc 0 "mtrain launch --nproc_per_node 2 train_plain.py"
 falling_loss o2 "mtrain launch"
 no_survivors "$WORK/train_plain.py"
 same_weights a/weights.pt b/weights.pt "" "weights under torchrun and mtrain launch"
 
 # A rank raises under @record: torchrun and mtrain exit 1 and both name the rank's exception.
-TRAIN_FAIL_RANK=1 TRAIN_OUT=$WORK/fa run_peer f1 120 torchrun --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
+TRAIN_FAIL_RANK=1 TRAIN_OUT=$WORK/fa run_peer f1 240 torchrun --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
 expect_rc 1 "torchrun, rank 1 raises"
 expect_in f1 "train_plain: rank 1 fails at step 5"
-TRAIN_FAIL_RANK=1 TRAIN_OUT=$WORK/fb run_mtrain f2 launch --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
+TRAIN_FAIL_RANK=1 TRAIN_OUT=$WORK/fb run_peer f2 240 "$MTRAIN" launch --nproc_per_node 2 --master_port "$port" "$WORK/train_plain.py"
 expect_rc 1 "mtrain launch, rank 1 raises"
 expect_in f2 "train_plain: rank 1 fails at step 5"
 expect_in f2 "ValueError"
