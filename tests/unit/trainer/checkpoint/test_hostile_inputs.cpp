@@ -243,7 +243,7 @@ TEST_CASE("hostile torch.save state dicts", "[checkpoint][hostile]") {
   CHECK(nested.peak_mb < 400);
   // Item 7: memo references multiplied: each BINGET is 2 bytes of input for a reference.
   const Row memo = run_case("torch.save", "memo: 2·10^6 references to one list", "the saved object is not a dict of tensors", [&] {
-    std::string body = "]q\x00(";
+    std::string body("]q\x00(", 4);  // with its length: the literal holds a NUL
     body.reserve(4'000'010);
     for (int i = 0; i < 2'000'000; ++i) body += std::string("h\x00", 2);
     return load_all(write(d / "memo.pt", zip_of({{"data.pkl", pickle_of(body + "e")}, {"data/0", w6}})));
