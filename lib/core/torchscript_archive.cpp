@@ -118,7 +118,7 @@ TorchScriptArchive read_torchscript_archive(const std::string& path) {
   bool has_code = false;
   for (const auto& e : zip.entries()) has_code = has_code || (!a.prefix.empty() && str::starts_with(e.name, a.prefix + "/code/"));
   if (a.prefix.empty() || !has_code)
-    throw Error(fmt::format("'{}' is a zip but not a TorchScript archive: it has no {}", path,
+    throw Error(fmt::format("'{}' is not a TorchScript archive: the zip has no {}", path,
                             a.prefix.empty() ? "data.pkl record" : "code/ records (a torch.save file, e.g. a state dict)"),
                 "a TorchScript model is written by torch.jit.save(torch.jit.script(module), PATH); weights saved "
                 "with torch.save or safetensors go to --init");

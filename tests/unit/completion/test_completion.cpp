@@ -90,7 +90,7 @@ TEST_CASE("registry choice flags complete their values", "[completion]") {
 TEST_CASE("dynamic values: registry, Slurm partitions, hostfile hosts", "[completion]") {
   auto none = [](const std::vector<std::string>&) { return std::string(); };
   auto strategies = dynamic_values("strategies", {}, none);
-  CHECK(strategies == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp"});
+  CHECK(strategies == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp", "auto"});
   CHECK_FALSE(dynamic_values("models", {}, none).empty());
   auto sinfo = [](const std::vector<std::string>& argv) {
     return argv == std::vector<std::string>{"sinfo", "-h", "-o", "%P"} ? std::string("gpu*\ncpu\ngpu*\n") : std::string();

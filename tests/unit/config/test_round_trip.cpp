@@ -17,7 +17,7 @@ namespace {
 json sample(const Setting& s) {
   static const std::map<std::string, json> fitting = {
       {"zero.stage", 3}, {"model.n_head", 8}, {"model.n_embd", 256}, {"train.global_batch_size", 32},
-      {"sched.min_lr", 0.0005}};
+      {"sched.min_lr", 0.0005}, {"launch.device_memory", "80GiB"}};
   if (auto it = fitting.find(s.key); it != fitting.end()) return it->second;
   switch (s.type) {
     case Type::Bool: return s.default_value.is_boolean() ? !s.default_value.get<bool>() : true;  // 'auto'

@@ -33,6 +33,7 @@ const std::map<std::string, std::pair<std::string, std::string>> kTextSamples = 
     {"launch.nnodes", {"2:4", "4:2"}},
     {"launch.gpus", {"0-1", "1-0"}},
     {"launch.ranks_filter", {"0,3", "zero"}},
+    {"launch.device_memory", {"80GiB", "lots"}},
     {"slurm.mem", {"64G", "lots"}},
     {"slurm.time", {"1-12:00:00", "soon"}},
     {"slurm.signal", {"TERM@30", "@@"}},
@@ -98,7 +99,8 @@ json observe(const launch::LaunchOptions& o) {
           {"node_name", o.multi.node_name}, {"num_nodes", o.multi.num_nodes}, {"num_gpus", o.multi.num_gpus},
           {"ssh_options", o.multi.ssh_options}, {"ssh_port", o.multi.ssh_port}, {"exports", o.multi.exports},
           {"prefix_on", o.output.prefix}, {"ranks_filter", o.output.ranks_filter}, {"module", o.plan.module},
-          {"no_python", o.plan.no_python}, {"dry_run", o.dry_run}, {"format", o.format}};
+          {"no_python", o.plan.no_python}, {"dry_run", o.dry_run}, {"format", o.format},
+          {"device_memory", o.device_memory}, {"force", o.force}};
 }
 json observe(const slurm::JobOptions& j) {
   return {{"job_name", j.job_name}, {"partition", j.partition}, {"account", j.account}, {"qos", j.qos},

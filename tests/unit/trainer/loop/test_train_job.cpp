@@ -45,7 +45,7 @@ json fields(const TrainJob& t) {
                  t.sched.start_factor, t.sched.end_factor, t.sched.total_iters}},
       {"model", {mtrain::config::to_string(m.name), m.n_layer, m.n_head, m.n_embd, m.block_size, m.vocab_size,
                  m.dropout, m.hidden, m.depth, m.input_dim, m.num_classes, m.path, m.loss, m.wrap_module_types,
-                 m.wrap_policy, m.min_num_params, m.activation_checkpointing, m.language_model}},
+                 m.wrap_policy, m.min_num_params, m.activation_checkpointing, m.language_model, m.trust_code}},
       {"data", {d.name, d.path, d.val_path, d.num_samples, d.val_fraction, d.shuffle, d.drop_last}},
       {"loop", {t.max_steps, t.max_epochs, t.batch_size, t.grad_accum, t.global_batch_size, t.seed,
                 t.work_dir, t.log_interval, t.timing_warmup_steps, t.val_interval, t.val_steps, t.threads,

@@ -308,5 +308,5 @@ TEST_CASE("tensors data: rows of a saved dict, val tail or val_path, clear error
              Catch::Contains("the same first dimension"));
   s.path = (dir.path / "missing.pt").string();
   CHECK_THAT(error_text([&] { make_dataset(s, m, Split::Train, 0); }),
-             Catch::Contains("cannot read the tensors file"));
+             Catch::Contains("the tensors file '" + s.path + "' does not exist"));
 }
