@@ -189,7 +189,9 @@ json run_comm_bench(const CommBenchArgs& a, const std::map<std::string, std::str
   co.world = world;
   co.timeout = std::chrono::milliseconds(120000);
   at::Device device = at::kCPU;
-  if (compat::nccl_available()) {
+  // As the trainer (loop/worker.cpp): NCCL only where this rank sees a GPU, so a CUDA build on a
+  // machine without one measures Gloo on the CPU instead of failing in CUDA's initialisation.
+  if (compat::nccl_available() && compat::cuda_device_count() > local_rank) {
     co.backend = BackendKind::Nccl;
     device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
     compat::select_cuda_device(local_rank);

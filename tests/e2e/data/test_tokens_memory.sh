@@ -2,7 +2,7 @@
 # The tokens dataset is memory-mapped, never read whole: the same world-2 job on a 64 MiB and on a
 # 1 GiB token file (sparse, so they cost neither disk nor time to write) peaks at the same RSS per
 # rank within 5% (summary.json's peak_memory_bytes: the fullest rank's VmHWM), and the large file
-# is several times that peak.
+# is at least twice that peak.
 . "$(dirname "$0")/../lib.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 "$PY" -c 'import numpy' 2>/dev/null || skip "/usr/bin/python3 has no numpy"
@@ -37,7 +37,9 @@ assert small > 0 and big > 0, (small, big)
 ratio = big / small
 print(f"# peak RSS per rank: {small/2**20:.1f} MiB (64 MiB file), {big/2**20:.1f} MiB (1 GiB file), ratio {ratio:.3f}")
 assert abs(ratio - 1) <= 0.05, ratio
-assert 2**30 >= 3 * big, f"the 1 GiB file is not several times the peak RSS {big}"
+# At least twice the peak: a rank that read the file whole would hold more than all of it. (A
+# worker linked to a CUDA LibTorch 2.x starts at about 450 MiB with its libraries mapped.)
+assert 2**30 >= 2 * big, f"the 1 GiB file is not twice the peak RSS {big}"
 PYEOF
 no_survivors "mtrain-worker --job $WORK"
 finish
