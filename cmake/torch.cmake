@@ -76,19 +76,11 @@ endif()
 find_package(Torch REQUIRED)
 message(STATUS "mtrain: LibTorch ${Torch_VERSION} at ${Torch_DIR}")
 
-# The directory holding libtorch*.so: the worker's RPATH when it is not a system directory.
+# The directory holding libtorch*.so (TorchConfig's TORCH_LIBRARY is its libtorch.so): the
+# worker's install RPATH when it is not a system directory.
 set(MTRAIN_TORCH_LIBDIR "")
-foreach(lib ${TORCH_LIBRARIES})
-  if(lib MATCHES "/libtorch(_cpu)?\\.so$")
-    get_filename_component(MTRAIN_TORCH_LIBDIR ${lib} DIRECTORY)
-    break()
-  endif()
-endforeach()
-if(NOT MTRAIN_TORCH_LIBDIR AND TARGET torch)
-  get_target_property(loc torch IMPORTED_LOCATION)
-  if(loc)
-    get_filename_component(MTRAIN_TORCH_LIBDIR ${loc} DIRECTORY)
-  endif()
+if(TORCH_LIBRARY)
+  get_filename_component(MTRAIN_TORCH_LIBDIR ${TORCH_LIBRARY} DIRECTORY)
 endif()
 
 # CUDA on by default exactly when the LibTorch found has it.
