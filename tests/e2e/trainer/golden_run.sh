@@ -10,7 +10,7 @@
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_worker_torch
 GOLDEN="$(dirname "${BASH_SOURCE[0]}")/torchscript_golden.py"
-"$TORCH_PY" "$GOLDEN" make-lm "$WORK" || { fail "the Python reference"; finish; }
+"$TORCH_PY" -W ignore "$GOLDEN" make-lm "$WORK" || { fail "the Python reference"; finish; }
 
 for opt in $OPT; do
   if [ "$opt" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; fi
@@ -32,7 +32,7 @@ for opt in $OPT; do
         fail "$opt $strategy world $world: exit $rc"; sed 's/^/    | /' "$WORK/out" | tail -20; continue
       fi
       for f in model.pt model.scripted.pt; do
-        if msg=$("$TORCH_PY" "$GOLDEN" compare "$WORK/ref_$opt.pt" "$wd/$f" "$tol" 2>&1); then
+        if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_$opt.pt" "$wd/$f" "$tol" 2>&1); then
           ok "$opt $strategy world $world $f: $msg"
         else
           fail "$opt $strategy world $world $f: $msg"
@@ -51,7 +51,7 @@ for opt in $OPT; do
     --resume auto "${common[@]}"
   expect_rc 0 "$opt zero3 world 3 resumed, steps 6-10"
   expect_in "$WORK/out" "at step 5 (written by world size 2)"
-  if msg=$("$TORCH_PY" "$GOLDEN" compare "$WORK/ref_$opt.pt" "$wd/model.scripted.pt" "$tol" 2>&1); then
+  if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_$opt.pt" "$wd/model.scripted.pt" "$tol" 2>&1); then
     ok "$opt resumed across strategies and world sizes: $msg"
   else
     fail "$opt resumed across strategies and world sizes: $msg"

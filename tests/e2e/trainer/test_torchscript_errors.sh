@@ -52,8 +52,11 @@ try frozen "has no parameters" --model-path "$WORK/frozen.pt" --data-path "$WORK
 try two-inputs "the trainer needs forward(self, x: Tensor) -> Tensor" --model-path "$WORK/two.pt" --data-path "$WORK/data.pt" \
   --set model.loss=cross_entropy
 try no-loss "no loss(input, target) method and model.loss is auto" --model-path "$WORK/net.pt" --data-path "$WORK/data.pt"
-try ordered-dict "typically a collections.OrderedDict" --model-path "$WORK/net.pt" --data-path "$WORK/ordered.pt" \
-  --set model.loss=cross_entropy
+# An OrderedDict of the two tensors reads like a dict (the checked pickle reader, issue 29).
+retry_port_clash "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 --model torchscript \
+  --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/ordered.pt" --set model.loss=cross_entropy \
+  --work-dir "$WORK/wd-ordered" --set train.threads=1
+expect_rc 0 "an OrderedDict tensors file trains"
 # And the good file trains.
 retry_port_clash "$WORK/out" launch --nproc-per-node 2 --master-port 0 --max-steps 2 --batch-size 4 --model torchscript \
   --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/data.pt" --set model.loss=cross_entropy \

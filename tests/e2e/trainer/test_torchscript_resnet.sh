@@ -9,7 +9,7 @@
 need_worker_torch
 "$TORCH_PY" -c 'import torchvision' 2>/dev/null || skip "$TORCH_PY has no torchvision"
 GOLDEN="$(dirname "$0")/torchscript_golden.py"
-"$TORCH_PY" "$GOLDEN" make-resnet "$WORK" || { fail "the Python reference"; finish; }
+"$TORCH_PY" -W ignore "$GOLDEN" make-resnet "$WORK" || { fail "the Python reference"; finish; }
 common=(--model torchscript --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/data.pt"
   --set model.loss=cross_entropy --set data.shuffle=false --set data.val_fraction=0
   --set sched.name=constant --set optim.name=sgd --set train.log_interval=1 --set train.threads=1)
@@ -18,9 +18,9 @@ retry_port_clash "$WORK/out1" launch --nproc-per-node 1 --master-port 0 --strate
   --work-dir "$WORK/w1" --max-steps 10 --set optim.lr=0.05 "${common[@]}"
 expect_rc 0 "resnet18 world 1"
 for f in model.pt model.scripted.pt; do
-  msg=$("$TORCH_PY" "$GOLDEN" compare "$WORK/ref_sgd.pt" "$WORK/w1/$f" 1e-5 2>&1) && ok "world 1 $f: $msg" || fail "world 1 $f: $msg"
+  msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd.pt" "$WORK/w1/$f" 1e-5 2>&1) && ok "world 1 $f: $msg" || fail "world 1 $f: $msg"
 done
-msg=$("$TORCH_PY" "$GOLDEN" compare "$WORK/ref_sgd.pt" "$WORK/w1/model.scripted.pt" 1e-5 --buffers 2>&1) \
+msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd.pt" "$WORK/w1/model.scripted.pt" 1e-5 --buffers 2>&1) \
   && ok "world 1 BatchNorm buffers: $msg" || fail "world 1 BatchNorm buffers: $msg"
 
 # World 2: 30 steps (5 epochs of the 60 images) at a smaller rate, so that the fall of the loss

@@ -192,8 +192,19 @@ def make_vit(d):
 def load_weights(path):
     try:
         return {k: v for k, v in torch.jit.load(path).state_dict().items()}
-    except RuntimeError:
-        return torch.load(path)
+    except Exception:  # not a TorchScript archive (PyTorch 2.x raises other types than RuntimeError)
+        pass
+    # mtrain's model.pt is written by LibTorch's pickler, which tags the dict's types with
+    # torch.jit._pickle.restore_type_tag: PyTorch >= 2.6's weights-only torch.load needs that one
+    # global allowed (docs/your-model.md).
+    try:
+        from torch.jit._pickle import restore_type_tag as tag
+    except ImportError:
+        tag = None
+    if tag is not None and hasattr(torch.serialization, "safe_globals"):
+        with torch.serialization.safe_globals([tag]):
+            return torch.load(path)
+    return torch.load(path)
 
 
 def compare(ref_path, got_path, tol, buffers, key_bias_tol=None):
