@@ -25,7 +25,7 @@ Error torchscript_load_failure(const std::string& path, const std::string& what,
       facts ? fmt::format("build mtrain against the PyTorch that scripted it: `{}`", facts->build_against_python_command())
             : std::string("build mtrain against the PyTorch that scripted it (scripts/bootstrap --torch python)");
   std::smatch m;
-  static const std::regex kUnknownOp(R"(Unknown builtin op: ([A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_.]+))");
+  static const std::regex kUnknownOp(R"(Unknown builtin op: ([A-Za-z_][A-Za-z0-9_]*::[A-Za-z0-9_]+(?:\.[A-Za-z_][A-Za-z0-9_]*)?))");
   static const std::regex kVersion(R"(version (\d+), but the maximum supported version for reading is (\d+))");
   if (std::regex_search(what, m, kUnknownOp))
     return Error(fmt::format("the TorchScript model '{}' calls {}, which {} does not have (it was scripted by a "
