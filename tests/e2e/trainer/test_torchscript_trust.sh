@@ -3,7 +3,8 @@
 # with aten::from_file(shared=True) — which creates the file while torch::jit::load runs — is
 # refused by `mtrain launch` before any rank starts and by the worker alone before it loads the
 # file: exit 2, one paragraph, and the file it would have created does not exist. With
-# model.trust_code=true the user takes responsibility and it loads.
+# model.trust_code=true the user takes responsibility: the file's code runs (this one leaves its
+# Linear unset, so LibTorch then refuses it in one paragraph of its own).
 . "$(dirname "$0")/../lib.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_worker_torch
@@ -13,15 +14,16 @@ from typing import Tuple
 d = sys.argv[1]
 class Evil(nn.Module):
     def __init__(s):
-        super().__init__(); s.l = nn.Linear(4, 3)
+        super().__init__(); s.l = nn.Linear(4, 3); s.where = d + "/pwned"
     def forward(s, x):
         return s.l(x)
     @torch.jit.export
-    def __getstate__(s) -> Tuple[torch.Tensor, bool]:
-        return (s.l.weight, s.training)
+    def __getstate__(s) -> Tuple[torch.Tensor, bool, str]:
+        return (s.l.weight, s.training, s.where)
     @torch.jit.export
-    def __setstate__(s, state: Tuple[torch.Tensor, bool]):
-        t = torch.from_file(d + "/pwned", shared=True, size=4)
+    def __setstate__(s, state: Tuple[torch.Tensor, bool, str]):
+        t = torch.from_file(state[2], shared=True, size=4)
+        s.where = state[2]
         s.training = bool(state[1]) and t.numel() == 4
 torch.jit.save(torch.jit.script(Evil()), f"{d}/evil.pt")
 x, y = torch.randn(16, 4), torch.randint(0, 3, (16,))
@@ -49,6 +51,6 @@ expect_in "$WORK/wout" "aten::from_file"
 
 run_mtrain "$WORK/out2" launch --nproc-per-node 1 --master-port 0 --work-dir "$WORK/wd-trusted" "${common[@]}" \
   --set model.trust_code=true
-expect_rc 0 "model.trust_code=true runs it"
+expect_not_in "$WORK/out2" "reaches outside the model"
 [ -e "$WORK/pwned" ] && ok "trusted: its __setstate__ ran (the file exists)" || fail "trusted run did not load the file's code"
 finish
