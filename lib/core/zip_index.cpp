@@ -24,6 +24,18 @@ uint16_t u16(const unsigned char* p) { return static_cast<uint16_t>(p[0] | p[1] 
 uint32_t u32(const unsigned char* p) { return u16(p) | static_cast<uint32_t>(u16(p + 2)) << 16; }
 uint64_t u64(const unsigned char* p) { return u32(p) | static_cast<uint64_t>(u32(p + 4)) << 32; }
 
+// Exactly n bytes at off (EINTR retried); false on a short read or an error.
+bool pread_exact(int fd, void* buf, size_t n, uint64_t off) {
+  size_t got = 0;
+  while (got < n) {
+    ssize_t r = ::pread(fd, static_cast<char*>(buf) + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) return false;
+    got += static_cast<size_t>(r);
+  }
+  return true;
+}
+
 }  // namespace
 
 ZipIndex::ZipIndex(const std::string& path, const std::string& what, const ZipLimits& limits)
@@ -50,13 +62,7 @@ ZipIndex::ZipIndex(const std::string& path, const std::string& what, const ZipLi
   size_ = static_cast<uint64_t>(st.st_size);
   auto pread_all = [&](uint64_t off, size_t n, unsigned char* out) {
     if (off > size_ || n > size_ - off) throw bad(fmt::format("a record at byte {} runs past the end ({} bytes)", off, size_));
-    size_t got = 0;
-    while (got < n) {
-      ssize_t r = ::pread(fd_, out + got, n - got, static_cast<off_t>(off + got));
-      if (r < 0 && errno == EINTR) continue;
-      if (r <= 0) throw bad(fmt::format("read failed at byte {}", off + got));
-      got += static_cast<size_t>(r);
-    }
+    if (!pread_exact(fd_, out, n, off)) throw bad(fmt::format("read failed at byte {}", off));
   };
   try {
     // End of central directory: the last 22 bytes plus a comment of at most 65535.
@@ -152,20 +158,14 @@ std::string ZipIndex::read(const ZipEntry& e) const {
     throw bad(fmt::format("is compressed with zip method {}; PyTorch writes records stored or deflated", e.method));
   if (e.size > limits_.max_entry_read) throw bad(fmt::format("is {} bytes, more than the {} read into memory", e.size, limits_.max_entry_read));
   unsigned char h[30];
-  if (e.local_header_offset + 30 > size_ || ::pread(fd_, h, 30, static_cast<off_t>(e.local_header_offset)) != 30 ||
+  if (e.local_header_offset + 30 > size_ || !pread_exact(fd_, h, 30, e.local_header_offset) ||
       u32(h) != kLocalSig)
     throw bad("has no local header where the directory says");
   const uint64_t data = e.local_header_offset + 30 + u16(h + 26) + u16(h + 28);
   if (data > size_ || e.compressed_size > size_ - data) throw bad("runs past the end of the file");
   if (e.compressed_size > limits_.max_entry_read) throw bad("is larger than what is read into memory");
   std::string raw(e.compressed_size, '\0');
-  size_t got = 0;
-  while (got < raw.size()) {
-    ssize_t r = ::pread(fd_, raw.data() + got, raw.size() - got, static_cast<off_t>(data + got));
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) throw bad("could not be read");
-    got += static_cast<size_t>(r);
-  }
+  if (!pread_exact(fd_, raw.data(), raw.size(), data)) throw bad("could not be read");
   if (e.method == 0) return raw;
   // Deflated (PyTorch 2.x deflates the code/ records of TorchScript archives). The output is
   // bounded by the size the directory declares, itself bounded above: a zip bomb stops there.
