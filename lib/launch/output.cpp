@@ -125,7 +125,10 @@ RankOutput::RankOutput(const OutputOptions& opt, const std::string& host, int ra
     create_folders(dir.string(), kFolderMode);
     const char* names[2] = {"stdout.log", "stderr.log"};
     try {
-      for (int i = 0; i < 2; ++i) file_[i] = open_log((dir / names[i]).string());
+      for (int i = 0; i < 2; ++i) {
+        log_path_[i] = (dir / names[i]).string();
+        file_[i] = open_log(log_path_[i]);
+      }
     } catch (...) {
       if (file_[0]) std::fclose(file_[0]);  // no destructor runs for a throwing constructor
       throw;
@@ -158,6 +161,7 @@ void RankOutput::finish() {
   for (int i = 0; i < 2; ++i) {
     if (!partial_[i].empty()) emit(static_cast<Stream>(i), partial_[i]);
     partial_[i].clear();
+    release_held(i);
     if (file_[i]) std::fflush(file_[i]);
   }
 }
@@ -169,13 +173,38 @@ void RankOutput::emit(Stream s, const std::string& line) {
     std::fputc('\n', file_[i]);
   }
   if (s == Stream::Err) push_tail_line(tail_, opt_.tail_lines, line);  // stack frames folded
-  if (console_ && !g_gone[i]) {
-    // One write per line so lines of different ranks never interleave mid-line; retried after
-    // EINTR and partial writes, so no line is lost to a slow reader.
-    std::string out = prefix_ + (visible_[i] ? visible_text(line) : line) + "\n";
-    int fd = s == Stream::Out ? STDOUT_FILENO : STDERR_FILENO;
-    if (write_all(fd, out.data(), out.size()) == WriteResult::Gone) console_went_away(i, opt_.log_dir);
+  if (!console_ || g_gone[i]) return;
+  if (file_[i]) {
+    if (is_stack_frame(line)) {
+      ++held_frames_[i];
+      return;
+    }
+    if (is_backtrace_header(line)) {
+      release_held(i);
+      held_header_[i] = line;
+      return;
+    }
+    // An empty line ends c10's backtrace: part of it.
+    if (line.empty() && held_frames_[i] > 0) return;
+    release_held(i);
   }
+  to_console(i, line);
+}
+
+void RankOutput::release_held(int i) {
+  if (held_frames_[i] > 0) to_console(i, console_fold_line(held_frames_[i], log_path_[i]));
+  else if (!held_header_[i].empty()) to_console(i, held_header_[i]);
+  held_frames_[i] = 0;
+  held_header_[i].clear();
+}
+
+void RankOutput::to_console(int i, const std::string& line) {
+  if (!console_ || g_gone[i]) return;
+  // One write per line so lines of different ranks never interleave mid-line; retried after
+  // EINTR and partial writes, so no line is lost to a slow reader.
+  std::string out = prefix_ + (visible_[i] ? visible_text(line) : line) + "\n";
+  int fd = i == 0 ? STDOUT_FILENO : STDERR_FILENO;
+  if (write_all(fd, out.data(), out.size()) == WriteResult::Gone) console_went_away(i, opt_.log_dir);
 }
 
 }  // namespace mtrain::launch

@@ -40,6 +40,8 @@ class RankOutput {
 
  private:
   void emit(Stream s, const std::string& line);
+  void to_console(int i, const std::string& line);
+  void release_held(int i);  // the console's fold line (or a lone header) for what was held back
   const OutputOptions& opt_;
   std::string prefix_;
   bool console_ = true;
@@ -47,6 +49,11 @@ class RankOutput {
   std::string partial_[2];
   std::FILE* file_[2] = {nullptr, nullptr};
   std::deque<std::string> tail_;
+  // A C++ backtrace on its way to the console while the log file keeps it (stderr_tail.hpp): its
+  // header and frames are held back and replaced by one line at the next other line or EOF.
+  std::string log_path_[2];
+  std::string held_header_[2];
+  std::size_t held_frames_[2] = {0, 0};
 };
 
 // Creates `path` and its missing parents with `mode` (never wider, whatever the umask). Folders

@@ -33,6 +33,20 @@ bool is_stack_frame(std::string_view line) {
   return i > digits && i < line.size() && line[i] == ':';
 }
 
+bool is_backtrace_header(std::string_view line) {
+  constexpr std::string_view head = "Exception raised from ", tail = "(most recent call first):";
+  const std::size_t i = line.find_first_not_of(" \t");
+  if (i == std::string_view::npos) return false;
+  line.remove_prefix(i);
+  while (!line.empty() && (line.back() == ' ' || line.back() == '\r')) line.remove_suffix(1);
+  return line.size() > head.size() + tail.size() && line.compare(0, head.size(), head) == 0 &&
+         line.compare(line.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+std::string console_fold_line(std::size_t frames, const std::string& log_file) {
+  return fmt::format("{}{} C++ stack frames left out: {} has them]", kFoldPrefix, frames, log_file);
+}
+
 void push_tail_line(std::deque<std::string>& tail, std::size_t limit, const std::string& line) {
   if (is_stack_frame(line)) {
     if (std::size_t n = tail.empty() ? 0 : folded(tail.back())) {

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "captured.hpp"
 #include "mtrain/core/error.hpp"
@@ -124,4 +125,94 @@ TEST_CASE("rank logs are not written through a symbolic link", "[launch][output]
   std::string kept;
   in >> kept;
   CHECK(kept == "keep");
+}
+
+namespace {
+// What `body` wrote to file descriptor 2 (the console's stderr), through a temporary file.
+template <class F>
+std::string console_stderr(F body) {
+  std::FILE* f = std::tmpfile();
+  REQUIRE(f);
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  ::dup2(fileno(f), 2);
+  body();
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::string s = slurp(f);
+  std::fclose(f);
+  return s;
+}
+
+void feed_lines(RankOutput& out, const std::vector<std::string>& lines) {
+  for (const auto& l : lines) {
+    std::string with_nl = l + "\n";
+    out.feed(Stream::Err, with_nl.data(), with_nl.size());
+  }
+}
+
+std::vector<std::string> tcpstore_warning() {
+  std::vector<std::string> lines = {
+      "[W1126 21:40:37.588420574 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=3): Broken pipe",
+      "Exception raised from sendBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:757 (most recent call first):"};
+  for (int i = 0; i < 11; ++i)
+    lines.push_back("frame #" + std::to_string(i) + ": <unknown function> + 0x69c6812 (0x7f47 in libtorch_cpu.so)");
+  lines.push_back("");
+  lines.push_back("[rank 1] error: all_reduce of 24 bytes failed");
+  return lines;
+}
+}  // namespace
+
+TEST_CASE("console: a C++ backtrace the log file keeps is one line on the console", "[launch][output]") {
+  TempDir t;
+  OutputOptions opt;
+  opt.log_dir = t.str() + "/logs";
+  opt.tee = true;
+  const std::string console = console_stderr([&] {
+    RankOutput out(opt, "vm", 1, 1, "default", 0);
+    feed_lines(out, tcpstore_warning());
+    out.finish();
+  });
+  const std::string log = opt.log_dir + "/attempt_0/1/stderr.log";
+  CHECK(console == "[vm:1] [W1126 21:40:37.588420574 TCPStore.cpp:106] [c10d] sendBytes failed on SocketImpl(fd=3): "
+                   "Broken pipe\n"
+                   "[vm:1] [… 11 C++ stack frames left out: " + log + " has them]\n"
+                   "[vm:1] [rank 1] error: all_reduce of 24 bytes failed\n");
+  std::ifstream in(log);
+  std::stringstream text;
+  text << in.rdbuf();
+  std::string expected;
+  for (const auto& l : tcpstore_warning()) expected += l + "\n";
+  CHECK(text.str() == expected);  // the file keeps every line
+}
+
+TEST_CASE("console: a backtrace at the end of the output is folded at EOF; a lone header is kept",
+          "[launch][output]") {
+  TempDir t;
+  OutputOptions opt;
+  opt.log_dir = t.str() + "/logs";
+  opt.tee = true;
+  const std::string console = console_stderr([&] {
+    RankOutput out(opt, "h", 0, 0, "default", 0);
+    feed_lines(out, {"Exception raised from f at a.cpp:1 (most recent call first):", "not a frame",
+                     "frame #0: g + 0x1 (0x7f in lib.so)", "frame #1: h + 0x1 (0x7f in lib.so)"});
+    out.feed(Stream::Err, "frame #2: i + 0x1 (0x7f in lib.so)", 34);  // no newline: EOF ends it
+    out.finish();
+  });
+  CHECK(console == "[h:0] Exception raised from f at a.cpp:1 (most recent call first):\n"
+                   "[h:0] not a frame\n"
+                   "[h:0] [… 3 C++ stack frames left out: " + opt.log_dir + "/attempt_0/0/stderr.log has them]\n");
+}
+
+TEST_CASE("console: without a log file every frame reaches the console", "[launch][output]") {
+  OutputOptions opt;  // no log_dir: the console is the only record
+  const auto lines = tcpstore_warning();
+  const std::string console = console_stderr([&] {
+    RankOutput out(opt, "vm", 1, 1, "default", 0);
+    feed_lines(out, lines);
+    out.finish();
+  });
+  std::string expected;
+  for (const auto& l : lines) expected += "[vm:1] " + l + "\n";
+  CHECK(console == expected);
 }

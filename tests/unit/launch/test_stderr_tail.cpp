@@ -30,3 +30,11 @@ TEST_CASE("stack frames in a rank's stderr tail are folded into one line", "[lau
   push_tail_line(tail, 3, "frame #0: h");  // folds onto it: harmless, the count is all it says
   CHECK(tail.size() == 3);
 }
+
+TEST_CASE("c10's backtrace header is recognised", "[launch][report]") {
+  CHECK(is_backtrace_header("Exception raised from sendBytes at /p/Utils.hpp:757 (most recent call first):"));
+  CHECK(is_backtrace_header("  Exception raised from f at a.cpp:1 (most recent call first):  "));
+  CHECK_FALSE(is_backtrace_header("Exception raised from f at a.cpp:1"));
+  CHECK_FALSE(is_backtrace_header("an Exception raised from f (most recent call first):"));
+  CHECK(console_fold_line(11, "/l/stderr.log") == "[… 11 C++ stack frames left out: /l/stderr.log has them]");
+}
