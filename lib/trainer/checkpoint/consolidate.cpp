@@ -1,5 +1,7 @@
 #include "mtrain/trainer/checkpoint/consolidate.hpp"
 
+#include "mtrain/trainer/checkpoint/manifest.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -24,7 +26,6 @@ using nlohmann::json;
 
 namespace {
 
-const std::string kModelPrefix = "model/";
 
 int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;

@@ -1,5 +1,7 @@
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
 
+#include "mtrain/trainer/checkpoint/manifest.hpp"
+
 #include <ATen/core/grad_mode.h>
 
 #include <map>
@@ -15,7 +17,6 @@ namespace mtrain::trainer {
 
 namespace {
 
-const std::string kModelPrefix = "model/";
 
 std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 

@@ -29,6 +29,9 @@
 
 namespace mtrain::trainer {
 
+// A checkpoint's tensor names: "model/<parameter>" and "optim/<state>/<parameter>".
+inline const std::string kModelPrefix = "model/";
+
 constexpr int kCheckpointFormatVersion = 3;
 // The first format whose manifest must carry its checksum.
 constexpr int kChecksummedFormat = 3;

@@ -23,7 +23,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kModelPrefix = "model/";
 
 class SafetensorsWeights final : public WeightsFile {
  public:

@@ -167,6 +167,9 @@ CredType=cred/none"
 # cred_expire (AuthInfo): a requeued job waits that long before it may start again (the old
 # credential must expire first); 10 s instead of the default 120 s keeps the requeue test short.
 ClusterName=mtrain$port
+# Job ids from this cluster's own port: two test clusters at once on this host (ctest -j) would
+# otherwise both run job 1, whose rendezvous port (29500 + id mod 2500) they then fight over.
+FirstJobId=$port
 SlurmctldHost=localhost(127.0.0.1)
 SlurmctldPort=$port
 SlurmdPort=$((port + 1))
