@@ -84,7 +84,8 @@ TEST_CASE("DeepSpeed's CROSS_RANK, CROSS_SIZE and LOCAL_SIZE mirror GROUP_RANK, 
   o.nnodes = 2;
   o.node_rank = 1;
   o.master_addr = "10.0.0.1";
-  const auto& e = build_plan(o, host(8, {})).nodes[0].workers[2].env;
+  const auto plan = build_plan(o, host(8, {}));  // kept: a reference into the temporary would dangle
+  const auto& e = plan.nodes[0].workers[2].env;
   CHECK(e.at("CROSS_RANK") == "1");
   CHECK(e.at("CROSS_SIZE") == "2");
   CHECK(e.at("LOCAL_SIZE") == "3");
