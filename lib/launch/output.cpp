@@ -174,25 +174,26 @@ void RankOutput::emit(Stream s, const std::string& line) {
   }
   if (s == Stream::Err) push_tail_line(tail_, opt_.tail_lines, line);  // stack frames folded
   if (!console_ || g_gone[i]) return;
-  if (file_[i]) {
-    if (is_stack_frame(line)) {
-      ++held_frames_[i];
-      return;
-    }
-    if (is_backtrace_header(line)) {
-      release_held(i);
-      held_header_[i] = line;
-      return;
-    }
-    // An empty line ends c10's backtrace: part of it.
-    if (line.empty() && held_frames_[i] > 0) return;
-    release_held(i);
+  if (is_stack_frame(line)) {
+    ++held_frames_[i];
+    return;
   }
+  if (is_backtrace_header(line)) {
+    release_held(i);
+    held_header_[i] = line;
+    return;
+  }
+  // An empty line ends c10's backtrace: part of it.
+  if (line.empty() && held_frames_[i] > 0) return;
+  release_held(i);
   to_console(i, line);
 }
 
 void RankOutput::release_held(int i) {
-  if (held_frames_[i] > 0) to_console(i, console_fold_line(held_frames_[i], log_path_[i]));
+  if (held_frames_[i] > 0) {
+    to_console(i, log_path_[i].empty() ? console_fold_line(held_frames_[i], "--log-dir DIR") + " (a rank's whole output)"
+                                        : console_fold_line(held_frames_[i], log_path_[i]));
+  }
   else if (!held_header_[i].empty()) to_console(i, held_header_[i]);
   held_frames_[i] = 0;
   held_header_[i].clear();

@@ -49,8 +49,9 @@ class RankOutput {
   std::string partial_[2];
   std::FILE* file_[2] = {nullptr, nullptr};
   std::deque<std::string> tail_;
-  // A C++ backtrace on its way to the console while the log file keeps it (stderr_tail.hpp): its
-  // header and frames are held back and replaced by one line at the next other line or EOF.
+  // A C++ backtrace on its way to the console (stderr_tail.hpp): its header and frames are held
+  // back and replaced by one line, naming the log file that keeps them (or --log-dir), at the next
+  // other line or EOF. LibTorch's frames are offsets into its libraries: noise beside the message.
   std::string log_path_[2];
   std::string held_header_[2];
   std::size_t held_frames_[2] = {0, 0};

@@ -4,7 +4,7 @@
 // (c10::Error's backtrace): kept as they are they push the message itself out of the tail, and
 // the report's "last lines of stderr" becomes a stack trace naming no rank. Consecutive frame
 // lines are folded into one line saying how many were left out. The log file keeps every line;
-// the console folds the same way when the log file is there to hold them (output.hpp): LibTorch
+// the console folds the same way, naming the log file or --log-dir (output.hpp): LibTorch
 // 2.x also prints whole backtraces in mere warnings (TCPStore's "sendBytes failed … Broken pipe"
 // from a rank that lost its peer), which on the console only bury the rank's own error.
 #include <cstddef>
