@@ -161,13 +161,19 @@ std::vector<std::string> tcpstore_warning() {
   lines.push_back("[rank 1] error: all_reduce of 24 bytes failed");
   return lines;
 }
+
+// Logs under `t`, teed to the console.
+OutputOptions teed_logs(const TempDir& t) {
+  OutputOptions opt;
+  opt.log_dir = t.str() + "/logs";
+  opt.tee = true;
+  return opt;
+}
 }  // namespace
 
 TEST_CASE("console: a C++ backtrace the log file keeps is one line on the console", "[launch][output]") {
   TempDir t;
-  OutputOptions opt;
-  opt.log_dir = t.str() + "/logs";
-  opt.tee = true;
+  const OutputOptions opt = teed_logs(t);
   const std::string console = console_stderr([&] {
     RankOutput out(opt, "vm", 1, 1, "default", 0);
     feed_lines(out, tcpstore_warning());
@@ -189,9 +195,7 @@ TEST_CASE("console: a C++ backtrace the log file keeps is one line on the consol
 TEST_CASE("console: a backtrace at the end of the output is folded at EOF; a lone header is kept",
           "[launch][output]") {
   TempDir t;
-  OutputOptions opt;
-  opt.log_dir = t.str() + "/logs";
-  opt.tee = true;
+  const OutputOptions opt = teed_logs(t);
   const std::string console = console_stderr([&] {
     RankOutput out(opt, "h", 0, 0, "default", 0);
     feed_lines(out, {"Exception raised from f at a.cpp:1 (most recent call first):", "not a frame",
