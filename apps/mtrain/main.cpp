@@ -26,19 +26,27 @@ static void hold_signals_before_main(int argc, char** argv, char**) {
 __attribute__((section(".preinit_array"), used)) static void (*const hold_signals_early)(int, char**, char**) =
     hold_signals_before_main;
 
-int main(int argc, char** argv) {
-  CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
-  root.set_version_flag("--version", [] {
-    std::error_code ec;
-    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-    const std::string worker = mtrain::launch::find_worker(self);
-    if (auto facts = worker.empty() ? std::nullopt : mtrain::read_worker_facts(worker))
-      return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
-                                             mtrain::envreport::worker_from_facts(worker, *facts));
-    mtrain::envreport::PosixSystemProbe probe;
+static std::string version_text() {
+  std::error_code ec;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+  const std::string worker = mtrain::launch::find_worker(self);
+  if (auto facts = worker.empty() ? std::nullopt : mtrain::read_worker_facts(worker))
     return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
-                                           mtrain::envreport::probe_worker(probe, worker, 10000));
-  });
+                                           mtrain::envreport::worker_from_facts(worker, *facts));
+  mtrain::envreport::PosixSystemProbe probe;
+  return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
+                                         mtrain::envreport::probe_worker(probe, worker, 10000));
+}
+
+int main(int argc, char** argv) {
+  // `mtrain --version` alone answers before any subcommand's options are built (most of the
+  // launcher's start-up); the flag stays declared below for --help and for CLI11's own checks.
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s\n", version_text().c_str());
+    return 0;
+  }
+  CLI::App root{"mtrain: launch, configure and benchmark distributed training", "mtrain"};
+  root.set_version_flag("--version", version_text);
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
