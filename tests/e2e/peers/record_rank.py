@@ -25,8 +25,21 @@ with open(os.path.join(out, f"{os.getpid()}.json.tmp"), "w") as f:
     json.dump(record, f)
 os.replace(os.path.join(out, f"{os.getpid()}.json.tmp"), os.path.join(out, f"{os.getpid()}.json"))
 
+# Arrival marks (not *.json): a failing rank first waits, at most 30 s, until every rank of its
+# attempt has recorded, so that what is compared does not depend on how fast a launcher tears the
+# others down (mtrain stops them within milliseconds of the failure, torchrun after seconds).
+attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+marks = os.path.join(out, "arrived")
+os.makedirs(marks, exist_ok=True)
+open(os.path.join(marks, f"{attempt}.{os.environ.get('RANK', '0')}"), "w").close()
+
 fail_rank = os.environ.get("PARITY_FAIL_RANK")
 if fail_rank is not None and os.environ.get("RANK") == fail_rank:
+    import time
+    world = int(os.environ.get("WORLD_SIZE", "1"))
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and sum(f.startswith(attempt + ".") for f in os.listdir(marks)) < world:
+        time.sleep(0.02)
     how = os.environ.get("PARITY_FAIL_HOW", "record")
     if how == "record":
         from torch.distributed.elastic.multiprocessing.errors import record as elastic_record

@@ -7,7 +7,9 @@
 # CPU: MMEngine 0.10's init_dist('pytorch') calls torch.cuda.set_device(LOCAL_RANK) on every
 # machine without MLU/NPU/MUSA, which raises on a host with no NVIDIA driver; and its DDP/FSDP
 # wrappers default device_ids/device_id to [LOCAL_RANK], a GPU. The script passes device_ids=None
-# (device_id=None) and, only where CUDA is unavailable, makes set_device a no-op.
+# to DDP and device_id="cpu" to FSDP (torch 2.15's FSDP1 raises "FSDP needs a non-CPU accelerator
+# device" when no device is named and no GPU exists, but runs on a CPU device named explicitly),
+# and, only where CUDA is unavailable, makes set_device a no-op.
 import argparse
 import os
 
@@ -67,6 +69,9 @@ def main():
     if "LOCAL_RANK" not in os.environ:
         os.environ["LOCAL_RANK"] = str(args.local_rank)
     hook = EpochLoss()
+    # The model is built before the Runner applies `randomness`: seed its initial weights here, so
+    # that two runs (under two launchers) start from the same weights.
+    torch.manual_seed(0)
     common = dict(
         model=Net(), work_dir=os.path.join(args.work_dir, "mm_work"),
         train_dataloader=dict(dataset=Regression(), sampler=dict(type="DefaultSampler", shuffle=False),
@@ -88,11 +93,12 @@ def main():
         strategy_env = dict(env_kwargs=dict(dist_cfg=dict(backend="gloo")), work_dir=common["work_dir"])
         if args.mode == "fsdp":
             from mmengine._strategy import FSDPStrategy
-            strategy = FSDPStrategy(model_wrapper=dict(type="MMFullyShardedDataParallel", device_id=None,
-                                                       use_orig_params=True), **strategy_env)
+            strategy = FSDPStrategy(model_wrapper=dict(type="MMFullyShardedDataParallel", device_id="cpu",
+                                                       use_orig_params=True),
+                                    state_dict_cfg="full", **strategy_env)  # rank 0 gets whole tensors
         else:
             from mmengine._strategy import DeepSpeedStrategy
-            strategy = DeepSpeedStrategy(config=dict(zero_optimization=dict(stage=2), gradient_clipping=0.0,
+            strategy = DeepSpeedStrategy(config=dict(zero_optimization=dict(stage=2), gradient_clipping=0.0, zero_allow_untested_optimizer=True,
                                                      train_micro_batch_size_per_gpu=8), **strategy_env)
             optim = dict(type="DeepSpeedOptimWrapper", optimizer=dict(type="SGD", lr=0.2))
         runner = FlexibleRunner(strategy=strategy, optim_wrapper=optim, **common)
