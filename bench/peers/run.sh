@@ -27,6 +27,7 @@ mtrain=$build/bin/mtrain
   { echo "bench/peers: $build's worker does not link a PyTorch 2.x (scripts/bootstrap --torch python)" >&2; exit 2; }
 "$PY" -c 'import deepspeed' 2>/dev/null || PAIRS=$(echo "$PAIRS" | tr ' ' '\n' | grep -v ':zero' | tr '\n' ' ')
 export PATH="$(dirname "$PY"):$PATH" OMP_NUM_THREADS=$THREADS
+export TORCH_EXTENSIONS_DIR=$(dirname "$(dirname "$PY")")/torch_extensions  # scripts/python-env built DeepSpeed's op there
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 

@@ -19,6 +19,8 @@ need_peers() {
   PPY=$MTRAIN_PEERS_PYTHON
   unset MTRAIN_PYTHON PYTHONPATH
   export HF_HOME=$WORK/hf_home PYTHONDONTWRITEBYTECODE=1  # no saved accelerate default config
+  # DeepSpeed's CPU op, built once by scripts/python-env into the environment (not at a test's cost).
+  export TORCH_EXTENSIONS_DIR=$VIRTUAL_ENV/torch_extensions
 }
 
 free_port() { "$PPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
