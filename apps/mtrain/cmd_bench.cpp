@@ -46,8 +46,7 @@ void check_plot(const bench::EmitOptions& e) {
 
 }  // namespace
 
-void add_bench(CLI::App& root, Exit& exit) {
-  auto* bench = root.add_subcommand("bench", "Benchmark collectives, strategies and launch latency");
+void build_bench(CLI::App* bench, Exit& exit) {
   bench->require_subcommand(1);
 
   // comm
@@ -95,6 +94,8 @@ void add_bench(CLI::App& root, Exit& exit) {
   lb->add_option("--nproc,--nproc-per-node", lf->nproc, "World sizes to time, e.g. 1,2,4,8")->default_str("1,2,4,8");
   lb->add_option("--reps", lf->o.reps, "Runs of each command (interleaved)")->check(CLI::Range(1, 100000))->default_str("10");
   lb->add_flag("--no-worker", lf->no_worker, "Skip the mtrain-worker (LibTorch + c10d barrier) rows");
+  lb->add_option("--compare", lf->o.compare, "Also time the first answer (--help, --version) of this other mtrain binary")
+      ->check(CLI::ExistingFile);
   lb->add_option("--python", lf->o.python, "Interpreter for the torchrun floor ('' to skip)")->default_str("/usr/bin/python3");
   add_emit_flags(lb, lf->e);
   lb->callback([lf, &exit] {
@@ -166,9 +167,10 @@ void add_bench(CLI::App& root, Exit& exit) {
     exit.code = 0;
   });
 
-  // The rank program of `bench launch` (hidden).
-  auto* barrier = root.add_subcommand("__barrier", "Rank program of `mtrain bench launch`: one TCP barrier");
-  barrier->group("");
+}
+
+// The rank program of `bench launch` (hidden).
+void build_barrier(CLI::App* barrier, Exit& exit) {
   barrier->callback([&exit] { exit.code = bench::run_tcp_barrier(process_environment(), 60000); });
 }
 

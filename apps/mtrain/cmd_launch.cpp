@@ -67,10 +67,9 @@ config::KnownFlags known_flags(const CLI::App& sub) {
 
 }  // namespace
 
-void add_launch(CLI::App& root, Exit& exit) {
+void build_launch(CLI::App* sub, Exit& exit) {
   auto f = std::make_shared<LaunchFlags>();
   auto& o = f->opt;
-  auto* sub = root.add_subcommand("launch", "Start one process per rank with the torchrun environment and supervise them");
   sub->allow_extras();
   sub->prefix_command();  // everything from the program name on belongs to the program
   sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.\n"

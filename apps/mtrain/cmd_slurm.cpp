@@ -120,8 +120,7 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
 
 }  // namespace
 
-void add_slurm(CLI::App& root, Exit& exit) {
-  auto* slurm = root.add_subcommand("slurm", "Write, submit and follow Slurm jobs (script, submit, status, logs, cancel)");
+void build_slurm(CLI::App* slurm, Exit& exit) {
   slurm->require_subcommand(1);
   add_writer(slurm, "script", false, exit);
   add_writer(slurm, "submit", true, exit);
