@@ -44,12 +44,8 @@ void check_plot(const bench::EmitOptions& e) {
   bench::find_plotter(probe, e.plotter);
 }
 
-}  // namespace
-
-void build_bench(CLI::App* bench, Exit& exit) {
-  bench->require_subcommand(1);
-
-  // comm
+// One per `bench` subcommand: its flags and the call of its lib/bench driver.
+void add_bench_comm(CLI::App* bench, Exit& exit) {
   struct CommFlags {
     bench::CommBenchOptions o;
     std::string ops = "all_reduce,all_gather,reduce_scatter,broadcast";
@@ -81,8 +77,9 @@ void build_bench(CLI::App* bench, Exit& exit) {
     bench::emit(r, cf->e);
     exit.code = r.doc.at("wrong").get<int>() > 0 ? kExitFailure : 0;
   });
+}
 
-  // launch
+void add_bench_launch(CLI::App* bench, Exit& exit) {
   struct LaunchFlags {
     bench::LaunchBenchOptions o;
     std::string nproc = "1,2,4,8";
@@ -107,8 +104,9 @@ void build_bench(CLI::App* bench, Exit& exit) {
     bench::emit(bench::run_launch_bench(o), lf->e);
     exit.code = 0;
   });
+}
 
-  // train
+void add_bench_train(CLI::App* bench, Exit& exit) {
   struct TrainFlags {
     bench::TrainBenchOptions o;
     std::string strategies = "ddp,zero1,zero2,zero3,fsdp";
@@ -141,8 +139,9 @@ void build_bench(CLI::App* bench, Exit& exit) {
     bench::emit(r, tf->e);
     exit.code = r.doc.at("failed").get<int>() > 0 ? kExitFailure : 0;
   });
+}
 
-  // rendezvous
+void add_bench_rendezvous(CLI::App* bench, Exit& exit) {
   struct RdzvFlags {
     bench::RendezvousBenchOptions o;
     std::string nodes = "64,512,4096";
@@ -166,7 +165,16 @@ void build_bench(CLI::App* bench, Exit& exit) {
     bench::emit(bench::run_rendezvous_bench(o), rf->e);
     exit.code = 0;
   });
+}
 
+}  // namespace
+
+void build_bench(CLI::App* bench, Exit& exit) {
+  bench->require_subcommand(1);
+  add_bench_comm(bench, exit);
+  add_bench_launch(bench, exit);
+  add_bench_train(bench, exit);
+  add_bench_rendezvous(bench, exit);
 }
 
 // The rank program of `bench launch` (hidden).
