@@ -40,7 +40,7 @@ _mtrain_opts() {
     'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --weights --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --python --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--help -h --format) ;;
@@ -69,7 +69,7 @@ _mtrain_valopts() {
     'mtrain env') _mtrain_r=(--format) ;;
     'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --weights --format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
-    'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --python --format --output --plot --plotter) ;;
+    'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
     'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--format) ;;
@@ -421,6 +421,7 @@ _mtrain_values() {
     'mtrain bench comm|--plotter') _mtrain_kind=list; _mtrain_r=(auto gnuplot matplotlib) ;;
     'mtrain bench launch|--nproc'|'mtrain bench launch|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench launch|--reps') _mtrain_kind=none ;;
+    'mtrain bench launch|--compare') _mtrain_kind=none ;;
     'mtrain bench launch|--python') _mtrain_kind=none ;;
     'mtrain bench launch|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench launch|--output') _mtrain_kind=files ;;

@@ -44,13 +44,8 @@ void check_plot(const bench::EmitOptions& e) {
   bench::find_plotter(probe, e.plotter);
 }
 
-}  // namespace
-
-void add_bench(CLI::App& root, Exit& exit) {
-  auto* bench = root.add_subcommand("bench", "Benchmark collectives, strategies and launch latency");
-  bench->require_subcommand(1);
-
-  // comm
+// One per `bench` subcommand: its flags and the call of its lib/bench driver.
+void add_bench_comm(CLI::App* bench, Exit& exit) {
   struct CommFlags {
     bench::CommBenchOptions o;
     std::string ops = "all_reduce,all_gather,reduce_scatter,broadcast";
@@ -82,8 +77,9 @@ void add_bench(CLI::App& root, Exit& exit) {
     bench::emit(r, cf->e);
     exit.code = r.doc.at("wrong").get<int>() > 0 ? kExitFailure : 0;
   });
+}
 
-  // launch
+void add_bench_launch(CLI::App* bench, Exit& exit) {
   struct LaunchFlags {
     bench::LaunchBenchOptions o;
     std::string nproc = "1,2,4,8";
@@ -95,6 +91,8 @@ void add_bench(CLI::App& root, Exit& exit) {
   lb->add_option("--nproc,--nproc-per-node", lf->nproc, "World sizes to time, e.g. 1,2,4,8")->default_str("1,2,4,8");
   lb->add_option("--reps", lf->o.reps, "Runs of each command (interleaved)")->check(CLI::Range(1, 100000))->default_str("10");
   lb->add_flag("--no-worker", lf->no_worker, "Skip the mtrain-worker (LibTorch + c10d barrier) rows");
+  lb->add_option("--compare", lf->o.compare, "Also time the first answer (--help, --version) of this other mtrain binary")
+      ->check(CLI::ExistingFile);
   lb->add_option("--python", lf->o.python, "Interpreter for the torchrun floor ('' to skip)")->default_str("/usr/bin/python3");
   add_emit_flags(lb, lf->e);
   lb->callback([lf, &exit] {
@@ -106,8 +104,9 @@ void add_bench(CLI::App& root, Exit& exit) {
     bench::emit(bench::run_launch_bench(o), lf->e);
     exit.code = 0;
   });
+}
 
-  // train
+void add_bench_train(CLI::App* bench, Exit& exit) {
   struct TrainFlags {
     bench::TrainBenchOptions o;
     std::string strategies = "ddp,zero1,zero2,zero3,fsdp";
@@ -140,8 +139,9 @@ void add_bench(CLI::App& root, Exit& exit) {
     bench::emit(r, tf->e);
     exit.code = r.doc.at("failed").get<int>() > 0 ? kExitFailure : 0;
   });
+}
 
-  // rendezvous
+void add_bench_rendezvous(CLI::App* bench, Exit& exit) {
   struct RdzvFlags {
     bench::RendezvousBenchOptions o;
     std::string nodes = "64,512,4096";
@@ -165,10 +165,20 @@ void add_bench(CLI::App& root, Exit& exit) {
     bench::emit(bench::run_rendezvous_bench(o), rf->e);
     exit.code = 0;
   });
+}
 
-  // The rank program of `bench launch` (hidden).
-  auto* barrier = root.add_subcommand("__barrier", "Rank program of `mtrain bench launch`: one TCP barrier");
-  barrier->group("");
+}  // namespace
+
+void build_bench(CLI::App* bench, Exit& exit) {
+  bench->require_subcommand(1);
+  add_bench_comm(bench, exit);
+  add_bench_launch(bench, exit);
+  add_bench_train(bench, exit);
+  add_bench_rendezvous(bench, exit);
+}
+
+// The rank program of `bench launch` (hidden).
+void build_barrier(CLI::App* barrier, Exit& exit) {
   barrier->callback([&exit] { exit.code = bench::run_tcp_barrier(process_environment(), 60000); });
 }
 

@@ -42,9 +42,8 @@ struct CheckpointFlags {
 
 }  // namespace
 
-void add_checkpoint(CLI::App& root, Exit& exit) {
+void build_checkpoint(CLI::App* sub, Exit& exit) {
   (void)exit;
-  auto* sub = root.add_subcommand("checkpoint", "Consolidate, inspect or verify sharded checkpoints");
   sub->require_subcommand(1);
   auto f = std::make_shared<CheckpointFlags>();
 

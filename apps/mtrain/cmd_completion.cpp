@@ -15,27 +15,32 @@
 
 namespace mtrain::app {
 
-void add_completion(CLI::App& root, Exit& exit) {
+// The scripts and the pages describe every command, so each first has its options built
+// (Exit::build_all); any other run builds only its own command's.
+void build_completion(CLI::App* sub, Exit& exit) {
   auto shell = std::make_shared<std::string>();
-  auto* sub = root.add_subcommand("completion", "Print a shell completion script for bash, zsh or fish");
+  CLI::App& root = *sub->get_parent();
   sub->add_option("shell", *shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
   sub->footer("Load it: bash `source <(mtrain completion bash)`; zsh `source <(mtrain completion zsh)` (after compinit); "
               "fish `mtrain completion fish | source`.");
   sub->callback([shell, &root, &exit] {
+    exit.build_all();
     auto cmds = completion::describe(root, completion::default_hints());
     std::cout << (*shell == "bash" ? completion::bash_script(cmds)
                   : *shell == "zsh" ? completion::zsh_script(cmds)
                                     : completion::fish_script(cmds));
     exit.code = 0;
   });
+}
 
+void build_man(CLI::App* man, Exit& exit) {
   auto dir = std::make_shared<std::string>();
-  auto* man = root.add_subcommand("__man", "Write the manual pages (mtrain.1, mtrain-launch.1, ...) into DIR");
-  man->group("");
+  CLI::App& root = *man->get_parent();
   man->add_option("dir", *dir, "Folder for the pages")->required();
   man->callback([dir, &root, &exit] {
     std::error_code ec;
     std::filesystem::create_directories(*dir, ec);
+    exit.build_all();
     for (const auto& p : completion::man_pages(completion::describe(root, completion::default_hints()), kVersion)) {
       const auto path = std::filesystem::path(*dir) / p.file;
       std::ofstream f(path);
@@ -44,9 +49,9 @@ void add_completion(CLI::App& root, Exit& exit) {
     }
     exit.code = 0;
   });
+}
 
-  auto* dyn = root.add_subcommand("__complete", "Values for the completion scripts");
-  dyn->group("");
+void build_complete(CLI::App* dyn, Exit& exit) {
   dyn->allow_extras();
   dyn->prefix_command();
   dyn->callback([dyn, &exit] {

@@ -14,10 +14,9 @@
 
 namespace mtrain::app {
 
-void add_config(CLI::App& root, Exit& exit) {
+void build_config(CLI::App* config, Exit& exit) {
   namespace cfg = mtrain::config;
   const auto& reg = cfg::job_registry();
-  auto* config = root.add_subcommand("config", "Create (init wizard), validate, show, import and export job configurations");
   config->require_subcommand(1);
 
   auto* init = config->add_subcommand("init", "Ask a few questions and write a job file for `mtrain launch --config`");

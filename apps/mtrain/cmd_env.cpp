@@ -9,9 +9,8 @@
 
 namespace mtrain::app {
 
-void add_env(CLI::App& root, Exit& exit) {
+void build_env(CLI::App* sub, Exit& exit) {
   auto format = std::make_shared<std::string>("text");
-  auto* sub = root.add_subcommand("env", "Report the machine, GPUs, network and environment for bug reports");
   sub->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->callback([format, &exit] {
     std::error_code ec;

@@ -30,10 +30,8 @@ struct EstimateFlags {
 
 }  // namespace
 
-void add_estimate(CLI::App& root, Exit& exit) {
+void build_estimate(CLI::App* sub, Exit& exit) {
   auto f = std::make_shared<EstimateFlags>();
-  auto* sub = root.add_subcommand(
-      "estimate", "Will it fit: per-rank memory of every strategy for a model, world and settings, and which to use");
   sub->footer(
       "Takes the flags of `mtrain launch` (model, precision, batch, zero.*/fsdp.*, --nproc-per-node, --nnodes, "
       "--hostfile, --device-memory) and prints, per strategy, the bytes each rank holds and sends, against the "

@@ -13,6 +13,7 @@
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/launch/job_handoff.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/model_check.hpp"
 #include "mtrain/launch/launch_settings.hpp"
@@ -46,14 +47,6 @@ config::Resolved resolve(const LaunchFlags& f) {
   return r;
 }
 
-// A trainer setting came from a flag or --set (a job file or MTRAIN_* alone does not make a
-// program's launch resolve a job for it, as before the launch settings joined the registry).
-bool job_flags_given(const config::Resolved& r) {
-  for (const auto& [key, src] : r.provenance)
-    if (src.first == config::Source::Cli && config::job_registry().require(key).scope == config::Scope::Job) return true;
-  return false;
-}
-
 // launch's own flags as the compatibility rewrite needs them: spelling → takes a value.
 config::KnownFlags known_flags(const CLI::App& sub) {
   config::KnownFlags k{{"-h", false}, {"--help", false}};
@@ -67,10 +60,9 @@ config::KnownFlags known_flags(const CLI::App& sub) {
 
 }  // namespace
 
-void add_launch(CLI::App& root, Exit& exit) {
+void build_launch(CLI::App* sub, Exit& exit) {
   auto f = std::make_shared<LaunchFlags>();
   auto& o = f->opt;
-  auto* sub = root.add_subcommand("launch", "Start one process per rank with the torchrun environment and supervise them");
   sub->allow_extras();
   sub->prefix_command();  // everything from the program name on belongs to the program
   sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.\n"
@@ -111,29 +103,11 @@ void add_launch(CLI::App& root, Exit& exit) {
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
     launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
-    auto shipped = mtrain::process_environment();
-    if (o.multi.ssh_agent && shipped.count("MTRAIN_JOB_SPEC")) {
-      // An agent of the ssh launcher: the launcher resolved the job and sent it on stdin.
-      const auto spec = config::json::parse(shipped.at("MTRAIN_JOB_SPEC"));
-      o.job_spec_json = spec.dump(2);
-      if (o.plan.program.empty()) o.worker_path = launch::find_worker(self_exe());
-      else o.job = config::load_job(config::job_registry(), spec, "MTRAIN_JOB_SPEC");
-    } else if (o.plan.program.empty() || !f->config_file.empty() || job_flags_given(r) || o.pass_config != "none") {
-      o.job_spec_json = config::job_spec(config::job_registry(), r.job).dump(2);
-      if (o.plan.program.empty()) {
-        o.worker_path = launch::find_worker(self_exe());
-      } else {
-        // The program gets the job in MTRAIN_JOB_FILE, and as DeepSpeed or accelerate hand it
-        // over with --pass-config; what nothing carries is named, never dropped silently.
-        o.job = r.job;
-        auto w = config::unread_warning(config::unread_settings(config::job_registry(), r, o.pass_config), o.pass_config);
-        if (!w.empty()) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
-      }
-    }
-    // The bundled trainer's data files, on the host whose ranks read them: not on a launcher
-    // that only starts the hostfile's nodes over ssh (each node's agent checks its own).
-    if (o.plan.program.empty() && !o.job_spec_json.empty() && !o.dry_run && (o.multi.ssh_agent || o.multi.hostfile.empty()))
-      launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
+    const auto env = mtrain::process_environment();
+    const auto source = launch::job_source(o, env, !f->config_file.empty(), r);
+    for (const auto& w : launch::hand_job_over(o, source, r, env, self_exe()))
+      std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+    if (launch::checks_trainer_files_here(o)) launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);
   });
 }

@@ -9,14 +9,13 @@
 
 namespace mtrain::app {
 
-void add_runs(CLI::App& root, Exit& exit) {
+void build_runs(CLI::App* sub, Exit& exit) {
   struct Flags {
     std::string dir = "work_dirs", format = "text";
     std::vector<std::string> plot_runs;
     std::string output, plotter = "auto";
   };
   auto f = std::make_shared<Flags>();
-  auto* sub = root.add_subcommand("runs", "List the bundled trainer's runs in a work dir; `runs plot` compares their loss curves");
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
   sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "

@@ -15,6 +15,7 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/slurm/job_ops.hpp"
 #include "mtrain/slurm/task_exec.hpp"
+#include "mtrain/slurm/writer_job.hpp"
 #include "mtrain/version.hpp"
 
 namespace mtrain::app {
@@ -78,21 +79,15 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
     check_format(format);
     // One resolution for every source (defaults < user file < --config < MTRAIN_SLURM_* < flags <
     // --set), as `mtrain launch` resolves the same file inside the allocation.
+    const auto split = sl::split_sets(sets);
     config::JobInputs inputs;
     inputs.job_file = config;
     inputs.flags = flags;
     inputs.env = mtrain::process_environment();
-    std::vector<std::string> launch_sets;
-    for (const auto& a : sets)
-      (str::starts_with(config::split_assignment(a).first, "slurm.") ? inputs.sets : launch_sets).push_back(a);
-    sl::JobOptions job = sl::job_options_from(config::resolve_job(config::job_registry(), inputs).job);
-    if (!config.empty()) job.config = fs::absolute(config).lexically_normal().string();
-    job.launch_args = in.remaining();
-    for (const auto& a : launch_sets) job.launch_args.insert(job.launch_args.end(), {"--set", a});
-    job.program = program;
-    if (job.mtrain.empty()) job.mtrain = self_path();
+    inputs.sets = split.slurm;
     const std::string cwd = fs::current_path().string();
-    sl::finalize(job, cwd);
+    const sl::JobOptions job = sl::writer_job(config::resolve_job(config::job_registry(), inputs).job,
+                                              {config, in.remaining(), split.launch, program, self_path(), cwd});
     sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
     if (!submit) {
       const std::string text = sl::render_script(job, ctx);
@@ -101,8 +96,7 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
       exit.code = 0;
       return;
     }
-    if (script_file.empty())
-      script_file = (fs::path(job.chdir.empty() ? cwd : job.chdir) / "mtrain-slurm" / (job.job_name + ".sbatch")).string();
+    if (script_file.empty()) script_file = sl::default_script_file(job, cwd);
     sl::SystemRunner runner;
     sl::SlurmClient client(runner);
     auto s = sl::submit_job(job, ctx, script_file, client, sl::default_state_dir());
@@ -120,8 +114,7 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
 
 }  // namespace
 
-void add_slurm(CLI::App& root, Exit& exit) {
-  auto* slurm = root.add_subcommand("slurm", "Write, submit and follow Slurm jobs (script, submit, status, logs, cancel)");
+void build_slurm(CLI::App* slurm, Exit& exit) {
   slurm->require_subcommand(1);
   add_writer(slurm, "script", false, exit);
   add_writer(slurm, "submit", true, exit);

@@ -39,8 +39,8 @@ static std::string version_text() {
 }
 
 int main(int argc, char** argv) {
-  // `mtrain --version` alone answers before any subcommand's options are built (most of the
-  // launcher's start-up); the flag stays declared below for --help and for CLI11's own checks.
+  // `mtrain --version` alone answers before any command is declared; the flag stays declared
+  // below for --help and for CLI11's own checks.
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
     std::printf("%s\n", version_text().c_str());
     return 0;
@@ -50,15 +50,7 @@ int main(int argc, char** argv) {
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
   mtrain::app::Exit exit;
-  mtrain::app::add_launch(root, exit);
-  mtrain::app::add_checkpoint(root, exit);
-  mtrain::app::add_slurm(root, exit);
-  mtrain::app::add_config(root, exit);
-  mtrain::app::add_env(root, exit);
-  mtrain::app::add_estimate(root, exit);
-  mtrain::app::add_bench(root, exit);
-  mtrain::app::add_runs(root, exit);
-  mtrain::app::add_completion(root, exit);
+  mtrain::app::declare_commands(root, exit, argc > 1 ? argv[1] : "");
   mtrain::app::add_unbuilt(root, exit);
   try {
     // A first word that names no command: say which one was probably meant (CLI11 alone says

@@ -16,6 +16,11 @@ namespace {
 const char* kFloor = "torchrun floor: python3 -c 'import torch.distributed.run'";
 const char* kNative = "mtrain launch + mtrain __barrier (TCP)";
 const char* kWorker = "mtrain launch + mtrain-worker (LibTorch, c10d gloo barrier)";
+
+void add_first_answers(std::vector<TimedCommand>& cmds, const std::string& mtrain, const std::string& name) {
+  for (const char* flag : {"--help", "--version"})
+    cmds.push_back({fmt::format("first answer: {} {}", name, flag), 0, {mtrain, flag}, {}});
+}
 }  // namespace
 
 std::vector<TimedCommand> launch_commands(const LaunchBenchOptions& o) {
@@ -32,6 +37,8 @@ std::vector<TimedCommand> launch_commands(const LaunchBenchOptions& o) {
       cmds.push_back({kWorker, n, worker, {}});
     }
   }
+  add_first_answers(cmds, o.mtrain_path, "mtrain");
+  for (const auto& other : o.compare) add_first_answers(cmds, other, other);
   if (!o.python.empty()) cmds.push_back({kFloor, 0, {o.python, "-c", "import torch.distributed.run"}, {}});
   return cmds;
 }
@@ -59,7 +66,7 @@ BenchReport launch_report(const std::vector<TimedCommand>& cmds, int reps) {
   r.table.left = {true};
   double floor = 0;
   for (const auto& c : cmds)
-    if (c.nproc == 0 && !c.seconds.empty()) floor = summarize(c.seconds).median;
+    if (c.label == kFloor && !c.seconds.empty()) floor = summarize(c.seconds).median;
   json rows = json::array();
   std::map<std::string, Series> series;
   for (const auto& c : cmds) {
@@ -78,7 +85,7 @@ BenchReport launch_report(const std::vector<TimedCommand>& cmds, int reps) {
     }
   }
   r.notes.push_back(fmt::format("# {} runs of each command, interleaved; time = from starting the command until it exited "
-                                "after every rank passed its first barrier",
+                                "after every rank passed its first barrier (a first answer: after it printed and exited)",
                                 reps));
   if (floor > 0)
     r.notes.push_back(fmt::format("# torchrun floor: importing torch.distributed.run alone takes {:.1f} ms, before torchrun "

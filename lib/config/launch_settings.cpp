@@ -9,6 +9,7 @@
 #include "mtrain/config/slurm_values.hpp"
 
 #include "mtrain/config/setting_builders.hpp"
+#include "mtrain/core/node_count.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -56,15 +57,8 @@ std::string check_time(const std::string& t) {
   return "";
 }
 
-// N or MIN:MAX, each from 1 (rendezvous::parse_nnodes reads it the same way).
-std::string check_nnodes(const std::string& t) {
-  auto parts = str::split(t, ':');
-  if (parts.size() > 2 || !std::all_of(parts.begin(), parts.end(), all_digits)) return "not N or MIN:MAX";
-  for (const auto& p : parts)
-    if (p.size() > 7 || std::stoll(p) < 1) return "node counts are from 1 to 1048576";
-  if (parts.size() == 2 && std::stoll(parts[0]) > std::stoll(parts[1])) return "MIN is above MAX";
-  return "";
-}
+// N or MIN:MAX: the launcher's own grammar (core/node_count.hpp).
+std::string check_nnodes(const std::string& t) { return read_nnodes(t).problem; }
 
 // Slurm options are single lines in the sbatch script.
 std::string check_line(const std::string& t) {

@@ -321,4 +321,12 @@ json job_spec(const Registry& reg, const json& resolved) {
   return out;
 }
 
+std::pair<std::string, std::string> split_assignment(const std::string& arg) {
+  auto eq = arg.find('=');
+  if (eq == std::string::npos || eq == 0)
+    throw Error(fmt::format("--set '{}' is not key=value", arg),
+                "Write it like --set train.max_steps=100.");
+  return {str::trim(arg.substr(0, eq)), arg.substr(eq + 1)};
+}
+
 }  // namespace mtrain::config

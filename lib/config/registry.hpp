@@ -126,6 +126,9 @@ struct Resolved {
 // Apply layers in order (later wins) over the defaults, then run cross-field checks.
 Resolved resolve(const Registry& reg, const std::vector<Layer>& layers);
 
+// --set "train.max_steps=5" → {key, text}; throws naming the argument when there is no '='.
+std::pair<std::string, std::string> split_assignment(const std::string& arg);
+
 // Read a nested job spec back, checking every key against the registry (unknown keys and bad
 // values are errors; missing keys take their defaults). Used by the worker on its --job file.
 json load_job(const Registry& reg, const json& nested, const std::string& origin);

@@ -19,14 +19,6 @@ bool file_exists(const std::string& p) {
 }
 }  // namespace
 
-std::pair<std::string, std::string> split_assignment(const std::string& arg) {
-  auto eq = arg.find('=');
-  if (eq == std::string::npos || eq == 0)
-    throw Error(fmt::format("--set '{}' is not key=value", arg),
-                "Write it like --set train.max_steps=100.");
-  return {str::trim(arg.substr(0, eq)), arg.substr(eq + 1)};
-}
-
 std::vector<Layer> env_layers(const Registry& reg, const std::map<std::string, std::string>& env) {
   std::vector<Layer> out;
   for (const auto& s : reg.all()) {

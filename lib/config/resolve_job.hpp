@@ -33,7 +33,4 @@ std::vector<Layer> set_layers(const Registry& reg, const std::vector<std::string
 // $XDG_CONFIG_HOME/mtrain/config.yaml, else $HOME/.config/mtrain/config.yaml ("" if neither).
 std::string default_user_file(const std::map<std::string, std::string>& env);
 
-// "train.max_steps=5" → {key, text}; throws naming the argument when there is no '='.
-std::pair<std::string, std::string> split_assignment(const std::string& arg);
-
 }  // namespace mtrain::config

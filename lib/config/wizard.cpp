@@ -113,12 +113,6 @@ std::string shown(const json& v) { return v.is_string() ? (v.get<std::string>().
 
 }  // namespace
 
-std::vector<std::string> wizard_keys() {
-  std::vector<std::string> out;
-  for (const auto& q : script()) out.push_back(q.key);
-  return out;
-}
-
 std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, std::ostream& out,
                                        const WizardOptions& opt) {
   std::map<std::string, json> answers;

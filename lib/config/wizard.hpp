@@ -27,9 +27,6 @@ struct WizardOptions {
   std::function<Advice(const json& job)> advise;
 };
 
-// The keys the wizard may ask about, in order (for docs and tests).
-std::vector<std::string> wizard_keys();
-
 // Runs the questions; returns the answers (and every --set) by key. Throws mtrain::Error when the
 // input ends before the last question.
 std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, std::ostream& out,

@@ -10,6 +10,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/job_id.hpp"
+#include "mtrain/launch/launch_mode.hpp"
 #include "mtrain/launch/multinode.hpp"
 #include "mtrain/slurm/allocation.hpp"
 #include "mtrain/topology/filter.hpp"
@@ -17,19 +18,6 @@
 namespace fs = std::filesystem;
 
 namespace mtrain::launch {
-
-const char* mode_name(LaunchMode mode) {
-  switch (mode) {
-    case LaunchMode::slurm_task: return "slurm task";
-    case LaunchMode::ssh_launcher: return "ssh launcher";
-    case LaunchMode::local: return "local";
-    case LaunchMode::static_node: return "static node";
-    case LaunchMode::slurm_node: return "slurm node";
-    case LaunchMode::dynamic_node: return "dynamic node";
-    case LaunchMode::ssh_agent: return "ssh agent";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -175,42 +163,46 @@ void resolve_python(plan::PlanOptions& p, const EnvMap& env, LaunchProbes& probe
   }
 }
 
-LaunchMode final_mode(const LaunchOptions& opt, bool agent, bool from_slurm) {
-  if (agent) return opt.multi.ssh_agent ? LaunchMode::ssh_agent : LaunchMode::dynamic_node;
-  if (from_slurm) return LaunchMode::slurm_node;
-  if (opt.plan.nnodes > 1 || opt.multi.node_rank_given) return LaunchMode::static_node;
-  return LaunchMode::local;
+// --launcher slurm-task: srun started this rank; it only execs the program.
+LaunchDecision decide_slurm_task(LaunchOptions opt, const EnvMap& env) {
+  LaunchDecision d;
+  d.mode = LaunchMode::slurm_task;
+  d.slurm_task.role_name = opt.plan.role;
+  d.slurm_task.max_restarts = opt.plan.max_restarts;
+  d.slurm_task.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
+  if (opt.plan.program.empty())
+    throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
+  d.options = std::move(opt);
+  return d;
 }
 
-}  // namespace
+bool elastic_nnodes(const MultiNodeOptions& m) { return !m.nnodes.empty() && rendezvous::parse_nnodes(m.nnodes).elastic(); }
 
-LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environment, LaunchProbes& probes) {
-  const EnvMap& env = environment.vars;
-  LaunchDecision d;
-  if (opt.launcher == "slurm-task") {
-    d.mode = LaunchMode::slurm_task;
-    d.slurm_task.role_name = opt.plan.role;
-    d.slurm_task.max_restarts = opt.plan.max_restarts;
-    d.slurm_task.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
-    if (opt.plan.program.empty())
-      throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
-    d.options = std::move(opt);
-    return d;
-  }
+// What every mode but slurm_task settles first, in this order: the rendezvous backend (an elastic
+// Slurm step brings its own), Slurm's world for a node of a step, a fixed --nnodes, the host's
+// facts, the job id and the hostfile's hosts.
+struct Gathered {
+  bool node_rendezvous = false;  // --rdzv-backend mtrain
+  bool slurm_step = false;
+  std::optional<bool> slurm_store_here;  // an elastic Slurm step: does this node hold the store
+};
+
+Gathered gather(LaunchOptions& opt, const EnvMap& env, LaunchProbes& probes, LaunchDecision& d) {
   auto& m = opt.multi;
   auto& p = opt.plan;
+  Gathered g;
   if (m.rdzv_backend == "c10d") m.rdzv_backend = "mtrain";
-  const auto slurm_store_here = apply_slurm_elastic(opt, env);
+  g.slurm_store_here = apply_slurm_elastic(opt, env);
   if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
     throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
-  bool agent = m.ssh_agent || m.rdzv_backend == "mtrain";
-  bool from_slurm = false;
+  g.node_rendezvous = m.rdzv_backend == "mtrain";
+  const bool agent = m.ssh_agent || g.node_rendezvous;
   d.job_id_source = "--job-id / MTRAIN_JOB_ID / launch.job_id";
   if (!agent) {
-    from_slurm = apply_slurm(opt, env, d.job_id_source);
+    g.slurm_step = apply_slurm(opt, env, d.job_id_source);
     if (!m.nnodes.empty()) {
       // MIN:MAX: the dynamic rendezvous, or the ssh launcher's store over a hostfile's hosts
-      // (checked against the hosts below).
+      // (checked against the hosts in decide_ssh_launcher).
       auto n = rendezvous::parse_nnodes(m.nnodes);
       if (n.elastic() && m.hostfile.empty())
         throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous or the ssh launcher", m.nnodes),
@@ -220,80 +212,78 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
     }
   }
   d.facts = probes.host(env);
-  const plan::HostFacts& facts = d.facts;
   if (p.job_id.empty() && agent && !p.rdzv_id.empty()) {
     p.job_id = p.rdzv_id;  // the same on every node
     d.job_id_source = "--rdzv-id";
   }
   if (p.job_id.empty()) p.job_id = probes.new_job_id();
   check_job_id(p.job_id, d.job_id_source);  // it names folders: a name, never a path
+  if (!m.ssh_agent) d.hosts = selected_hosts(opt, probes);
+  return g;
+}
 
-  auto& hosts = d.hosts;
-  if (!m.ssh_agent) hosts = selected_hosts(opt, probes);
-  if (hosts && !agent) {
-    const bool elastic_nnodes = !m.nnodes.empty() && rendezvous::parse_nnodes(m.nnodes).elastic();
-    if (elastic_nnodes && (m.node_rank_given || opt.launcher == "local"))
-      throw Error(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
-                  "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
-                  "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
-    if (m.node_rank_given) {
-      apply_hostfile_node(p, *hosts, p.node_rank);  // static node K of the hostfile's world
-    } else if (opt.launcher == "ssh" || !is_this_machine(*hosts, probes)) {
-      if (opt.launcher != "auto" && opt.launcher != "ssh")
-        throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
-                                hosts->size() == 1 ? "a host" : "hosts", opt.launcher),
-                    "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
-      if (auto_port(opt.master_port))
-        throw Error("--master-port auto picks a free port on this machine only, not on the first host",
-                    "Give a port number free on the first host (default 29500).");
-      p.master_port = resolve_port(opt.master_port, "127.0.0.1", probes);
-      if (elastic_nnodes) {
-        const auto n = rendezvous::parse_nnodes(m.nnodes);
-        const int k = static_cast<int>(hosts->size());
-        if (k < n.min || k > n.max)
-          throw Error(fmt::format("--nnodes {} does not fit the {} host{} the hostfile selects", m.nnodes, k,
-                                  k == 1 ? "" : "s"),
-                      fmt::format("Give MIN <= {} <= MAX, e.g. --nnodes {}:{}.", k, std::min(n.min, k), k));
-      }
-      d.mode = LaunchMode::ssh_launcher;
-      d.rdzv_endpoint = ssh_store_endpoint(opt, *hosts, facts, probes);
-      d.options = std::move(opt);
-      return d;
-    } else {
-      if (elastic_nnodes)
-        throw Error(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
-                                "without a node rendezvous", m.nnodes),
-                    "Give a fixed --nnodes, or --launcher ssh to start even this machine's agent over ssh.");
-      apply_hostfile_node(p, *hosts, 0);  // one host, this machine: its slots, no ssh
-      p.master_addr.clear();
-      p.node_name.clear();
-    }
+// Where the hostfile puts a launcher that is no node agent; node K and this machine take their
+// slots from it here.
+HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& hosts, LaunchProbes& probes) {
+  auto& m = opt.multi;
+  auto& p = opt.plan;
+  const bool elastic = elastic_nnodes(m);
+  if (elastic && (m.node_rank_given || opt.launcher == "local"))
+    throw Error(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
+                "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
+                "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
+  if (m.node_rank_given) {
+    apply_hostfile_node(p, hosts, p.node_rank);  // static node K of the hostfile's world
+    return HostfilePlace::node_k;
   }
-  if (agent && hosts && !m.node_name.empty()) {
-    // A node started by hand with the job's hostfile takes its slots from its line.
-    if (const auto* h = topology::find_host(*hosts, m.node_name)) {
-      if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h->slots.size());
-    } else {
-      throw Error(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
-                  "Use one of the hostfile's host names, or leave --hostfile out.");
-    }
-  }
-  d.mode = final_mode(opt, agent, from_slurm);
-  // A static job of several nodes with restarts: each node runs as an agent of a fixed-size node
-  // rendezvous held by node 0, so that every node restarts together (static_agent_options).
-  const bool static_restarts = d.mode == LaunchMode::static_node && p.nnodes > 1 && p.max_restarts > 0;
-  if (static_restarts) {
-    agent = true;
-    m.node_name = static_node_name(p);
-  }
+  if (opt.launcher == "ssh" || !is_this_machine(hosts, probes)) return HostfilePlace::other_hosts;
+  if (elastic)
+    throw Error(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
+                            "without a node rendezvous", m.nnodes),
+                "Give a fixed --nnodes, or --launcher ssh to start even this machine's agent over ssh.");
+  apply_hostfile_node(p, hosts, 0);  // one host, this machine: its slots, no ssh
+  p.master_addr.clear();
+  p.node_name.clear();
+  return HostfilePlace::this_machine;
+}
 
-  std::string master_addr_given = p.master_addr;
+// A hostfile naming other hosts: hold the store here, one agent per host over ssh. No plan.
+LaunchDecision decide_ssh_launcher(LaunchOptions opt, LaunchDecision d, LaunchProbes& probes) {
+  const auto& hosts = *d.hosts;
+  if (opt.launcher != "auto" && opt.launcher != "ssh")
+    throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
+                            hosts.size() == 1 ? "a host" : "hosts", opt.launcher),
+                "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
+  if (auto_port(opt.master_port))
+    throw Error("--master-port auto picks a free port on this machine only, not on the first host",
+                "Give a port number free on the first host (default 29500).");
+  opt.plan.master_port = resolve_port(opt.master_port, "127.0.0.1", probes);
+  if (elastic_nnodes(opt.multi)) {
+    const auto n = rendezvous::parse_nnodes(opt.multi.nnodes);
+    const int k = static_cast<int>(hosts.size());
+    if (k < n.min || k > n.max)
+      throw Error(fmt::format("--nnodes {} does not fit the {} host{} the hostfile selects", opt.multi.nnodes, k,
+                              k == 1 ? "" : "s"),
+                  fmt::format("Give MIN <= {} <= MAX, e.g. --nnodes {}:{}.", k, std::min(n.min, k), k));
+  }
+  d.rdzv_endpoint = ssh_store_endpoint(opt, hosts, d.facts, probes);
+  d.options = std::move(opt);
+  return d;
+}
+
+// What a node (of any mode but slurm_task and ssh_launcher) needs before its plan: the master
+// port, the run folder (a node agent's has its own subfolder), the interpreter, the files the
+// job is passed in, and the bundled trainer's argv when no program is given.
+void prepare_node_run(LaunchDecision& d, LaunchOptions& opt, const LaunchEnvironment& environment, LaunchProbes& probes,
+                      bool agent) {
+  const EnvMap& env = environment.vars;
+  auto& p = opt.plan;
   if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
   p.master_port = resolve_port(opt.master_port, p.master_addr, probes);
 
   // Where per-attempt files live: the log dir if given, else a private temp dir for this job.
   // Nodes of one job may share a file system: each node agent has its own subfolder.
-  std::string sub = agent ? "/" + (m.node_name.empty() ? facts.hostname : m.node_name) : "";
+  std::string sub = agent ? "/" + (opt.multi.node_name.empty() ? d.facts.hostname : opt.multi.node_name) : "";
   if (!opt.output.log_dir.empty()) {
     d.run_dir = (fs::path(opt.output.log_dir) / p.job_id).string() + sub;
     opt.output.log_dir = d.run_dir;
@@ -308,14 +298,13 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
     d.run_dir = (base / unique).string() + sub;
     d.temp_run_dir = true;
   }
-  const std::string& run_dir = d.run_dir;
-  p.error_file_dir = run_dir;
+  p.error_file_dir = d.run_dir;
   // Watched with --heartbeat-timeout, else once the rank beats (progress_watch.hpp). A heartbeat
   // file the user exported for a watchdog of their own is left alone unless the flag is given.
   p.heartbeat_file = opt.heartbeat_timeout_s > 0 || !env.count("MTRAIN_HEARTBEAT_FILE");
   resolve_python(p, env, probes);
-  d.job_file = (fs::path(run_dir) / "job.json").string();
-  d.ds_file = (fs::path(run_dir) / "ds_config.json").string();
+  d.job_file = (fs::path(d.run_dir) / "job.json").string();
+  d.ds_file = (fs::path(d.run_dir) / "ds_config.json").string();
   if (!p.program.empty() && !opt.job_spec_json.empty()) {
     p.extra_env["MTRAIN_JOB_FILE"] = d.job_file;
     if (opt.pass_config == "deepspeed") p.extra_args = {"--deepspeed_config", d.ds_file};
@@ -325,7 +314,6 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
       for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
     }
   }
-
   if (p.program.empty()) {
     if (opt.worker_path.empty())
       throw Error("no program after `--` and the bundled trainer (mtrain-worker) is not installed next to mtrain",
@@ -333,57 +321,126 @@ LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environ
                   "mtrain with LibTorch.");
     p.worker_argv = {opt.worker_path, "--job", d.job_file};
   }
+}
 
-  if (static_restarts) {
-    std::string note;
-    d.agent = static_agent_options(opt, p, hosts, env, &note);
-    if (!note.empty()) probes.note("mtrain: note: " + note);
-    p.rdzv_backend = "mtrain";
-    p.rdzv_endpoint = d.agent->endpoint.str();
-  } else if (agent) {
-    d.agent = agent_options(opt, hosts, env);
-    if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
-    p.master_addr = master_addr_given;  // else node 0's address, from the agreement
-    p.rdzv_backend = "mtrain";
-    p.rdzv_endpoint = d.agent->endpoint.str();
-  }
-  if (hosts && opt.dry_run && !agent) {
+// The plan of this node (a joining agent's ranks as a one-node preview; --dry-run with a
+// hostfile: its whole job), then, unless --dry-run, the checks that touch the system.
+// `joining`: an agent whose node rank the rendezvous gives; `holds_master`: the static store's
+// node (restarts) or a launcher with no agent.
+LaunchDecision plan_and_check(LaunchDecision d, LaunchOptions opt, const EnvMap& env, LaunchProbes& probes,
+                              bool agent, bool joining) {
+  auto& p = opt.plan;
+  if (d.hosts && opt.dry_run && !agent) {
     // The hostfile's whole job, as the ssh launcher would start it.
-    d.plan = plan::build_cluster_plan(p, cluster_nodes(*hosts), facts);
-    if (m.node_rank_given) d.plan = plan::build_plan(p, facts);  // this node's part of it
+    d.plan = plan::build_cluster_plan(p, cluster_nodes(*d.hosts), d.facts);
+    if (opt.multi.node_rank_given) d.plan = plan::build_plan(p, d.facts);  // this node's part of it
     d.options = std::move(opt);
     return d;
   }
-
   plan::PlanOptions preview = p;
-  if (agent && !static_restarts) {  // a static node's part of the job is known: shown as without restarts
+  if (joining) {  // a static node's part of the job is known: shown as without restarts
     if (preview.master_addr.empty()) preview.master_addr = "127.0.0.1";
     preview.nnodes = 1;
     preview.node_rank = 0;
   }
-  d.plan = plan::build_plan(preview, facts);
+  d.plan = plan::build_plan(preview, d.facts);
   if (opt.dry_run) {
     d.options = std::move(opt);
     return d;
   }
-
   // Input checks that touch the system, before anything starts.
-  if (p.program.empty()) probes.check_job(opt.job_spec_json, agent && !static_restarts ? 0 : d.plan.world_size);
+  if (p.program.empty()) probes.check_job(opt.job_spec_json, joining ? 0 : d.plan.world_size);
   d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
     throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
                 "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
-  if ((!agent || static_restarts) && d.plan.nodes.at(0).node_rank == 0) {
+  if (!joining && d.plan.nodes.at(0).node_rank == 0) {
     probes.check_port_free(d.plan.master_addr, d.plan.master_port);
     // Node 0 holds the restarts' store: a taken port is refused now, not met by a node agent
     // that would take someone else's listener for its store.
-    if (static_restarts) probes.check_port_free(d.agent->endpoint.host, d.agent->endpoint.port);
+    if (agent) probes.check_port_free(d.agent->endpoint.host, d.agent->endpoint.port);
     // Rank 0 of the bundled trainer runs here: a work dir held by a live job refuses now, before
     // any rank starts; rank 0 still takes the lock itself (and takes over a stale one).
     if (p.program.empty()) probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());
   }
   d.options = std::move(opt);
   return d;
+}
+
+// local and slurm_node, and a static node without restarts: ranks here under the supervisor.
+LaunchDecision decide_plain_node(LaunchDecision d, LaunchOptions opt, const LaunchEnvironment& environment,
+                                 LaunchProbes& probes) {
+  prepare_node_run(d, opt, environment, probes, false);
+  return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, false, false);
+}
+
+// A static job of several nodes with restarts: each node runs as an agent of a fixed-size node
+// rendezvous held by node 0, so that every node restarts together (static_agent_options).
+LaunchDecision decide_static_node(LaunchDecision d, LaunchOptions opt, const LaunchEnvironment& environment,
+                                  LaunchProbes& probes) {
+  auto& p = opt.plan;
+  if (p.nnodes <= 1 || p.max_restarts <= 0) return decide_plain_node(std::move(d), std::move(opt), environment, probes);
+  opt.multi.node_name = static_node_name(p);
+  prepare_node_run(d, opt, environment, probes, true);
+  std::string note;
+  d.agent = static_agent_options(opt, p, d.hosts, environment.vars, &note);
+  if (!note.empty()) probes.note("mtrain: note: " + note);
+  p.rdzv_backend = "mtrain";
+  p.rdzv_endpoint = d.agent->endpoint.str();
+  return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, false);
+}
+
+// dynamic_node and ssh_agent: join the store; the node rank and node 0's address come from the
+// agreement, so the plan is a one-node preview.
+LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const LaunchEnvironment& environment,
+                                   LaunchProbes& probes, std::optional<bool> slurm_store_here) {
+  auto& m = opt.multi;
+  auto& p = opt.plan;
+  if (d.hosts && !m.node_name.empty()) {
+    // A node started by hand with the job's hostfile takes its slots from its line.
+    if (const auto* h = topology::find_host(*d.hosts, m.node_name)) {
+      if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h->slots.size());
+    } else {
+      throw Error(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
+                  "Use one of the hostfile's host names, or leave --hostfile out.");
+    }
+  }
+  const std::string master_addr_given = p.master_addr;
+  prepare_node_run(d, opt, environment, probes, true);
+  d.agent = agent_options(opt, d.hosts, environment.vars);
+  if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
+  p.master_addr = master_addr_given;  // else node 0's address, from the agreement
+  p.rdzv_backend = "mtrain";
+  p.rdzv_endpoint = d.agent->endpoint.str();
+  return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, true);
+}
+
+}  // namespace
+
+LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environment, LaunchProbes& probes) {
+  ModeFacts f;
+  f.slurm_task = opt.launcher == "slurm-task";
+  if (f.slurm_task) return decide_slurm_task(std::move(opt), environment.vars);
+  LaunchDecision d;
+  const Gathered g = gather(opt, environment.vars, probes, d);
+  f.ssh_agent = opt.multi.ssh_agent;
+  f.node_rendezvous = g.node_rendezvous;
+  f.slurm_step = g.slurm_step;
+  if (d.hosts && !f.ssh_agent && !f.node_rendezvous) f.hostfile = place_on_hostfile(opt, *d.hosts, probes);
+  f.nnodes = opt.plan.nnodes;
+  f.node_rank_given = opt.multi.node_rank_given;
+  d.mode = classify_launch(f);
+  switch (d.mode) {
+    case LaunchMode::ssh_launcher: return decide_ssh_launcher(std::move(opt), std::move(d), probes);
+    case LaunchMode::static_node: return decide_static_node(std::move(d), std::move(opt), environment, probes);
+    case LaunchMode::dynamic_node:
+    case LaunchMode::ssh_agent:
+      return decide_joining_node(std::move(d), std::move(opt), environment, probes, g.slurm_store_here);
+    case LaunchMode::local:
+    case LaunchMode::slurm_node:
+    case LaunchMode::slurm_task: break;
+  }
+  return decide_plain_node(std::move(d), std::move(opt), environment, probes);
 }
 
 }  // namespace mtrain::launch

@@ -12,6 +12,7 @@
 
 #include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/launch_mode.hpp"
 #include "mtrain/launch/node_agent.hpp"
 #include "mtrain/plan/plan.hpp"
 #include "mtrain/rendezvous/endpoint.hpp"
@@ -19,18 +20,6 @@
 #include "mtrain/topology/inventory.hpp"
 
 namespace mtrain::launch {
-
-enum class LaunchMode {
-  slurm_task,    // --launcher slurm-task: srun started every rank; this one execs the program
-  ssh_launcher,  // a hostfile naming other hosts: hold the store, one agent per host over ssh
-  local,         // every rank on this machine (also a hostfile of one host that is this machine)
-  static_node,   // node K of a static job: --node-rank with a hostfile, or --nnodes N --node-rank K
-  slurm_node,    // one node of an srun step with one task per node: its world from Slurm
-  dynamic_node,  // --rdzv-backend mtrain: joins the node rendezvous, node rank from the agreement
-  ssh_agent,     // a node agent started by the ssh launcher (--ssh-agent)
-};
-
-const char* mode_name(LaunchMode mode);
 
 // What the launch reads from outside its options besides the environment variables.
 struct LaunchEnvironment {

@@ -57,27 +57,4 @@ Endpoint parse_endpoint(const std::string& text, const std::string& what, bool a
   return ep;
 }
 
-NodeCount parse_nnodes(const std::string& text, const std::string& what) {
-  const char* hint = "Write N (e.g. 2) or MIN:MAX (e.g. 2:4) with 1 <= MIN <= MAX.";
-  auto number = [&](const std::string& s, size_t col) {
-    auto v = str::parse_uint(s);
-    if (!v || *v < 1 || *v > 100000)
-      throw parse_error(what, text, col,
-                        s.empty() ? std::string("missing node count") : fmt::format("'{}' is not a node count", s),
-                        hint);
-    return static_cast<int>(*v);
-  };
-  NodeCount n;
-  size_t colon = text.find(':');
-  if (colon == std::string::npos) {
-    n.min = n.max = number(text, 1);
-    return n;
-  }
-  n.min = number(text.substr(0, colon), 1);
-  n.max = number(text.substr(colon + 1), colon + 2);
-  if (n.min > n.max)
-    throw parse_error(what, text, 1, fmt::format("MIN {} is larger than MAX {}", n.min, n.max), hint);
-  return n;
-}
-
 }  // namespace mtrain::rendezvous

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include "mtrain/core/node_count.hpp"
+
 namespace mtrain::rendezvous {
 
 inline constexpr uint16_t kDefaultRdzvPort = 29400;
@@ -19,12 +21,8 @@ struct Endpoint {
 Endpoint parse_endpoint(const std::string& text, const std::string& what = "--rdzv-endpoint",
                         bool allow_port_zero = false);
 
-struct NodeCount {
-  int min = 1;
-  int max = 1;
-  bool elastic() const { return min != max; }
-};
-
-NodeCount parse_nnodes(const std::string& text, const std::string& what = "--nnodes");
+// --nnodes: the grammar lives in lib/core (node_count.hpp), shared with the registry's check.
+using mtrain::NodeCount;
+using mtrain::parse_nnodes;
 
 }  // namespace mtrain::rendezvous

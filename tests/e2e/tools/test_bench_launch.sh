@@ -14,6 +14,8 @@ native = [x for x in rows if "__barrier" in x["program"]]
 assert sorted(x["nproc"] for x in native) == [1, 2], rows
 has_worker = os.access(os.path.join(sys.argv[2], "mtrain-worker"), os.X_OK)
 assert has_worker == any("mtrain-worker" in x["program"] for x in rows)
+first = {x["command"].split()[-1]: x for x in rows if x["program"].startswith("first answer: mtrain ")}
+assert sorted(first) == ["--help", "--version"] and all(x["nproc"] is None for x in first.values()), rows
 for x in rows:
     assert len(x["samples"]) == 2 and x["median_s"] > 0, x
 try:

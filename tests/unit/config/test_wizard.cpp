@@ -81,7 +81,7 @@ TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked w
   CHECK(a.count("zero.offload_optimizer_device") == 0);
   CHECK_THAT(t, Catch::Contains("not accepted: setting 'launch.nproc_per_node' got 'lots'"));
   CHECK_THAT(t, Catch::Contains("not accepted: launch.launcher is 'ssh' but no launch.hostfile"));
-  CHECK_THAT(t, Catch::Contains("setting 'launch.nnodes' got '0' (node counts are from 1"));
+  CHECK_THAT(t, Catch::Contains("setting 'launch.nnodes' got '0' ('0' is not a node count (1 to 100000)"));
   CHECK_THAT(t, Catch::Contains("model.n_embd 128 is not divisible by model.n_head 6"));
   CHECK_THAT(t, Catch::Contains("did you mean 'fsdp'"));
   CHECK_THAT(t, Catch::Contains("9 is not one of the numbers 1-4"));
