@@ -140,7 +140,10 @@ static ImportResult import_accelerate_walk(const Registry& reg, const json& doc,
     } else if (k == "main_process_port") {
       im.set(k, "launch.master_port", v);
     } else if (k == "gpu_ids") {
-      im.set(k, "launch.gpus", text(v));
+      // accelerate's "all" restricts nothing (it sets CUDA_VISIBLE_DEVICES only for a list), and
+      // `accelerate config` writes it on every machine, GPU-less ones included: mtrain's default
+      // (every GPU there is, CPU ranks where there is none) is the same choice. A list is a mask.
+      if (text(v) != "all") im.set(k, "launch.gpus", text(v));
     } else if (k == "use_cpu") {
       if (v == true) im.set(k, "launch.device", "cpu");
     } else if (k == "machine_rank") {

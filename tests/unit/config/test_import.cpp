@@ -156,8 +156,12 @@ TEST_CASE("accelerate FSDP and multi-machine configs", "[config][import]") {
   CHECK(r.values.at("launch.nproc_per_node") == "8");
   CHECK(r.values.at("launch.master_addr") == "10.0.0.1");
   CHECK(r.values.at("launch.master_port") == 29555);
-  CHECK(r.values.at("launch.gpus") == "all");
+  // "all" is accelerate's "no restriction": mtrain's default, so a GPU-less host runs CPU ranks
+  // as accelerate does instead of refusing "--gpus all" (found by the peers tests).
+  CHECK(r.values.count("launch.gpus") == 0);
   CHECK(warned(r, "fsdp_config.fsdp_state_dict_type"));
+  CHECK(import_text(job_registry(), "distributed_type: MULTI_GPU\nnum_processes: 2\ngpu_ids: 0,2\n", "a.yaml")
+            .values.at("launch.gpus") == "0,2");
   check_valid(r);
 }
 
