@@ -23,7 +23,7 @@
 #include <atomic>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 
 namespace mtrain::trainer::compat {
 
@@ -116,8 +116,8 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
 }
 
 // Gathered-parameter buffers are released and re-allocated several times a step (ZeRO-3/FSDP),
-// always with the sizes of the same units: their large CPU blocks come from BlockPool::cpu()
-// (block_pool.hpp), so a unit costs its pages once, shared with the engine's other pooled buffers.
+// always with the sizes of the same units: their large CPU blocks come from cpu_block_pool()
+// (pooled_cpu.hpp), so a unit costs its pages once, shared with the engine's other pooled buffers.
 void release_storage(const at::Tensor& t) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
   // A pooled block goes back to the pool as its DataPtr is destroyed here.
