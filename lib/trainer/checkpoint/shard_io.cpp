@@ -1,6 +1,5 @@
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 
-
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -9,11 +8,6 @@
 #include "mtrain/trainer/checkpoint/weights_file.hpp"
 
 namespace mtrain::trainer {
-
-void write_tensor_dict(const std::string& path,
-                       const std::vector<std::pair<std::string, at::Tensor>>& tensors) {
-  write_tensor_file(path, tensors);
-}
 
 std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::string& path) {
   // Through mtrain's checked readers (zip_reader.hpp, state_dict_pickle.hpp), not LibTorch's

@@ -1,6 +1,6 @@
 #pragma once
-// A file of name → tensor in the zip format torch.load reads (tensor_archive.hpp writes it one
-// tensor at a time, durably), so shards and model.pt are inspectable from Python too.
+// Reading a file of name → tensor in the zip format torch.load reads (tensor_archive.hpp writes
+// it one tensor at a time, durably), and the manifest's dtype names.
 #include <string>
 #include <utility>
 #include <vector>
@@ -9,8 +9,6 @@
 
 namespace mtrain::trainer {
 
-void write_tensor_dict(const std::string& path,
-                       const std::vector<std::pair<std::string, at::Tensor>>& tensors);
 // Throws mtrain::Error naming the file when it is missing, truncated or not such a dict.
 std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::string& path);
 

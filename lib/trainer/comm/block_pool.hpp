@@ -18,10 +18,11 @@
 // back until held + the new one fit under that mark. Idle memory inside a segment that is partly
 // in use cannot be given back; it is reused first instead. trim_to() gives free segments back on
 // demand (torch.cuda.empty_cache's counterpart). docs/architecture.md §6.
-#include <ATen/core/Tensor.h>
-#include <c10/core/Allocator.h>
-
+//
+// This core includes no LibTorch header (target mtrain_shm, run under the sanitizers);
+// comm/pooled_cpu.hpp makes LibTorch's CPU tensors take their memory from it.
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -43,22 +44,33 @@ class BlockPool {
   static constexpr size_t kBlockRound = size_t{4} << 10;
   static constexpr size_t kMinSplit = size_t{1} << 20;
 
-  // `raw` allocates the segments (the CPU allocator for the process-wide pool).
-  explicit BlockPool(c10::Allocator* raw) : raw_(raw) {}
+  // Where segments come from: `take(n)` returns n bytes, 64-byte aligned (or throws), `give(p)`
+  // takes back what `take` returned.
+  struct Source {
+    std::function<void*(size_t)> take;
+    std::function<void(void*)> give;
+  };
+  // A block handed out: its memory, and the context that give_back() takes exactly once (the
+  // shape of a deleter with context, so a LibTorch DataPtr can own the block).
+  struct Lease {
+    void* data;
+    void* ctx;
+  };
+
+  explicit BlockPool(Source raw) : raw_(std::move(raw)) {}
   BlockPool(const BlockPool&) = delete;
   BlockPool& operator=(const BlockPool&) = delete;
   ~BlockPool();  // every block must have been given back
 
   // At least `nbytes` (64-byte aligned; whole pages from the start of its segment).
-  at::DataPtr allocate(size_t nbytes);
+  Lease allocate(size_t nbytes);
+  // Returns a block of some pool to it (thread-safe).
+  static void give_back(void* ctx);
   Stats stats() const;
   // Gives wholly free segments back, largest first, until at most `idle_bytes` stay idle (or none
   // is wholly free).
   void trim_to(size_t idle_bytes);
   void trim() { trim_to(0); }
-
-  // The process-wide pool of CPU blocks; never destroyed (storages may be freed at exit).
-  static BlockPool& cpu();
 
  private:
   struct Segment;
@@ -73,15 +85,18 @@ class BlockPool {
   };
   struct Segment {
     BlockPool* pool;
-    at::DataPtr raw;
+    void* base;
     size_t size;
+    Segment(BlockPool* p, void* b, size_t n) : pool(p), base(b), size(n) {}
+    Segment(const Segment&) = delete;
+    Segment& operator=(const Segment&) = delete;
+    ~Segment() { pool->raw_.give(base); }
   };
   struct BySizeThenAddress {
     bool operator()(const Block* a, const Block* b) const {
       return a->size != b->size ? a->size < b->size : a->ptr < b->ptr;
     }
   };
-  static void give_back(void* ctx);
   void put_back(Block* b);
   void merge_into(Block* left, Block* right);  // right (free, next to left) joins left; under mu_
   Block* take(Block* b, size_t nbytes);  // marks b in use, splitting off the rest; under mu_
@@ -90,7 +105,7 @@ class BlockPool {
   template <class More>
   std::vector<std::unique_ptr<Segment>> release_free_segments(More more);
 
-  c10::Allocator* raw_;
+  Source raw_;
   mutable std::mutex mu_;
   std::set<Block*, BySizeThenAddress> free_;
   std::vector<std::unique_ptr<Segment>> segments_;
@@ -98,19 +113,7 @@ class BlockPool {
   Stats stats_;
 };
 
-// A 1-D CPU tensor of `numel` elements whose memory comes from BlockPool::cpu() when it is large
-// (>= kPooledMinBytes; smaller ones and other devices: at::empty). Contents undefined.
-constexpr size_t kPooledMinBytes = size_t{1} << 20;
-at::Tensor pooled_empty(int64_t numel, const at::TensorOptions& opts);
-
-// Makes BlockPool::cpu() the memory of every CPU tensor of at least kPooledMinBytes (train.
-// cpu_memory_pool): autograd's gradients, activations, optimiser temporaries, not only the sharded
-// engine's own buffers. Why: a step allocates and frees the same sizes every time (the sharded
-// strategies' per-parameter .grad, which is flattened and dropped, above all), and glibc serves
-// blocks this large with fresh mappings, so each one was faulted in and zeroed again every step.
-// Process-wide and idempotent; smaller allocations go to LibTorch's own CPU allocator.
-void install_pooled_cpu_allocator();
-// Whether install_pooled_cpu_allocator() ran in this process.
-bool pooled_cpu_allocator_installed();
+// Segments from the C++ heap (std::aligned_alloc, 64-byte aligned).
+BlockPool::Source heap_segments();
 
 }  // namespace mtrain::trainer

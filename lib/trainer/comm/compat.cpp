@@ -9,7 +9,6 @@
 #include <torch/csrc/autograd/functions/accumulate_grad.h>
 #include <torch/csrc/autograd/utils/lambda_post_hook.h>
 #include <torch/csrc/autograd/variable.h>
-#include <torch/csrc/distributed/c10d/FileStore.hpp>
 #include <torch/csrc/distributed/c10d/HashStore.hpp>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
@@ -24,7 +23,7 @@
 #include <atomic>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 
 namespace mtrain::trainer::compat {
 
@@ -117,8 +116,8 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
 }
 
 // Gathered-parameter buffers are released and re-allocated several times a step (ZeRO-3/FSDP),
-// always with the sizes of the same units: their large CPU blocks come from BlockPool::cpu()
-// (block_pool.hpp), so a unit costs its pages once, shared with the engine's other pooled buffers.
+// always with the sizes of the same units: their large CPU blocks come from cpu_block_pool()
+// (pooled_cpu.hpp), so a unit costs its pages once, shared with the engine's other pooled buffers.
 void release_storage(const at::Tensor& t) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
   // A pooled block goes back to the pool as its DataPtr is destroyed here.
@@ -129,14 +128,10 @@ void release_storage(const at::Tensor& t) {
 void reallocate_storage(const at::Tensor& t, size_t nbytes) {
   c10::StorageImpl* s = t.storage().unsafeGetStorageImpl();
   if (s->nbytes() == nbytes && s->data() != nullptr) return;
-  at::DataPtr block = t.device().is_cpu() && nbytes >= kPooledMinBytes ? BlockPool::cpu().allocate(nbytes)
+  at::DataPtr block = t.device().is_cpu() && nbytes >= kPooledMinBytes ? pooled_data(cpu_block_pool(), nbytes)
                                                                       : s->allocator()->allocate(nbytes);
   s->set_data_ptr_noswap(std::move(block));
   s->set_nbytes(nbytes);
-}
-
-bool storage_allocated(const at::Tensor& t) {
-  return t.storage().unsafeGetStorageImpl()->data() != nullptr;
 }
 
 namespace {
@@ -228,10 +223,6 @@ StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int w
 }
 
 StorePtr make_hash_store() { return c10::make_intrusive<c10d::HashStore>(); }
-
-StorePtr make_file_store(const std::string& path, int world) {
-  return c10::make_intrusive<c10d::FileStore>(path, world);
-}
 
 StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store) {
   return c10::make_intrusive<c10d::PrefixStore>(prefix, store);

@@ -61,7 +61,6 @@ std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::funct
 // the memory is there (ATen checks storage bounds when a view is made).
 void release_storage(const at::Tensor& t);
 void reallocate_storage(const at::Tensor& t, size_t nbytes);
-bool storage_allocated(const at::Tensor& t);
 
 // Calls `fn(ctx, storage)` for the storage of every tensor input of every ATen operator started
 // on this thread (and on the autograd threads its backward runs on) — before the operator's
@@ -89,7 +88,6 @@ int64_t device_peak_bytes(const at::Device& device);
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,
                         std::chrono::milliseconds timeout);
 StorePtr make_hash_store();
-StorePtr make_file_store(const std::string& path, int world);
 StorePtr make_prefix_store(const std::string& prefix, const StorePtr& store);
 
 }  // namespace mtrain::trainer::compat

@@ -21,7 +21,7 @@
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/state_match.hpp"
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
 #include "mtrain/trainer/loop/console.hpp"

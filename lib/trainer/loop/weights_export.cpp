@@ -2,60 +2,141 @@
 
 #include <ATen/core/grad_mode.h>
 
+#include <condition_variable>
+#include <exception>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
 
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
-void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
-                            const WeightsWriter& write,
+namespace {
+
+// Hands the tensors the first file's writer produces, one at a time and in order, to the writer of
+// another file on its own thread. close(): the side that calls it stops; the other is not left
+// waiting (a put after the follower stopped is dropped, a take after the leader stopped throws).
+class Relay {
+ public:
+  void put(size_t index, const at::Tensor& t) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return !full_ || closed_; });
+    if (closed_) return;
+    index_ = index;
+    tensor_ = t;
+    full_ = true;
+    cv_.notify_all();
+  }
+  at::Tensor take(size_t index, const std::string& name) {
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return full_ || closed_; });
+    if (!full_) throw Error(fmt::format("export: the weights stopped before '{}'", name), "", kExitFailure);
+    if (index_ != index) {
+      throw Error(fmt::format("internal: export wrote '{}' out of order", name), "", kExitFailure);
+    }
+    full_ = false;
+    at::Tensor t = std::move(tensor_);
+    tensor_ = at::Tensor();
+    cv_.notify_all();
+    return t;
+  }
+  void close() {
+    std::lock_guard<std::mutex> lock(mu_);
+    closed_ = true;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  size_t index_ = 0;
+  at::Tensor tensor_;
+  bool full_ = false, closed_ = false;
+};
+
+std::vector<ArchiveEntry> entries_of(const std::vector<ParameterExport>& params,
+                                     const std::function<at::Tensor(size_t)>& produce) {
+  std::vector<ArchiveEntry> entries;
+  for (size_t i = 0; i < params.size(); ++i) {
+    entries.push_back({params[i].name, params[i].dtype, params[i].shape, [i, &produce] { return produce(i); }});
+  }
+  return entries;
+}
+
+void write_one(const WeightsFile& f, const std::vector<ArchiveEntry>& entries) {
+  DurableWriter out(f.path);
+  f.write(out, entries);
+  out.commit();
+}
+
+}  // namespace
+
+void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::vector<WeightsFile>& files,
                             std::vector<std::pair<std::string, at::Tensor>>* keep) {
   const auto params = strategy.export_parameters();
   size_t produced = 0;
   auto drain = [&] {
     for (; produced < params.size(); ++produced) params[produced].data();
   };
-  if (comm.rank() != 0) return drain();
-  std::vector<ArchiveEntry> entries;
-  for (const auto& p : params) {
-    entries.push_back({p.name, p.dtype, p.shape, [&produced, &p, keep] {
-                         ++produced;
-                         at::Tensor t = p.data();
-                         if (keep) keep->emplace_back(p.name, t.detach().cpu().clone());
-                         return t;
-                       }});
+  if (comm.rank() != 0 || files.empty()) return drain();
+  std::vector<std::unique_ptr<Relay>> relays;
+  for (size_t f = 1; f < files.size(); ++f) relays.push_back(std::make_unique<Relay>());
+  std::vector<std::exception_ptr> errors(files.size());
+  std::vector<std::thread> followers;
+  for (size_t f = 1; f < files.size(); ++f) {
+    followers.emplace_back([&, f] {
+      Relay& r = *relays[f - 1];
+      const std::function<at::Tensor(size_t)> take = [&](size_t i) { return r.take(i, params[i].name); };
+      try {
+        write_one(files[f], entries_of(params, take));
+      } catch (...) {
+        errors[f] = std::current_exception();
+      }
+      r.close();
+    });
   }
+  const std::function<at::Tensor(size_t)> gather = [&](size_t i) {
+    ++produced;
+    at::Tensor t = params[i].data();
+    if (keep) keep->emplace_back(params[i].name, t.detach().cpu().clone());
+    for (auto& r : relays) r->put(i, t);
+    return t;
+  };
   try {
-    DurableWriter out(path);
-    write(out, entries);
-    out.commit();
+    write_one(files[0], entries_of(params, gather));
   } catch (...) {
-    drain();
-    throw;
+    errors[0] = std::current_exception();
   }
+  for (auto& r : relays) r->close();
+  for (auto& t : followers) t.join();
   drain();
+  for (const auto& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, const std::string& work_dir,
                   int64_t step, const std::string& job_settings) {
   std::vector<std::pair<std::string, at::Tensor>> kept;
   const bool scripted = is_scripted_model(model);
-  write_streamed_weights(
-      strategy, comm, work_dir + "/model.pt",
-      [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); },
-      scripted ? &kept : nullptr);
   const std::map<std::string, std::string> meta = {{"format", "pt"},
                                                    {"producer", "mtrain"},
                                                    {"step", std::to_string(step)},
                                                    {"strategy", strategy.name()},
                                                    {"job", job_settings}};
-  write_streamed_weights(strategy, comm, work_dir + "/model.safetensors",
-                         [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
-                           write_safetensors(out, e, meta);
-                         });
+  write_streamed_weights(
+      strategy, comm,
+      {{work_dir + "/model.pt", [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); }},
+       {work_dir + "/model.safetensors",
+        [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_safetensors(out, e, meta); }}},
+      scripted ? &kept : nullptr);
   if (scripted && comm.rank() == 0) {
     std::ostringstream buf;
     save_scripted_model(model, kept, buf);

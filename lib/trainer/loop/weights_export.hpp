@@ -19,14 +19,18 @@
 namespace mtrain::trainer {
 
 using WeightsWriter = std::function<void(DurableWriter&, const std::vector<ArchiveEntry>&)>;
+struct WeightsFile {
+  std::string path;
+  WeightsWriter write;
+};
 
-// Streams the strategy's exported parameters into `path` on rank 0 (model.pt, model.safetensors):
-// a sharded strategy holds one gathered unit at a time, so no rank ever holds the whole model.
-// Collective: every rank runs every producer in order, also when rank 0's write fails part-way,
-// so that the others are not left waiting in an all-gather. keep (rank 0): receives a CPU copy
-// of every tensor written.
-void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::string& path,
-                            const WeightsWriter& write,
+// Streams the strategy's exported parameters into every file on rank 0 (model.pt and
+// model.safetensors) in one pass: each unit is gathered once, written to the first file on this
+// thread and handed to each other file's writer on a thread of its own, one tensor at a time, so
+// no rank ever holds the whole model. Collective: every rank runs every producer in order, also
+// when rank 0's write fails part-way, so that the others are not left waiting in an all-gather.
+// keep (rank 0): receives a CPU copy of every tensor written.
+void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::vector<WeightsFile>& files,
                             std::vector<std::pair<std::string, at::Tensor>>* keep = nullptr);
 
 // The run's model files in `work_dir`: model.pt and model.safetensors (its metadata: format,

@@ -10,7 +10,6 @@
 #include <mutex>
 #include <unordered_set>
 
-#include "mtrain/trainer/comm/block_pool.hpp"
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/optim/clip.hpp"

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer::detail {

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
 #include "mtrain/trainer/strategy/source_check.hpp"
 
