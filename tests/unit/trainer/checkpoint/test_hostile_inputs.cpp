@@ -90,7 +90,7 @@ std::string write(const fs::path& p, const std::string& bytes) {
 
 std::string st_bytes(const std::string& header, const std::string& data) {
   std::string s;
-  put_le(s, header.size(), 8);
+  append_le(s, header.size(), 8);
   return s + header + data;
 }
 
@@ -160,12 +160,12 @@ TEST_CASE("hostile safetensors files", "[checkpoint][hostile]") {
   });
   // "legacy torch.save" was said of a bad safetensors length (item 8).
   std::string past;
-  put_le(past, 1000, 8);
+  append_le(past, 1000, 8);
   run_case("safetensors", "header length past the end", "runs past the end of the file", [&] {
     return load_all(write(d / "len.bin", past + "{\"w\": 1}"));
   });
   std::string huge;
-  put_le(huge, 1ull << 40, 8);
+  append_le(huge, 1ull << 40, 8);
   run_case("safetensors", "header length of 1 TiB", "above the 100 MB limit", [&] {
     return load_all(write(d / "huge.safetensors", huge + "{}"));
   });
