@@ -403,3 +403,17 @@ TEST_CASE("the table of hostile cases", "[hostile][table]") {
   }
   std::cout << std::flush;
 }
+
+TEST_CASE("a manifest integer written as a huge float is refused, never cast", "[checkpoint][hostile]") {
+  // Fuzz checkpoint_manifest (regression crash-39bdbb79…): a shape of 4.5e21 parses as a double,
+  // and nlohmann's get<int64_t> cast it as it was (undefined behaviour, UBSan).
+  nlohmann::json j = {{"format_version", 1}, {"strategy", "ddp"}, {"world_size", 1}, {"step", 1},
+                      {"tensors", {{"w", {{"shape", {4.5e21, 3}}, {"dtype", "float32"}, {"pieces", nlohmann::json::array()}}}}}};
+  std::string text;
+  try {
+    manifest_from_json(j, "m.json");
+  } catch (const mtrain::Error& e) {
+    text = e.paragraph();
+  }
+  CHECK_THAT(text, Catch::Contains("m.json") && Catch::Contains("\"shape\" is 4.5e+21, not a whole number"));
+}
