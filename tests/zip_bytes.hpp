@@ -1,29 +1,50 @@
 #pragma once
-// Zip files as bytes, laid out the way PyTorch writes them (stored records, a central directory,
-// an end record), for the readers of lib/core/zip_index.hpp and the TorchScript archive tests.
-// `method` and the sizes can be set to lie, as a hostile file would.
+// Zip files as bytes, laid out the way PyTorch writes them (records, a central directory, an end
+// record), for the tests of lib/core/zip_reader.hpp and its users (TorchScript archives, the
+// hostile torch.save files of issue 29). `method`, the sizes and the CRC can be set to lie, as a
+// hostile file would; deflated() makes a record really deflated.
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include <zlib.h>
+
+#include "mtrain/core/zip_reader.hpp"
 #include "token_bytes.hpp"
 
 namespace mtrain::testing {
 
 struct ZipRecord {
   std::string name;
-  std::string data;
+  std::string data;                    // the bytes in the file
   uint16_t method = 0;                 // what the directory claims
-  int64_t declared_size = -1;          // -1: the real size
-  int64_t compressed_size = -1;        // -1: the declared size
+  int64_t declared_size = -1;          // the uncompressed size written; -1: data's size
+  int64_t compressed_size = -1;        // -1: data's size
+  int64_t crc = -1;                    // -1: the CRC-32 of data
 };
+
+// `text` raw-deflated (no zlib header, as zip stores it), declared at its size with its CRC.
+inline ZipRecord deflated(const std::string& name, const std::string& text) {
+  std::string out(compressBound(static_cast<uLong>(text.size())) + 16, '\0');
+  z_stream z{};
+  deflateInit2(&z, 9, Z_DEFLATED, -MAX_WBITS, 8, Z_DEFAULT_STRATEGY);
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  z.next_out = reinterpret_cast<Bytef*>(out.data());
+  z.avail_out = static_cast<uInt>(out.size());
+  deflate(&z, Z_FINISH);
+  out.resize(z.total_out);
+  deflateEnd(&z);
+  return {name, out, 8, static_cast<int64_t>(text.size()), -1, zip_crc32(0, text.data(), text.size())};
+}
 
 inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
   std::string out, dir;
   for (const auto& r : records) {
     const uint64_t offset = out.size();
     const uint64_t size = r.declared_size >= 0 ? static_cast<uint64_t>(r.declared_size) : r.data.size();
-    const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : size;
+    const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : r.data.size();
+    const uint64_t crc = r.crc >= 0 ? static_cast<uint64_t>(r.crc) : zip_crc32(0, r.data.data(), r.data.size());
     auto header = [&](std::string& s, bool central) {
       append_le(s, central ? 0x02014b50 : 0x04034b50, 4);
       if (central) append_le(s, 20, 2);  // made by
@@ -31,7 +52,7 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
       append_le(s, 0, 2);                // flags
       append_le(s, r.method, 2);
       append_le(s, 0, 4);                // time, date
-      append_le(s, 0, 4);                // crc (not checked by the readers under test)
+      append_le(s, crc, 4);
       append_le(s, csize, 4);
       append_le(s, size, 4);
       append_le(s, r.name.size(), 2);

@@ -7,7 +7,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
-#include "mtrain/core/zip_index.hpp"
+#include "mtrain/core/zip_reader.hpp"
 
 namespace mtrain {
 
@@ -106,36 +106,34 @@ std::vector<SetStateMethod> setstate_methods(const std::string& code, const std:
 }
 
 TorchScriptArchive read_torchscript_archive(const std::string& path) {
-  ZipIndex zip(path, "TorchScript model");
+  ZipReader zip(path, kTorchScriptZip);
+  return scan_torchscript_archive(zip);
+}
+
+TorchScriptArchive scan_torchscript_archive(ZipReader& zip) {
   TorchScriptArchive a;
-  for (const auto& e : zip.entries()) {
-    const auto slash = e.name.find('/');
-    if (slash != std::string::npos && str::ends_with(e.name, "/data.pkl") && e.name.find('/', slash + 1) == std::string::npos) {
-      a.prefix = e.name.substr(0, slash);
-      break;
-    }
-  }
+  a.prefix = zip.prefix().empty() ? "" : zip.prefix().substr(0, zip.prefix().size() - 1);
   bool has_code = false;
-  for (const auto& e : zip.entries()) has_code = has_code || (!a.prefix.empty() && str::starts_with(e.name, a.prefix + "/code/"));
-  if (a.prefix.empty() || !has_code)
-    throw Error(fmt::format("'{}' is not a TorchScript archive: the zip has no {}", path,
-                            a.prefix.empty() ? "data.pkl record" : "code/ records (a torch.save file, e.g. a state dict)"),
+  for (const auto& r : zip.records()) has_code = has_code || str::starts_with(r.name, "code/");
+  const bool no_pickle = a.prefix.empty() || zip.find("data.pkl") == nullptr;
+  if (no_pickle || !has_code)
+    throw Error(fmt::format("'{}' is not a TorchScript archive: the zip has no {}", zip.path(),
+                            no_pickle ? "<folder>/data.pkl record" : "code/ records (a torch.save file, e.g. a state dict)"),
                 "a TorchScript model is written by torch.jit.save(torch.jit.script(module), PATH); weights saved "
                 "with torch.save or safetensors go to --init");
-  if (const ZipEntry* v = zip.find(a.prefix + "/version"); v != nullptr) {
-    if (auto n = str::parse_uint(str::trim(zip.read(*v)))) a.format_version = static_cast<int64_t>(*n);
-  } else if (const ZipEntry* v2 = zip.find(a.prefix + "/.data/version"); v2 != nullptr) {
-    if (auto n = str::parse_uint(str::trim(zip.read(*v2)))) a.format_version = static_cast<int64_t>(*n);
+  for (const char* name : {"version", ".data/version"}) {
+    if (zip.find(name) == nullptr) continue;
+    if (auto n = str::parse_uint(str::trim(zip.read_all(name, kMaxTorchScriptRecord)))) a.format_version = static_cast<int64_t>(*n);
+    break;
   }
-  a.has_byteorder = zip.find(a.prefix + "/byteorder") != nullptr;
+  a.has_byteorder = zip.find("byteorder") != nullptr;
   std::unordered_set<std::string> seen;
-  const std::string code_dir = a.prefix + "/code/";
-  for (const auto& e : zip.entries()) {
-    if (!str::starts_with(e.name, code_dir) || !str::ends_with(e.name, ".py")) continue;
-    const std::string code = zip.read(e), file = e.name.substr(a.prefix.size() + 1);
-    for (auto& use : operators_in_code(code, file))
+  for (const auto& r : zip.records()) {
+    if (!str::starts_with(r.name, "code/") || !str::ends_with(r.name, ".py")) continue;
+    const std::string code = zip.read_all(r.name, kMaxTorchScriptRecord);
+    for (auto& use : operators_in_code(code, r.name))
       if (seen.insert(use.name).second) a.operators.push_back(std::move(use));
-    for (auto& m : setstate_methods(code, file)) a.setstates.push_back(std::move(m));
+    for (auto& m : setstate_methods(code, r.name)) a.setstates.push_back(std::move(m));
   }
   return a;
 }

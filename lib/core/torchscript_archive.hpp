@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/core/zip_reader.hpp"
+
 namespace mtrain {
 
 struct OperatorUse {
@@ -43,8 +45,15 @@ std::vector<OperatorUse> operators_in_code(const std::string& code, const std::s
 // The `def __setstate__(` methods of one code file with the operators each body calls (pure).
 std::vector<SetStateMethod> setstate_methods(const std::string& code, const std::string& file);
 
-// Reads `path` (zip_index.hpp: bounded, nothing executed). Throws mtrain::Error naming the file
-// when it is not a TorchScript archive (no code/ records: e.g. a torch.save state dict).
+// The most one record (a code file, the version) may hold once inflated: TorchScript source is
+// kilobytes per module, and a deflated record is inflated into memory whole.
+inline constexpr uint64_t kMaxTorchScriptRecord = 64ull << 20;
+
+// Reads `path` (zip_reader.hpp: every size checked, deflated records inflated within
+// kMaxTorchScriptRecord, nothing executed). Throws mtrain::Error naming the file when it is not a
+// TorchScript archive (no code/ records: e.g. a torch.save state dict) or its zip is damaged.
 TorchScriptArchive read_torchscript_archive(const std::string& path);
+// The same over an open archive (a file, or bytes in memory: the fuzz target).
+TorchScriptArchive scan_torchscript_archive(ZipReader& zip);
 
 }  // namespace mtrain

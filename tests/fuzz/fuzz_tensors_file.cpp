@@ -6,7 +6,7 @@
 
 #include "fuzz_common.hpp"
 #include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/trainer/checkpoint/zip_reader.hpp"
+#include "mtrain/core/zip_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;
@@ -14,16 +14,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool zipped = size >= 4 && bytes.compare(0, 4, "PK\x03\x04") == 0;
   fuzz::accepts([&] {
     std::string pkl = bytes;
-    std::unique_ptr<trainer::ZipReader> zip;
+    std::unique_ptr<ZipReader> zip;
     if (zipped) {
-      zip = std::make_unique<trainer::ZipReader>("t.pt", bytes);
+      zip = std::make_unique<ZipReader>("t.pt", bytes);
       pkl = zip->read_all("data.pkl", size);
     }
     const auto pair = trainer::parse_tensor_pair_pickle(pkl, "t.pt", "write it with torch.save");
     for (const auto* t : {&pair.input, &pair.target}) {
       FUZZ_CHECK(t->shape.size() == t->stride.size());
       if (!zip) continue;
-      const trainer::ZipRecord* r = zip->find("data/" + t->storage_key);
+      const ZipRecord* r = zip->find("data/" + t->storage_key);
       if (r != nullptr) (void)trainer::pickled_tensor_problem(*t, r->size);
     }
   });

@@ -28,6 +28,7 @@ FILE_SOURCES = [
     ("job_yaml", "tests/data/config/invalid/*.yaml"),
     ("import_deepspeed", "tests/data/config/seeds/*.json"),
     ("import_accelerate", "tests/data/config/seeds/*.yaml"),
+    ("torchscript_archive", "tests/data/torchscript/*.pt"),  # torch.jit.save by PyTorch 2.15 (code deflated)
 ]
 
 TOKEN = "fuzz-token-0123456789abcdef"  # fuzz_rdzv_protocol.cpp's kToken
@@ -133,8 +134,8 @@ def pickle_of(body):
     return b"\x80\x02" + body + b"."
 
 
-def zip_of(records, prefix="archive/", method=None, sizes=None):
-    """A stored zip like torch.save's (records: name -> bytes); method/sizes override one record."""
+def zip_of(records, prefix="archive/", method=None, sizes=None, crcs=None):
+    """A stored zip like torch.save's (records: name -> bytes); method/sizes/crcs override one record."""
     import struct
     import zlib
     out, central = b"", b""
@@ -142,7 +143,7 @@ def zip_of(records, prefix="archive/", method=None, sizes=None):
         full = (prefix + name).encode()
         m = (method or {}).get(name, 0)
         usize = (sizes or {}).get(name, len(data))
-        crc = zlib.crc32(data)
+        crc = (crcs or {}).get(name, zlib.crc32(data))
         off = len(out)
         out += struct.pack("<IHHHHHIIIHH", 0x04034b50, 20, 0, m, 0, 0, crc, len(data), usize, len(full), 0) + full + data
         central += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, m, 0, 0, crc, len(data), usize,
@@ -186,6 +187,36 @@ def tensors_file_seeds():
             pickle_of(pair), only_input]
 
 
+def torchscript_archive_seeds():
+    """torch.jit.save archives: code records stored and deflated (PyTorch 2.x deflates them), a
+    __setstate__ that reads a file, a bomb, a lying size, a torch.save file (no code)."""
+    import zlib
+    code = (b"class Net(Module):\n  __parameters__ = [\"w\", ]\n  w : Tensor\n"
+            b"  def forward(self: __torch__.Net, x: Tensor) -> Tensor:\n"
+            b"    y = torch.linear(x, self.w)\n    return ops.prim.device(torch.relu(y))\n")
+    evil = (b"class Net(Module):\n  def __setstate__(self: __torch__.Net, state: Tuple[Tensor]) -> None:\n"
+            b"    self.w = torch.from_file(\"/etc/passwd\", True, 100)\n    return None\n")
+
+    def deflate(b):
+        c = zlib.compressobj(9, zlib.DEFLATED, -15)
+        return c.compress(b) + c.flush()
+
+    def archive(code_bytes, deflated=False, sizes=None, extra=None):
+        recs = {"data.pkl": pickle_of(b"}"), "code/__torch__.py": deflate(code_bytes) if deflated else code_bytes,
+                "version": b"3\n", "byteorder": b"little", **(extra or {})}
+        m = {"code/__torch__.py": 8} if deflated else {}
+        sz = {"code/__torch__.py": len(code_bytes), **(sizes or {})} if deflated else sizes
+        return zip_of(recs, prefix="net/", method=m, sizes=sz, crcs={"code/__torch__.py": zlib.crc32(code_bytes)})
+
+    bomb = deflate(b"a" * 1000000)
+    return [archive(code), archive(code, deflated=True), archive(evil), archive(evil, deflated=True),
+            archive(code, deflated=True, sizes={"code/__torch__.py": 40}),   # inflates to more than declared
+            zip_of({"data.pkl": pickle_of(b"}"), "code/x.py": bomb}, prefix="net/", method={"code/x.py": 8},
+                   sizes={"code/x.py": 1000000}),                             # 1 MB from ~1 KB
+            archive(code, extra={".data/version": b"3\n", "constants.pkl": pickle_of(b")")}),
+            zip_of({"data.pkl": pickle_of(b"}"), "data/0": b"\0" * 8}, prefix="net/")]  # torch.save: no code
+
+
 def token_file_seeds():
     import struct
     def case(size, head):
@@ -227,7 +258,8 @@ def main():
     for data in manifest_seeds():
         write("checkpoint_manifest", data)
     for target, seeds in [("safetensors", safetensors_seeds), ("torch_zip", torch_zip_seeds),
-                          ("tensors_file", tensors_file_seeds), ("token_file", token_file_seeds)]:
+                          ("tensors_file", tensors_file_seeds), ("token_file", token_file_seeds),
+                          ("torchscript_archive", torchscript_archive_seeds)]:
         for data in seeds():
             write(target, data)
     for data in filter_seeds():

@@ -61,6 +61,18 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
                  "the checkpoint is damaged or from another tool; pass another folder to "
                  "checkpoint.resume or remove this one");
   };
+  // nlohmann casts a floating-point value to an integer type as it is, undefined behaviour when
+  // out of range (a shape of 4.5e21: fuzz checkpoint_manifest, UBSan): integers must be integers.
+  auto whole = [&](const json& v, const char* field) -> int64_t {
+    if (!v.is_number_integer()) throw bad(fmt::format("\"{}\" is {}, not a whole number", field, v.dump()));
+    return v.get<int64_t>();
+  };
+  auto whole_list = [&](const json& v, const char* field) {
+    if (!v.is_array()) throw bad(fmt::format("\"{}\" is not a list", field));
+    std::vector<int64_t> out;
+    for (const auto& x : v) out.push_back(whole(x, field));
+    return out;
+  };
   try {
     Manifest m;
     if (!j.is_object()) throw bad("not a JSON object");
@@ -76,7 +88,7 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
       }
       m.checksummed = true;
     }
-    m.format_version = j.at("format_version").get<int>();
+    m.format_version = static_cast<int>(whole(j.at("format_version"), "format_version"));
     if (m.format_version < kOldestReadableFormat || m.format_version > kCheckpointFormatVersion) {
       throw bad(fmt::format("format_version {} (this build reads {} to {})", m.format_version,
                             kOldestReadableFormat, kCheckpointFormatVersion));
@@ -86,13 +98,13 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
                             "was edited (its checksum removed) or damaged", m.format_version));
     }
     m.strategy = j.at("strategy").get<std::string>();
-    m.world_size = j.at("world_size").get<int>();
+    m.world_size = static_cast<int>(whole(j.at("world_size"), "world_size"));
     if (m.world_size < 1 || m.world_size > (1 << 20)) throw bad(fmt::format("world_size {}", m.world_size));
-    m.step = j.at("step").get<int64_t>();
+    m.step = whole(j.at("step"), "step");
     m.state = j.value("state", json::object());
     for (const auto& [name, t] : j.at("tensors").items()) {
       TensorMeta meta;
-      meta.shape = t.at("shape").get<std::vector<int64_t>>();
+      meta.shape = whole_list(t.at("shape"), "shape");
       meta.dtype = t.at("dtype").get<std::string>();
       if (dtype_name_bytes(meta.dtype) == 0) throw bad(fmt::format("tensor '{}' has an unknown dtype '{}'", name, meta.dtype));
       if (meta.shape.size() > 64) throw bad(fmt::format("tensor '{}' has more than 64 dimensions", name));
@@ -105,8 +117,8 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
         }
       }
       for (const auto& p : t.at("pieces")) {
-        meta.pieces.push_back({p.at("rank").get<int>(), p.at("file").get<std::string>(),
-                               p.at("offset").get<int64_t>(), p.at("numel").get<int64_t>(),
+        meta.pieces.push_back({static_cast<int>(whole(p.at("rank"), "rank")), p.at("file").get<std::string>(),
+                               whole(p.at("offset"), "offset"), whole(p.at("numel"), "numel"),
                                p.value("key", std::string())});
         const auto& r = meta.pieces.back();
         if (r.offset < 0 || r.numel < 0 || r.offset > numel || r.numel > numel - r.offset ||
@@ -132,13 +144,13 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
           throw bad(fmt::format("shard file name '{}'", name));
         }
         FileMeta fm;
-        fm.rank = f.at("rank").get<int>();
-        fm.bytes = f.at("bytes").get<uint64_t>();
+        fm.rank = static_cast<int>(whole(f.at("rank"), "rank"));
+        fm.bytes = static_cast<uint64_t>(whole(f.at("bytes"), "bytes"));
         fm.checksum = f.at("checksum").get<std::string>();
         const json extras = f.value("extras", json::object());  // items() must not outlive it
         for (const auto& [en, e] : extras.items()) {
           fm.extras[en] = {e.at("key").get<std::string>(), e.at("dtype").get<std::string>(),
-                           e.at("shape").get<std::vector<int64_t>>()};
+                           whole_list(e.at("shape"), "shape")};
         }
         m.files[name] = std::move(fm);
       }

@@ -10,7 +10,7 @@
 namespace mtrain::trainer {
 
 std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::string& path) {
-  // Through mtrain's checked readers (zip_reader.hpp, state_dict_pickle.hpp), not LibTorch's
+  // Through mtrain's checked readers (core/zip_reader.hpp, state_dict_pickle.hpp), not LibTorch's
   // unpickler: a format-1 shard can come from anywhere (`--init DIR`), and that unpickler
   // recursed per nesting level and allocated whatever storage size the pickle declared.
   ArchiveReader zip(path);

@@ -13,8 +13,8 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/zip_reader.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/zip_reader.hpp"
 
 namespace mtrain::trainer {
 
@@ -120,17 +120,18 @@ ArchiveReader::~ArchiveReader() = default;
 
 std::string ArchiveReader::record(const std::string& name) {
   // data.pkl is metadata: a few bytes per tensor. The bound keeps a hostile archive from making
-  // us hold more than the file itself (it is read from the file, never inflated).
+  // us hold more than the file itself (a deflated data.pkl is inflated to at most that).
   return zip_->read_all(name, std::min<uint64_t>(zip_->file_size(), kMaxPickleBytes));
 }
 
 uint64_t ArchiveReader::record_bytes(const std::string& key) const {
-  const ZipRecord* r = zip_->find("data/" + key);
-  if (r == nullptr) {
+  if (zip_->find("data/" + key) == nullptr) {
     throw Error(fmt::format("{}: record {}data/{} is missing", path_, zip_->prefix(), key),
                 "the file is damaged; save it again (a checkpoint: resume from another one)", kExitFailure);
   }
-  return r->size;
+  // Tensor data is read in place: a compressed record is refused here, before its declared
+  // (inflated) size is trusted for an allocation.
+  return zip_->stored("data/" + key).size;
 }
 
 at::Tensor ArchiveReader::read(const std::string& key, at::ScalarType dtype, int64_t offset,

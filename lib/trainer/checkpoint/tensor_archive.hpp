@@ -17,6 +17,10 @@
 
 #include <ATen/ATen.h>
 
+namespace mtrain {
+class ZipReader;
+}  // namespace mtrain
+
 namespace mtrain::trainer {
 
 class DurableWriter;
@@ -45,13 +49,11 @@ ArchiveWritten write_tensor_file(const std::string& path,
                                  const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                                  const std::function<void()>& progress = {});
 
-class ZipReader;
-
 // The largest data.pkl read (metadata only: a 10^5-tensor state dict pickles to a few MB).
 inline constexpr uint64_t kMaxPickleBytes = 256ull << 20;
 
-// Reads go through ZipReader (zip_reader.hpp): every offset and size checked against the file and
-// the record, compressed records refused, never read whole except data.pkl.
+// Reads go through ZipReader (core/zip_reader.hpp): every offset and size checked against the file
+// and the record, compressed tensor records refused, never read whole except data.pkl.
 class ArchiveReader {
  public:
   // Throws mtrain::Error naming the file when it is missing, not a regular file or not a torch zip.

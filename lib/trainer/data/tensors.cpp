@@ -53,7 +53,7 @@ at::Tensor load_one(ArchiveReader& zip, const PickledTensor& t, const std::strin
 }
 
 // The (input, target) pair stored in `path`; `key` is the setting that named it. Read with the
-// same checked readers as model.init's torch.save files (zip_reader.hpp, state_dict_pickle.hpp):
+// same checked readers as model.init's torch.save files (core/zip_reader.hpp, state_dict_pickle.hpp):
 // LibTorch's unpickler recursed once per nesting level (10^6 nested tuples: SIGSEGV), allocated
 // any storage size the pickle declared, and read a storage larger than its record past its end.
 std::pair<at::Tensor, at::Tensor> load_tensor_pair(const std::string& path, const char* key) {

@@ -68,3 +68,15 @@ TEST_CASE("read_torchscript_archive: a torch.save file is named as such", "[torc
   CHECK_THAT(error_text([&] { read_torchscript_archive(p); }),
              Catch::Contains("weights.pt") && Catch::Contains("not a TorchScript archive") && Catch::Contains("--init"));
 }
+
+TEST_CASE("read_torchscript_archive: a real PyTorch 2.x archive, its code deflated", "[torchscript_archive]") {
+  // torch.jit.save(torch.jit.script(Net())) by PyTorch 2.15, Net = relu(Linear(2, 2)(x)): its
+  // code/ records are deflated (method 8), the rest stored; each inflates to its declared size
+  // and CRC, or the read throws.
+  const auto a = read_torchscript_archive(MTRAIN_SOURCE_DIR "/tests/data/torchscript/scripted_linear_2x.pt");
+  CHECK(a.prefix == "scripted_linear_2x");
+  CHECK(a.format_version >= 3);
+  CHECK(a.has_byteorder);
+  CHECK(names(a.operators) == std::vector<std::string>{"aten::relu", "aten::linear"});
+  CHECK(a.setstates.empty());
+}

@@ -1,6 +1,6 @@
 #pragma once
-// Hand-built hostile files for the reader tests of issue 29: torch.save-style zips (stored
-// records under "archive/", with per-record method and declared-size overrides) and protocol-2
+// Hand-built hostile files for the reader tests of issue 29: torch.save-style zips (records under
+// "archive/", with per-record method and declared-size overrides: tests/zip_bytes.hpp) and protocol-2
 // pickles of state dicts, as tests/fuzz/seed_corpus.py builds its seeds. No Python needed.
 #include <cstdint>
 #include <map>
@@ -8,13 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/trainer/checkpoint/zip_reader.hpp"
+#include "zip_bytes.hpp"
 
 namespace mtrain::trainer::testing {
 
-inline void put_le(std::string& s, uint64_t v, int n) {
-  for (int i = 0; i < n; ++i) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
+using mtrain::testing::append_le;
 
 struct ZipEntry {
   std::string name;
@@ -24,28 +22,9 @@ struct ZipEntry {
 };
 
 inline std::string zip_of(const std::vector<ZipEntry>& entries, const std::string& prefix = "archive/") {
-  std::string out, central;
-  for (const auto& e : entries) {
-    const std::string full = prefix + e.name;
-    const uint32_t crc = zip_crc32(0, e.data.data(), e.data.size());
-    const uint64_t usize = e.declared_size < 0 ? e.data.size() : static_cast<uint64_t>(e.declared_size);
-    const uint64_t off = out.size();
-    put_le(out, 0x04034b50, 4); put_le(out, 20, 2); put_le(out, 0, 2); put_le(out, e.method, 2);
-    put_le(out, 0, 4); put_le(out, crc, 4); put_le(out, e.data.size(), 4); put_le(out, usize, 4);
-    put_le(out, full.size(), 2); put_le(out, 0, 2);
-    out += full + e.data;
-    put_le(central, 0x02014b50, 4); put_le(central, 20, 2); put_le(central, 20, 2); put_le(central, 0, 2);
-    put_le(central, e.method, 2); put_le(central, 0, 4); put_le(central, crc, 4);
-    put_le(central, e.data.size(), 4); put_le(central, usize, 4); put_le(central, full.size(), 2);
-    put_le(central, 0, 2); put_le(central, 0, 2); put_le(central, 0, 2); put_le(central, 0, 2);
-    put_le(central, 0, 4); put_le(central, off, 4);
-    central += full;
-  }
-  std::string eocd;
-  put_le(eocd, 0x06054b50, 4); put_le(eocd, 0, 2); put_le(eocd, 0, 2);
-  put_le(eocd, entries.size(), 2); put_le(eocd, entries.size(), 2);
-  put_le(eocd, central.size(), 4); put_le(eocd, out.size(), 4); put_le(eocd, 0, 2);
-  return out + central + eocd;
+  std::vector<mtrain::testing::ZipRecord> records;
+  for (const auto& e : entries) records.push_back({prefix + e.name, e.data, e.method, e.declared_size});
+  return mtrain::testing::zip_bytes(records);
 }
 
 // Pickle pieces (protocol 2 opcodes, as torch.save writes them).
@@ -56,7 +35,7 @@ inline std::string pk_str(const std::string& s) {
     o.push_back(static_cast<char>(s.size()));
   } else {
     o = "X";
-    put_le(o, s.size(), 4);
+    append_le(o, s.size(), 4);
   }
   return o + s;
 }
@@ -67,7 +46,7 @@ inline std::string pk_int(int64_t v) {
     o.push_back(static_cast<char>(v));
   } else {
     o = std::string("\x8a\x08", 2);  // LONG1, 8 bytes
-    put_le(o, static_cast<uint64_t>(v), 8);
+    append_le(o, static_cast<uint64_t>(v), 8);
   }
   return o;
 }

@@ -90,7 +90,7 @@ std::string write(const fs::path& p, const std::string& bytes) {
 
 std::string st_bytes(const std::string& header, const std::string& data) {
   std::string s;
-  put_le(s, header.size(), 8);
+  append_le(s, header.size(), 8);
   return s + header + data;
 }
 
@@ -160,12 +160,12 @@ TEST_CASE("hostile safetensors files", "[checkpoint][hostile]") {
   });
   // "legacy torch.save" was said of a bad safetensors length (item 8).
   std::string past;
-  put_le(past, 1000, 8);
+  append_le(past, 1000, 8);
   run_case("safetensors", "header length past the end", "runs past the end of the file", [&] {
     return load_all(write(d / "len.bin", past + "{\"w\": 1}"));
   });
   std::string huge;
-  put_le(huge, 1ull << 40, 8);
+  append_le(huge, 1ull << 40, 8);
   run_case("safetensors", "header length of 1 TiB", "above the 100 MB limit", [&] {
     return load_all(write(d / "huge.safetensors", huge + "{}"));
   });
@@ -402,4 +402,18 @@ TEST_CASE("the table of hostile cases", "[hostile][table]") {
     std::cout << fmt::format("| {} | {} | {} | {} | {:.1f} | {:.2f} |\n", r.family, r.name, r.exit, o, r.peak_mb, r.seconds);
   }
   std::cout << std::flush;
+}
+
+TEST_CASE("a manifest integer written as a huge float is refused, never cast", "[checkpoint][hostile]") {
+  // Fuzz checkpoint_manifest (regression crash-39bdbb79…): a shape of 4.5e21 parses as a double,
+  // and nlohmann's get<int64_t> cast it as it was (undefined behaviour, UBSan).
+  nlohmann::json j = {{"format_version", 1}, {"strategy", "ddp"}, {"world_size", 1}, {"step", 1},
+                      {"tensors", {{"w", {{"shape", {4.5e21, 3}}, {"dtype", "float32"}, {"pieces", nlohmann::json::array()}}}}}};
+  std::string text;
+  try {
+    manifest_from_json(j, "m.json");
+  } catch (const mtrain::Error& e) {
+    text = e.paragraph();
+  }
+  CHECK_THAT(text, Catch::Contains("m.json") && Catch::Contains("\"shape\" is 4.5e+21, not a whole number"));
 }

@@ -1,0 +1,320 @@
+#include "mtrain/core/zip_reader.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain {
+
+namespace {
+
+constexpr uint32_t kEocd = 0x06054b50, kZip64Locator = 0x07064b50, kZip64Eocd = 0x06064b50;
+constexpr uint32_t kCentral = 0x02014b50, kLocal = 0x04034b50;
+constexpr uint64_t kCentralBytes = 46, kLocalBytes = 30, kEocdBytes = 22;
+constexpr uint16_t kStored = 0, kDeflate = 8;
+
+uint64_t le(const unsigned char* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= static_cast<uint64_t>(p[i]) << (8 * i);
+  return v;
+}
+
+const char* method_name(unsigned m) {
+  switch (m) {
+    case 8: return "deflate";
+    case 9: return "deflate64";
+    case 12: return "bzip2";
+    case 14: return "lzma";
+    case 93: return "zstd";
+    case 95: return "xz";
+    default: return "an unknown method";
+  }
+}
+
+// inflateEnd on every way out of ZipReader::inflate.
+struct InflateStream {
+  z_stream z{};
+  bool open = false;
+  ~InflateStream() {
+    if (open) inflateEnd(&z);
+  }
+};
+
+}  // namespace
+
+uint32_t zip_crc32(uint32_t crc, const void* data, size_t n) {
+  const auto* p = static_cast<const Bytef*>(data);
+  uLong c = crc;
+  while (n > 0) {  // zlib takes 32-bit lengths
+    const uInt k = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    c = ::crc32(c, p, k);
+    p += k;
+    n -= k;
+  }
+  return static_cast<uint32_t>(c);
+}
+
+ZipReader::ZipReader(std::string path, ZipFormat format) : path_(std::move(path)), format_(std::move(format)) {
+  std::string why;
+  file_ = open_untrusted(path_, &why);
+  if (file_.fd() < 0) {
+    throw Error(fmt::format("{}: the {} {}", path_, format_.what, why),
+                fmt::format("name a regular file written by {}", format_.writer));
+  }
+  size_ = file_.size();
+  index();
+}
+
+ZipReader::ZipReader(std::string path, std::string bytes, ZipFormat format)
+    : path_(std::move(path)), format_(std::move(format)), memory_(std::move(bytes)), in_memory_(true) {
+  size_ = memory_.size();
+  index();
+}
+
+void ZipReader::fail(const std::string& what) const {
+  throw Error(fmt::format("{}: the {} is not a valid zip archive: {}", path_, format_.what, what),
+              fmt::format("the file is damaged (an interrupted download?), or it was re-packed by another zip "
+                          "tool; write it again with {}", format_.writer));
+}
+
+bool ZipReader::pread(void* buf, uint64_t n, uint64_t off) const {
+  if (off > size_ || n > size_ - off) return false;
+  if (in_memory_) {
+    std::memcpy(buf, memory_.data() + off, n);
+    return true;
+  }
+  return file_.pread_exact(buf, n, off);
+}
+
+// The end record: within the last 22 + 65535 (comment) bytes, searched backwards; a zip64 end
+// record when one of its fields is saturated.
+ZipReader::Directory ZipReader::find_directory() {
+  if (size_ < kEocdBytes) fail(fmt::format("{} bytes is too short for a zip archive", size_));
+  const uint64_t tail_len = std::min<uint64_t>(size_, kEocdBytes + 0xffff);
+  std::vector<unsigned char> tail(tail_len);
+  if (!pread(tail.data(), tail_len, size_ - tail_len)) fail("cannot read the end of the file");
+  int64_t at = -1;
+  for (int64_t i = static_cast<int64_t>(tail_len - kEocdBytes); i >= 0 && at < 0; --i) {
+    if (le(&tail[i], 4) == kEocd) at = i;
+  }
+  if (at < 0) fail("no end-of-central-directory record (truncated, or not a zip file)");
+  const unsigned char* e = &tail[static_cast<size_t>(at)];
+  const uint64_t eocd_pos = size_ - tail_len + static_cast<uint64_t>(at);
+  if (le(e + 4, 2) != 0 || le(e + 6, 2) != 0) fail("a multi-disk (split) archive");
+  Directory d{le(e + 10, 2), le(e + 16, 4), le(e + 12, 4), eocd_pos};
+  if (d.entries == 0xffff || d.size == 0xffffffff || d.offset == 0xffffffff) d = read_zip64_end(eocd_pos);
+  if (d.offset > d.end || d.size > d.end - d.offset) {
+    fail(fmt::format("the central directory [{}, +{}) lies outside the file ({} bytes)", d.offset, d.size, size_));
+  }
+  if (d.entries > d.size / kCentralBytes) {
+    fail(fmt::format("{} entries cannot fit in a central directory of {} bytes", d.entries, d.size));
+  }
+  return d;
+}
+
+ZipReader::Directory ZipReader::read_zip64_end(uint64_t eocd_pos) {
+  unsigned char loc[20];
+  if (eocd_pos < 20 || !pread(loc, 20, eocd_pos - 20) || le(loc, 4) != kZip64Locator) {
+    fail("the end record points to a zip64 record that is missing");
+  }
+  const uint64_t z = le(loc + 8, 8);
+  unsigned char r[56];
+  if (z > eocd_pos - 20 || !pread(r, 56, z) || le(r, 4) != kZip64Eocd) {
+    fail(fmt::format("the zip64 end record at byte {} is missing or outside the file", z));
+  }
+  return {le(r + 32, 8), le(r + 48, 8), le(r + 40, 8), z};
+}
+
+void ZipReader::index() {
+  const Directory d = find_directory();
+  cd_offset_ = d.offset;
+  std::vector<unsigned char> cd(d.size);
+  if (d.size > 0 && !pread(cd.data(), d.size, d.offset)) fail("cannot read the central directory");
+  records_.reserve(d.entries);
+  uint64_t p = 0;
+  for (uint64_t i = 0; i < d.entries; ++i) p += parse_entry(cd.data() + p, d.size - p, i);
+}
+
+// One central directory entry at `c` (`room` bytes left in the directory): checked and added.
+// Returns its length.
+uint64_t ZipReader::parse_entry(const unsigned char* c, uint64_t room, uint64_t i) {
+  if (room < kCentralBytes || le(c, 4) != kCentral) fail(fmt::format("central directory entry {} is damaged", i));
+  ZipRecord r;
+  const unsigned flags = static_cast<unsigned>(le(c + 8, 2));
+  r.method = static_cast<uint16_t>(le(c + 10, 2));
+  r.crc32 = static_cast<uint32_t>(le(c + 16, 4));
+  r.compressed_size = le(c + 20, 4);
+  r.size = le(c + 24, 4);
+  r.header_offset = le(c + 42, 4);
+  const uint64_t n = le(c + 28, 2), m = le(c + 30, 2), k = le(c + 32, 2);
+  if (room - kCentralBytes < n + m + k) fail(fmt::format("central directory entry {} runs past its end", i));
+  std::string name(reinterpret_cast<const char*>(c + kCentralBytes), n);
+  read_zip64_extra(c + kCentralBytes + n, m, name, r);
+  if (flags & 1) fail(fmt::format("record {} is encrypted", name));
+  if (r.method == kStored && r.compressed_size != r.size) {
+    fail(fmt::format("record {} is stored but its sizes differ ({} and {})", name, r.compressed_size, r.size));
+  }
+  if (r.header_offset > cd_offset_ || r.compressed_size > cd_offset_ - r.header_offset) {
+    fail(fmt::format("record {} ([{}, +{}) bytes) does not lie before the central directory at {}", name,
+                     r.header_offset, r.compressed_size, cd_offset_));
+  }
+  add_record(std::move(name), std::move(r), i);
+  return kCentralBytes + n + m + k;
+}
+
+// zip64 sizes and offset, in that order, for each field saturated at 0xffffffff.
+void ZipReader::read_zip64_extra(const unsigned char* x, uint64_t len, const std::string& name, ZipRecord& r) {
+  for (uint64_t q = 0; q + 4 <= len;) {
+    const uint64_t id = le(x + q, 2), n = le(x + q + 2, 2);
+    if (q + 4 + n > len) fail(fmt::format("record {}: a damaged extra field", name));
+    uint64_t f = q + 4;
+    auto take = [&](uint64_t& v) {
+      if (v != 0xffffffff) return;
+      if (f + 8 > q + 4 + n) fail(fmt::format("record {}: a short zip64 extra field", name));
+      v = le(x + f, 8);
+      f += 8;
+    };
+    if (id == 1) {
+      take(r.size);
+      take(r.compressed_size);
+      take(r.header_offset);
+    }
+    q += 4 + n;
+  }
+}
+
+// PyTorch writes "<folder>/data.pkl", "<folder>/data/0", …: every record under the folder of the
+// first (LibTorch's reader takes it from there too); records are named relative to it.
+void ZipReader::add_record(std::string full_name, ZipRecord r, uint64_t i) {
+  if (i == 0) {
+    const size_t slash = full_name.find('/');
+    prefix_ = slash == std::string::npos ? "" : full_name.substr(0, slash + 1);
+  }
+  if (full_name.compare(0, prefix_.size(), prefix_) != 0) {
+    fail(fmt::format("record {} is outside the archive's folder {}", full_name, prefix_));
+  }
+  r.name = full_name.substr(prefix_.size());
+  if (!by_name_.emplace(r.name, records_.size()).second) fail(fmt::format("record {} appears twice", full_name));
+  records_.push_back(std::move(r));
+}
+
+const ZipRecord* ZipReader::find(const std::string& name) const {
+  auto it = by_name_.find(name);
+  return it == by_name_.end() ? nullptr : &records_[it->second];
+}
+
+ZipRecord& ZipReader::need(const std::string& name) {
+  auto it = by_name_.find(name);
+  if (it == by_name_.end()) {
+    throw Error(fmt::format("{}: the {} has no record {}{}", path_, format_.what, prefix_, name),
+                fmt::format("the file is damaged or not a {}; write it again with {}", format_.what, format_.writer));
+  }
+  ZipRecord& r = records_[it->second];
+  if (r.data_offset == 0) {
+    unsigned char h[kLocalBytes];
+    if (!pread(h, kLocalBytes, r.header_offset) || le(h, 4) != kLocal) {
+      fail(fmt::format("record {}: no local header at byte {}", name, r.header_offset));
+    }
+    const uint64_t start = r.header_offset + kLocalBytes + le(h + 26, 2) + le(h + 28, 2);
+    if (start > cd_offset_ || r.compressed_size > cd_offset_ - start) {
+      fail(fmt::format("record {}: its {} bytes at byte {} run into the central directory (byte {})", name,
+                       r.compressed_size, start, cd_offset_));
+    }
+    r.data_offset = start;
+  }
+  return r;
+}
+
+std::string ZipReader::read_all(const std::string& name, uint64_t limit) {
+  ZipRecord& r = need(name);
+  if (r.method != kStored && r.method != kDeflate) {
+    fail(fmt::format("record {} is compressed ({}, method {}); PyTorch writes records stored or deflated", name,
+                     method_name(r.method), r.method));
+  }
+  if (r.size > limit) {
+    fail(r.method == kStored
+             ? fmt::format("record {} holds {} bytes, more than the {} this reader takes", name, r.size, limit)
+             : fmt::format("record {} is compressed (deflate, method 8) and declares {} bytes inflated, more than "
+                           "the {} this reader takes", name, r.size, limit));
+  }
+  std::string out;
+  if (r.method == kDeflate) {
+    out = inflate(r);
+  } else {
+    out.assign(r.size, '\0');
+    if (r.size > 0 && !pread(out.data(), r.size, r.data_offset)) fail(fmt::format("cannot read record {}", name));
+  }
+  const uint32_t crc = zip_crc32(0, out.data(), out.size());
+  if (crc != r.crc32) {
+    fail(fmt::format("record {} fails its CRC-32 (recorded {:08x}, computed {:08x})", name, r.crc32, crc));
+  }
+  return out;
+}
+
+// A deflated record, read from the file in 64 KiB pieces and inflated into exactly the size its
+// directory entry declares (already bounded by the caller's limit): a stream that would produce a
+// byte more, or fewer, is refused, so a bomb costs its declared size and no more.
+std::string ZipReader::inflate(const ZipRecord& r) {
+  auto bad = [&](const std::string& why) { fail(fmt::format("record {} (deflate) {}", r.name, why)); };
+  std::string out(r.size, '\0');
+  InflateStream s;
+  if (inflateInit2(&s.z, -MAX_WBITS) != Z_OK) bad("cannot be inflated (zlib could not start)");
+  s.open = true;
+  std::vector<unsigned char> in(std::min<uint64_t>(r.compressed_size, 64u << 10) + 1);
+  unsigned char spare = 0;  // room for the first byte beyond the declared size
+  uint64_t pos = r.data_offset, left = r.compressed_size;
+  for (;;) {
+    if (s.z.avail_in == 0 && left > 0) {
+      const uint64_t n = std::min<uint64_t>(left, in.size());
+      if (!pread(in.data(), n, pos)) bad("cannot be read");
+      s.z.next_in = in.data();
+      s.z.avail_in = static_cast<uInt>(n);
+      pos += n;
+      left -= n;
+    }
+    const uint64_t done = s.z.total_out;
+    s.z.next_out = done < out.size() ? reinterpret_cast<Bytef*>(out.data() + done) : &spare;
+    s.z.avail_out = done < out.size() ? static_cast<uInt>(std::min<uint64_t>(out.size() - done, 1u << 30)) : 1;
+    const int rc = ::inflate(&s.z, Z_NO_FLUSH);
+    if (s.z.total_out > out.size()) bad(fmt::format("inflates to more than the {} bytes its directory declares", r.size));
+    if (rc == Z_STREAM_END) break;
+    if (rc == Z_BUF_ERROR && s.z.avail_in == 0 && left == 0) bad("ends before its deflate stream does (truncated)");
+    if (rc != Z_OK && rc != Z_BUF_ERROR) bad(fmt::format("is not a valid deflate stream ({})", s.z.msg ? s.z.msg : "zlib"));
+  }
+  if (s.z.total_out != out.size()) {
+    bad(fmt::format("inflates to {} bytes, not the {} its directory declares", s.z.total_out, r.size));
+  }
+  return out;
+}
+
+const ZipRecord& ZipReader::stored(const std::string& name) {
+  ZipRecord& r = need(name);
+  if (r.method != kStored) {
+    throw Error(fmt::format("{}: record {}{} is compressed ({}, method {}); tensor data is read in place, and "
+                            "PyTorch stores it uncompressed", path_, prefix_, name, method_name(r.method), r.method),
+                fmt::format("write the file again with {} (not re-packed by a zip tool)", format_.writer));
+  }
+  return r;
+}
+
+void ZipReader::read_range(const std::string& name, uint64_t offset, uint64_t n, void* out) {
+  const ZipRecord& r = stored(name);
+  if (offset > r.size || n > r.size - offset) {
+    throw Error(fmt::format("{}: bytes [{}, {}) of record {}{} lie past its end ({} bytes): the "
+                            "tensor's storage is declared larger than its record",
+                            path_, offset, offset + n, prefix_, name, r.size),
+                fmt::format("the file is damaged or was edited; write it again with {}", format_.writer));
+  }
+  if (n > 0 && !pread(out, n, r.data_offset + offset)) {
+    throw Error(fmt::format("{}: reading record {}{} failed ({})", path_, prefix_, name,
+                            errno != 0 ? std::strerror(errno) : "the file shrank"),
+                "the file changed or is damaged");
+  }
+}
+
+}  // namespace mtrain
