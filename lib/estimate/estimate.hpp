@@ -62,6 +62,7 @@ struct Settings {
   int64_t zero_reduce_bucket = 500000000;     // elements
   int64_t zero_allgather_bucket = 500000000;  // elements
   int64_t zero_persistence_threshold = 100000;
+  int64_t zero_max_live = 1000000000;  // elements ZeRO-3 keeps gathered in the forward
   bool memory_pool = true;
 };
 Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node);
