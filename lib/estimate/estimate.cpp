@@ -41,15 +41,36 @@ int64_t integer(const nlohmann::json& job, const std::string& key) {
 
 bool mixed(const Settings& s) { return s.precision == "bf16" || s.precision == "fp16"; }
 
-// Elements of the largest module's own parameters (a ZeRO-3 unit: DeepSpeed fetches per submodule).
-int64_t largest_module(const ModelShape& m) {
+// Elements of the two largest groups (units or modules): what is unsharded at once when one is
+// being filled while the other is reduced; a model of one group has only that one.
+int64_t two_largest(const std::map<std::string, int64_t>& groups) {
+  int64_t a = 0, b = 0;
+  for (const auto& [k, n] : groups) {
+    if (n > a) b = a, a = n;
+    else if (n > b) b = n;
+  }
+  return a + b;
+}
+
+std::map<std::string, int64_t> units_of(const ModelShape& m) {
+  std::map<std::string, int64_t> u;
+  for (const auto& p : m.params) u[p.unit] += p.numel;
+  return u;
+}
+
+std::map<std::string, int64_t> modules_of(const ModelShape& m) {
   std::map<std::string, int64_t> mods;
   for (const auto& p : m.params) {
     const auto dot = p.name.rfind('.');
     mods[dot == std::string::npos ? std::string() : p.name.substr(0, dot)] += p.numel;
   }
+  return mods;
+}
+
+// Elements of the largest module's own parameters (a ZeRO-3 unit: DeepSpeed fetches per submodule).
+int64_t largest_module(const ModelShape& m) {
   int64_t best = 0;
-  for (const auto& [k, n] : mods) best = std::max(best, n);
+  for (const auto& [k, n] : modules_of(m)) best = std::max(best, n);
   return best;
 }
 
@@ -140,16 +161,15 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   Layout l;
   const double psi = static_cast<double>(m.num_params()), N = shard_group(c, s), ratio = (N - 1) / N;
   const double blk = static_cast<double>(largest_block(m)), root = static_cast<double>(root_unit(m));
-  const double unit = std::max(blk, root);
   if (c.sharding == "NO_SHARD") {
-    l.buckets = pb * psi;  // as DDP: the flat copy beside the model as built
+    // Parameters and gradients are views of the persistent flat buffers: nothing more.
     l.comm_elems = 2 * psi * ratio;
     l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(static_cast<int>(N));
     return l;
   }
   l.params_sharded = l.grads_sharded = l.optim_sharded = true;
   // Unsharded gradients: the unit being filled beside the one whose reduction is in flight.
-  const double unit_grads = gb * 2 * unit;
+  const double unit_grads = gb * static_cast<double>(two_largest(units_of(m)));
   if (c.sharding == "SHARD_GRAD_OP") {
     // Parameters stay gathered from forward through backward: the whole model at once.
     l.gathered = pb * psi + unit_grads;
@@ -183,9 +203,9 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
                                           static_cast<double>(s.zero_reduce_bucket), psi});
   switch (c.strategy) {
     case StrategyName::Ddp:
-      // The flat buckets are filled from the model as built, whose storage stays alive: one more
-      // copy of the parameters.
-      l.buckets = pb * psi;
+      // Gradients are views of the flat buckets; one bucket (ddp.bucket_cap_mb) is in flight
+      // in the all-reduce (measured: DDP's peak is 16Ψ + runtime + activations + about a bucket).
+      l.buckets = std::min(gb * psi, s.ddp_bucket_mb * 1048576.0);
       l.comm_elems = 2 * psi * ratio;
       l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
       break;
@@ -212,7 +232,7 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       // defaults, 1e9 each: the whole model below 1B parameters); the gradients of the module
       // being filled and of the one being reduced are unsharded beside them.
       l.gathered = pb * std::min(psi, static_cast<double>(s.zero_max_live) + static_cast<double>(largest_module(m))) +
-                   gb * 2 * static_cast<double>(largest_module(m));
+                   gb * static_cast<double>(two_largest(modules_of(m)));
       l.comm_elems = 3 * psi * ratio;
       l.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
       break;

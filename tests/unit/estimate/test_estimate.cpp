@@ -98,6 +98,21 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2)));
 }
 
+TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucket", "[estimate]") {
+  Measured m;
+  m.model.params = {{"layers.0.weight", 1000000, ""}, {"layers.1.weight", 500000, ""}};
+  Settings s;
+  s.world = s.ranks_per_node = 2;
+  Target t;
+  // No blocks: the root unit is the only unit, gathered and its gradients unsharded once.
+  CHECK(estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t).gathered == Approx(4 * 1.5e6 + 4 * 1.5e6));
+  CHECK(estimate_row(cand(StrategyName::Fsdp, "NO_SHARD"), s, m, t).buckets == 0);
+  s.ddp_bucket_mb = 1;
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(1048576.0));
+  s.ddp_bucket_mb = 100;  // never more than the gradients themselves
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(4 * 1.5e6));
+}
+
 TEST_CASE("communication per step by formula", "[estimate]") {
   const Measured m = gptish(2, 128, 500);
   const double psi = static_cast<double>(m.model.num_params());
