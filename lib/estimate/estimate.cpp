@@ -147,6 +147,7 @@ namespace {
 struct Layout {
   bool params_sharded = false, grads_sharded = false, optim_sharded = false;
   double gathered = 0, buckets = 0;  // bytes
+  double grads_in_flight = 0;        // of those, autograd's unsharded gradients
   double comm_elems = 0;             // elements sent per rank and step
   std::string comm_formula;
 };
@@ -170,6 +171,7 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   l.params_sharded = l.grads_sharded = l.optim_sharded = true;
   // Unsharded gradients: the unit being filled beside the one whose reduction is in flight.
   const double unit_grads = gb * static_cast<double>(two_largest(units_of(m)));
+  l.grads_in_flight = unit_grads;
   if (c.sharding == "SHARD_GRAD_OP") {
     // Parameters stay gathered from forward through backward: the whole model at once.
     l.gathered = pb * psi + unit_grads;
@@ -221,6 +223,7 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       // (nothing to reduce on one rank); the all-gather staging comes at another moment.
       const double bucket = gb * std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
       l.buckets = std::max(bucket * (n > 1 ? 1 + 1 / static_cast<double>(n) : 1), allgather);
+      l.grads_in_flight = bucket;
       l.comm_elems = 2 * psi * ratio;
       l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
@@ -233,6 +236,7 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       // being filled and of the one being reduced are unsharded beside them.
       l.gathered = pb * std::min(psi, static_cast<double>(s.zero_max_live) + static_cast<double>(largest_module(m))) +
                    gb * static_cast<double>(two_largest(modules_of(m)));
+      l.grads_in_flight = gb * static_cast<double>(two_largest(modules_of(m)));
       l.comm_elems = 3 * psi * ratio;
       l.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
       break;
@@ -284,9 +288,13 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
     r.params += pb * static_cast<double>(persistent_params(m.model, s.zero_persistence_threshold)) * (N - 1) / N;
   r.grads = l.grads_sharded ? gb * psi / N : gb * psi;
   r.optimizer = l.optim_sharded ? ob * psi / N : ob * psi;
+  const Activations& act = c.checkpointing ? m.activations_ckpt : m.activations;
+  // The probe's batch-independent bytes are autograd's gradient temporaries: under a
+  // sharded-gradient engine they are the unsharded gradients in flight, counted once.
+  const double overlap = std::min(act.fixed, l.grads_in_flight);
   r.gathered = l.gathered;
   r.buckets = l.buckets;
-  r.activations = c.checkpointing ? m.activations_ckpt.bytes : m.activations.bytes;
+  r.activations = act.bytes - overlap;
   r.runtime = m.runtime_bytes + (t.gpu ? 0 : shm_segment_bytes(s.world));
   r.comm_bytes = l.comm_elems * gb;
   r.comm_formula = l.comm_formula;

@@ -37,6 +37,9 @@ struct Activations {
   double bytes = 0;
   std::string how;
   bool measured = false;
+  // The batch-independent part of `bytes`: autograd's gradient temporaries, the same memory the
+  // sharded-gradient engines count as unsharded gradients in flight (not counted twice).
+  double fixed = 0;
 };
 
 // What each rank may use.

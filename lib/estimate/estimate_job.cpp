@@ -198,7 +198,9 @@ void measure_whole(const nlohmann::json& job, const Settings& s, const std::stri
   for (bool ck : {false, true}) {
     if (!p.contains(points_key(ck))) continue;
     Activations& a = ck ? m.activations_ckpt : m.activations;
-    a.bytes = fit_points(p[points_key(ck)]).at(static_cast<double>(s.batch));
+    const LinearBytes fit = fit_points(p[points_key(ck)]);
+    a.bytes = fit.at(static_cast<double>(s.batch));
+    a.fixed = fit.fixed;
     a.measured = true;
     a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1 and 2, scaled linearly to batch {}{}",
                         s.batch, ck ? ", blocks recomputed" : "");
@@ -328,6 +330,7 @@ Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
     for (Activations* a : {&m.activations, &m.activations_ckpt}) {
       if (!a->measured) continue;
       a->bytes /= 2;
+      a->fixed /= 2;
       a->how += ", halved for " + s.precision + " activations";
     }
   }

@@ -132,7 +132,17 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
     return points;
   };
   out["points"] = measure(false);
-  if (!prefixes.empty()) out["points_checkpointed"] = measure(true);
+  if (!prefixes.empty()) {
+    // A model whose blocks cannot be recomputed as configured (a TorchScript model whose
+    // fsdp.wrap_module_types selects no block) is measured without recomputation only; the
+    // estimate then offers no checkpointing variant. The reason goes with the answer.
+    try {
+      out["points_checkpointed"] = measure(true);
+    } catch (const Error& e) {
+      out["checkpointed_error"] = e.what();
+      model->set_activation_checkpointing(false);
+    }
+  }
   out["high_water_reset"] = reset_ok;
   if (data->size() > 0) {
     // Tokens per sample (a language model's sequence) and what one sample's input holds.
