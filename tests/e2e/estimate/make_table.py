@@ -18,6 +18,9 @@ models = {}
 for r in rows:
     models.setdefault(r[0], set()).add(int(r[1]))
 print("Worlds: " + "; ".join(f"{m} {', '.join(map(str, sorted(w)))}" for m, w in models.items()) + ".\n")
+off = [r for r in rows if abs(float(r[5]) - 1) > 0.10]
+if off:
+    print(f"**Beyond 10% ({len(off)}):** " + "; ".join(f"{r[0]} world {r[1]} {r[2]} x{r[5]}" for r in off) + ".\n")
 print("| model | world | strategy | estimate MiB | measured MiB | estimate / measured |")
 print("|---|---|---|---|---|---|")
 for r in rows:
