@@ -41,15 +41,36 @@ int64_t integer(const nlohmann::json& job, const std::string& key) {
 
 bool mixed(const Settings& s) { return s.precision == "bf16" || s.precision == "fp16"; }
 
-// Elements of the largest module's own parameters (a ZeRO-3 unit: DeepSpeed fetches per submodule).
-int64_t largest_module(const ModelShape& m) {
+// Elements of the two largest groups (units or modules): what is unsharded at once when one is
+// being filled while the other is reduced; a model of one group has only that one.
+int64_t two_largest(const std::map<std::string, int64_t>& groups) {
+  int64_t a = 0, b = 0;
+  for (const auto& [k, n] : groups) {
+    if (n > a) b = a, a = n;
+    else if (n > b) b = n;
+  }
+  return a + b;
+}
+
+std::map<std::string, int64_t> units_of(const ModelShape& m) {
+  std::map<std::string, int64_t> u;
+  for (const auto& p : m.params) u[p.unit] += p.numel;
+  return u;
+}
+
+std::map<std::string, int64_t> modules_of(const ModelShape& m) {
   std::map<std::string, int64_t> mods;
   for (const auto& p : m.params) {
     const auto dot = p.name.rfind('.');
     mods[dot == std::string::npos ? std::string() : p.name.substr(0, dot)] += p.numel;
   }
+  return mods;
+}
+
+// Elements of the largest module's own parameters (a ZeRO-3 unit: DeepSpeed fetches per submodule).
+int64_t largest_module(const ModelShape& m) {
   int64_t best = 0;
-  for (const auto& [k, n] : mods) best = std::max(best, n);
+  for (const auto& [k, n] : modules_of(m)) best = std::max(best, n);
   return best;
 }
 
@@ -98,6 +119,7 @@ Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_n
   if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) s.zero_reduce_bucket = v;
   if (const int64_t v = integer(job, "zero.allgather_bucket_size"); v > 0) s.zero_allgather_bucket = v;
   if (const int64_t v = integer(job, "zero.stage3_param_persistence_threshold"); v > 0) s.zero_persistence_threshold = v;
+  if (const int64_t v = integer(job, "zero.stage3_max_live_parameters"); v > 0) s.zero_max_live = v;
   s.memory_pool = at_key(job, "train.cpu_memory_pool").get<bool>();
   return s;
 }
@@ -119,23 +141,63 @@ std::vector<std::string> Candidate::flags() const {
   return f;
 }
 
-Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const Target& t) {
-  Row r;
-  r.c = c;
-  const double psi = static_cast<double>(m.model.num_params());
-  const double pb = mixed(s) ? 2 : 4, gb = mixed(s) ? 2 : 4, ob = mixed(s) ? 12 : 8;
+namespace {
+
+// What one candidate shards, holds transiently and sends (docs/architecture.md §6).
+struct Layout {
+  bool params_sharded = false, grads_sharded = false, optim_sharded = false;
+  double gathered = 0, buckets = 0;  // bytes
+  double grads_in_flight = 0;        // of those, autograd's unsharded gradients
+  double comm_elems = 0;             // elements sent per rank and step
+  std::string comm_formula;
+};
+
+// The shard group: HYBRID_SHARD shards over the ranks of one node.
+int shard_group(const Candidate& c, const Settings& s) {
   const bool hybrid = c.strategy == StrategyName::Fsdp && c.sharding == "HYBRID_SHARD";
-  const int n = hybrid ? s.ranks_per_node : s.world;
-  const double N = n;
-  const double blk = static_cast<double>(largest_block(m.model));
-  const double unit_block = std::max(blk, static_cast<double>(root_unit(m.model)));  // the largest unit
-  const double module = static_cast<double>(largest_module(m.model));
-  const double root = static_cast<double>(root_unit(m.model));
-  // Which parts are sharded (docs/architecture.md §6), and what a step holds transiently.
-  bool ps = false, gs = false, os = false;
-  double gathered = 0, buckets = 0;
-  double ratio = (N - 1) / N;
-  double comm_elems = 0;
+  return hybrid ? s.ranks_per_node : s.world;
+}
+
+Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, double pb, double gb) {
+  Layout l;
+  const double psi = static_cast<double>(m.num_params()), N = shard_group(c, s), ratio = (N - 1) / N;
+  const double blk = static_cast<double>(largest_block(m)), root = static_cast<double>(root_unit(m));
+  if (c.sharding == "NO_SHARD") {
+    // Parameters and gradients are views of the persistent flat buffers: nothing more.
+    l.comm_elems = 2 * psi * ratio;
+    l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(static_cast<int>(N));
+    return l;
+  }
+  l.params_sharded = l.grads_sharded = l.optim_sharded = true;
+  // Unsharded gradients: the unit being filled beside the one whose reduction is in flight.
+  const double unit_grads = gb * static_cast<double>(two_largest(units_of(m)));
+  l.grads_in_flight = unit_grads;
+  if (c.sharding == "SHARD_GRAD_OP") {
+    // Parameters stay gathered from forward through backward: the whole model at once.
+    l.gathered = pb * psi + unit_grads;
+    l.comm_elems = 2 * psi * ratio;
+    l.comm_formula = "all-gather Ψ + reduce-scatter Ψ, ×" + fmt_ratio(static_cast<int>(N));
+    return l;
+  }
+  // The root unit stays gathered through the forward beside the block in use and the one
+  // prefetched (measured: gathered peak = root + 2 blocks at every world size).
+  l.gathered = pb * (root + 2 * blk) + unit_grads;
+  l.comm_elems = 3 * psi * ratio;
+  l.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(static_cast<int>(N));
+  if (c.sharding == "HYBRID_SHARD" && s.world > N) {
+    const double M = static_cast<double>(s.world) / N;
+    l.comm_elems += 2 * (psi / N) * (M - 1) / M;
+    l.comm_formula += fmt::format(" + all-reduce 2Ψ/N(M−1)/M across M = {} nodes", s.world / static_cast<int>(N));
+  }
+  return l;
+}
+
+Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
+  const double psi = static_cast<double>(m.num_params());
+  const double pb = mixed(s) ? 2 : 4, gb = pb;
+  const int n = shard_group(c, s);
+  const double ratio = (n - 1.0) / n;
+  Layout l;
   // ZeRO-1/2 all-gather the updated parameters into the resident flat buffer through a staging
   // buffer of one all-gather bucket; ZeRO-2 also holds one reduce bucket of unsharded gradients
   // (not at the same moment: the larger one counts).
@@ -143,87 +205,104 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
                                           static_cast<double>(s.zero_reduce_bucket), psi});
   switch (c.strategy) {
     case StrategyName::Ddp:
-      // The flat buckets are filled from the model as built, whose storage stays alive: one more
-      // copy of the parameters (measured: DDP's peak is 20Ψ in fp32 at every world size).
-      buckets = pb * psi;
-      comm_elems = 2 * psi * ratio;
-      r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
+      // Gradients are views of the flat buckets; one bucket (ddp.bucket_cap_mb) is in flight
+      // in the all-reduce (measured: DDP's peak is 16Ψ + runtime + activations + about a bucket).
+      l.buckets = std::min(gb * psi, s.ddp_bucket_mb * 1048576.0);
+      l.comm_elems = 2 * psi * ratio;
+      l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
       break;
     case StrategyName::Zero1:
-      os = true;
-      buckets = allgather;
-      comm_elems = 2 * psi * ratio;
-      r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
+      l.optim_sharded = true;
+      l.buckets = allgather;
+      l.comm_elems = 2 * psi * ratio;
+      l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
     case StrategyName::Zero2: {
-      gs = os = true;
-      const double bucket = std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
-      buckets = std::max(gb * bucket, allgather);
-      comm_elems = 2 * psi * ratio;
-      r.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
+      l.grads_sharded = l.optim_sharded = true;
+      // One reduce bucket of autograd's unsharded gradients and the reduced shard it yields
+      // (nothing to reduce on one rank); the all-gather staging comes at another moment.
+      const double bucket = gb * std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
+      l.buckets = std::max(bucket * (n > 1 ? 1 + 1 / static_cast<double>(n) : 1), allgather);
+      l.grads_in_flight = bucket;
+      l.comm_elems = 2 * psi * ratio;
+      l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
     }
-    case StrategyName::Zero3: {
-      ps = gs = os = true;
-      // The module being used and the one prefetched are gathered; their gradients likewise.
-      gathered = (pb + gb) * 2 * module;
-      comm_elems = 3 * psi * ratio;
-      r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
+    case StrategyName::Zero3:
+      l.params_sharded = l.grads_sharded = l.optim_sharded = true;
+      // The forward keeps every module it gathered while it may be used again within
+      // stage3_max_reuse_distance, up to stage3_max_live_parameters elements (DeepSpeed's
+      // defaults, 1e9 each: the whole model below 1B parameters); the gradients of the module
+      // being filled and of the one being reduced are unsharded beside them.
+      l.gathered = pb * std::min(psi, static_cast<double>(s.zero_max_live) + static_cast<double>(largest_module(m))) +
+                   gb * static_cast<double>(two_largest(modules_of(m)));
+      l.grads_in_flight = gb * static_cast<double>(two_largest(modules_of(m)));
+      l.comm_elems = 3 * psi * ratio;
+      l.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
       break;
-    }
+    case StrategyName::Fsdp: l = fsdp_layout(c, s, m, pb, gb); break;
+  }
+  // One rank: nothing is sharded or sent; the sharded engines still gather (copy) their units
+  // as at any world size.
+  if (n == 1) l.params_sharded = l.grads_sharded = l.optim_sharded = false;
+  return l;
+}
+
+// Relative step time: elements sent per step over Ψ, plus what recomputation and offload add
+// (one more forward; the update in host memory and its copies), and tie-breaks in the order of
+// the table (ddp before zero1 before zero2 …): less work per step first.
+double speed_cost(const Candidate& c, double comm_elems, double psi) {
+  double cost = (psi > 0 ? comm_elems / psi : 0) + (c.checkpointing ? 1.0 : 0) + (c.offload ? 1.5 : 0);
+  switch (c.strategy) {
+    case StrategyName::Ddp: break;
+    case StrategyName::Zero1: cost += 0.01; break;
+    case StrategyName::Zero2: cost += 0.02; break;
+    case StrategyName::Zero3: cost += 0.04; break;
     case StrategyName::Fsdp:
-      if (c.sharding == "NO_SHARD") {
-        buckets = pb * psi;  // as DDP: the flat copy beside the model as built
-        comm_elems = 2 * psi * ratio;
-        r.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
-      } else if (c.sharding == "SHARD_GRAD_OP") {
-        ps = gs = os = true;
-        // Parameters stay gathered from forward through backward: the whole model at once.
-        gathered = pb * psi * (N > 1 ? (N - 1) / N : 0) + gb * unit_block;
-        comm_elems = 2 * psi * ratio;
-        r.comm_formula = "all-gather Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
-      } else {
-        ps = gs = os = true;
-        // The root unit stays gathered through the forward beside the block in use; one unit's
-        // gradients are unsharded at a time.
-        gathered = pb * (root + blk) + gb * unit_block;
-        comm_elems = 3 * psi * ratio;
-        r.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(n);
-        if (hybrid && s.world > n) {
-          const double M = static_cast<double>(s.world) / N;
-          comm_elems += 2 * (psi / N) * (M - 1) / M;
-          r.comm_formula += fmt::format(" + all-reduce 2Ψ/N(M−1)/M across M = {} nodes", s.world / n);
-        }
-      }
+      cost += c.sharding == "NO_SHARD" ? 0.005 : c.sharding == "SHARD_GRAD_OP" ? 0.03 : c.sharding == "HYBRID_SHARD" ? 0.035 : 0.045;
       break;
   }
-  if (n == 1) {
-    // One rank: nothing is sharded or sent; the sharded strategies still gather (copy) one unit.
-    ps = gs = os = false;
-    if (c.strategy == StrategyName::Zero3 || (c.strategy == StrategyName::Fsdp && c.sharding != "NO_SHARD"))
-      gathered = gb * unit_block, buckets = 0;
-  }
-  r.params = ps ? pb * psi / N : pb * psi;
-  if (ps && c.strategy == StrategyName::Zero3 && n > 1) {
+  return cost;
+}
+
+// CPU ranks of one host reduce and gather through one shared-memory segment that every rank maps
+// and touches whole (lib/trainer/comm/shm_collectives.cpp): N + 1 slots of up to 4 MiB, at most
+// 32 MiB together; none at one rank. GPU ranks use NCCL's buffers instead, not counted.
+double shm_segment_bytes(int world) {
+  if (world <= 1) return 0;
+  const double slot = std::min(4.0 * 1048576, 32.0 * 1048576 / (world + 1));
+  return slot * (world + 1);
+}
+
+}  // namespace
+
+Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const Target& t) {
+  Row r;
+  r.c = c;
+  const double psi = static_cast<double>(m.model.num_params());
+  const double pb = mixed(s) ? 2 : 4, gb = pb, ob = mixed(s) ? 12 : 8;
+  const double N = shard_group(c, s);
+  const Layout l = layout_of(c, s, m.model);
+  r.params = l.params_sharded ? pb * psi / N : pb * psi;
+  if (l.params_sharded && c.strategy == StrategyName::Zero3)
     r.params += pb * static_cast<double>(persistent_params(m.model, s.zero_persistence_threshold)) * (N - 1) / N;
-  }
-  r.grads = gs ? gb * psi / N : gb * psi;
-  r.optimizer = os ? ob * psi / N : ob * psi;
-  r.gathered = gathered;
-  r.buckets = buckets;
-  r.activations = c.checkpointing ? m.activations_ckpt.bytes : m.activations.bytes;
-  r.runtime = m.runtime_bytes;
-  r.comm_bytes = comm_elems * gb;
+  r.grads = l.grads_sharded ? gb * psi / N : gb * psi;
+  r.optimizer = l.optim_sharded ? ob * psi / N : ob * psi;
+  const Activations& act = c.checkpointing ? m.activations_ckpt : m.activations;
+  // The probe's batch-independent bytes are autograd's gradient temporaries: under a
+  // sharded-gradient engine they are the unsharded gradients in flight, counted once.
+  const double overlap = std::min(act.fixed, l.grads_in_flight);
+  r.gathered = l.gathered;
+  r.buckets = l.buckets;
+  r.activations = act.bytes - overlap;
+  r.runtime = m.runtime_bytes + (t.gpu ? 0 : shm_segment_bytes(s.world));
+  r.comm_bytes = l.comm_elems * gb;
+  r.comm_formula = l.comm_formula;
   // Offload: state kept in host memory leaves the device only on a GPU.
   if (c.offload && t.gpu) {
-    if (c.strategy == StrategyName::Fsdp) {
-      r.host = r.params + r.optimizer;
-      r.params = 0;
-      r.optimizer = 0;
-    } else {
-      r.host = r.optimizer;
-      r.optimizer = 0;
-    }
+    r.host = r.optimizer + (c.strategy == StrategyName::Fsdp ? r.params : 0);
+    if (c.strategy == StrategyName::Fsdp) r.params = 0;
+    r.optimizer = 0;
   }
   // Setup: every rank builds the whole fp32 model on its device before it is sharded
   // (make_model), so a sharded strategy's peak is at least the built model beside the parameter
@@ -231,19 +310,7 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   const double steady = r.params + r.grads + r.optimizer + r.gathered + r.buckets + r.activations + r.runtime;
   const double setup = r.runtime + 4 * psi + r.params;
   r.total = std::max(steady, setup);
-  // Relative step time: elements sent per step over Ψ, plus what recomputation and offload add
-  // (one more forward ≈ a third of a step; the update in host memory and its copies).
-  r.speed_cost = (psi > 0 ? comm_elems / psi : 0) + (c.checkpointing ? 1.0 : 0) + (c.offload ? 1.5 : 0);
-  // Tie-breaks in the order of the table (ddp before zero1 before zero2 …): less work per step.
-  switch (c.strategy) {
-    case StrategyName::Ddp: break;
-    case StrategyName::Zero1: r.speed_cost += 0.01; break;
-    case StrategyName::Zero2: r.speed_cost += 0.02; break;
-    case StrategyName::Zero3: r.speed_cost += 0.04; break;
-    case StrategyName::Fsdp:
-      r.speed_cost += c.sharding == "NO_SHARD" ? 0.005 : c.sharding == "SHARD_GRAD_OP" ? 0.03 : c.sharding == "HYBRID_SHARD" ? 0.035 : 0.045;
-      break;
-  }
+  r.speed_cost = speed_cost(c, l.comm_elems, psi);
   r.fits = t.bytes_per_rank <= 0 || r.total <= t.bytes_per_rank;
   return r;
 }

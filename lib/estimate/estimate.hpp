@@ -37,6 +37,9 @@ struct Activations {
   double bytes = 0;
   std::string how;
   bool measured = false;
+  // The batch-independent part of `bytes`: autograd's gradient temporaries, the same memory the
+  // sharded-gradient engines count as unsharded gradients in flight (not counted twice).
+  double fixed = 0;
 };
 
 // What each rank may use.
@@ -62,6 +65,7 @@ struct Settings {
   int64_t zero_reduce_bucket = 500000000;     // elements
   int64_t zero_allgather_bucket = 500000000;  // elements
   int64_t zero_persistence_threshold = 100000;
+  int64_t zero_max_live = 1000000000;  // elements ZeRO-3 keeps gathered in the forward
   bool memory_pool = true;
 };
 Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node);

@@ -15,6 +15,8 @@
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/estimate/activation_scaling.hpp"
+#include "mtrain/estimate/probe_cache.hpp"
 #include "mtrain/estimate/world.hpp"
 
 namespace mtrain::estimate {
@@ -49,19 +51,19 @@ std::string capture(const std::vector<std::string>& argv) {
   return out;
 }
 
-nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, const std::string& batches) {
-  char path[] = "/tmp/mtrain-estimate-job.XXXXXX";
-  if (const char* t = std::getenv("TMPDIR")) {
-    (void)t;  // mkstemp needs a writable template; /tmp is fine for a file removed at once
-  }
-  const int fd = mkstemp(path);
-  if (fd < 0) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
+nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, const std::string& batches, bool warmup) {
   // The probe measures one rank's forward/backward, the same under every strategy; a job whose
   // strategy is still `auto` (the launcher resolves it from this very estimate) is probed as ddp.
   nlohmann::json probe_job = job;
   if (probe_job.contains("strategy") && config::is_auto_strategy(probe_job["strategy"].get<std::string>()))
     probe_job["strategy"] = "ddp";
   const std::string text = probe_job.dump();
+  const std::vector<std::string> args{"--batches", batches, "--warmup", warmup ? "1" : "0"};
+  const std::string key = probe_cache_key(worker, str::join(args, " "), text);
+  if (auto cached = probe_cache_get(key)) return *cached;
+  char path[] = "/tmp/mtrain-estimate-job.XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
   const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   ::close(fd);
   if (!wrote) {
@@ -70,7 +72,9 @@ nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, c
   }
   std::string out;
   try {
-    out = capture({worker, "estimate-probe", "--job", path, "--batches", batches});
+    std::vector<std::string> argv{worker, "estimate-probe", "--job", path};
+    argv.insert(argv.end(), args.begin(), args.end());
+    out = capture(argv);
   } catch (...) {
     std::remove(path);
     throw;
@@ -78,15 +82,9 @@ nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, c
   std::remove(path);
   const auto start = out.find('{');
   if (start == std::string::npos) throw Error("estimate: the worker's probe printed no result", "", kExitFailure);
-  return nlohmann::json::parse(out.substr(start));
-}
-
-// Per-sample slope and batch-independent part from the points at batch 1 and 2.
-std::pair<double, double> slope_fixed(const nlohmann::json& points) {
-  if (!points.is_array() || points.size() < 2) return {0, 0};
-  const double a1 = points[0].at("peak_above_bytes").get<double>(), a2 = points[1].at("peak_above_bytes").get<double>();
-  const double slope = std::max(0.0, a2 - a1);
-  return {slope, std::max(0.0, a1 - slope)};
+  nlohmann::json answer = nlohmann::json::parse(out.substr(start));
+  probe_cache_put(key, answer);
+  return answer;
 }
 
 ModelShape shape_of_probe(const nlohmann::json& p, const std::string& label) {
@@ -112,9 +110,6 @@ std::string model_label(const nlohmann::json& job) {
   }
 }
 
-// A gpt too large to build on this CPU is probed at a smaller width with 1 and 2 blocks; the
-// per-block and per-sample bytes are scaled back (docs/estimate.md, "Activations").
-constexpr int64_t kProbeParamLimit = 150000000;
 
 }  // namespace
 
@@ -190,12 +185,61 @@ ModelShape safetensors_shape(const std::string& path) {
   return m;
 }
 
+namespace {
+
+const char* points_key(bool recomputed) { return recomputed ? "points_checkpointed" : "points"; }
+
+// The model itself at batch 1 and 2 (docs/estimate.md "Activations are measured").
+void measure_whole(const nlohmann::json& job, const Settings& s, const std::string& worker, bool have_shape, Measured& m) {
+  const nlohmann::json p = run_probe(job, worker, "1,2", true);
+  if (!have_shape) m.model = shape_of_probe(p, model_label(job));
+  m.model.buffer_bytes = p.value("buffer_bytes", int64_t{0});
+  m.runtime_bytes = p.at("rss_start_bytes").get<double>();
+  for (bool ck : {false, true}) {
+    if (!p.contains(points_key(ck))) continue;
+    Activations& a = ck ? m.activations_ckpt : m.activations;
+    const LinearBytes fit = fit_points(p[points_key(ck)]);
+    a.bytes = fit.at(static_cast<double>(s.batch));
+    a.fixed = fit.fixed;
+    a.measured = true;
+    a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1 and 2, scaled linearly to batch {}{}",
+                        s.batch, ck ? ", blocks recomputed" : "");
+  }
+  if (!p.contains(points_key(true))) m.activations_ckpt = m.activations;
+}
+
+// A gpt too large to run here: slices of the same width with 1 and 2 blocks, at batch 1, without
+// the warm-up pass (each pass of a 7B-wide slice is minutes of CPU).
+void measure_slices(const nlohmann::json& job, const Settings& s, const std::string& worker, Measured& m) {
+  const int64_t L = num(job, "model.n_layer");
+  nlohmann::json pj = job;
+  config::set(pj, "model.init", "");
+  nlohmann::json p[2];
+  for (int l = 1; l <= 2; ++l) {
+    config::set(pj, "model.n_layer", l);
+    p[l - 1] = run_probe(pj, worker, "1", false);
+  }
+  m.runtime_bytes = p[0].at("rss_start_bytes").get<double>();
+  for (bool ck : {false, true}) {
+    if (!p[0].contains(points_key(ck)) || !p[1].contains(points_key(ck))) continue;
+    const auto at1 = [&](const nlohmann::json& q) { return q[points_key(ck)][0].at("peak_above_bytes").get<double>(); };
+    Activations& a = ck ? m.activations_ckpt : m.activations;
+    a.bytes = scale_slice(at1(p[0]), at1(p[1]), L).at(static_cast<double>(s.batch));
+    a.measured = true;
+    a.how = fmt::format("measured on a 1- and a 2-layer slice of the same width (n_embd {}, n_head {}, block_size {}, "
+                        "vocab_size {}) at batch 1, scaled to {} layers and batch {}{}",
+                        num(job, "model.n_embd"), num(job, "model.n_head"), num(job, "model.block_size"),
+                        num(job, "model.vocab_size"), L, s.batch, ck ? ", blocks recomputed" : "");
+  }
+}
+
+}  // namespace
+
 Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker) {
   Measured m;
   const auto shape = builtin_shape(job);
   const bool gpt = config::model_from_text(txt(job, "model.name")) == config::ModelName::Gpt;
   if (shape) m.model = *shape;
-  const double B = static_cast<double>(s.batch);
   if (worker.empty()) {
     if (!shape) throw Error("estimate: this model's shapes come from mtrain-worker, which was not found",
                             "build or install mtrain-worker beside mtrain", kExitFailure);
@@ -203,61 +247,11 @@ Measured measure(const nlohmann::json& job, const Settings& s, const std::string
     m.activations_ckpt = m.activations;
     return m;
   }
-  if (gpt && shape && shape->num_params() > kProbeParamLimit) {
-    const int64_t L = num(job, "model.n_layer"), C = num(job, "model.n_embd"), H = num(job, "model.n_head"),
-                  V = num(job, "model.vocab_size");
-    int64_t k = 1;
-    while (C / k > 512 && H % (k * 2) == 0 && C % (k * 2) == 0) k *= 2;
-    const int64_t Vp = std::min<int64_t>(V, 8192);
-    nlohmann::json pj = job;
-    config::set(pj, "model.n_embd", C / k);
-    config::set(pj, "model.n_head", H / k);
-    config::set(pj, "model.vocab_size", Vp);
-    config::set(pj, "model.init", "");
-    nlohmann::json p[2];
-    for (int l = 1; l <= 2; ++l) {
-      config::set(pj, "model.n_layer", l);
-      p[l - 1] = run_probe(pj, worker, "1,2");
-    }
-    m.runtime_bytes = p[0].at("rss_start_bytes").get<double>();
-    for (bool ck : {false, true}) {
-      const char* key = ck ? "points_checkpointed" : "points";
-      if (!p[0].contains(key)) continue;
-      const auto [s1, f1] = slope_fixed(p[0][key]);
-      const auto [s2, f2] = slope_fixed(p[1][key]);
-      const double per_block = std::max(0.0, s2 - s1), rest = std::max(0.0, s1 - per_block);
-      // With recomputation only one block's activations live at once (plus the block inputs).
-      const double per_sample = ck ? per_block * static_cast<double>(k) + rest * static_cast<double>(V) / static_cast<double>(Vp) +
-                                         static_cast<double>(L) * 4.0 * static_cast<double>(num(job, "model.block_size") * C)
-                                   : static_cast<double>(L) * per_block * static_cast<double>(k) +
-                                         rest * static_cast<double>(V) / static_cast<double>(Vp);
-      Activations& a = ck ? m.activations_ckpt : m.activations;
-      a.bytes = f2 + B * per_sample;
-      a.measured = true;
-      a.how = fmt::format(
-          "measured: one forward+backward on this CPU of the model at width {} ({} heads, vocab {}) with 1 and 2 "
-          "blocks, batch 1 and 2; scaled to {} blocks, width {}, vocab {} and batch {}{}",
-          C / k, H / k, Vp, L, C, V, s.batch, ck ? ", blocks recomputed" : "");
-    }
-    m.runtime_how = "measured: resident memory of mtrain-worker before the model exists";
-    return m;
-  }
-  const nlohmann::json p = run_probe(job, worker, "1,2");
-  if (!shape) m.model = shape_of_probe(p, model_label(job));
-  m.model.buffer_bytes = p.value("buffer_bytes", int64_t{0});
-  m.runtime_bytes = p.at("rss_start_bytes").get<double>();
+  if (gpt && shape && shape->num_params() > kProbeParamLimit)
+    measure_slices(job, s, worker, m);
+  else
+    measure_whole(job, s, worker, shape.has_value(), m);
   m.runtime_how = "measured: resident memory of mtrain-worker before the model exists";
-  for (bool ck : {false, true}) {
-    const char* key = ck ? "points_checkpointed" : "points";
-    if (!p.contains(key)) continue;
-    const auto [slope, fixed] = slope_fixed(p[key]);
-    Activations& a = ck ? m.activations_ckpt : m.activations;
-    a.bytes = fixed + B * slope;
-    a.measured = true;
-    a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1 and 2, scaled linearly to batch {}{}",
-                        s.batch, ck ? ", blocks recomputed" : "");
-  }
-  if (!p.contains("points_checkpointed")) m.activations_ckpt = m.activations;
   return m;
 }
 
@@ -336,6 +330,7 @@ Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
     for (Activations* a : {&m.activations, &m.activations_ckpt}) {
       if (!a->measured) continue;
       a->bytes /= 2;
+      a->fixed /= 2;
       a->how += ", halved for " + s.precision + " activations";
     }
   }

@@ -62,13 +62,15 @@ EstimateProbeOptions parse_estimate_probe_args(const std::vector<std::string>& a
         if (!v || *v < 1) throw Error(fmt::format("estimate-probe: batch '{}' is not a positive count", t), "", kExitUsage);
         o.batches.push_back(static_cast<int64_t>(*v));
       }
+    } else if (a == "--warmup" && i + 1 < args.size() && (args[i + 1] == "0" || args[i + 1] == "1")) {
+      o.warmup = args[++i] == "1";
     } else {
       throw Error(fmt::format("estimate-probe: unexpected argument '{}'", a),
-                  "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2]", kExitUsage);
+                  "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]", kExitUsage);
     }
   }
   if (o.job_path.empty() || o.batches.empty())
-    throw Error("estimate-probe needs --job FILE", "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2]",
+    throw Error("estimate-probe needs --job FILE", "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]",
                 kExitUsage);
   return o;
 }
@@ -101,6 +103,9 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   out["buffer_bytes"] = buffer_bytes;
   out["blocks"] = prefixes;
 
+  // The gradients a step accumulates into (a later step's backward adds to them in place).
+  for (auto& p : model->parameters())
+    if (p.requires_grad()) p.mutable_grad() = at::zeros_like(p);
   const auto data = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
   const int64_t n = std::max<int64_t>(data->size(), 1);
   bool reset_ok = true;
@@ -113,8 +118,8 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
       for (int64_t i = 0; i < b; ++i) idx.push_back(i % n);
       const Batch batch = data->batch(idx);
       int64_t act = 0;
-      // Pass 0 creates the gradients (as the first step does); pass 1 is what every later step does.
-      for (int pass = 0; pass < 2; ++pass) {
+      // Pass 0 warms up (lazily made state); the measured pass is what every later step does.
+      for (int pass = o.warmup ? 0 : 1; pass < 2; ++pass) {
         malloc_trim(0);
         reset_ok = reset_high_water_mark() && reset_ok;
         const int64_t before = status_bytes("VmRSS");
@@ -127,7 +132,17 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
     return points;
   };
   out["points"] = measure(false);
-  if (!prefixes.empty()) out["points_checkpointed"] = measure(true);
+  if (!prefixes.empty()) {
+    // A model whose blocks cannot be recomputed as configured (a TorchScript model whose
+    // fsdp.wrap_module_types selects no block) is measured without recomputation only; the
+    // estimate then offers no checkpointing variant. The reason goes with the answer.
+    try {
+      out["points_checkpointed"] = measure(true);
+    } catch (const Error& e) {
+      out["checkpointed_error"] = e.what();
+      model->set_activation_checkpointing(false);
+    }
+  }
   out["high_water_reset"] = reset_ok;
   if (data->size() > 0) {
     // Tokens per sample (a language model's sequence) and what one sample's input holds.

@@ -14,6 +14,13 @@ print("(summary.json `peak_memory_bytes`: the fullest rank's resident high-water
 print("Each test fails when a ratio leaves 0.90–1.10.\n")
 worst = max(abs(float(r[5]) - 1) for r in rows) if rows else 0
 print(f"{len(rows)} runs; largest deviation {worst * 100:.1f}%.\n")
+models = {}
+for r in rows:
+    models.setdefault(r[0], set()).add(int(r[1]))
+print("Worlds: " + "; ".join(f"{m} {', '.join(map(str, sorted(w)))}" for m, w in models.items()) + ".\n")
+off = [r for r in rows if abs(float(r[5]) - 1) > 0.10]
+if off:
+    print(f"**Beyond 10% ({len(off)}):** " + "; ".join(f"{r[0]} world {r[1]} {r[2]} x{r[5]}" for r in off) + ".\n")
 print("| model | world | strategy | estimate MiB | measured MiB | estimate / measured |")
 print("|---|---|---|---|---|---|")
 for r in rows:

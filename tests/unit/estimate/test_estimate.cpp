@@ -2,6 +2,8 @@
 // terms per strategy, the recommendation, the refusal paragraph and --strategy auto.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "mtrain/core/error.hpp"
 #include "mtrain/estimate/estimate.hpp"
 
@@ -69,6 +71,46 @@ TEST_CASE("model-state bytes follow docs/architecture.md §6", "[estimate]") {
   CHECK(z1b.params + z1b.grads + z1b.optimizer == Approx(4 * psi + 12 * psi / 4));
   const Row z2b = estimate_row(cand(StrategyName::Zero2), s, m, t);
   CHECK(z2b.params + z2b.grads + z2b.optimizer == Approx(2 * psi + 14 * psi / 4));
+}
+
+TEST_CASE("the transient terms are what each engine holds at once", "[estimate]") {
+  const Measured m = gptish(4, 256, 1000);
+  const double psi = static_cast<double>(m.model.num_params());
+  const double blk = 12.0 * 256 * 256, root = 2.0 * 1000 * 256;
+  Settings s;
+  s.world = 2;
+  s.ranks_per_node = 2;
+  Target t;
+  // ZeRO-3 keeps every module gathered in the forward up to stage3_max_live_parameters, plus the
+  // gradients of two modules (the largest: a block's mlp matrix, 4C²).
+  const double module = 4.0 * 256 * 256;
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, t).gathered == Approx(4 * psi + 4 * 2 * module));
+  s.zero_max_live = static_cast<int64_t>(module);
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, t).gathered == Approx(4 * 2 * module + 4 * 2 * module));
+  // FULL_SHARD: the root unit beside the block in use and the one prefetched, two units' gradients.
+  CHECK(estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t).gathered ==
+        Approx(4 * (root + 2 * blk) + 4 * 2 * std::max(blk, root)));
+  // ZeRO-2: one reduce bucket of unsharded gradients and its reduced shard.
+  s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
+  s.zero_allgather_bucket = static_cast<int64_t>(psi / 4);
+  CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2) * 1.5));
+  s.world = s.ranks_per_node = 1;
+  CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2)));
+}
+
+TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucket", "[estimate]") {
+  Measured m;
+  m.model.params = {{"layers.0.weight", 1000000, ""}, {"layers.1.weight", 500000, ""}};
+  Settings s;
+  s.world = s.ranks_per_node = 2;
+  Target t;
+  // No blocks: the root unit is the only unit, gathered and its gradients unsharded once.
+  CHECK(estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t).gathered == Approx(4 * 1.5e6 + 4 * 1.5e6));
+  CHECK(estimate_row(cand(StrategyName::Fsdp, "NO_SHARD"), s, m, t).buckets == 0);
+  s.ddp_bucket_mb = 1;
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(1048576.0));
+  s.ddp_bucket_mb = 100;  // never more than the gradients themselves
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(4 * 1.5e6));
 }
 
 TEST_CASE("communication per step by formula", "[estimate]") {
