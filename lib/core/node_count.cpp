@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <type_traits>
+
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 
@@ -11,7 +13,7 @@ NodeCountReading read_nnodes(const std::string& text) {
   NodeCountReading r;
   auto number = [&](const std::string& s, size_t col, int& out) {
     auto v = str::parse_uint(s);
-    if (v && *v >= 1 && *v <= static_cast<unsigned long long>(kMaxNodes)) {
+    if (v && *v >= 1 && *v <= static_cast<std::decay_t<decltype(*v)>>(kMaxNodes)) {
       out = static_cast<int>(*v);
       return true;
     }

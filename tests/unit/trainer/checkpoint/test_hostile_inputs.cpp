@@ -256,7 +256,7 @@ TEST_CASE("hostile torch.save state dicts", "[checkpoint][hostile]") {
   });
   CHECK(objects.peak_mb < 400);
   run_case("torch.save", "the legacy (pre-1.6) format", "legacy (pre-1.6, non-zip) format", [&] {
-    return load_all(write(d / "legacy.pt", std::string("\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.", 15)));
+    return load_all(write(d / "legacy.pt", std::string("\x80\x02\x8a\x0al\xfc\x9c" "F\xf9 j\xa8P\x19.", 15)));
   });
   const std::string fifo = (d / "fifo.pt").string();
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
