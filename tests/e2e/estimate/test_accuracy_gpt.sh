@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Estimate vs measured peak per rank (accuracy.sh): the built-in gpt, Ψ 19.3M (77 MB fp32),
-# worlds 1-4, every strategy. ESTIMATE_TABLE=rows.tsv collects the rows for docs/estimate-accuracy.md.
+# every strategy. ESTIMATE_TABLE=rows.tsv collects the rows for docs/estimate-accuracy.md. Worlds 1
+# and 2 by default: the final formulas were measured there (docs/estimate-accuracy.md); worlds 3-4
+# (WORLDS="1 2 3 4") were within x0.92-1.05 only before the last two changes, and issue 31 stays
+# open until they are rerun.
 . "$(dirname "$0")/../lib.sh"
-WORLDS=${WORLDS:-"1 2 3 4"}  # before accuracy.sh, whose default is 1-4
+WORLDS=${WORLDS:-"1 2"}  # before accuracy.sh, whose default is 1-4
 . "$(dirname "$0")/accuracy.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 accuracy_model gpt 2 --model gpt --set model.n_layer=6 --set model.n_embd=512 \
