@@ -41,8 +41,8 @@ PY
 
 figures() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["step_time_median_s"], d["peak_memory_bytes"])' "$1"; }
 
-run_mtrain() {  # STRATEGY WORLD ROUND -> "seconds bytes"
-  local wd="$work/m-$1-$2-$3" extra=()
+run_mtrain() {  # STRATEGY WORLD ROUND PEER -> "seconds bytes"
+  local wd="$work/m-$1-$2-$3-$4" extra=()  # one folder per pair: zero3 is run against two peers
   [ "$1" = fsdp ] && extra=(--set fsdp.wrap_module_types=Block)
   "$mtrain" launch --nproc-per-node "$2" --master-port 0 --strategy "$1" --max-steps "$STEPS" --batch-size "$BATCH" \
     --model torchscript --model-path "$work/gpt.pt" --set model.loss=lm_cross_entropy \
@@ -69,8 +69,8 @@ for world in $WORLDS; do
   for round in $(seq "$ROUNDS"); do
     for pair in $PAIRS; do
       m=${pair%%:*} p=${pair#*:}
-      if [ $((round % 2)) -eq 1 ]; then a=$(run_mtrain "$m" "$world" "$round"); b=$(run_pytorch "$p" "$world" "$round")
-      else b=$(run_pytorch "$p" "$world" "$round"); a=$(run_mtrain "$m" "$world" "$round"); fi
+      if [ $((round % 2)) -eq 1 ]; then a=$(run_mtrain "$m" "$world" "$round" "$p"); b=$(run_pytorch "$p" "$world" "$round")
+      else b=$(run_pytorch "$p" "$world" "$round"); a=$(run_mtrain "$m" "$world" "$round" "$p"); fi
       printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$world" "$m" "$p" "$round" "$a" "$b" | tr ' ' '\t' >>"$rows"
       echo "world $world round $round: mtrain $m ${a% *} s/step, PyTorch $p ${b% *} s/step" >&2
     done
@@ -93,4 +93,4 @@ for (w, m, p), r in runs.items():
           f"| {pm / 2**20:.0f} | {mm / pm:.2f} |")
 PY
 echo "workload: gpt L=$L H=$H E=$E T=$T V=$V (scripted for mtrain, the same Python class for PyTorch), batch $BATCH/rank, AdamW, $THREADS thread(s)/rank, $STEPS steps ($WARMUP warm-up), medians of $ROUNDS interleaved rounds; peak = the largest per-rank peak RSS"
-echo "command: WORLDS=\"$WORLDS\" ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP BATCH=$BATCH THREADS=$THREADS L=$L H=$H E=$E T=$T V=$V bench/peers/run.sh $build"
+echo "command: PAIRS=\"$PAIRS\" WORLDS=\"$WORLDS\" ROUNDS=$ROUNDS STEPS=$STEPS WARMUP=$WARMUP BATCH=$BATCH THREADS=$THREADS L=$L H=$H E=$E T=$T V=$V bench/peers/run.sh $build"
