@@ -21,41 +21,22 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torchscript"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(here, "..", "torchscript"), os.path.join(here, "..", "..", "python")]
 import gpt as gpt_module  # noqa: E402
+import peers_wrap  # noqa: E402
 
 
 def main():
     mode, gpt_pt, data_pt, out = sys.argv[1:5]
     steps, warmup, batch, threads, L, H, E, T, V = map(int, sys.argv[5:14])
     torch.set_num_threads(threads)
-    if mode.startswith("zero"):
-        import deepspeed
-        deepspeed.init_distributed(dist_backend="gloo")
-    else:
-        dist.init_process_group("gloo")
+    peers_wrap.init_process_group(mode)
     rank, world = dist.get_rank(), dist.get_world_size()
     model = gpt_module.GPT(L, H, E, T, V)
     model.load_state_dict(torch.jit.load(gpt_pt).state_dict())
     adamw = dict(lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.0)
-    if mode == "ddp":
-        model = torch.nn.parallel.DistributedDataParallel(model)
-        opt = torch.optim.AdamW(model.parameters(), **adamw)
-    elif mode == "fsdp2":
-        from torch.distributed.fsdp import fully_shard
-        for block in model.blocks:
-            fully_shard(block)
-        fully_shard(model)
-        opt = torch.optim.AdamW(model.parameters(), **adamw)
-    elif mode in ("zero1", "zero2", "zero3"):
-        import deepspeed
-        config = {"train_micro_batch_size_per_gpu": batch, "gradient_accumulation_steps": 1,
-                  "gradient_clipping": 0.0, "zero_allow_untested_optimizer": True,
-                  "zero_optimization": {"stage": int(mode[-1])}}
-        model, opt, _, _ = deepspeed.initialize(model=model, optimizer=torch.optim.AdamW(model.parameters(), **adamw),
-                                                config=config)
-    else:
-        raise SystemExit(f"pytorch_train: unknown mode {mode!r}")
+    model, opt = peers_wrap.wrap(mode, model, lambda params: torch.optim.AdamW(params, **adamw), batch)
     data = torch.load(data_pt)
     dataset = torch.utils.data.TensorDataset(data["input"], data["target"])
     sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=False)
@@ -67,13 +48,7 @@ def main():
         t0 = time.perf_counter()
         logits = model(x)
         loss = F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))
-        if mode.startswith("zero"):
-            model.backward(loss)
-            model.step()
-        else:
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
+        peers_wrap.step(mode, model, opt, loss)
         loss.item()
         times.append(time.perf_counter() - t0)
     figures = torch.tensor([statistics.median(times[warmup:]),

@@ -22,7 +22,9 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "trainer"))
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path[:0] = [os.path.join(here, "..", "trainer"), os.path.join(here, "..", "..", "..", "python")]
+import peers_wrap  # noqa: E402
 import torchscript_golden as golden  # noqa: E402  (also pins one thread, as the tests run mtrain)
 
 
@@ -64,49 +66,22 @@ def train(d, mode, opt_name, rank, world):
     dataset = torch.utils.data.TensorDataset(data["input"], data["target"])
     sampler = torch.utils.data.distributed.DistributedSampler(dataset, num_replicas=world, rank=rank, shuffle=False)
     loader = torch.utils.data.DataLoader(dataset, batch_size=per_rank, sampler=sampler)
-    model = build(d)
-    if mode == "ddp":
-        model = torch.nn.parallel.DistributedDataParallel(model)
-        opt = make_optimizer(opt_name, model.parameters())
-    elif mode == "fsdp2":
-        from torch.distributed.fsdp import fully_shard
-        for block in model.blocks:
-            fully_shard(block)
-        fully_shard(model)
-        opt = make_optimizer(opt_name, model.parameters())
-    else:
-        import deepspeed
-        config = {"train_micro_batch_size_per_gpu": per_rank, "gradient_accumulation_steps": 1,
-                  "gradient_clipping": 0.0, "zero_allow_untested_optimizer": True,
-                  "zero_optimization": {"stage": int(mode[-1]), "stage3_param_persistence_threshold": 0}}
-        model, opt, _, _ = deepspeed.initialize(model=model, optimizer=make_optimizer(opt_name, model.parameters()),
-                                                config=config)
+    model, opt = peers_wrap.wrap(mode, build(d), lambda params: make_optimizer(opt_name, params), per_rank,
+                                 {"stage3_param_persistence_threshold": 0})
     model.train()
     losses = []
     for step, (x, y) in enumerate(loader):
         if step == golden.STEPS:
             break
         loss = lm_loss(model(x), y)
-        if mode.startswith("zero"):
-            model.backward(loss)
-            model.step()
-        else:
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+        peers_wrap.step(mode, model, opt, loss)
         losses.append(loss.item())
     return full_state(mode, model), losses
 
 
 def main():
     d, mode, opts, prefix = sys.argv[1:5]
-    if mode not in ("ddp", "fsdp2", "zero1", "zero2", "zero3"):
-        raise SystemExit(f"train_reference: unknown mode {mode!r} (ddp, fsdp2, zero1, zero2, zero3)")
-    if mode.startswith("zero"):
-        import deepspeed
-        deepspeed.init_distributed(dist_backend="gloo")
-    else:
-        dist.init_process_group("gloo")
+    peers_wrap.init_process_group(mode)
     rank, world = dist.get_rank(), dist.get_world_size()
     if golden.GLOBAL % world:
         raise SystemExit(f"train_reference: global batch {golden.GLOBAL} is not divisible by world {world}")
