@@ -82,4 +82,63 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
   return out;
 }
 
+// `records`, then `extra` more central-directory entries named `<extra_prefix><i>` that all point
+// at the last record's local header with no bytes of their own: a zip that is nearly all central
+// directory (the most index per byte of file a hostile archive can ask for), closed by zip64 end
+// records since it holds more than 65535 entries.
+inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, uint64_t extra,
+                                       const std::string& extra_prefix) {
+  std::string out = zip_bytes(records);
+  // Cut the plain end record (22 bytes, no comment) and re-read where its directory starts.
+  const std::string eocd = out.substr(out.size() - 22);
+  out.resize(out.size() - 22);
+  uint64_t dir_offset = 0;
+  for (int i = 0; i < 4; ++i) dir_offset |= static_cast<uint64_t>(static_cast<unsigned char>(eocd[16 + i])) << (8 * i);
+  uint64_t last_offset = 0;
+  for (size_t i = 0; i + 1 < records.size(); ++i) last_offset += 30 + records[i].name.size() + records[i].data.size();
+  for (uint64_t i = 0; i < extra; ++i) {
+    const std::string name = extra_prefix + std::to_string(i);
+    append_le(out, 0x02014b50, 4);
+    append_le(out, 20, 2);
+    append_le(out, 20, 2);
+    append_le(out, 0, 2);
+    append_le(out, 0, 2);  // stored
+    append_le(out, 0, 4);
+    append_le(out, 0, 4);  // CRC of nothing
+    append_le(out, 0, 4);
+    append_le(out, 0, 4);
+    append_le(out, name.size(), 2);
+    append_le(out, 0, 2);
+    append_le(out, 0, 2);
+    append_le(out, 0, 2);
+    append_le(out, 0, 2);
+    append_le(out, 0, 4);
+    append_le(out, last_offset, 4);
+    out += name;
+  }
+  const uint64_t dir_end = out.size(), entries = records.size() + extra;
+  append_le(out, 0x06064b50, 4);  // zip64 end of central directory
+  append_le(out, 44, 8);
+  append_le(out, 45, 2);
+  append_le(out, 45, 2);
+  append_le(out, 0, 4);
+  append_le(out, 0, 4);
+  append_le(out, entries, 8);
+  append_le(out, entries, 8);
+  append_le(out, dir_end - dir_offset, 8);
+  append_le(out, dir_offset, 8);
+  append_le(out, 0x07064b50, 4);  // its locator
+  append_le(out, 0, 4);
+  append_le(out, dir_end, 8);
+  append_le(out, 1, 4);
+  append_le(out, 0x06054b50, 4);
+  append_le(out, 0, 4);
+  append_le(out, 0xffff, 2);
+  append_le(out, 0xffff, 2);
+  append_le(out, 0xffffffff, 4);
+  append_le(out, 0xffffffff, 4);
+  append_le(out, 0, 2);
+  return out;
+}
+
 }  // namespace mtrain::testing

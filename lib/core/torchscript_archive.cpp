@@ -114,7 +114,7 @@ TorchScriptArchive scan_torchscript_archive(ZipReader& zip) {
   TorchScriptArchive a;
   a.prefix = zip.prefix().empty() ? "" : zip.prefix().substr(0, zip.prefix().size() - 1);
   bool has_code = false;
-  for (const auto& r : zip.records()) has_code = has_code || str::starts_with(r.name, "code/");
+  for (const auto& r : zip.records()) has_code = has_code || str::starts_with(zip.name(r), "code/");
   const bool no_pickle = a.prefix.empty() || zip.find("data.pkl") == nullptr;
   if (no_pickle || !has_code)
     throw Error(fmt::format("'{}' is not a TorchScript archive: the zip has no {}", zip.path(),
@@ -129,11 +129,12 @@ TorchScriptArchive scan_torchscript_archive(ZipReader& zip) {
   a.has_byteorder = zip.find("byteorder") != nullptr;
   std::unordered_set<std::string> seen;
   for (const auto& r : zip.records()) {
-    if (!str::starts_with(r.name, "code/") || !str::ends_with(r.name, ".py")) continue;
-    const std::string code = zip.read_all(r.name, kMaxTorchScriptRecord);
-    for (auto& use : operators_in_code(code, r.name))
+    const std::string name(zip.name(r));
+    if (!str::starts_with(name, "code/") || !str::ends_with(name, ".py")) continue;
+    const std::string code = zip.read_all(name, kMaxTorchScriptRecord);
+    for (auto& use : operators_in_code(code, name))
       if (seen.insert(use.name).second) a.operators.push_back(std::move(use));
-    for (auto& m : setstate_methods(code, r.name)) a.setstates.push_back(std::move(m));
+    for (auto& m : setstate_methods(code, name)) a.setstates.push_back(std::move(m));
   }
   return a;
 }

@@ -130,14 +130,50 @@ ZipReader::Directory ZipReader::read_zip64_end(uint64_t eocd_pos) {
   return {le(r + 32, 8), le(r + 48, 8), le(r + 40, 8), z};
 }
 
+// The directory is parsed through a window of kWindow bytes (an entry is at most 46 + 3 x 65535),
+// so indexing holds the records and their names, never a second copy of the directory.
+constexpr uint64_t kWindow = 256u << 10;
+
 void ZipReader::index() {
   const Directory d = find_directory();
   cd_offset_ = d.offset;
-  std::vector<unsigned char> cd(d.size);
-  if (d.size > 0 && !pread(cd.data(), d.size, d.offset)) fail("cannot read the central directory");
+  cd_end_ = d.offset + d.size;
+  if (d.entries > UINT32_MAX) fail(fmt::format("{} entries, more than any PyTorch file holds", d.entries));
   records_.reserve(d.entries);
-  uint64_t p = 0;
-  for (uint64_t i = 0; i < d.entries; ++i) p += parse_entry(cd.data() + p, d.size - p, i);
+  names_.reserve(d.size - d.entries * kCentralBytes);  // names are at most the rest of the directory
+  uint64_t p = d.offset;
+  for (uint64_t i = 0; i < d.entries; ++i) {
+    const uint64_t room = cd_end_ - p;
+    const unsigned char* c = directory_bytes(p, std::min(room, kCentralBytes));
+    uint64_t len = kCentralBytes;
+    if (room >= kCentralBytes) len += le(c + 28, 2) + le(c + 30, 2) + le(c + 32, 2);
+    p += parse_entry(directory_bytes(p, std::min(room, len)), room, i);
+  }
+  window_ = {};
+  sort_names();
+}
+
+// `n` bytes of the central directory from file offset `at` (n <= kWindow, inside the directory).
+const unsigned char* ZipReader::directory_bytes(uint64_t at, uint64_t n) {
+  if (at < window_at_ || at + n > window_at_ + window_.size()) {
+    window_.resize(std::min(kWindow, cd_end_ - at));
+    window_at_ = at;
+    if (!window_.empty() && !pread(window_.data(), window_.size(), at)) fail("cannot read the central directory");
+  }
+  return window_.data() + (at - window_at_);
+}
+
+// find()'s index, and the check that no name appears twice.
+void ZipReader::sort_names() {
+  sorted_.resize(records_.size());
+  for (size_t i = 0; i < sorted_.size(); ++i) sorted_[i] = static_cast<uint32_t>(i);
+  std::sort(sorted_.begin(), sorted_.end(),
+            [&](uint32_t a, uint32_t b) { return name(records_[a]) < name(records_[b]); });
+  for (size_t i = 1; i < sorted_.size(); ++i) {
+    if (name(records_[sorted_[i - 1]]) == name(records_[sorted_[i]])) {
+      fail(fmt::format("record {}{} appears twice", prefix_, name(records_[sorted_[i]])));
+    }
+  }
 }
 
 // One central directory entry at `c` (`room` bytes left in the directory): checked and added.
@@ -153,7 +189,7 @@ uint64_t ZipReader::parse_entry(const unsigned char* c, uint64_t room, uint64_t 
   r.header_offset = le(c + 42, 4);
   const uint64_t n = le(c + 28, 2), m = le(c + 30, 2), k = le(c + 32, 2);
   if (room - kCentralBytes < n + m + k) fail(fmt::format("central directory entry {} runs past its end", i));
-  std::string name(reinterpret_cast<const char*>(c + kCentralBytes), n);
+  const std::string_view name(reinterpret_cast<const char*>(c + kCentralBytes), n);
   read_zip64_extra(c + kCentralBytes + n, m, name, r);
   if (flags & 1) fail(fmt::format("record {} is encrypted", name));
   if (r.method == kStored && r.compressed_size != r.size) {
@@ -163,12 +199,12 @@ uint64_t ZipReader::parse_entry(const unsigned char* c, uint64_t room, uint64_t 
     fail(fmt::format("record {} ([{}, +{}) bytes) does not lie before the central directory at {}", name,
                      r.header_offset, r.compressed_size, cd_offset_));
   }
-  add_record(std::move(name), std::move(r), i);
+  add_record(name, r, i);
   return kCentralBytes + n + m + k;
 }
 
 // zip64 sizes and offset, in that order, for each field saturated at 0xffffffff.
-void ZipReader::read_zip64_extra(const unsigned char* x, uint64_t len, const std::string& name, ZipRecord& r) {
+void ZipReader::read_zip64_extra(const unsigned char* x, uint64_t len, std::string_view name, ZipRecord& r) {
   for (uint64_t q = 0; q + 4 <= len;) {
     const uint64_t id = le(x + q, 2), n = le(x + q + 2, 2);
     if (q + 4 + n > len) fail(fmt::format("record {}: a damaged extra field", name));
@@ -190,31 +226,34 @@ void ZipReader::read_zip64_extra(const unsigned char* x, uint64_t len, const std
 
 // PyTorch writes "<folder>/data.pkl", "<folder>/data/0", …: every record under the folder of the
 // first (LibTorch's reader takes it from there too); records are named relative to it.
-void ZipReader::add_record(std::string full_name, ZipRecord r, uint64_t i) {
+void ZipReader::add_record(std::string_view full_name, ZipRecord r, uint64_t i) {
   if (i == 0) {
     const size_t slash = full_name.find('/');
-    prefix_ = slash == std::string::npos ? "" : full_name.substr(0, slash + 1);
+    prefix_ = slash == std::string::npos ? "" : std::string(full_name.substr(0, slash + 1));
   }
   if (full_name.compare(0, prefix_.size(), prefix_) != 0) {
     fail(fmt::format("record {} is outside the archive's folder {}", full_name, prefix_));
   }
-  r.name = full_name.substr(prefix_.size());
-  if (!by_name_.emplace(r.name, records_.size()).second) fail(fmt::format("record {} appears twice", full_name));
-  records_.push_back(std::move(r));
+  const std::string_view rel = full_name.substr(prefix_.size());
+  r.name_offset = names_.size();
+  r.name_size = static_cast<uint16_t>(rel.size());
+  names_ += rel;
+  records_.push_back(r);
 }
 
-const ZipRecord* ZipReader::find(const std::string& name) const {
-  auto it = by_name_.find(name);
-  return it == by_name_.end() ? nullptr : &records_[it->second];
+const ZipRecord* ZipReader::find(std::string_view wanted) const {
+  auto it = std::lower_bound(sorted_.begin(), sorted_.end(), wanted,
+                             [&](uint32_t a, std::string_view w) { return name(records_[a]) < w; });
+  return it != sorted_.end() && name(records_[*it]) == wanted ? &records_[*it] : nullptr;
 }
 
 ZipRecord& ZipReader::need(const std::string& name) {
-  auto it = by_name_.find(name);
-  if (it == by_name_.end()) {
+  const ZipRecord* found = find(name);
+  if (found == nullptr) {
     throw Error(fmt::format("{}: the {} has no record {}{}", path_, format_.what, prefix_, name),
                 fmt::format("the file is damaged or not a {}; write it again with {}", format_.what, format_.writer));
   }
-  ZipRecord& r = records_[it->second];
+  ZipRecord& r = records_[static_cast<size_t>(found - records_.data())];
   if (r.data_offset == 0) {
     unsigned char h[kLocalBytes];
     if (!pread(h, kLocalBytes, r.header_offset) || le(h, 4) != kLocal) {
@@ -260,7 +299,7 @@ std::string ZipReader::read_all(const std::string& name, uint64_t limit) {
 // directory entry declares (already bounded by the caller's limit): a stream that would produce a
 // byte more, or fewer, is refused, so a bomb costs its declared size and no more.
 std::string ZipReader::inflate(const ZipRecord& r) {
-  auto bad = [&](const std::string& why) { fail(fmt::format("record {} (deflate) {}", r.name, why)); };
+  auto bad = [&](const std::string& why) { fail(fmt::format("record {} (deflate) {}", name(r), why)); };
   std::string out(r.size, '\0');
   InflateStream s;
   if (inflateInit2(&s.z, -MAX_WBITS) != Z_OK) bad("cannot be inflated (zlib could not start)");

@@ -19,7 +19,7 @@
 // checked.
 #include <cstdint>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 #include "mtrain/core/untrusted_file.hpp"
@@ -34,14 +34,17 @@ struct ZipFormat {
 inline const ZipFormat kTorchSaveZip{"torch.save file", "torch.save(obj, path)"};
 inline const ZipFormat kTorchScriptZip{"TorchScript model", "torch.jit.save(torch.jit.script(module), path)"};
 
+// 48 bytes a record, its name in the reader's one name buffer (ZipReader::name): an archive that
+// is all central directory (46 + name bytes an entry) then costs about its own size to index.
 struct ZipRecord {
-  std::string name;             // without the archive's folder prefix ("data.pkl", "data/0")
   uint64_t header_offset = 0;   // of the local header
   uint64_t size = 0;            // bytes once read (inflated)
   uint64_t compressed_size = 0; // bytes in the file (= size when stored)
-  uint32_t crc32 = 0;
-  uint16_t method = 0;          // 0 stored, 8 deflate, … (others are refused when read)
   uint64_t data_offset = 0;     // resolved from the local header on first use; 0 = not yet
+  uint64_t name_offset = 0;     // in the reader's name buffer
+  uint32_t crc32 = 0;
+  uint16_t name_size = 0;
+  uint16_t method = 0;          // 0 stored, 8 deflate, … (others are refused when read)
 };
 
 class ZipReader {
@@ -57,8 +60,10 @@ class ZipReader {
   // The archive's folder prefix ("archive/" for torch.save, the file's stem for older files).
   const std::string& prefix() const { return prefix_; }
   // The record `name` (relative to the prefix), or nullptr.
-  const ZipRecord* find(const std::string& name) const;
+  const ZipRecord* find(std::string_view name) const;
   const std::vector<ZipRecord>& records() const { return records_; }
+  // A record's name, relative to the prefix ("data.pkl", "data/0"); valid while the reader lives.
+  std::string_view name(const ZipRecord& r) const { return std::string_view(names_).substr(r.name_offset, r.name_size); }
 
   // The whole record, stored or deflated, refused when it is (or inflates to) more than `limit`
   // bytes or to other than the size its directory entry declares; CRC-32 checked.
@@ -79,10 +84,12 @@ class ZipReader {
   Directory find_directory();
   Directory read_zip64_end(uint64_t eocd_pos);
   uint64_t parse_entry(const unsigned char* c, uint64_t room, uint64_t i);
-  void read_zip64_extra(const unsigned char* x, uint64_t len, const std::string& name, ZipRecord& r);
-  void add_record(std::string full_name, ZipRecord r, uint64_t i);
+  void read_zip64_extra(const unsigned char* x, uint64_t len, std::string_view name, ZipRecord& r);
+  void add_record(std::string_view full_name, ZipRecord r, uint64_t i);
+  void sort_names();
   bool pread(void* buf, uint64_t n, uint64_t off) const;
   ZipRecord& need(const std::string& name);
+  const unsigned char* directory_bytes(uint64_t at, uint64_t n);
   std::string inflate(const ZipRecord& r);
 
   std::string path_;
@@ -92,9 +99,13 @@ class ZipReader {
   bool in_memory_ = false;
   uint64_t size_ = 0;
   uint64_t cd_offset_ = 0;
+  // The central directory is read through a window (index()), not whole: its size is the file's.
+  std::vector<unsigned char> window_;
+  uint64_t window_at_ = 0, cd_end_ = 0;
   std::string prefix_;
   std::vector<ZipRecord> records_;
-  std::unordered_map<std::string, size_t> by_name_;
+  std::string names_;            // every record's name, back to back
+  std::vector<uint32_t> sorted_; // record indices in name order (find's binary search)
 };
 
 // CRC-32 (zip's polynomial), continued from `crc`.

@@ -152,6 +152,25 @@ def zip_of(records, prefix="archive/", method=None, sizes=None, crcs=None):
     return out + central + eocd
 
 
+def directory_heavy(records, extra, prefix="archive/"):
+    """zip_of(records) plus `extra` directory entries at the last record's header, closed by zip64
+    end records: a zip that is nearly all central directory (tests/zip_bytes.hpp's twin)."""
+    import struct
+    plain = zip_of(records, prefix)
+    eocd = plain[-22:]
+    cd_size, cd_off = struct.unpack("<II", eocd[12:20])
+    body = plain[:-22]
+    last = cd_off - 30 - len((prefix + list(records)[-1]).encode()) - len(list(records.values())[-1])
+    for i in range(extra):
+        full = f"{prefix}x/{i}".encode()
+        body += struct.pack("<IHHHHHHIIIHHHHHII", 0x02014b50, 20, 20, 0, 0, 0, 0, 0, 0, 0, len(full), 0, 0, 0, 0, 0,
+                            last) + full
+    end, n = len(body), len(records) + extra
+    body += struct.pack("<IQHHIIQQQQ", 0x06064b50, 44, 45, 45, 0, 0, n, n, end - cd_off, cd_off)
+    body += struct.pack("<IIQI", 0x07064b50, 0, end, 1)
+    return body + struct.pack("<IHHHHIIH", 0x06054b50, 0, 0, 0xffff, 0xffff, 0xffffffff, 0xffffffff, 0)
+
+
 def torch_zip_seeds():
     import struct
     import zlib
@@ -169,7 +188,8 @@ def torch_zip_seeds():
             zip_of({"data.pkl": sd, "data/0": b"\0" * 64, "data/1": f32[:8]}, method={"data/0": 8}, sizes={"data/0": 1 << 31}),  # bomb
             zip_of({"data.pkl": pickle_of(pk_dict([("w", pk_tensor("0", 10 ** 12, [2]))])), "data/0": f32}),
             zip_of({"data.pkl": sd, "data.pkl2": sd}, prefix=""),
-            good[: len(good) // 2], b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19."]
+            good[: len(good) // 2], b"\x80\x02\x8a\x0al\xfc\x9cF\xf9 j\xa8P\x19.",
+            directory_heavy({"data.pkl": sd, "data/0": f32, "data/1": f32[:8]}, 200)]
 
 
 def tensors_file_seeds():

@@ -129,3 +129,24 @@ TEST_CASE("zip reader: an entry count beyond the directory's room is refused bef
   CHECK_THAT(error_text([&] { ZipReader r("many.pt", z); }),
              Catch::Contains("65000 entries cannot fit in a central directory of 47 bytes"));
 }
+
+TEST_CASE("zip reader: a zip64 archive of many entries is indexed across its directory window", "[zip_reader]") {
+  // 20,000 entries of 46 + 8..12 name bytes: ~1.1 MB of directory, read through the reader's
+  // 256 KiB window, so entries straddle the window's edges; names are found by binary search.
+  const std::string bytes = mtrain::testing::directory_heavy_zip({{"m/data.pkl", "PKL"}, {"m/last", "L"}}, 20'000, "m/x/");
+  ZipReader z("many.pt", bytes, kTorchScriptZip);
+  REQUIRE(z.records().size() == 20'002);
+  CHECK(z.prefix() == "m/");
+  for (const std::string n : {"x/0", "x/9999", "x/19999", "data.pkl", "last"}) {
+    const ZipRecord* r = z.find(n);
+    REQUIRE(r != nullptr);
+    CHECK(z.name(*r) == n);
+  }
+  CHECK(z.find("x/20000") == nullptr);
+  CHECK(z.find("x/") == nullptr);
+  CHECK(z.read_all("data.pkl", 3) == "PKL");
+  CHECK(z.read_all("x/12345", 0).empty());  // an entry with no bytes of its own, at the last record's header
+  // A duplicate among them is still found (the sorted index's neighbours).
+  std::string dup = mtrain::testing::directory_heavy_zip({{"m/x/777", "D"}, {"m/last", "L"}}, 1'000, "m/x/");
+  CHECK_THAT(error_text([&] { ZipReader("dup.pt", dup, kTorchScriptZip); }), Catch::Contains("m/x/777 appears twice"));
+}
