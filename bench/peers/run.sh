@@ -17,52 +17,10 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:-$here/build}
-WORLDS=${WORLDS:-"2 4"} ROUNDS=${ROUNDS:-3} STEPS=${STEPS:-20} WARMUP=${WARMUP:-3} BATCH=${BATCH:-8}
-THREADS=${THREADS:-1} L=${L:-4} H=${H:-4} E=${E:-256} T=${T:-64} V=${V:-4096}
-PY=${PY:-$("$here/scripts/python-env")}
+WORLDS=${WORLDS:-"2 4"} ROUNDS=${ROUNDS:-3}
 PAIRS=${PAIRS:-"ddp:ddp fsdp:fsdp2 zero3:fsdp2 zero1:zero1 zero2:zero2 zero3:zero3"}
-mtrain=$build/bin/mtrain
-[ -x "$mtrain" ] || { echo "bench/peers: $mtrain not found; build with scripts/bootstrap --torch python" >&2; exit 2; }
-"$build/bin/mtrain-worker" build-info | grep -q '"libtorch":"2\.' ||
-  { echo "bench/peers: $build's worker does not link a PyTorch 2.x (scripts/bootstrap --torch python)" >&2; exit 2; }
+source "$here/bench/peers/sides.sh"
 "$PY" -c 'import deepspeed' 2>/dev/null || PAIRS=$(echo "$PAIRS" | tr ' ' '\n' | grep -v ':zero' | tr '\n' ' ')
-export PATH="$(dirname "$PY"):$PATH" OMP_NUM_THREADS=$THREADS
-export TORCH_EXTENSIONS_DIR=$(dirname "$(dirname "$PY")")/torch_extensions  # scripts/python-env built DeepSpeed's op there
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-
-"$PY" "$here/bench/torchscript/gpt.py" "$work/gpt.pt" "$L" "$H" "$E" "$T" "$V"
-"$PY" - "$work/data.pt" "$V" "$T" <<'PY'
-import sys, torch
-g = torch.Generator().manual_seed(0)
-seq = torch.randint(0, int(sys.argv[2]), (4096, int(sys.argv[3]) + 1), generator=g)
-torch.save({"input": seq[:, :-1].contiguous(), "target": seq[:, 1:].contiguous()}, sys.argv[1])
-PY
-
-figures() { "$PY" -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["step_time_median_s"], d["peak_memory_bytes"])' "$1"; }
-
-run_mtrain() {  # STRATEGY WORLD ROUND PEER -> "seconds bytes"
-  local wd="$work/m-$1-$2-$3-$4" extra=()  # one folder per pair: zero3 is run against two peers
-  [ "$1" = fsdp ] && extra=(--set fsdp.wrap_module_types=Block)
-  "$mtrain" launch --nproc-per-node "$2" --master-port 0 --strategy "$1" --max-steps "$STEPS" --batch-size "$BATCH" \
-    --model torchscript --model-path "$work/gpt.pt" --set model.loss=lm_cross_entropy \
-    --data tensors --data-path "$work/data.pt" --set data.shuffle=false --set data.val_fraction=0 \
-    --set optim.name=adamw --set optim.lr=3e-4 --set optim.beta2=0.95 --set optim.weight_decay=0 \
-    --set sched.name=constant --set train.threads="$THREADS" --set train.timing_warmup_steps="$WARMUP" \
-    --set train.log_interval=1000 --work-dir "$wd" "${extra[@]}" >"$wd.log" 2>&1 ||
-    { echo "bench/peers: mtrain $1 world $2 failed:" >&2; tail -20 "$wd.log" >&2; exit 1; }
-  figures "$(find "$wd" -name summary.json | head -1)"
-}
-
-run_pytorch() {  # MODE WORLD ROUND -> "seconds bytes"
-  local out="$work/p-$1-$2-$3"
-  timeout 900 torchrun --nproc_per_node "$2" --master_port "$("$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')" \
-    "$here/bench/peers/pytorch_train.py" "$1" "$work/gpt.pt" "$work/data.pt" "$out.json" \
-    "$STEPS" "$WARMUP" "$BATCH" "$THREADS" "$L" "$H" "$E" "$T" "$V" >"$out.log" 2>&1 ||
-    { echo "bench/peers: PyTorch $1 world $2 failed:" >&2; grep -v Warning "$out.log" | tail -20 >&2; exit 1; }
-  figures "$out.json"
-}
-
 rows=$work/rows.tsv
 : >"$rows"
 for world in $WORLDS; do
