@@ -118,6 +118,30 @@ TEST_CASE("options: cross-field checks", "[slurm][options]") {
   CHECK_THROWS_WITH(finalize(g, "/w"), Catch::Contains("Use one"));
 }
 
+TEST_CASE("options: the ranks per node and the elastic node count in any spelling mtrain launch takes", "[slurm][options]") {
+  for (const char* nproc : {"--nproc-per-node=4", "--nproc=4", "--nproc_per_node=4"}) {
+    INFO(nproc);
+    JobOptions j;
+    j.mtrain = "/usr/bin/mtrain";
+    j.launch_args = {nproc};
+    finalize(j, "/w");
+    CHECK(j.ntasks_per_node == 4);  // counted from the launch words
+    JobOptions k = j;
+    k.ntasks_per_node = 2;
+    CHECK_THROWS_WITH(finalize(k, "/w"), Catch::Contains("disagree"));
+  }
+  CHECK(launch_arg_value({"--nproc_per_node", "gpu"}, "launch.nproc_per_node") == std::optional<std::string>("gpu"));
+  CHECK_FALSE(launch_arg_value({"--nnodes", "2"}, "launch.nproc_per_node"));
+  CHECK(elastic_in_launch_args({"--nnodes=2:3"}));
+  CHECK_FALSE(elastic_in_launch_args({"--nnodes=3:3"}));
+  CHECK_FALSE(elastic_in_launch_args({"--nnodes=3:x"}));  // not a node count: mtrain launch refuses it
+  JobOptions e;
+  e.mtrain = "/usr/bin/mtrain";
+  e.nodes = 4;
+  e.launch_args = {"--nnodes", "2:3"};
+  CHECK_THROWS_WITH(finalize(e, "/w"), Catch::Contains("--nnodes 2:3 does not fit an allocation of --nodes 4"));
+}
+
 TEST_CASE("a 100 MB job name is refused, a 200-byte one accepted", "[slurm][options][limits]") {
   JobOptions j;
   j.mtrain = "/usr/bin/mtrain";
