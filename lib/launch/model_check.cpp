@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_files.hpp"
+#include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/torchscript_trust.hpp"
