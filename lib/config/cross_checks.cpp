@@ -67,7 +67,7 @@ std::vector<Problem> model_file_problems(const json& job) {
     out.push_back({true, {"model.path"}, fmt::format("model.path '{}' {}", path, why.empty() ? "is not a file" : why), fix});
   }
   // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
-  if (get(job, "fsdp.activation_checkpointing").get<bool>() && str::trim(as_text(job, "fsdp.wrap_module_types")).empty() &&
+  if (get(job, "fsdp.activation_checkpointing").get<bool>() && get(job, "fsdp.wrap_module_types").empty() &&
       as_text(job, "fsdp.wrap_policy") != "size") {
     out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
                    "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "

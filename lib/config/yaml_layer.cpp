@@ -84,27 +84,13 @@ struct Walker {
       out.positions[s.key] = at(file, v.Mark());
       return;
     }
-    std::string text;
-    if (v.IsSequence() && s.name_list) {  // [Block, Linear]: the list's names, comma-separated
-      std::vector<std::string> items;
-      for (const auto& e : v) {
-        if (!e.IsScalar()) {
-          issue(e.Mark(), s.key, fmt::format("setting '{}' got a list holding a {}", s.key,
-                                             e.IsSequence() ? "list" : "mapping"),
-                fmt::format("It takes {}.", describe_type(s)));
-          return;
-        }
-        items.push_back(e.Scalar());
-      }
-      text = "[" + str::join(items, ",") + "]";
-    } else if (!v.IsScalar()) {
+    if (!v.IsScalar()) {
       issue(v.Mark(), s.key,
             fmt::format("setting '{}' got a {}", s.key, v.IsSequence() ? "list" : "mapping"),
             fmt::format("It takes a single value: {}.", describe_type(s)));
       return;
-    } else {
-      text = v.Scalar();
     }
+    std::string text = v.Scalar();
     // yaml-cpp decodes escapes and UTF-16/32 input into bytes that need not be UTF-8 (lone
     // surrogates); the value becomes JSON, whose dump throws on them.
     if (str::invalid_utf8_at(text)) {
