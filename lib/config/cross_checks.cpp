@@ -30,9 +30,9 @@ int effective_zero_stage(const json& job) {
   return static_cast<int>(as_int(job, "zero.stage"));
 }
 
-// Files are checked on this machine only when the ranks run here (launcher local, or auto
-// without a hostfile); on ssh/Slurm nodes the launcher checks them on the node before any rank
-// starts (launch_checks.hpp).
+// The TorchScript model file is checked on this machine only when the ranks run here (launcher
+// local, or auto without a hostfile); on ssh/Slurm nodes the launcher checks it on the node before
+// any rank starts (launch/model_check.hpp).
 bool ranks_run_here(const json& job) {
   const std::string starter = as_text(job, "launch.launcher");
   return starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());

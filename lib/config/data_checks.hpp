@@ -2,9 +2,9 @@
 // What each dataset of the bundled trainer can feed and what it needs on disk, as one table
 // (data_checks.cpp: data_rules): the models it suits, and for each file setting (data.path,
 // data.val_path) the kind of file, whether it must be given, and the hint. Every data check walks
-// that table: `config validate` and every resolve (cross_check: on disk only when the ranks run
-// on this machine), the launcher before any rank starts (check_before_launch, check_data_files on
-// the host whose ranks read the files) and the wizard. The ranks check the same again when they
+// that table: `config validate` and every resolve (cross_check: what the settings show), the
+// launcher on the host whose ranks read the files before any rank starts (check_before_launch:
+// the files on disk) and the wizard (check_data_files). The ranks check the same again when they
 // open the data. A new dataset adds one row.
 #include <string>
 #include <vector>
@@ -26,8 +26,8 @@ std::vector<Problem> data_model_problems(const json& job);
 // the first 1024 bytes of a file, so it costs the same for any corpus size.
 std::vector<Problem> data_file_problems(const json& job, bool on_disk);
 
-// data_file_problems(job, true) as mtrain::Error (exit 2, the first problem): the launcher on the
-// host whose ranks read the files, before any rank starts; the wizard on an answer.
+// data_file_problems(job, true) as mtrain::Error (exit 2, the first problem): the wizard on an
+// answer. (The launcher reports them with the job's other problems: check_before_launch.)
 void check_data_files(const json& job);
 
 }  // namespace mtrain::config
