@@ -6,7 +6,6 @@
 #include "commands.hpp"
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/compat_flags.hpp"
-#include "mtrain/config/data_files.hpp"
 #include "mtrain/config/export.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"

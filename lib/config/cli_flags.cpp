@@ -41,8 +41,8 @@ void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string,
       // Repeated flags append, in order: the items travel one per line (registry.hpp).
       opt = app.add_option_function<std::vector<std::string>>(
           flag_names(s),
-          [&out, key](const std::vector<std::string>& v) {
-            for (const auto& item : v) out[key] += (out[key].empty() ? "" : "\n") + item;
+          [&out, key, sep = s.list_separator](const std::vector<std::string>& v) {
+            for (const auto& item : v) out[key] += (out[key].empty() ? "" : std::string(1, sep)) + item;
           },
           flag_help(s));
     } else {

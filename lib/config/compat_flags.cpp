@@ -4,6 +4,7 @@
 // accelerate/utils/launch.py (prepare_multi_gpu_env, prepare_deepspeed_cmd_env).
 #include "mtrain/config/compat_flags.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/registry.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -452,6 +453,17 @@ const CompatFlag* find_compat_flag(std::string_view spelling) {
     for (const auto& s : c.spellings)
       if (s == spelling) return &c;
   return nullptr;
+}
+
+std::vector<std::string> flag_spellings(const std::string& key) {
+  const Setting& s = job_registry().require(key);
+  std::vector<std::string> out = {dashed(cli_flag(s))};
+  for (const auto& a : s.aliases) out.push_back(dashed(a));
+  for (const auto& c : compat_flags())
+    if (c.action == A::Rename && c.target == out.front())
+      for (const auto& sp : c.spellings)
+        if (std::find(out.begin(), out.end(), sp) == out.end()) out.push_back(sp);
+  return out;
 }
 
 CompatRewrite rewrite_launch_args(const std::vector<std::string>& args, const KnownFlags& known) {

@@ -39,6 +39,13 @@ const std::vector<CompatFlag>& compat_flags();
 // The entry of one spelling ("--nproc_per_node"), or nullptr.
 const CompatFlag* find_compat_flag(std::string_view spelling);
 
+// Every spelling `mtrain launch` takes for a launch.* setting's flag, dashed: the registry's flag
+// and aliases, then the foreign spellings this table renames to it ("launch.nproc_per_node" →
+// --nproc-per-node, --nproc, --nproc_per_node). Readers of launch words outside the launcher
+// (the Slurm writer) use it, so a spelling is declared once. Translated flags (--num_gpus,
+// --num_processes) are not spellings: their values change meaning on the way.
+std::vector<std::string> flag_spellings(const std::string& key);
+
 // launch's own flags: "--nproc-per-node" → takes a value; "-m" → a plain flag.
 using KnownFlags = std::map<std::string, bool>;
 

@@ -30,6 +30,85 @@ int effective_zero_stage(const json& job) {
   return static_cast<int>(as_int(job, "zero.stage"));
 }
 
+// The TorchScript model file is checked on this machine only when the ranks run here (launcher
+// local, or auto without a hostfile); on ssh/Slurm nodes the launcher checks it on the node before
+// any rank starts (launch/model_check.hpp).
+bool ranks_run_here(const json& job) {
+  const std::string starter = as_text(job, "launch.launcher");
+  return starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
+}
+
+// Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
+std::vector<Problem> model_file_problems(const json& job) {
+  std::vector<Problem> out;
+  const ModelName model = model_from_text(as_text(job, "model.name"));
+  // Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
+  // files than this machine, so only local and Slurm launches are checked here).
+  const std::string init = as_text(job, "model.init");
+  std::error_code ec;
+  // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
+  const std::string init_problem =
+      init.empty() || as_text(job, "launch.launcher") == "ssh" || std::filesystem::is_directory(init, ec)
+          ? std::string()
+          : not_regular_file(init);
+  if (!init_problem.empty()) {
+    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' {}", init, init_problem),
+                   "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
+                   "checkpoint folder (relative paths are from the current folder)."});
+  }
+  if (model != ModelName::Torchscript) return out;
+  // The TorchScript file: checked here so a typo fails before any rank starts.
+  const std::string path = as_text(job, "model.path");
+  const char* fix = "Set model.path (--model-path) to the file written by torch.jit.save(torch.jit.script(module), PATH).";
+  if (path.empty()) {
+    out.push_back({true, {"model.path"}, "model.path is empty but model.name is torchscript", fix});
+  } else if (ranks_run_here(job) && !std::filesystem::is_regular_file(path, ec)) {
+    const std::string why = not_regular_file(path);
+    out.push_back({true, {"model.path"}, fmt::format("model.path '{}' {}", path, why.empty() ? "is not a file" : why), fix});
+  }
+  // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
+  if (get(job, "fsdp.activation_checkpointing").get<bool>() && get(job, "fsdp.wrap_module_types").empty() &&
+      as_text(job, "fsdp.wrap_policy") != "size") {
+    out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
+                   "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "
+                   "recompute: fsdp.wrap_module_types is empty",
+                   "Name the block submodules in fsdp.wrap_module_types (class names such as Block, "
+                   "or dotted names such as blocks.0), or set fsdp.wrap_policy size."});
+  }
+  return out;
+}
+
+// Launch topology and how the program runs.
+std::vector<Problem> launch_problems(const Resolved& r) {
+  const json& job = r.job;
+  std::vector<Problem> out;
+  const std::string launcher = as_text(job, "launch.launcher");
+  if (launcher == "local" && min_nodes(job) > 1) {
+    out.push_back({true, {"launch.nnodes", "launch.launcher"},
+                   fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
+                               min_nodes(job)),
+                   "Use launcher ssh with a hostfile, or slurm."});
+  }
+  if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
+    out.push_back({true, {"launch.launcher", "launch.hostfile"},
+                   "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
+                   "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
+  }
+  // How the program runs: -m needs Python, --no-python rules it out.
+  if (get(job, "launch.module").get<bool>() && get(job, "launch.no_python").get<bool>()) {
+    out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
+                   "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
+  }
+  if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
+      min_nodes(job) != as_int(job, "slurm.nodes")) {
+    out.push_back({true, {"launch.nnodes", "slurm.nodes"},
+                   fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
+                               min_nodes(job), as_int(job, "slurm.nodes")),
+                   "Set only slurm.nodes; the launcher takes the node count from the allocation."});
+  }
+  return out;
+}
+
 }  // namespace
 
 long long min_nodes(const json& job) {
@@ -149,60 +228,12 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    "Each attention head gets n_embd / n_head dimensions; pick values that divide."});
   }
 
-  // Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
-  // files than this machine, so only local and Slurm launches are checked here).
-  const std::string init = as_text(job, "model.init");
-  std::error_code ec;
-  // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
-  const std::string init_problem =
-      init.empty() || as_text(job, "launch.launcher") == "ssh" || std::filesystem::is_directory(init, ec)
-          ? std::string()
-          : not_regular_file(init);
-  if (!init_problem.empty()) {
-    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' {}", init, init_problem),
-                   "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
-                   "checkpoint folder (relative paths are from the current folder)."});
-  }
-
-  // Files the trainer reads: checked here so a typo fails before any rank starts (when the ranks
-  // run on this machine: launcher local, or auto without a hostfile; on ssh/Slurm nodes the path
-  // is resolved on the node).
-  const std::string starter = as_text(job, "launch.launcher");
-  const bool local = starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
-  auto missing_file = [&](const std::string& key, const std::string& what, const std::string& fix) {
-    const std::string path = as_text(job, key);
-    std::error_code ec;
-    if (path.empty()) {
-      out.push_back({true, {key}, fmt::format("{} is empty but {}", key, what), fix});
-    } else if (local && !std::filesystem::is_regular_file(path, ec)) {
-      const std::string why = not_regular_file(path);
-      out.push_back({true, {key}, fmt::format("{} '{}' {}", key, path, why.empty() ? "is not a file" : why), fix});
-    }
-  };
-  if (model == ModelName::Torchscript) {
-    missing_file("model.path", "model.name is torchscript",
-                 "Set model.path (--model-path) to the file written by "
-                 "torch.jit.save(torch.jit.script(module), PATH).");
-    // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
-    if (get(job, "fsdp.activation_checkpointing").get<bool>() &&
-        str::trim(as_text(job, "fsdp.wrap_module_types")).empty() &&
-        as_text(job, "fsdp.wrap_policy") != "size") {
-      out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
-                     "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "
-                     "recompute: fsdp.wrap_module_types is empty",
-                     "Name the block submodules in fsdp.wrap_module_types (class names such as Block, "
-                     "or dotted names such as blocks.0), or set fsdp.wrap_policy size."});
-    }
-  }
-  if (as_text(job, "data.name") == "tensors") {
-    missing_file("data.path", "data.name is tensors",
-                 "Set data.path (--data-path) to a file written by torch.save({\"input\": X, "
-                 "\"target\": Y}, PATH).");
-  }
-  const std::string data = as_text(job, "data.name");
-  if ((data == "tensors" || data == "tokens") && !as_text(job, "data.val_path").empty()) {
-    missing_file("data.val_path", "", "Point data.val_path at an existing file, or leave it empty.");
-  }
+  for (auto& p : model_file_problems(job)) out.push_back(std::move(p));
+  // The dataset's files, from the one table (data_checks.cpp): here what the settings alone show
+  // (a needed path left empty); the files themselves on the host whose ranks read them, before
+  // any rank starts (check_before_launch, check_data_files), since a job file is often checked
+  // where its data is not (a login node before `mtrain slurm submit`).
+  for (auto& p : data_file_problems(job, false)) out.push_back(std::move(p));
 
   // Schedule.
   if (as_text(job, "sched.name") == "cosine" && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
@@ -212,31 +243,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                    "The cosine schedule decays from optim.lr down to sched.min_lr."});
   }
 
-  // Launch topology.
-  const std::string launcher = as_text(job, "launch.launcher");
-  if (launcher == "local" && min_nodes(job) > 1) {
-    out.push_back({true, {"launch.nnodes", "launch.launcher"},
-                   fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
-                               min_nodes(job)),
-                   "Use launcher ssh with a hostfile, or slurm."});
-  }
-  if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
-    out.push_back({true, {"launch.launcher", "launch.hostfile"},
-                   "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
-                   "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
-  }
-  // How the program runs: -m needs Python, --no-python rules it out.
-  if (get(job, "launch.module").get<bool>() && get(job, "launch.no_python").get<bool>()) {
-    out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
-                   "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
-  }
-  if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
-      min_nodes(job) != as_int(job, "slurm.nodes")) {
-    out.push_back({true, {"launch.nnodes", "slurm.nodes"},
-                   fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
-                               min_nodes(job), as_int(job, "slurm.nodes")),
-                   "Set only slurm.nodes; the launcher takes the node count from the allocation."});
-  }
+  for (auto& p : launch_problems(r)) out.push_back(std::move(p));
   return out;
 }
 

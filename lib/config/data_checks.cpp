@@ -4,12 +4,13 @@
 
 #include <filesystem>
 
-#include "mtrain/core/untrusted_file.hpp"
-
 #include <fmt/format.h>
 
 #include "mtrain/config/names.hpp"
+#include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/token_file.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,10 +24,25 @@ ModelName model_of(const json& job) { return model_from_text(text(job, "model.na
 
 using Check = std::vector<Problem> (*)(const json& job);
 
+// What a file setting of a dataset must name on disk.
+enum class FileKind {
+  Text,     // any readable file (its bytes are the tokens)
+  Tensors,  // a torch.save'd {"input": X, "target": Y} (the ranks read the pickle)
+  Tokens,   // a token file whose header agrees with its size (core/token_file.hpp)
+  Cifar10,  // the folder of CIFAR-10's binary version
+};
+
+struct DataFile {
+  const char* key;  // data.path, data.val_path
+  FileKind kind;
+  bool required;    // empty is an error (else empty means: none, or the embedded corpus)
+  const char* hint;
+};
+
 struct DataRule {
   const char* name;
   Check model;  // can the model read it (pure)
-  Check path;   // is data.path there (file system)
+  std::vector<DataFile> files;
 };
 
 std::vector<Problem> none(const json&) { return {}; }
@@ -78,42 +94,53 @@ std::string unreadable(const fs::path& p, bool folder) {
   return "";
 }
 
-std::vector<Problem> text_path(const json& job) {
-  const std::string path = text(job, "data.path");
-  if (path.empty()) return {};  // the embedded corpus
-  if (auto why = unreadable(path, false); !why.empty())
-    return {{true, {"data.path"}, fmt::format("data.path '{}' {}", path, why),
-             "Give a text file (any bytes; it is read as byte-level tokens), or leave data.path empty for the "
-             "embedded corpus."}};
-  return {};
-}
+constexpr const char* kCifar10Hint =
+    "data.path is the folder of CIFAR-10's binary version (cifar-10-batches-bin: data_batch_1.bin … "
+    "data_batch_5.bin and test_batch.bin).";
+constexpr const char* kValHint = "Point data.val_path at an existing file, or leave it empty.";
 
-std::vector<Problem> cifar10_path(const json& job) {
-  const std::string path = text(job, "data.path");
-  const char* hint = "data.path is the folder of CIFAR-10's binary version (cifar-10-batches-bin: data_batch_1.bin … "
-                     "data_batch_5.bin and test_batch.bin).";
-  if (path.empty()) return {{true, {"data.path", "data.name"}, "data 'cifar10' needs data.path", hint}};
-  if (auto why = unreadable(path, true); !why.empty())
-    return {{true, {"data.path"}, fmt::format("data.path '{}' {}", path, why), hint}};
-  std::vector<std::string> missing;
-  for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
-                        "data_batch_5.bin", "test_batch.bin"})
-    if (!unreadable(fs::path(path) / f, false).empty()) missing.push_back(f);
-  if (!missing.empty())
-    return {{true, {"data.path"},
-             fmt::format("data.path '{}' lacks {} of CIFAR-10 ({})", path, missing.size() == 1 ? "a file" : "files",
-                         str::join(missing, ", ")),
-             hint}};
-  return {};
-}
-
+// The one table: every dataset, the model it suits, and the files it reads. A new dataset adds
+// one row; every data check below walks it.
 const std::vector<DataRule>& data_rules() {
   static const std::vector<DataRule> rules = {
-      {"synthetic", none, none},
-      {"text", text_model, text_path},
-      {"cifar10", cifar10_model, cifar10_path},
+      {"synthetic", none, {}},
+      {"text", text_model,
+       {{"data.path", FileKind::Text, false,
+         "Give a text file (any bytes; it is read as byte-level tokens), or leave data.path empty for the "
+         "embedded corpus."}}},
+      {"cifar10", cifar10_model, {{"data.path", FileKind::Cifar10, true, kCifar10Hint}}},
+      {"tensors", none,
+       {{"data.path", FileKind::Tensors, true,
+         "Set data.path (--data-path) to a file written by torch.save({\"input\": X, \"target\": Y}, PATH)."},
+        {"data.val_path", FileKind::Tensors, false, kValHint}}},
+      {"tokens", none,
+       {{"data.path", FileKind::Tokens, true,
+         "Set data.path (--data-path) to a token file: nanoGPT's train.bin or an llm.c .bin."},
+        {"data.val_path", FileKind::Tokens, false, kValHint}}},
   };
   return rules;
+}
+
+// One file on this machine against its kind: "" when fine, else what is wrong (after the path).
+std::string file_problem(const DataFile& f, const std::string& path) {
+  if (f.kind == FileKind::Tokens) {
+    try {
+      (void)read_token_file_layout(path, f.key);
+    } catch (const Error& e) {
+      return e.message();  // names the setting and the file itself
+    }
+    return "";
+  }
+  if (auto why = unreadable(path, f.kind == FileKind::Cifar10); !why.empty())
+    return fmt::format("{} '{}' {}", f.key, path, why);
+  if (f.kind != FileKind::Cifar10) return "";
+  std::vector<std::string> missing;
+  for (const char* name : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
+                           "data_batch_5.bin", "test_batch.bin"})
+    if (!unreadable(fs::path(path) / name, false).empty()) missing.push_back(name);
+  if (missing.empty()) return "";
+  return fmt::format("{} '{}' lacks {} of CIFAR-10 ({})", f.key, path, missing.size() == 1 ? "a file" : "files",
+                     str::join(missing, ", "));
 }
 
 const DataRule* rule_for(const json& job) {
@@ -136,9 +163,25 @@ std::vector<Problem> data_model_problems(const json& job) {
   return r ? r->model(job) : std::vector<Problem>{};
 }
 
-std::vector<Problem> data_path_problems(const json& job) {
+std::vector<Problem> data_file_problems(const json& job, bool on_disk) {
   const DataRule* r = rule_for(job);
-  return r ? r->path(job) : std::vector<Problem>{};
+  if (!r) return {};
+  std::vector<Problem> out;
+  for (const DataFile& f : r->files) {
+    const std::string path = text(job, f.key);
+    if (path.empty()) {
+      if (f.required)
+        out.push_back({true, {f.key, "data.name"}, fmt::format("{} is empty but data.name is {}", f.key, r->name), f.hint});
+    } else if (on_disk) {
+      if (std::string why = file_problem(f, path); !why.empty()) out.push_back({true, {f.key}, why, f.hint});
+    }
+  }
+  return out;
+}
+
+void check_data_files(const json& job) {
+  for (const Problem& p : data_file_problems(job, true))
+    if (p.error) throw Error(p.message, p.hint);
 }
 
 }  // namespace mtrain::config

@@ -176,20 +176,7 @@ json parse_json_with_comments(const std::string& text, const std::string& origin
 }
 
 json yaml_to_json(const std::string& text, const std::string& origin) {
-  // yaml-cpp passes any bytes through; JSON (and everything that prints it) needs UTF-8.
-  if (auto bad = str::invalid_utf8_at(text)) {
-    auto [line, col] = line_col(text, *bad);
-    throw Error(fmt::format("{}:{}:{}: not valid UTF-8 (byte 0x{:02x})", origin, line, col,
-                            static_cast<unsigned char>(text[*bad])),
-                "Save the file as UTF-8.");
-  }
-  YAML::Node root;
-  try {
-    root = load_yaml_limited(text, origin);  // size, depth and alias-expansion limits
-  } catch (const YAML::ParserException& e) {
-    throw Error(fmt::format("{}:{}:{}: not valid YAML: {}", origin, e.mark.line + 1, e.mark.column + 1, e.msg),
-                "Check the indentation and quoting near that spot.");
-  }
+  const YAML::Node root = load_yaml_document(text, origin);  // UTF-8, limits, syntax: file:line:col
   try {
     return node_to_json(root);
   } catch (Error& e) {

@@ -67,8 +67,9 @@ std::vector<Problem> resume_problems(const json& job) {
 
 void check_before_launch(const json& job, long long world) {
   std::vector<Problem> all;
-  for (auto* f : {&data_model_problems, &data_path_problems, &work_dir_problems, &resume_problems})
+  for (auto* f : {&data_model_problems, &work_dir_problems, &resume_problems})
     for (auto& p : f(job)) all.push_back(std::move(p));
+  for (auto& p : data_file_problems(job, true)) all.push_back(std::move(p));
   for (auto& p : batch_problems(job, world)) all.push_back(std::move(p));
   std::vector<std::string> lines;
   const Problem* first = nullptr;

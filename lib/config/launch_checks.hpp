@@ -17,7 +17,7 @@ std::vector<Problem> work_dir_problems(const json& job);
 // COMPLETE marker the trainer writes last. (The ranks still verify every file's checksum.)
 std::vector<Problem> resume_problems(const json& job);
 
-// Every problem above, data_path_problems and batch_problems(job, world) (world 0: not known
+// Every problem above, the data checks (data_checks.hpp, on disk) and batch_problems(job, world) (world 0: not known
 // before the rendezvous), as one mtrain::Error (exit 2). `job` is the job spec the ranks get.
 void check_before_launch(const json& job, long long world);
 

@@ -6,9 +6,11 @@
 #include <regex>
 #include <stdexcept>
 
+#include "mtrain/config/slurm_time.hpp"
 #include "mtrain/config/slurm_values.hpp"
 
 #include "mtrain/config/setting_builders.hpp"
+#include "mtrain/core/index_list.hpp"
 #include "mtrain/core/node_count.hpp"
 #include "mtrain/core/strings.hpp"
 
@@ -16,10 +18,6 @@ namespace mtrain::config {
 namespace detail {
 
 namespace {
-
-bool all_digits(const std::string& s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
-}
 
 std::string check_nproc(const std::string& t) {
   if (t == "auto" || t == "cpu" || t == "gpu") return "";
@@ -29,33 +27,11 @@ std::string check_nproc(const std::string& t) {
   return "";
 }
 
-// "", "all", or comma-separated indices and ranges: "0,1,3", "0-3".
-std::string check_gpus(const std::string& t) {
-  if (t.empty() || t == "all") return "";
-  for (const auto& part : str::split(t, ',')) {
-    auto ends = str::split(part, '-');
-    if (ends.size() > 2 || !std::all_of(ends.begin(), ends.end(), all_digits))
-      return "'" + part + "' is not a GPU index or range like 0-3";
-    if (ends.size() == 2 && std::stoll(ends[0]) > std::stoll(ends[1]))
-      return "range '" + part + "' runs backwards";
-  }
-  return "";
-}
+// "", "all", or indices and ranges: "0,1,3", "0-3" — the launcher's own grammar (core/index_list.hpp).
+std::string check_gpus(const std::string& t) { return read_index_selection(t, "GPU id").problem; }
 
-// Slurm's --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (and "" for the partition default).
-std::string check_time(const std::string& t) {
-  if (t.empty() || t == "UNLIMITED" || t == "INFINITE" || t == "unlimited" || t == "infinite") return "";
-  std::string rest = t;
-  auto dash = t.find('-');
-  if (dash != std::string::npos) {
-    if (!all_digits(t.substr(0, dash))) return "days before '-' must be a number";
-    rest = t.substr(dash + 1);
-  }
-  auto parts = str::split(rest, ':');
-  if (parts.size() > 3 || !std::all_of(parts.begin(), parts.end(), all_digits))
-    return "not a Slurm time limit (minutes, HH:MM:SS or D-HH:MM:SS)";
-  return "";
-}
+// Slurm's --time forms, as the Slurm job reads them (slurm_time.hpp).
+std::string check_time(const std::string& t) { return read_slurm_time(t).problem; }
 
 // N or MIN:MAX: the launcher's own grammar (core/node_count.hpp).
 std::string check_nnodes(const std::string& t) { return read_nnodes(t).problem; }
@@ -123,15 +99,8 @@ Setting invocation(Setting s) {
   return s;
 }
 
-// --ranks-filter: "" (every rank) or ranks separated by commas, "0" or "0,3".
-std::string check_ranks(const std::string& t) {
-  if (str::trim(t).empty()) return "";
-  for (const auto& part : str::split(t, ',')) {
-    const auto n = str::parse_uint(str::trim(part));
-    if (!n || *n > (1u << 20)) return "'" + str::trim(part) + "' is not a rank";
-  }
-  return "";
-}
+// --ranks-filter: "" or all (every rank), or ranks like "0" or "0,3" (core/index_list.hpp).
+std::string check_ranks(const std::string& t) { return read_index_selection(t, "rank").problem; }
 
 }  // namespace
 

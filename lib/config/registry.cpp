@@ -50,6 +50,7 @@ static std::string number_text(double v) {
 
 std::string describe_type(const Setting& s) {
   if (s.list) {
+    if (!s.format.empty()) return s.format;
     Setting item = s;
     item.list = false;
     return "a list (each flag or --set adds one), each item " + describe_type(item);
@@ -126,12 +127,15 @@ static void check_range(const Setting& s, double v, const std::string& shown) {
   if (s.max && v > *s.max) throw bad_value(s, shown, fmt::format("above the maximum {}", *s.max));
 }
 
-// A name list's canonical text: items trimmed, empty ones dropped, joined by ','.
-static std::string name_list_text(const std::vector<std::string>& items) {
-  std::vector<std::string> kept;
-  for (const auto& i : items)
-    if (!str::trim(i).empty()) kept.push_back(str::trim(i));
-  return str::join(kept, ",");
+// The items of a list setting's text (registry.hpp: Setting::list_separator).
+static std::vector<std::string> list_items(const Setting& s, const std::string& raw) {
+  if (s.list_separator == '\n') return str::split(raw, '\n');
+  std::string t = str::trim(raw);
+  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
+  std::vector<std::string> names;
+  for (const auto& i : str::split(t, s.list_separator))
+    if (!str::trim(i).empty()) names.push_back(str::trim(i));
+  return names;
 }
 
 json Registry::parse_text(const Setting& s, const std::string& raw) const {
@@ -144,15 +148,10 @@ json Registry::parse_text(const Setting& s, const std::string& raw) const {
     Setting item = s;
     item.list = false;
     json out = json::array();
-    for (const auto& line : str::split(raw, '\n')) out.push_back(parse_text(item, line));
+    for (const auto& one : list_items(s, raw)) out.push_back(parse_text(item, one));
     return out;
   }
-  std::string text = raw;
-  if (s.name_list && s.type == Type::String) {
-    std::string t = str::trim(raw);
-    if (t.size() >= 2 && t.front() == '[' && t.back() == ']') t = t.substr(1, t.size() - 2);
-    text = name_list_text(str::split(t, ','));
-  }
+  const std::string& text = raw;
   const std::string shown = "'" + raw + "'";
   if (s.allow_auto && text == "auto") return text;
   switch (s.type) {
@@ -203,6 +202,8 @@ json Registry::check_value(const Setting& s, const json& v) const {
   if (s.list) {
     Setting item = s;
     item.list = false;
+    // A text where a list is expected reads as the list's text, as from a flag.
+    if (v.is_string()) return parse_text(s, v.get<std::string>());
     json out = json::array();
     for (const auto& one : v.is_array() ? v : json::array({v})) {
       if (one.is_array() || one.is_object()) throw bad_value(s, v.dump(), "items must be plain values");
@@ -229,14 +230,6 @@ json Registry::check_value(const Setting& s, const json& v) const {
       check_range(s, v.get<double>(), shown);
       return v.get<double>();
     case Type::String:
-      if (s.name_list && v.is_array()) {
-        std::vector<std::string> items;
-        for (const auto& e : v) {
-          if (!e.is_string()) throw bad_value(s, shown, "list items must be names");
-          items.push_back(e.get<std::string>());
-        }
-        return parse_text(s, name_list_text(items));
-      }
       if (v.is_string()) return parse_text(s, v.get<std::string>());
       if (v.is_number() || v.is_boolean()) return parse_text(s, v.dump());
       throw bad_value(s, shown);

@@ -41,17 +41,18 @@ struct Setting {
   // with a non-empty `flag`) never add it twice; cli_flag() gives whichever is set.
   std::string launcher_flag;
   std::vector<std::string> aliases;  // other spellings of the flag, without dashes ("nproc")
-  // Several values (a YAML list; each flag or --set appends, in order). Each item is checked as
-  // the setting's type; the default is an empty list.
+  // Several values, stored as a JSON array (a YAML list; each flag appends, in order). Each item
+  // is checked as the setting's type; the default is an empty list. One text (a flag, a variable,
+  // --set, a YAML scalar) holds its items separated by `list_separator`: a line break (repeated
+  // flags are joined with it; slurm.setup lines hold commas) or ',' for a list of names, which
+  // may also be bracketed ("[Block, Linear]"); names are trimmed and empty ones dropped.
   bool list = false;
+  char list_separator = '\n';
   bool allow_auto = false;      // Int/Float: the text "auto" is also accepted (DeepSpeed style)
   // String: what the text may look like ("N, auto, cpu or gpu") and a check returning the
   // problem ("" when fine). Both empty: any text.
   std::string format;
   std::function<std::string(const std::string&)> check_text;
-  // String: a list of names, written as a YAML/JSON list ([Block, Linear]), as the text
-  // "[Block, Linear]" or comma-separated; always stored as comma-separated text ("Block,Linear").
-  bool name_list = false;
   // The setting describes one node or one run of `mtrain launch` (--node-rank, --node-name,
   // --dry-run, --format), not the job: every node of a job reads the same job file, and a file
   // that said "node 1" or "print the plan only" would be wrong on every other node or run. So

@@ -64,7 +64,8 @@ void add_strategy_settings(Registry& r) {
              "blocks activation checkpointing recomputes), by class name without TorchScript's "
              "__torch__. path and ___torch_mangle_N (e.g. Block), or by dotted name (e.g. "
              "blocks.0); outermost match.");
-  wrap_types.name_list = true;
+  wrap_types.list = true;
+  wrap_types.list_separator = ',';
   wrap_types.format = "a list of names ([Block, Linear] or Block,Linear)";
   r.add(std::move(wrap_types));
   r.add(boolean("fsdp.forward_prefetch", false,

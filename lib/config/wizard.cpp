@@ -12,7 +12,7 @@
 #include "mtrain/config/config_commands.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/data_files.hpp"
+#include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/config/validate.hpp"

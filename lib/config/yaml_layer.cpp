@@ -84,27 +84,13 @@ struct Walker {
       out.positions[s.key] = at(file, v.Mark());
       return;
     }
-    std::string text;
-    if (v.IsSequence() && s.name_list) {  // [Block, Linear]: the list's names, comma-separated
-      std::vector<std::string> items;
-      for (const auto& e : v) {
-        if (!e.IsScalar()) {
-          issue(e.Mark(), s.key, fmt::format("setting '{}' got a list holding a {}", s.key,
-                                             e.IsSequence() ? "list" : "mapping"),
-                fmt::format("It takes {}.", describe_type(s)));
-          return;
-        }
-        items.push_back(e.Scalar());
-      }
-      text = "[" + str::join(items, ",") + "]";
-    } else if (!v.IsScalar()) {
+    if (!v.IsScalar()) {
       issue(v.Mark(), s.key,
             fmt::format("setting '{}' got a {}", s.key, v.IsSequence() ? "list" : "mapping"),
             fmt::format("It takes a single value: {}.", describe_type(s)));
       return;
-    } else {
-      text = v.Scalar();
     }
+    std::string text = v.Scalar();
     // yaml-cpp decodes escapes and UTF-16/32 input into bytes that need not be UTF-8 (lone
     // surrogates); the value becomes JSON, whose dump throws on them.
     if (str::invalid_utf8_at(text)) {
@@ -190,26 +176,13 @@ YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const s
   YamlLayer out;
   out.layer.source = source;
   out.layer.origin = origin;
-  // yaml-cpp passes any bytes through; settings become JSON, whose dump throws on bad UTF-8.
-  if (auto bad = str::invalid_utf8_at(text)) {
-    int line = 0, column = 0;
-    for (size_t i = 0; i < *bad; ++i) text[i] == '\n' ? (++line, column = 0) : ++column;
-    out.issues.push_back({true, {origin, line + 1, column + 1}, "",
-                          fmt::format("not valid UTF-8 (byte 0x{:02x})", static_cast<unsigned char>(text[*bad])),
-                          "Save the file as UTF-8."});
+  YamlDocument doc = read_yaml_document(text, origin);  // UTF-8, limits, syntax
+  if (doc.problem) {
+    const YamlProblem& p = *doc.problem;
+    out.issues.push_back({true, {origin, p.line, p.column}, "", p.message, p.hint});
     return out;
   }
-  YAML::Node root;
-  try {
-    root = load_yaml_limited(text, origin);
-  } catch (const YAML::ParserException& e) {
-    out.issues.push_back({true, at(origin, e.mark), "", "not valid YAML: " + e.msg,
-                          "Check the indentation and quoting near that spot."});
-    return out;
-  } catch (const Error& e) {  // over a size, depth or alias-expansion limit
-    out.issues.push_back({true, {origin, 0, 0}, "", without_origin(e.message(), origin), e.hint()});
-    return out;
-  }
+  const YAML::Node& root = doc.root;
   if (!root || root.IsNull()) return out;  // an empty file sets nothing
   if (!root.IsMap()) {
     out.issues.push_back({true, at(origin, root.Mark()), "", "a job file must be a mapping of settings",

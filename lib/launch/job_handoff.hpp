@@ -32,7 +32,7 @@ JobSource job_source(const LaunchOptions& o, const EnvMap& env, bool config_file
 std::vector<std::string> hand_job_over(LaunchOptions& o, JobSource source, const config::Resolved& r, const EnvMap& env,
                                        const std::string& self_exe);
 
-// The bundled trainer's data files are checked on the host whose ranks read them: not by a
+// The bundled trainer's model file is checked on the host whose ranks read it: not by a
 // launcher that only starts the hostfile's nodes over ssh (each node's agent checks its own),
 // nor for --dry-run.
 bool checks_trainer_files_here(const LaunchOptions& o);

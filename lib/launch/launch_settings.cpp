@@ -3,8 +3,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/topology/gpu_list.hpp"
+#include "mtrain/core/index_list.hpp"
 
 namespace mtrain::launch {
 
@@ -92,10 +91,10 @@ const std::vector<LaunchBinding>& launch_bindings() {
       {"launch.no_prefix", [](O& o, const json& v, bool) { o.output.prefix = !v.get<bool>(); }},
       {"launch.ranks_filter",
        [](O& o, const json& v, bool) {
-         // The registry checked the text (launch_settings.cpp); empty: every rank.
+         // The registry checked the text with the same grammar (core/index_list.hpp); "" or all:
+         // every rank.
          o.output.ranks_filter.clear();
-         if (!str::trim(text_of(v)).empty())
-           for (int r : topology::parse_gpu_list(text_of(v), "--ranks-filter")) o.output.ranks_filter.insert(r);
+         for (int r : parse_index_selection(text_of(v), "--ranks-filter", "rank")) o.output.ranks_filter.insert(r);
        }},
       {"launch.python", text([](O& o) -> std::string& { return o.plan.python; })},
       {"launch.module", value<bool>([](O& o) -> bool& { return o.plan.module; })},

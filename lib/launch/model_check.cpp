@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_files.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/torchscript_trust.hpp"
@@ -58,7 +57,6 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
 namespace mtrain::launch {
 
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
-  config::check_data_files(job);
   if (config::get(job, "model.name").get<std::string>() == "torchscript")
     check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
                             config::get(job, "model.trust_code").get<bool>());

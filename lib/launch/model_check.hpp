@@ -26,8 +26,9 @@ std::optional<Error> torchscript_incompatibility(const std::string& model_path, 
 // `worker_path` (skipped when the worker has none: built before they were recorded).
 void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
 
-// The bundled trainer's input files, before any rank starts on this host: the data files
-// (config::check_data_files) and, for model.name torchscript, check_torchscript_model.
+// The bundled trainer's model file, before any rank starts on this host: for model.name
+// torchscript, check_torchscript_model. (The data files are checked with every other problem of
+// the job by config::check_before_launch, from data_checks.cpp's table.)
 void check_trainer_files(const config::json& job, const std::string& worker_path);
 
 }  // namespace mtrain::launch

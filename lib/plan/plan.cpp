@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/index_list.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/topology/filter.hpp"
 #include "mtrain/topology/gpu_list.hpp"
@@ -24,7 +25,9 @@ std::string pool_text(const HostFacts& f) {
 // The GPUs this node uses, from --gpus / --include / --exclude over the pool. `explicit_sel`
 // tells whether the user chose them (then the rank count must match) or took the whole pool.
 std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& explicit_sel) {
-  int given = !o.gpus.empty() + !o.include.empty() + !o.exclude.empty();
+  // --gpus all (or "") is every GPU, as if not given (core/index_list.hpp).
+  const std::vector<int> gpu_ids = parse_index_selection(o.gpus, "--gpus", "GPU id");
+  int given = !gpu_ids.empty() + !o.include.empty() + !o.exclude.empty();
   if (given > 1)
     throw Error("--gpus, --include and --exclude select GPUs in different ways and cannot be combined",
                 "Use one of them.");
@@ -52,18 +55,17 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
   if (!explicit_sel) return f.gpu_pool;
   if (f.gpu_pool.empty())
     throw Error(fmt::format("GPUs were selected ({}) but {}",
-                            !o.gpus.empty() ? "--gpus " + o.gpus
+                            !gpu_ids.empty() ? "--gpus " + o.gpus
                                             : !o.include.empty() ? "--include " + o.include
                                                                  : "--exclude " + o.exclude,
                             pool_text(f)),
                 "Run CPU ranks with --nproc-per-node N (or cpu), or check CUDA_VISIBLE_DEVICES.");
-  if (!o.gpus.empty()) {
-    auto ids = topology::parse_gpu_list(o.gpus, "--gpus");
-    for (int id : ids)
+  if (!gpu_ids.empty()) {
+    for (int id : gpu_ids)
       if (std::find(f.gpu_pool.begin(), f.gpu_pool.end(), id) == f.gpu_pool.end())
         throw Error(fmt::format("--gpus {}: GPU {} is not available; {}", o.gpus, id, pool_text(f)),
                     "Pick GPUs from that list.");
-    return ids;
+    return gpu_ids;
   }
   topology::Inventory inv{{"localhost", "", f.gpu_pool}};
   std::sort(inv[0].slots.begin(), inv[0].slots.end());

@@ -55,10 +55,6 @@ struct SettingInfo {
 };
 const std::vector<SettingInfo>& job_settings();
 
-// Set one setting from text (a flag value or a YAML scalar), parsed and checked by the registry.
-// Throws mtrain::Error naming the key and the value; unknown keys get a "did you mean".
-void apply_setting(JobOptions& job, const std::string& key, const std::string& value);
-
 // The options of a resolved job (config::resolve_job: defaults < user file < job file <
 // MTRAIN_SLURM_* < flags < --set): every slurm.* setting onto its field.
 JobOptions job_options_from(const nlohmann::json& resolved);
@@ -67,13 +63,11 @@ JobOptions job_options_from(const nlohmann::json& resolved);
 // not have (a test keeps this empty).
 std::vector<std::string> unbound_settings();
 
-// Read the `slurm:` section of a YAML job file (other sections are ignored here). Errors name
-// file:line:column. Also records the file (absolute) in job.config.
-void apply_job_file(JobOptions& job, const std::string& path);
-// The same for the file's text (`path` names it in errors); does not set job.config.
-void apply_job_text(JobOptions& job, const std::string& text, const std::string& path);
+// The value the agent's launch arguments give a launch.* setting (`--flag V` or `--flag=V`, in any
+// spelling `mtrain launch` takes for it: config::flag_spellings); the first one, none when absent.
+std::optional<std::string> launch_arg_value(const std::vector<std::string>& args, const std::string& key);
 
-// The rank count of `mtrain launch --nproc-per-node N` (or --nproc N) among the agent's launch
+// The rank count of `mtrain launch --nproc-per-node N` (any spelling) among the agent's launch
 // arguments; none when absent or not a number (auto, cpu, gpu are counted on the node).
 std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args);
 

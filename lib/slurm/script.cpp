@@ -90,11 +90,8 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
 std::vector<std::string> agent_launch_args(const JobOptions& job) {
   std::vector<std::string> args;
   if (!job.config.empty()) args.insert(args.end(), {"--config", job.config});
-  bool has_nproc = false;
-  for (const auto& a : job.launch_args)
-    has_nproc = has_nproc || str::starts_with(a, "--nproc-per-node") || str::starts_with(a, "--nproc_per_node") ||
-                a == "--nproc" || str::starts_with(a, "--nproc=");
-  if (!has_nproc) args.push_back(fmt::format("--nproc-per-node={}", job.ntasks_per_node));
+  if (!launch_arg_value(job.launch_args, "launch.nproc_per_node"))
+    args.push_back(fmt::format("--nproc-per-node={}", job.ntasks_per_node));
   args.insert(args.end(), job.launch_args.begin(), job.launch_args.end());
   return args;
 }

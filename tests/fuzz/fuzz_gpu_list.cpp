@@ -1,7 +1,8 @@
-// GPU id lists: --gpus and CUDA_VISIBLE_DEVICES. A parsed list formats and parses back to itself.
+// GPU id lists: --gpus (core/index_list) and CUDA_VISIBLE_DEVICES. A parsed list formats and parses back to itself.
 #include <set>
 
 #include "fuzz_common.hpp"
+#include "mtrain/core/index_list.hpp"
 #include "mtrain/topology/gpu_list.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -13,9 +14,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       FUZZ_CHECK(id >= 0);
       FUZZ_CHECK(seen.insert(id).second);
     }
-    if (!ids.empty()) FUZZ_CHECK(topology::parse_gpu_list(topology::format_gpu_list(ids), "round trip") == ids);
+    if (!ids.empty()) FUZZ_CHECK(parse_index_list(topology::format_gpu_list(ids), "round trip", "GPU id") == ids);
   };
-  fuzz::accepts([&] { check(topology::parse_gpu_list(in, "--gpus")); });
+  fuzz::accepts([&] { check(parse_index_selection(in, "--gpus", "GPU id")); });
   fuzz::accepts([&] { check(topology::parse_visible_devices(in)); });
   return 0;
 }

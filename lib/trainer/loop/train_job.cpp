@@ -5,6 +5,7 @@
 #include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/strings.hpp"
 
 namespace mtrain::trainer {
 
@@ -107,7 +108,7 @@ ModelSpec model_spec(const Reader& r) {
   s.num_classes = r.integer("model.num_classes");
   s.path = r.text("model.path");
   s.loss = r.text("model.loss");
-  s.wrap_module_types = r.text("fsdp.wrap_module_types");
+  s.wrap_module_types = str::join(r.at("fsdp.wrap_module_types").get<std::vector<std::string>>(), ",");
   s.wrap_policy = r.text("fsdp.wrap_policy");
   s.min_num_params = r.integer("fsdp.min_num_params");
   s.activation_checkpointing = r.flag("fsdp.activation_checkpointing");

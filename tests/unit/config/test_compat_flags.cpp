@@ -149,3 +149,12 @@ TEST_CASE("the table: unique spellings, every refusal names an equivalent, help 
                         "--config_file", "--gradient_accumulation_steps"})
     CHECK(find_compat_flag(s) != nullptr);
 }
+
+TEST_CASE("flag_spellings: every spelling of a launch flag, from the registry and this table", "[compat]") {
+  CHECK(flag_spellings("launch.nproc_per_node") == Words{"--nproc-per-node", "--nproc", "--nproc_per_node"});
+  CHECK(flag_spellings("launch.nnodes") == Words{"--nnodes", "--num_machines", "--num-machines"});  // accelerate
+  // Each foreign spelling the table renames is one of its target's spellings.
+  for (const auto& c : compat_flags())
+    if (c.action == CompatAction::Rename && c.target == "--node-rank")
+      for (const auto& s : c.spellings) CHECK_THAT(flag_spellings("launch.node_rank"), Catch::VectorContains(s));
+}

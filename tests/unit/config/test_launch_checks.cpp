@@ -47,24 +47,61 @@ TEST_CASE("model/data combinations that cannot train", "[config][launch_checks]"
 
 TEST_CASE("data.path must exist as the dataset needs it", "[config][launch_checks]") {
   TempDir d;
-  CHECK(data_path_problems(job({})).empty());  // the embedded corpus
-  auto missing = data_path_problems(job({{"data.path", (d.path / "nope.txt").string()}}));
+  CHECK(data_file_problems(job({}), true).empty());  // the embedded corpus
+  auto missing = data_file_problems(job({{"data.path", (d.path / "nope.txt").string()}}), true);
   REQUIRE(missing.size() == 1);
   CHECK_THAT(missing[0].message, Catch::Contains("does not exist"));
   CHECK(missing[0].keys[0] == "data.path");
-  CHECK_THAT(data_path_problems(job({{"data.path", d.path.string()}}))[0].message, Catch::Contains("is a folder"));
+  CHECK_THAT(data_file_problems(job({{"data.path", d.path.string()}}), true)[0].message, Catch::Contains("is a folder"));
   std::ofstream(d.path / "corpus.txt") << "hello";
-  CHECK(data_path_problems(job({{"data.path", (d.path / "corpus.txt").string()}})).empty());
+  CHECK(data_file_problems(job({{"data.path", (d.path / "corpus.txt").string()}}), true).empty());
 
   const json cifar = job({{"model.name", "resnet18"}, {"data.name", "cifar10"}, {"data.path", d.path.string()}});
-  auto lacks = data_path_problems(cifar);
+  auto lacks = data_file_problems(cifar, true);
   REQUIRE(lacks.size() == 1);
   CHECK_THAT(lacks[0].message, Catch::Contains("data_batch_1.bin") && Catch::Contains("test_batch.bin"));
   for (const char* f : {"data_batch_1.bin", "data_batch_2.bin", "data_batch_3.bin", "data_batch_4.bin",
                         "data_batch_5.bin", "test_batch.bin"})
     std::ofstream(d.path / f) << "x";
-  CHECK(data_path_problems(cifar).empty());
-  CHECK(data_path_problems(job({{"model.name", "resnet18"}, {"data.name", "cifar10"}})).size() == 1);  // no path
+  CHECK(data_file_problems(cifar, true).empty());
+  CHECK(data_file_problems(job({{"model.name", "resnet18"}, {"data.name", "cifar10"}}), true).size() == 1);  // no path
+}
+
+TEST_CASE("data files: one table, every dataset, with and without the disk", "[config][launch_checks]") {
+  TempDir d;
+  const std::string missing = (d.path / "none.bin").string();
+  const std::string odd = (d.path / "odd.bin").string();
+  std::ofstream(odd) << "abc";  // a raw token file of an odd number of bytes
+  const std::string even = (d.path / "even.bin").string();
+  std::ofstream(even) << "abcd";
+  struct Row {
+    std::map<std::string, json> values;
+    size_t settings_only, on_disk;  // problems without and with the disk
+    std::string first;              // the first problem's words ("" when none)
+  };
+  const std::vector<Row> rows = {
+      {{{"data.name", "synthetic"}, {"data.path", missing}}, 0, 0, ""},  // synthetic reads no file
+      {{{"data.name", "text"}}, 0, 0, ""},                               // the embedded corpus
+      {{{"data.name", "text"}, {"data.path", missing}}, 0, 1, "does not exist"},
+      {{{"model.name", "resnet18"}, {"data.name", "cifar10"}}, 1, 1, "data.path is empty but data.name is cifar10"},
+      {{{"data.name", "tensors"}}, 1, 1, "data.path is empty but data.name is tensors"},
+      {{{"data.name", "tensors"}, {"data.path", even}, {"data.val_path", missing}}, 0, 1, "data.val_path"},
+      {{{"data.name", "tokens"}}, 1, 1, "data.path is empty but data.name is tokens"},
+      {{{"data.name", "tokens"}, {"data.path", even}}, 0, 0, ""},
+      {{{"data.name", "tokens"}, {"data.path", odd}}, 0, 1, "an odd number"},
+      {{{"data.name", "tokens"}, {"data.path", even}, {"data.val_path", odd}}, 0, 1, "data.val_path"},
+  };
+  for (const auto& row : rows) {
+    const json j = job(row.values);
+    INFO(j.at("data").dump());
+    CHECK(data_file_problems(j, false).size() == row.settings_only);
+    const auto all = data_file_problems(j, true);
+    REQUIRE(all.size() == row.on_disk);
+    if (!row.first.empty()) CHECK_THAT(all[0].message, Catch::Contains(row.first));
+    // The launcher's throwing form says the first of them.
+    if (row.first.empty()) CHECK_NOTHROW(check_data_files(j));
+    else CHECK_THROWS_WITH(check_data_files(j), Catch::Contains(row.first));
+  }
 }
 
 TEST_CASE("train.work_dir must be writable or creatable", "[config][launch_checks]") {

@@ -147,13 +147,17 @@ TEST_CASE("launcher settings keep their flag out of the trainer-flag loop", "[co
 TEST_CASE("fsdp.wrap_module_types takes a YAML list, bracketed text or comma text", "[config]") {
   const auto& reg = job_registry();
   const Setting& s = reg.require("fsdp.wrap_module_types");
-  // Every form is stored as the same comma-separated text (what config show prints).
-  CHECK(reg.parse_text(s, "Block,Linear") == "Block,Linear");
-  CHECK(reg.parse_text(s, " Block , Linear ") == "Block,Linear");
-  CHECK(reg.parse_text(s, "[Block, Linear]") == "Block,Linear");
-  CHECK(reg.parse_text(s, "") == "");
-  CHECK(reg.check_value(s, json::array({"Block", "blocks.0"})) == "Block,blocks.0");
-  CHECK(reg.check_value(s, "Block") == "Block");
-  CHECK_THROWS_WITH(reg.check_value(s, json::array({1, 2})), Catch::Contains("list items must be names"));
+  // A list setting like slurm.setup (one mechanism), whose text separates items with ','.
+  CHECK(s.list);
+  const json both = json::array({"Block", "Linear"});
+  CHECK(reg.parse_text(s, "Block,Linear") == both);
+  CHECK(reg.parse_text(s, " Block , Linear ") == both);
+  CHECK(reg.parse_text(s, "[Block, Linear]") == both);
+  CHECK(reg.parse_text(s, "") == json::array());
+  CHECK(reg.check_value(s, json::array({"Block", "blocks.0"})) == json::array({"Block", "blocks.0"}));
+  CHECK(reg.check_value(s, "Block") == json::array({"Block"}));
+  CHECK_THROWS_WITH(reg.check_value(s, json::array({json::array({"Block"})})), Catch::Contains("items must be plain values"));
+  // slurm.setup keeps one item per line: its lines hold commas.
+  CHECK(reg.parse_text(reg.require("slurm.setup"), "a, b\nc") == json::array({"a, b", "c"}));
   CHECK_THAT(describe_type(s), Catch::Contains("[Block, Linear]"));
 }

@@ -52,11 +52,12 @@ json sample(const Setting& s) {
   return nullptr;
 }
 
-// As a flag, --set or a variable gives it; a list's items one per line (registry.hpp).
-std::string as_text(const json& v) {
+// As a flag, --set or a variable gives it; a list's items separated by the setting's
+// list_separator (registry.hpp).
+std::string as_text(const json& v, char separator = '\n') {
   if (v.is_array()) {
     std::string out;
-    for (const auto& item : v) out += (out.empty() ? "" : "\n") + as_text(item);
+    for (const auto& item : v) out += (out.empty() ? "" : std::string(1, separator)) + as_text(item);
     return out;
   }
   return v.is_string() ? v.get<std::string>() : v.dump();
@@ -89,7 +90,7 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
       }
 
       // CLI-style text: the same parser serves flags, --set and the wizard.
-      CHECK(reg.parse_text(s, as_text(v)) == v);
+      CHECK(reg.parse_text(s, as_text(v, s.list_separator)) == v);
 
       // Each layer wins over the ones below, and provenance names it.
       // ZeRO knobs need a ZeRO strategy to pass the cross-field checks.
@@ -98,7 +99,7 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
       JobInputs in;
       in.user_file = "/nonexistent/mtrain-user.yaml";
       in.sets = companions;
-      in.env[s.env] = as_text(v);
+      in.env[s.env] = as_text(v, s.list_separator);
       Resolved r = resolve_job(reg, in);
       CHECK(get(r.job, s.key) == v);
       CHECK(r.provenance.at(s.key).first == Source::Env);
@@ -106,7 +107,7 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
 
       in.env.clear();
       in.sets = companions;
-      in.sets.push_back(s.key + "=" + as_text(v));
+      in.sets.push_back(s.key + "=" + as_text(v, s.list_separator));
       if (s.per_invocation) {
         CHECK_THROWS_WITH(resolve_job(reg, in), Catch::Contains("'" + s.key + "' cannot come from --set"));
         // `config show` prints the job, which a value of this run is no part of.

@@ -79,20 +79,28 @@ TEST_CASE("valid files pass, warnings do not fail", "[config]") {
   CHECK(dotted.settings == 1);
 }
 
-TEST_CASE("fsdp.wrap_module_types: a YAML list is stored as comma-separated names", "[config]") {
+TEST_CASE("fsdp.wrap_module_types: a list of names from a YAML list or comma-separated text", "[config]") {
   const auto& reg = job_registry();
   YamlLayer flow = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "job.yaml",
                                     Source::JobFile);
   CHECK(flow.issues.empty());
-  CHECK(flow.layer.values.at("fsdp.wrap_module_types") == "Block,Linear");
+  CHECK(flow.layer.values.at("fsdp.wrap_module_types") == json::array({"Block", "Linear"}));
   CHECK(validate_text(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "j.yaml").ok());
   YamlLayer block = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types:\n    - Block\n    - head\n",
                                      "job.yaml", Source::JobFile);
-  CHECK(block.layer.values.at("fsdp.wrap_module_types") == "Block,head");
+  CHECK(block.layer.values.at("fsdp.wrap_module_types") == json::array({"Block", "head"}));
+  // The same list as text (a flag, a variable, --set or a YAML scalar): the one list mechanism.
+  for (const char* text : {"Block,head", " Block , head ,", "[Block, head]"}) {
+    YamlLayer scalar = parse_yaml_layer(reg, std::string("fsdp:\n  wrap_module_types: \"") + text + "\"\n", "job.yaml",
+                                        Source::JobFile);
+    CHECK(scalar.layer.values.at("fsdp.wrap_module_types") == json::array({"Block", "head"}));
+    CHECK(reg.parse_text(reg.require("fsdp.wrap_module_types"), text) == json::array({"Block", "head"}));
+  }
+  CHECK(reg.check_value(reg.require("fsdp.wrap_module_types"), "Block,head") == json::array({"Block", "head"}));
   YamlLayer nested = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [[Block]]\n", "job.yaml",
                                       Source::JobFile);
   REQUIRE(nested.issues.size() == 1);
-  CHECK_THAT(nested.issues[0].message, Catch::Contains("got a list holding a list"));
+  CHECK_THAT(nested.issues[0].message, Catch::Contains("items of 'fsdp.wrap_module_types' must be plain values"));
   // Other text settings still refuse a list.
   YamlLayer other = parse_yaml_layer(reg, "train:\n  work_dir: [a, b]\n", "job.yaml", Source::JobFile);
   REQUIRE(other.issues.size() == 1);

@@ -1,5 +1,6 @@
-// YAML with limits (lib/core/yaml_input.cpp): the size before parsing, then depth and the number
-// of values after alias expansion, each refusal naming the file; syntax errors stay yaml-cpp's.
+// The one YAML document loader (lib/core/yaml_input.cpp): the size and UTF-8 before parsing, syntax
+// errors at file:line:column, then depth and the number of values after alias expansion, each
+// refusal naming the file.
 #include <catch2/catch.hpp>
 
 #include <string>
@@ -9,33 +10,68 @@
 #include "mtrain/core/yaml_input.hpp"
 
 using mtrain::InputLimits;
-using mtrain::load_yaml_limited;
+using mtrain::load_yaml_document;
+using mtrain::read_yaml_document;
 
 TEST_CASE("yaml_input: within the limits it is YAML::Load", "[core][yaml_input]") {
-  const auto n = load_yaml_limited("a: [1, 2, {b: x}]\nc: &v 3\nd: *v\n", "job.yaml");
+  const auto n = load_yaml_document("a: [1, 2, {b: x}]\nc: &v 3\nd: *v\n", "job.yaml");
   CHECK(n["a"][2]["b"].as<std::string>() == "x");
   CHECK(n["d"].as<int>() == 3);
-  CHECK(load_yaml_limited("", "empty.yaml").IsNull());
-  CHECK_THROWS_AS(load_yaml_limited("a: [1, 2", "bad.yaml"), YAML::ParserException);
+  CHECK(load_yaml_document("", "empty.yaml").IsNull());
+}
+
+TEST_CASE("yaml_input: a malformed document is refused at file:line:column", "[core][yaml_input]") {
+  // The flow list opened on line 2 is never closed: yaml-cpp stops where a mapping key appears
+  // inside it, the ':' of "lr:" at line 3, column 5.
+  const std::string text = "strategy: zero2\ntrain: {max_steps: [1, 2\n  lr: 3\n";
+  const auto d = read_yaml_document(text, "job.yaml");
+  REQUIRE(d.problem);
+  CHECK(d.problem->line == 3);
+  CHECK(d.problem->column == 5);
+  CHECK_THAT(d.problem->message, Catch::StartsWith("not valid YAML: "));
+  CHECK_FALSE(d.problem->hint.empty());
+  try {
+    load_yaml_document(text, "job.yaml");
+    FAIL("accepted a malformed document");
+  } catch (const mtrain::Error& e) {
+    CHECK_THAT(e.message(), Catch::StartsWith("job.yaml:3:5: not valid YAML: "));
+    CHECK(e.exit_code() == mtrain::kExitUsage);
+  }
+  // A mapping value where a plain one was open: the error points into line 2.
+  const auto colon = read_yaml_document("a: b\nc: d: e\n", "x.yaml");
+  REQUIRE(colon.problem);
+  CHECK(colon.problem->line == 2);
+  // Bytes that are not UTF-8: the line and column of the first bad byte.
+  const auto latin1 = read_yaml_document("a: 1\nb: caf\xe9\n", "l1.yaml");
+  REQUIRE(latin1.problem);
+  CHECK(latin1.problem->line == 2);
+  CHECK(latin1.problem->column == 7);
+  CHECK(latin1.problem->message == "not valid UTF-8 (byte 0xe9)");
+  CHECK_THROWS_WITH(load_yaml_document("a: 1\nb: caf\xe9\n", "l1.yaml"), Catch::Contains("l1.yaml:2:7: not valid UTF-8"));
 }
 
 TEST_CASE("yaml_input: too large, too deep, too many values", "[core][yaml_input]") {
   InputLimits lim;
   lim.max_bytes = 16;
-  CHECK_THROWS_WITH(load_yaml_limited("key: a value that is long", "big.yaml", lim),
+  CHECK_THROWS_WITH(load_yaml_document("key: a value that is long", "big.yaml", lim),
                     Catch::Contains("big.yaml") && Catch::Contains("larger than"));
-  CHECK_NOTHROW(load_yaml_limited("key: 0123456789", "ok.yaml", lim));  // 15 bytes
+  // Limits concern the whole file: no position, and the problem names no file of its own.
+  const auto big = read_yaml_document("key: a value that is long", "big.yaml", lim);
+  REQUIRE(big.problem);
+  CHECK(big.problem->line == 0);
+  CHECK_THAT(big.problem->message, !Catch::Contains("big.yaml"));
+  CHECK_NOTHROW(load_yaml_document("key: 0123456789", "ok.yaml", lim));  // 15 bytes
 
   lim = InputLimits{};
   lim.max_depth = 3;
-  CHECK_NOTHROW(load_yaml_limited("[[[1]]]", "ok.yaml", lim));  // root at 0, the scalar at 3
-  CHECK_THROWS_WITH(load_yaml_limited("[[[[1]]]]", "deep.yaml", lim),
+  CHECK_NOTHROW(load_yaml_document("[[[1]]]", "ok.yaml", lim));  // root at 0, the scalar at 3
+  CHECK_THROWS_WITH(load_yaml_document("[[[[1]]]]", "deep.yaml", lim),
                     Catch::Contains("deep.yaml") && Catch::Contains("nested more than 3 levels"));
 
   lim = InputLimits{};
   lim.max_nodes = 5;
-  CHECK_NOTHROW(load_yaml_limited("[1, 2, 3, 4]", "ok.yaml", lim));  // the list and four values
-  CHECK_THROWS_WITH(load_yaml_limited("[1, 2, 3, 4, 5]", "many.yaml", lim), Catch::Contains("many.yaml"));
+  CHECK_NOTHROW(load_yaml_document("[1, 2, 3, 4]", "ok.yaml", lim));  // the list and four values
+  CHECK_THROWS_WITH(load_yaml_document("[1, 2, 3, 4, 5]", "many.yaml", lim), Catch::Contains("many.yaml"));
 }
 
 TEST_CASE("yaml_input: aliases count once per use, and the refusal says so", "[core][yaml_input]") {
@@ -44,11 +80,11 @@ TEST_CASE("yaml_input: aliases count once per use, and the refusal says so", "[c
   InputLimits lim;
   lim.max_nodes = 30;
   try {
-    load_yaml_limited(text, "bomb.yaml", lim);
+    load_yaml_document(text, "bomb.yaml", lim);
     FAIL("no refusal");
   } catch (const mtrain::Error& e) {
     CHECK_THAT(e.paragraph(), Catch::Contains("bomb.yaml") && Catch::Contains("alias"));
   }
   lim.max_nodes = 100;
-  CHECK_NOTHROW(load_yaml_limited(text, "bomb.yaml", lim));
+  CHECK_NOTHROW(load_yaml_document(text, "bomb.yaml", lim));
 }

@@ -5,17 +5,35 @@
 #include <filesystem>
 #include <fstream>
 
+#include "mtrain/config/registry.hpp"
+#include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/slurm/job_options.hpp"
+#include "mtrain/slurm/writer_job.hpp"
 
 using namespace mtrain::slurm;
 namespace fs = std::filesystem;
+namespace config = mtrain::config;
 
 namespace {
 std::string write_yaml(const std::string& name, const std::string& text) {
   fs::path p = fs::temp_directory_path() / ("mtrain-slurm-test-" + std::to_string(::getpid()) + "-" + name);
   std::ofstream(p) << text;
   return p.string();
+}
+
+// The job `mtrain slurm script --config FILE --KEY VALUE…` writes: the settings resolved from the
+// file and the flags (config::resolve_job), then the writer's job with finalize's checks.
+JobOptions written(const std::string& file, const std::map<std::string, std::string>& flags = {}) {
+  config::JobInputs in;
+  in.job_file = file;
+  in.flags = flags;
+  in.user_file = (fs::temp_directory_path() / "mtrain-slurm-test-no-user-file.yaml").string();
+  WriterWords w;
+  w.config = file;
+  w.self_path = "/usr/bin/mtrain";
+  w.cwd = "/work";
+  return writer_job(config::resolve_job(config::job_registry(), in).job, w);
 }
 }  // namespace
 
@@ -37,11 +55,7 @@ TEST_CASE("job file: the slurm section sets every option, flags override", "[slu
                          "  export: [NCCL_DEBUG=INFO, HOME]\n"
                          "  sbatch: --mail-type=END\n"
                          "  requeue: yes\n");
-  JobOptions j;
-  apply_job_file(j, path);
-  apply_setting(j, "nodes", "4");  // a flag after the file wins
-  j.mtrain = "/usr/bin/mtrain";
-  finalize(j, "/work");
+  const JobOptions j = written(path, {{"slurm.nodes", "4"}});  // a flag wins over the file
   CHECK(j.job_name == "big run");
   CHECK(j.nodes == 4);
   CHECK(j.gpus_per_node == 8);
@@ -58,30 +72,28 @@ TEST_CASE("job file: the slurm section sets every option, flags override", "[slu
 
 TEST_CASE("job file: unknown keys and bad values name file:line:column", "[slurm][options]") {
   auto path = write_yaml("bad.yaml", "slurm:\n  partition: gpu\n  partitoin: x\n");
-  JobOptions j;
-  CHECK_THROWS_WITH(apply_job_file(j, path), Catch::Contains(path + ":3:14") && Catch::Contains("Did you mean 'partition'"));
+  CHECK_THROWS_WITH(written(path), Catch::Contains(path + ":3:3") && Catch::Contains("Did you mean 'slurm.partition'"));
   auto path2 = write_yaml("bad2.yaml", "slurm:\n  nodes: many\n");
-  CHECK_THROWS_WITH(apply_job_file(j, path2), Catch::Contains(path2 + ":2:10") && Catch::Contains("nodes"));
+  CHECK_THROWS_WITH(written(path2), Catch::Contains(path2 + ":2:10") && Catch::Contains("nodes"));
   auto path3 = write_yaml("bad3.yaml", "slurm: [1, 2\n");
-  CHECK_THROWS_WITH(apply_job_file(j, path3), Catch::Contains(path3 + ":"));
-  CHECK_THROWS_WITH(apply_job_file(j, "/nonexistent/job.yaml"), Catch::Contains("cannot read"));
+  CHECK_THROWS_WITH(written(path3), Catch::Contains(path3 + ":2:1") && Catch::Contains("not valid YAML"));
+  CHECK_THROWS_WITH(written("/nonexistent/job.yaml"), Catch::Contains("/nonexistent/job.yaml"));
   for (auto& p : {path, path2, path3}) fs::remove(p);
 }
 
 TEST_CASE("options: values are checked", "[slurm][options]") {
-  JobOptions j;
-  CHECK_THROWS_WITH(apply_setting(j, "time", "1 hour"), Catch::Contains("time limit"));
-  CHECK_NOTHROW(apply_setting(j, "time", "1-12:00:00"));
-  CHECK_NOTHROW(apply_setting(j, "time", "90"));
-  CHECK_THROWS_WITH(apply_setting(j, "mem", "lots"), Catch::Contains("memory size"));
-  CHECK_THROWS_WITH(apply_setting(j, "signal", "USR1@soon"), Catch::Contains("SIGNAL[@SECONDS]"));
-  apply_setting(j, "signal", "B:SIGUSR2@120");
-  CHECK(j.signal == "USR2@120");
-  apply_setting(j, "signal", "none");
-  CHECK(j.signal.empty());
-  CHECK_THROWS_WITH(apply_setting(j, "pattern", "mpi"), Catch::Contains("one of agent, task"));  // the registry's choice check
-  CHECK_THROWS_WITH(apply_setting(j, "job-name", "a\nb"), Catch::Contains("line break"));
-  CHECK_THROWS_WITH(apply_setting(j, "gpus_per_nod", "8"), Catch::Contains("Did you mean 'gpus-per-node'"));
+  CHECK_THROWS_WITH(written("", {{"slurm.time", "1 hour"}}), Catch::Contains("time limit"));
+  CHECK(written("", {{"slurm.time", "1-12:00:00"}}).time == "1-12:00:00");
+  CHECK(written("", {{"slurm.time", "90"}}).time == "90");
+  CHECK_THROWS_WITH(written("", {{"slurm.mem", "lots"}}), Catch::Contains("memory size"));
+  CHECK_THROWS_WITH(written("", {{"slurm.signal", "USR1@soon"}}), Catch::Contains("SIGNAL[@SECONDS]"));
+  CHECK(written("", {{"slurm.signal", "B:SIGUSR2@120"}}).signal == "USR2@120");
+  CHECK(written("", {{"slurm.signal", "none"}, {"slurm.requeue", "false"}}).signal.empty());
+  CHECK_THROWS_WITH(written("", {{"slurm.pattern", "mpi"}}), Catch::Contains("one of agent, task"));  // the registry's choice check
+  CHECK_THROWS_WITH(written("", {{"slurm.job_name", "a\nb"}}), Catch::Contains("line break"));
+  auto misspelt = write_yaml("misspelt.yaml", "slurm:\n  gpus-per-nod: 8\n");
+  CHECK_THROWS_WITH(written(misspelt), Catch::Contains("Did you mean 'slurm.gpus_per_node'"));
+  fs::remove(misspelt);
 }
 
 TEST_CASE("options: cross-field checks", "[slurm][options]") {
@@ -90,10 +102,8 @@ TEST_CASE("options: cross-field checks", "[slurm][options]") {
   j.gpus_per_node = 4;
   j.ntasks_per_node = 8;
   CHECK_THROWS_WITH(finalize(j, "/w"), Catch::Contains("More tasks than the allocation has"));
-  JobOptions k;
-  k.mtrain = "/usr/bin/mtrain";
-  apply_setting(k, "time", "1:00");  // 60 s
-  CHECK_THROWS_WITH(finalize(k, "/w"), Catch::Contains("fires 90 s before a time limit of only 60 s"));
+  CHECK_THROWS_WITH(written("", {{"slurm.time", "1:00"}}),  // 60 s
+                    Catch::Contains("fires 90 s before a time limit of only 60 s"));
   JobOptions t;
   t.mtrain = "/usr/bin/mtrain";
   t.pattern = Pattern::TaskPerGpu;
@@ -106,6 +116,30 @@ TEST_CASE("options: cross-field checks", "[slurm][options]") {
   g.gpus_per_node = 2;
   g.gres = "gpu:a100:2";
   CHECK_THROWS_WITH(finalize(g, "/w"), Catch::Contains("Use one"));
+}
+
+TEST_CASE("options: the ranks per node and the elastic node count in any spelling mtrain launch takes", "[slurm][options]") {
+  for (const char* nproc : {"--nproc-per-node=4", "--nproc=4", "--nproc_per_node=4"}) {
+    INFO(nproc);
+    JobOptions j;
+    j.mtrain = "/usr/bin/mtrain";
+    j.launch_args = {nproc};
+    finalize(j, "/w");
+    CHECK(j.ntasks_per_node == 4);  // counted from the launch words
+    JobOptions k = j;
+    k.ntasks_per_node = 2;
+    CHECK_THROWS_WITH(finalize(k, "/w"), Catch::Contains("disagree"));
+  }
+  CHECK(launch_arg_value({"--nproc_per_node", "gpu"}, "launch.nproc_per_node") == std::optional<std::string>("gpu"));
+  CHECK_FALSE(launch_arg_value({"--nnodes", "2"}, "launch.nproc_per_node"));
+  CHECK(elastic_in_launch_args({"--nnodes=2:3"}));
+  CHECK_FALSE(elastic_in_launch_args({"--nnodes=3:3"}));
+  CHECK_FALSE(elastic_in_launch_args({"--nnodes=3:x"}));  // not a node count: mtrain launch refuses it
+  JobOptions e;
+  e.mtrain = "/usr/bin/mtrain";
+  e.nodes = 4;
+  e.launch_args = {"--nnodes", "2:3"};
+  CHECK_THROWS_WITH(finalize(e, "/w"), Catch::Contains("--nnodes 2:3 does not fit an allocation of --nodes 4"));
 }
 
 TEST_CASE("a 100 MB job name is refused, a 200-byte one accepted", "[slurm][options][limits]") {
@@ -132,9 +166,8 @@ TEST_CASE("job file: an alias bomb under slurm is refused quickly", "[slurm][opt
   }
   bomb += "slurm:\n  setup: *a6\n";
   auto path = write_yaml("bomb.yaml", bomb);
-  JobOptions j;
   try {
-    apply_job_file(j, path);
+    (void)written(path);
     FAIL("accepted the alias bomb");
   } catch (const mtrain::Error& e) {
     CHECK_THAT(e.message(), Catch::Contains("alias"));

@@ -37,13 +37,21 @@ void check_golden(const std::string& name, const std::string& text) {
 
 JobOptions agent_job() {
   JobOptions j;
-  for (auto [k, v] : std::vector<std::pair<std::string, std::string>>{
-           {"job-name", "gpt 2x8"}, {"partition", "gpu"}, {"nodes", "2"}, {"gpus-per-node", "8"},
-           {"cpus-per-task", "6"}, {"mem", "480G"}, {"time", "1-00:00:00"}, {"account", "proj-42"},
-           {"qos", "high"}, {"constraint", "a100&ib"}, {"exclusive", "true"}, {"requeue", "true"},
-           {"export", "ALL"}, {"export", "NCCL_DEBUG=INFO"}, {"sbatch", "--mail-type=END"},
-           {"setup", "module load cuda/12.1"}, {"setup", "source /opt/venv/bin/activate"}})
-    apply_setting(j, k, v);
+  j.job_name = "gpt 2x8";
+  j.partition = "gpu";
+  j.nodes = 2;
+  j.gpus_per_node = 8;
+  j.cpus_per_task = 6;
+  j.mem = "480G";
+  j.time = "1-00:00:00";
+  j.account = "proj-42";
+  j.qos = "high";
+  j.constraint = "a100&ib";
+  j.exclusive = true;
+  j.requeue = true;
+  j.exports = {"ALL", "NCCL_DEBUG=INFO"};
+  j.sbatch_lines = {"--mail-type=END"};
+  j.setup = {"module load cuda/12.1", "source /opt/venv/bin/activate"};
   j.config = "/work/jobs/gpt.yaml";
   j.mtrain = "/opt/mtrain/bin/mtrain";
   finalize(j, "/work");
@@ -58,9 +66,9 @@ TEST_CASE("golden: one agent per node, every option", "[slurm][script]") {
 
 TEST_CASE("golden: one task per GPU with a program", "[slurm][script]") {
   JobOptions j;
-  apply_setting(j, "pattern", "task");
-  apply_setting(j, "ntasks-per-node", "2");
-  apply_setting(j, "signal", "USR2@30");
+  j.pattern = Pattern::TaskPerGpu;
+  j.ntasks_per_node = 2;
+  j.signal = "USR2@30";
   j.mtrain = "/usr/local/bin/mtrain";
   j.program = {"/usr/bin/python3", "train.py", "--launcher", "pytorch"};
   finalize(j, "/home/u/proj");
