@@ -317,8 +317,9 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   // 80 MiB, ts-lm ddp world 1; +52 zero1 and +34 NO_SHARD at world 2) — except where gradients
   // are sharded: there autograd allocated every parameter's gradient, in the parameter's own
   // shape, afresh in each backward and freed it once reduced, and the copy's tensors of the same
-  // shapes take that freed memory again (measured +3 to +15 MiB: zero2, zero3, FULL_SHARD and
-  // SHARD_GRAD_OP at world 2). The copy is in host memory: a GPU rank does not hold it on the device.
+  // shapes take most of that freed memory again (measured +3 to +15 MiB of the 80: ts-lm's zero2,
+  // zero3, FULL_SHARD and SHARD_GRAD_OP at world 2; +24 of 41 for ts-conv's zero2 at world 3).
+  // The copy is in host memory: a GPU rank does not hold it on the device.
   r.export_copy = s.scripted_export && !t.gpu && !l.grads_sharded ? 4 * psi : 0;
   r.total = std::max(steady + r.export_copy, setup);
   r.speed_cost = speed_cost(c, l.comm_elems, psi);
