@@ -4,8 +4,8 @@
 // of the requested job. Pure; docs/estimate.md "Activations are measured".
 //
 // Two ways the points are taken:
-//  * the model itself, at batch 1 and 2: bytes(B) = fixed + B · per_sample, the slope and the
-//    intercept from the two points;
+//  * the model itself, at batch 1, 2, 4 and 8: bytes(B) = fixed + B · per_sample, the slope and
+//    the intercept fitted to the points by least squares;
 //  * a model too large to run here (a gpt of more than kProbeParamLimit parameters): a slice of the
 //    same width — same n_embd, n_head, block_size and vocabulary — with 1 and 2 blocks, at batch 1.
 //    The difference of the two is one block's bytes per sample, the rest (embeddings, the final
@@ -28,7 +28,8 @@ struct LinearBytes {
   double at(double batch) const { return fixed + batch * per_sample; }
 };
 
-// points: [{"batch": b, "peak_above_bytes": x}, …] with at least two batches (else all zero).
+// points: [{"batch": b, "peak_above_bytes": x}, …] with at least two batches (else all zero);
+// least squares, slope and intercept clamped at 0.
 LinearBytes fit_points(const nlohmann::json& points);
 
 // A slice's points at batch 1 with one and with two blocks, scaled to `blocks` blocks:

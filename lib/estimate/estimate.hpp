@@ -67,6 +67,8 @@ struct Settings {
   int64_t zero_persistence_threshold = 100000;
   int64_t zero_max_live = 1000000000;  // elements ZeRO-3 keeps gathered in the forward
   bool memory_pool = true;
+  // A TorchScript model: at the end of the run rank 0 also saves it as model.scripted.pt.
+  bool scripted_export = false;
 };
 Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node);
 
@@ -89,6 +91,7 @@ struct Row {
   double activations = 0;  // at the micro-batch (recomputed blocks: one block's worth)
   double runtime = 0;      // LibTorch, allocator, communication buffers (measured)
   double host = 0;         // offloaded to host memory (GPU targets only)
+  double export_copy = 0;  // rank 0's copy of the weights while it saves a TorchScript model
   double total = 0;        // peak per rank on the device
   double comm_bytes = 0;   // sent per rank per step
   std::string comm_formula;

@@ -141,8 +141,10 @@ std::optional<ModelShape> builtin_shape(const nlohmann::json& job) {
                   K = num(job, "model.num_classes");
     for (int64_t i = 0; i < D; ++i) {
       const int64_t in = i == 0 ? I : H, out = i == D - 1 ? K : H;
-      m.params.push_back({fmt::format("layers.{}.weight", i), in * out, ""});
-      m.params.push_back({fmt::format("layers.{}.bias", i), out, ""});
+      // Each layer is a block (MlpModel::block_prefixes): an FSDP unit of its own.
+      const std::string unit = fmt::format("layers.{}", i);
+      m.params.push_back({unit + ".weight", in * out, unit});
+      m.params.push_back({unit + ".bias", out, unit});
     }
     return m;
   }
@@ -189,9 +191,9 @@ namespace {
 
 const char* points_key(bool recomputed) { return recomputed ? "points_checkpointed" : "points"; }
 
-// The model itself at batch 1 and 2 (docs/estimate.md "Activations are measured").
+// The model itself at batch 1, 2, 4 and 8 (docs/estimate.md "Activations are measured").
 void measure_whole(const nlohmann::json& job, const Settings& s, const std::string& worker, bool have_shape, Measured& m) {
-  const nlohmann::json p = run_probe(job, worker, "1,2", true);
+  const nlohmann::json p = run_probe(job, worker, "1,2,4,8", true);
   if (!have_shape) m.model = shape_of_probe(p, model_label(job));
   m.model.buffer_bytes = p.value("buffer_bytes", int64_t{0});
   m.runtime_bytes = p.at("rss_start_bytes").get<double>();
@@ -202,7 +204,7 @@ void measure_whole(const nlohmann::json& job, const Settings& s, const std::stri
     a.bytes = fit.at(static_cast<double>(s.batch));
     a.fixed = fit.fixed;
     a.measured = true;
-    a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1 and 2, scaled linearly to batch {}{}",
+    a.how = fmt::format("measured: one forward+backward of the model on this CPU at batch 1, 2, 4 and 8, fitted linearly and scaled to batch {}{}",
                         s.batch, ck ? ", blocks recomputed" : "");
   }
   if (!p.contains(points_key(true))) m.activations_ckpt = m.activations;

@@ -26,6 +26,7 @@ nlohmann::json row_json(const Row& r) {
             {"activations", r.activations},
             {"runtime", r.runtime},
             {"host_offloaded", r.host},
+            {"export_copy", r.export_copy},
             {"total", r.total}}},
           {"comm_bytes_per_step", r.comm_bytes},
           {"comm_formula", r.comm_formula},
@@ -60,6 +61,9 @@ std::string render_text(const Estimate& e) {
   bool any_host = false;
   for (const auto& r : e.rows) any_host = any_host || r.host > 0;
   if (any_host) out += "(offloaded state is in host memory, not in these columns)\n";
+  if (!e.rows.empty() && e.rows.front().export_copy > 0)
+    out += fmt::format("(TOTAL includes {} on rank 0: the copy of the weights it holds while it saves model.scripted.pt)\n",
+                       human_bytes(e.rows.front().export_copy));
   out += "\ncomm/step: bytes each rank sends per step (docs/architecture.md §6): ";
   out += e.rows.empty() ? "" : e.rows.front().comm_formula;
   out += fmt::format("\nRecommended: {}\n", e.why);

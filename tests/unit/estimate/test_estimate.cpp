@@ -113,6 +113,28 @@ TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucke
   CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(4 * 1.5e6));
 }
 
+TEST_CASE("a TorchScript job's rank 0 holds a copy of the weights while it saves the scripted model", "[estimate]") {
+  Measured m = gptish(2, 64, 100);
+  const double psi = static_cast<double>(m.model.num_params());
+  Settings s;
+  Target cpu;
+  const Row plain = estimate_row(cand(StrategyName::Ddp), s, m, cpu);
+  CHECK(plain.export_copy == 0);
+  s.scripted_export = true;
+  const Row scripted = estimate_row(cand(StrategyName::Ddp), s, m, cpu);
+  CHECK(scripted.export_copy == Approx(4 * psi));
+  CHECK(scripted.total == Approx(plain.total + 4 * psi));
+  // Sharded gradients: the copy reuses the memory of the per-parameter gradients each backward
+  // allocated and freed.
+  s.world = s.ranks_per_node = 2;
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, cpu).export_copy == 0);
+  CHECK(estimate_row(cand(StrategyName::Zero1), s, m, cpu).export_copy == Approx(4 * psi));
+  // The copy is in host memory: a GPU's rank does not hold it.
+  Target gpu;
+  gpu.gpu = true;
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, gpu).export_copy == 0);
+}
+
 TEST_CASE("communication per step by formula", "[estimate]") {
   const Measured m = gptish(2, 128, 500);
   const double psi = static_cast<double>(m.model.num_params());

@@ -35,6 +35,9 @@ TEST_CASE("built-in shapes are the trainer's: gpt and mlp parameter counts", "[e
   const auto m = builtin_shape(job);
   REQUIRE(m);
   CHECK(m->num_params() == 32 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10);
+  // Each layer is a block (the trainer's MlpModel::block_prefixes), so FSDP's units are the layers.
+  CHECK(m->largest_unit() == 256 * 256 + 256);
+  CHECK(m->params.front().unit == "layers.0");
   config::set(job, "model.name", "resnet18");
   CHECK_FALSE(builtin_shape(job));
 }
@@ -48,6 +51,9 @@ TEST_CASE("settings come from the job", "[estimate]") {
   CHECK(s.world == 8);
   CHECK(s.ranks_per_node == 4);
   CHECK(s.activation_checkpointing);
+  CHECK_FALSE(s.scripted_export);
+  config::set(job, "model.name", "torchscript");
+  CHECK(settings_from_job(job, 1, 1).scripted_export);
 }
 
 TEST_CASE("a safetensors file's shapes come from its header, blocks as units", "[estimate]") {
