@@ -88,6 +88,9 @@ std::vector<json> other_values(const mtrain::config::Setting& s) {
         if (json(v) != def) out.push_back(v);
       break;
   }
+  // A list setting (fsdp.wrap_module_types) holds a list of such values.
+  if (s.list)
+    for (auto& v : out) v = json::array({v});
   return out;
 }
 
