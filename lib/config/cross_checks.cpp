@@ -7,7 +7,11 @@
 #include <filesystem>
 
 #include "mtrain/config/data_checks.hpp"
+#include "mtrain/config/job_choice.hpp"
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/untrusted_file.hpp"
 
@@ -92,14 +96,14 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                      fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
     }
     const int zstage = effective_zero_stage(job);
-    if (as_text(job, "zero.offload_param_device") != "none" && zstage != 3) {
+    if (choice_at<OffloadDevice>(job, "zero.offload_param_device") != OffloadDevice::None && zstage != 3) {
       out.push_back({true, {"zero.offload_param_device", "strategy"},
                      fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
                                  "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
                                  as_text(job, "zero.offload_param_device"), strategy),
                      "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
     }
-    if (as_text(job, "zero.offload_optimizer_device") != "none" && zstage == 0) {
+    if (choice_at<OffloadDevice>(job, "zero.offload_optimizer_device") != OffloadDevice::None && zstage == 0) {
       out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
                      fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
                                  "ZeRO stage",
@@ -129,7 +133,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
 
   // Loss scaling is an fp16 feature.
-  if (as_text(job, "train.precision") != "fp16") {
+  if (choice_at<Precision>(job, "train.precision") != Precision::Fp16) {
     for (const auto& s : reg.all()) {
       if (s.key.rfind("precision.", 0) == 0 && given(r, s.key)) {
         out.push_back({false, {s.key, "train.precision"},
@@ -155,7 +159,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   std::error_code ec;
   // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
   const std::string init_problem =
-      init.empty() || as_text(job, "launch.launcher") == "ssh" || std::filesystem::is_directory(init, ec)
+      init.empty() || choice_at<LauncherKind>(job, "launch.launcher") == LauncherKind::Ssh || std::filesystem::is_directory(init, ec)
           ? std::string()
           : not_regular_file(init);
   if (!init_problem.empty()) {
@@ -167,8 +171,9 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   // Files the trainer reads: checked here so a typo fails before any rank starts (when the ranks
   // run on this machine: launcher local, or auto without a hostfile; on ssh/Slurm nodes the path
   // is resolved on the node).
-  const std::string starter = as_text(job, "launch.launcher");
-  const bool local = starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
+  const LauncherKind starter = choice_at<LauncherKind>(job, "launch.launcher");
+  const bool local = starter == LauncherKind::Local ||
+                     (starter == LauncherKind::Auto && as_text(job, "launch.hostfile").empty());
   auto missing_file = [&](const std::string& key, const std::string& what, const std::string& fix) {
     const std::string path = as_text(job, key);
     std::error_code ec;
@@ -186,7 +191,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
     if (get(job, "fsdp.activation_checkpointing").get<bool>() &&
         str::trim(as_text(job, "fsdp.wrap_module_types")).empty() &&
-        as_text(job, "fsdp.wrap_policy") != "size") {
+        choice_at<WrapPolicy>(job, "fsdp.wrap_policy") != WrapPolicy::Size) {
       out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
                      "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "
                      "recompute: fsdp.wrap_module_types is empty",
@@ -194,18 +199,18 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                      "or dotted names such as blocks.0), or set fsdp.wrap_policy size."});
     }
   }
-  if (as_text(job, "data.name") == "tensors") {
+  if (choice_at<DataName>(job, "data.name") == DataName::Tensors) {
     missing_file("data.path", "data.name is tensors",
                  "Set data.path (--data-path) to a file written by torch.save({\"input\": X, "
                  "\"target\": Y}, PATH).");
   }
-  const std::string data = as_text(job, "data.name");
-  if ((data == "tensors" || data == "tokens") && !as_text(job, "data.val_path").empty()) {
+  const DataName data = choice_at<DataName>(job, "data.name");
+  if ((data == DataName::Tensors || data == DataName::Tokens) && !as_text(job, "data.val_path").empty()) {
     missing_file("data.val_path", "", "Point data.val_path at an existing file, or leave it empty.");
   }
 
   // Schedule.
-  if (as_text(job, "sched.name") == "cosine" && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
+  if (choice_at<ScheduleName>(job, "sched.name") == ScheduleName::Cosine && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
     out.push_back({true, {"sched.min_lr", "optim.lr"},
                    fmt::format("sched.min_lr {} is above the peak optim.lr {}",
                                get(job, "sched.min_lr").get<double>(), get(job, "optim.lr").get<double>()),
@@ -213,14 +218,14 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
 
   // Launch topology.
-  const std::string launcher = as_text(job, "launch.launcher");
-  if (launcher == "local" && min_nodes(job) > 1) {
+  const LauncherKind launcher = choice_at<LauncherKind>(job, "launch.launcher");
+  if (launcher == LauncherKind::Local && min_nodes(job) > 1) {
     out.push_back({true, {"launch.nnodes", "launch.launcher"},
                    fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
                                min_nodes(job)),
                    "Use launcher ssh with a hostfile, or slurm."});
   }
-  if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
+  if (launcher == LauncherKind::Ssh && as_text(job, "launch.hostfile").empty()) {
     out.push_back({true, {"launch.launcher", "launch.hostfile"},
                    "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
                    "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
@@ -230,7 +235,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
     out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
                    "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
   }
-  if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
+  if (launcher == LauncherKind::Slurm && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
       min_nodes(job) != as_int(job, "slurm.nodes")) {
     out.push_back({true, {"launch.nnodes", "slurm.nodes"},
                    fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
