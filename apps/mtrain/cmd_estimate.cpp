@@ -6,6 +6,8 @@
 
 #include "commands.hpp"
 #include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/job_choice.hpp"
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
@@ -64,9 +66,10 @@ void build_estimate(CLI::App* sub, Exit& exit) {
       slots = inv.empty() ? 0 : static_cast<int>(inv.front().slots.size());
     }
     estimate::JobEstimateOptions o;
-    o.device = text("launch.device");
+    const auto device = config::choice_at<config::DeviceKind>(job, "launch.device");
+    o.device = config::to_string(device);  // lib/estimate reads the name
     const auto w = estimate::world_of(text("launch.nproc_per_node"), text("launch.nnodes"),
-                                      o.device == "cpu" ? 0 : estimate::count_gpus(), hosts, slots,
+                                      device == config::DeviceKind::Cpu ? 0 : estimate::count_gpus(), hosts, slots,
                                       static_cast<int>(config::get(job, "launch.num_nodes").get<long long>()));
     o.world = w.world;
     o.ranks_per_node = w.ranks_per_node;

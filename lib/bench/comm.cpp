@@ -57,7 +57,7 @@ BenchReport run_comm(const CommBenchOptions& o) {
   lo.plan.program = {o.worker_path};
   for (auto& a : comm_worker_args(o, out_file)) lo.plan.program.push_back(a);
   lo.master_port = "auto";
-  lo.launcher = "local";
+  lo.launcher = config::LauncherKind::Local;
   lo.grace_period_s = 5;
   const int rc = launch::run_launch(lo);
   json result;

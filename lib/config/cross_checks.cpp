@@ -4,10 +4,13 @@
 
 #include <fmt/format.h>
 
-#include <filesystem>
 
 #include "mtrain/config/data_checks.hpp"
+#include "mtrain/config/job_choice.hpp"
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/untrusted_file.hpp"
 
@@ -34,8 +37,8 @@ int effective_zero_stage(const json& job) {
 // local, or auto without a hostfile); on ssh/Slurm nodes the launcher checks it on the node before
 // any rank starts (launch/model_check.hpp).
 bool ranks_run_here(const json& job) {
-  const std::string starter = as_text(job, "launch.launcher");
-  return starter == "local" || (starter == "auto" && as_text(job, "launch.hostfile").empty());
+  const LauncherKind starter = choice_at<LauncherKind>(job, "launch.launcher");
+  return starter == LauncherKind::Local || (starter == LauncherKind::Auto && as_text(job, "launch.hostfile").empty());
 }
 
 // Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
@@ -48,7 +51,7 @@ std::vector<Problem> model_file_problems(const json& job) {
   std::error_code ec;
   // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
   const std::string init_problem =
-      init.empty() || as_text(job, "launch.launcher") == "ssh" || std::filesystem::is_directory(init, ec)
+      init.empty() || choice_at<LauncherKind>(job, "launch.launcher") == LauncherKind::Ssh || std::filesystem::is_directory(init, ec)
           ? std::string()
           : not_regular_file(init);
   if (!init_problem.empty()) {
@@ -68,7 +71,7 @@ std::vector<Problem> model_file_problems(const json& job) {
   }
   // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
   if (get(job, "fsdp.activation_checkpointing").get<bool>() && get(job, "fsdp.wrap_module_types").empty() &&
-      as_text(job, "fsdp.wrap_policy") != "size") {
+      choice_at<WrapPolicy>(job, "fsdp.wrap_policy") != WrapPolicy::Size) {
     out.push_back({true, {"fsdp.activation_checkpointing", "fsdp.wrap_module_types"},
                    "fsdp.activation_checkpointing is on but the torchscript model has no blocks to "
                    "recompute: fsdp.wrap_module_types is empty",
@@ -82,14 +85,14 @@ std::vector<Problem> model_file_problems(const json& job) {
 std::vector<Problem> launch_problems(const Resolved& r) {
   const json& job = r.job;
   std::vector<Problem> out;
-  const std::string launcher = as_text(job, "launch.launcher");
-  if (launcher == "local" && min_nodes(job) > 1) {
+  const LauncherKind launcher = choice_at<LauncherKind>(job, "launch.launcher");
+  if (launcher == LauncherKind::Local && min_nodes(job) > 1) {
     out.push_back({true, {"launch.nnodes", "launch.launcher"},
                    fmt::format("launch.nnodes is {} but launch.launcher is 'local' (this machine only)",
                                min_nodes(job)),
                    "Use launcher ssh with a hostfile, or slurm."});
   }
-  if (launcher == "ssh" && as_text(job, "launch.hostfile").empty()) {
+  if (launcher == LauncherKind::Ssh && as_text(job, "launch.hostfile").empty()) {
     out.push_back({true, {"launch.launcher", "launch.hostfile"},
                    "launch.launcher is 'ssh' but no launch.hostfile names the hosts",
                    "Give --hostfile FILE (launch.hostfile), a file with lines like 'worker-0 slots=8'."});
@@ -99,7 +102,7 @@ std::vector<Problem> launch_problems(const Resolved& r) {
     out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
                    "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
   }
-  if (launcher == "slurm" && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
+  if (launcher == LauncherKind::Slurm && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
       min_nodes(job) != as_int(job, "slurm.nodes")) {
     out.push_back({true, {"launch.nnodes", "slurm.nodes"},
                    fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
@@ -171,14 +174,14 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
                      fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
     }
     const int zstage = effective_zero_stage(job);
-    if (as_text(job, "zero.offload_param_device") != "none" && zstage != 3) {
+    if (choice_at<OffloadDevice>(job, "zero.offload_param_device") != OffloadDevice::None && zstage != 3) {
       out.push_back({true, {"zero.offload_param_device", "strategy"},
                      fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
                                  "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
                                  as_text(job, "zero.offload_param_device"), strategy),
                      "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
     }
-    if (as_text(job, "zero.offload_optimizer_device") != "none" && zstage == 0) {
+    if (choice_at<OffloadDevice>(job, "zero.offload_optimizer_device") != OffloadDevice::None && zstage == 0) {
       out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
                      fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
                                  "ZeRO stage",
@@ -208,7 +211,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
 
   // Loss scaling is an fp16 feature.
-  if (as_text(job, "train.precision") != "fp16") {
+  if (choice_at<Precision>(job, "train.precision") != Precision::Fp16) {
     for (const auto& s : reg.all()) {
       if (s.key.rfind("precision.", 0) == 0 && given(r, s.key)) {
         out.push_back({false, {s.key, "train.precision"},
@@ -236,7 +239,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   for (auto& p : data_file_problems(job, false)) out.push_back(std::move(p));
 
   // Schedule.
-  if (as_text(job, "sched.name") == "cosine" && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
+  if (choice_at<ScheduleName>(job, "sched.name") == ScheduleName::Cosine && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
     out.push_back({true, {"sched.min_lr", "optim.lr"},
                    fmt::format("sched.min_lr {} is above the peak optim.lr {}",
                                get(job, "sched.min_lr").get<double>(), get(job, "optim.lr").get<double>()),

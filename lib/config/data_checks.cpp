@@ -6,7 +6,9 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/token_file.hpp"
@@ -40,7 +42,7 @@ struct DataFile {
 };
 
 struct DataRule {
-  const char* name;
+  DataName name;
   Check model;  // can the model read it (pure)
   std::vector<DataFile> files;
 };
@@ -103,17 +105,17 @@ constexpr const char* kValHint = "Point data.val_path at an existing file, or le
 // one row; every data check below walks it.
 const std::vector<DataRule>& data_rules() {
   static const std::vector<DataRule> rules = {
-      {"synthetic", none, {}},
-      {"text", text_model,
+      {DataName::Synthetic, none, {}},
+      {DataName::Text, text_model,
        {{"data.path", FileKind::Text, false,
          "Give a text file (any bytes; it is read as byte-level tokens), or leave data.path empty for the "
          "embedded corpus."}}},
-      {"cifar10", cifar10_model, {{"data.path", FileKind::Cifar10, true, kCifar10Hint}}},
-      {"tensors", none,
+      {DataName::Cifar10, cifar10_model, {{"data.path", FileKind::Cifar10, true, kCifar10Hint}}},
+      {DataName::Tensors, none,
        {{"data.path", FileKind::Tensors, true,
          "Set data.path (--data-path) to a file written by torch.save({\"input\": X, \"target\": Y}, PATH)."},
         {"data.val_path", FileKind::Tensors, false, kValHint}}},
-      {"tokens", none,
+      {DataName::Tokens, none,
        {{"data.path", FileKind::Tokens, true,
          "Set data.path (--data-path) to a token file: nanoGPT's train.bin or an llm.c .bin."},
         {"data.val_path", FileKind::Tokens, false, kValHint}}},
@@ -144,7 +146,7 @@ std::string file_problem(const DataFile& f, const std::string& path) {
 }
 
 const DataRule* rule_for(const json& job) {
-  const std::string name = effective_data_name(job);
+  const DataName name = effective_data_name(job);
   for (const auto& r : data_rules())
     if (name == r.name) return &r;
   return nullptr;  // the registry's choices and this table disagree: the ranks will say so
@@ -152,10 +154,10 @@ const DataRule* rule_for(const json& job) {
 
 }  // namespace
 
-std::string effective_data_name(const json& job) {
-  const std::string name = text(job, "data.name");
-  if (name != "auto") return name;
-  return model_of(job) == ModelName::Gpt ? "text" : "synthetic";
+DataName effective_data_name(const json& job) {
+  const DataName name = choice_at<DataName>(job, "data.name");
+  if (name != DataName::Auto) return name;
+  return model_of(job) == ModelName::Gpt ? DataName::Text : DataName::Synthetic;
 }
 
 std::vector<Problem> data_model_problems(const json& job) {
@@ -171,7 +173,7 @@ std::vector<Problem> data_file_problems(const json& job, bool on_disk) {
     const std::string path = text(job, f.key);
     if (path.empty()) {
       if (f.required)
-        out.push_back({true, {f.key, "data.name"}, fmt::format("{} is empty but data.name is {}", f.key, r->name), f.hint});
+        out.push_back({true, {f.key, "data.name"}, fmt::format("{} is empty but data.name is {}", f.key, to_string(r->name)), f.hint});
     } else if (on_disk) {
       if (std::string why = file_problem(f, path); !why.empty()) out.push_back({true, {f.key}, why, f.hint});
     }

@@ -10,12 +10,13 @@
 #include <vector>
 
 #include "mtrain/config/cross_checks.hpp"
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::config {
 
 // data.name after `auto`: text for gpt (the embedded corpus unless data.path is set), synthetic
 // for every other model.
-std::string effective_data_name(const json& job);
+DataName effective_data_name(const json& job);
 
 // Model/data combinations that cannot train (resnet18 on text, gpt on cifar10, …). Pure.
 std::vector<Problem> data_model_problems(const json& job);

@@ -8,7 +8,10 @@
 
 #include "mtrain/config/cross_checks.hpp"
 #include "mtrain/config/foreign_keys.hpp"
+#include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -23,6 +26,12 @@ bool as_bool(const json& job, const std::string& key) { return get(job, key).get
 StrategyName strategy_of(const json& job) { return strategy_from_text(as_text(job, "strategy")); }
 
 std::string num_text(double v) { return json(v).dump(); }
+
+// accelerate's mixed_precision / ACCELERATE_MIXED_PRECISION: "no" for fp32, else mtrain's name.
+std::string accelerate_precision(const json& job) {
+  const Precision p = choice_at<Precision>(job, "train.precision");
+  return p == Precision::Fp32 ? "no" : to_string(p);
+}
 
 }  // namespace
 
@@ -43,10 +52,10 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   ds["steps_per_print"] = as_int(job, "train.log_interval");
   m.insert({"optim.grad_clip", "train.log_interval", "train.precision"});
 
-  const std::string precision = as_text(job, "train.precision");
-  ds["bf16"] = {{"enabled", precision == "bf16"}};
-  ds["fp16"] = {{"enabled", precision == "fp16"}};
-  if (precision == "fp16") {
+  const Precision precision = choice_at<Precision>(job, "train.precision");
+  ds["bf16"] = {{"enabled", precision == Precision::Bf16}};
+  ds["fp16"] = {{"enabled", precision == Precision::Fp16}};
+  if (precision == Precision::Fp16) {
     for (const auto& [name, key] : foreign::kFp16Keys) {
       ds["fp16"][name] = get(job, key);
       m.insert(key);
@@ -71,16 +80,16 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
     else if (k == "zero.stage3_prefetch_bucket_size") z[name] = embd * embd * 9 / 10;
     else if (k == "zero.stage3_param_persistence_threshold") z[name] = 10 * embd;
   }
-  if (as_text(job, "zero.offload_optimizer_device") != "none")
+  if (choice_at<OffloadDevice>(job, "zero.offload_optimizer_device") != OffloadDevice::None)
     z["offload_optimizer"] = {{"device", as_text(job, "zero.offload_optimizer_device")}};
-  if (as_text(job, "zero.offload_param_device") != "none")
+  if (choice_at<OffloadDevice>(job, "zero.offload_param_device") != OffloadDevice::None)
     z["offload_param"] = {{"device", as_text(job, "zero.offload_param_device")}};
   ds["zero_optimization"] = z;
   if (strategy != StrategyName::Fsdp) m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
   m.insert({"zero.stage", "zero.offload_optimizer_device", "zero.offload_param_device"});
 
   const double lr = as_num(job, "optim.lr");
-  if (as_text(job, "optim.name") == "adamw") {
+  if (choice_at<OptimizerName>(job, "optim.name") == OptimizerName::Adamw) {
     ds["optimizer"] = {{"type", "AdamW"},
                        {"params", {{"lr", lr},
                                    {"betas", {as_num(job, "optim.beta1"), as_num(job, "optim.beta2")}},
@@ -98,29 +107,35 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   m.insert({"optim.name", "optim.lr", "optim.weight_decay"});
 
   // Schedules: DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR with a linear warmup from 0.
-  const std::string sched = as_text(job, "sched.name");
   const long long warmup = as_int(job, "sched.warmup_steps");
   const long long max_steps = as_int(job, "train.max_steps");
-  if (sched == "constant") {
-    ds["scheduler"] = {{"type", "WarmupLR"},
-                       {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
-                                   {"warmup_type", "linear"}}}};
-    m.insert({"sched.name", "sched.warmup_steps"});
-  } else if (sched == "linear" && as_num(job, "sched.start_factor") == 1.0 && as_num(job, "sched.end_factor") == 0.0) {
-    const long long iters = as_int(job, "sched.total_iters");
-    ds["scheduler"] = {{"type", "WarmupDecayLR"},
-                       {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
-                                   {"total_num_steps", warmup + (iters > 0 ? iters : max_steps)},
-                                   {"warmup_type", "linear"}}}};
-    m.insert({"sched.name", "sched.warmup_steps", "sched.start_factor", "sched.end_factor", "sched.total_iters"});
-  } else if (sched == "cosine") {
-    ds["scheduler"] = {{"type", "WarmupCosineLR"},
-                       {"params", {{"warmup_num_steps", warmup}, {"total_num_steps", max_steps},
-                                   {"cos_min_ratio", lr > 0 ? as_num(job, "sched.min_lr") / lr : 0.0},
-                                   {"warmup_type", "linear"}}}};
-    m.insert({"sched.name", "sched.warmup_steps", "sched.min_lr"});
+  switch (choice_at<ScheduleName>(job, "sched.name")) {
+    case ScheduleName::Constant:
+      ds["scheduler"] = {{"type", "WarmupLR"},
+                         {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
+                                     {"warmup_type", "linear"}}}};
+      m.insert({"sched.name", "sched.warmup_steps"});
+      break;
+    case ScheduleName::Linear: {
+      // Only a decay to 0 is DeepSpeed's WarmupDecayLR; other factors have no DeepSpeed schedule.
+      if (as_num(job, "sched.start_factor") != 1.0 || as_num(job, "sched.end_factor") != 0.0) break;
+      const long long iters = as_int(job, "sched.total_iters");
+      ds["scheduler"] = {{"type", "WarmupDecayLR"},
+                         {"params", {{"warmup_min_lr", 0.0}, {"warmup_max_lr", lr}, {"warmup_num_steps", warmup},
+                                     {"total_num_steps", warmup + (iters > 0 ? iters : max_steps)},
+                                     {"warmup_type", "linear"}}}};
+      m.insert({"sched.name", "sched.warmup_steps", "sched.start_factor", "sched.end_factor", "sched.total_iters"});
+      break;
+    }
+    case ScheduleName::Cosine:
+      ds["scheduler"] = {{"type", "WarmupCosineLR"},
+                         {"params", {{"warmup_num_steps", warmup}, {"total_num_steps", max_steps},
+                                     {"cos_min_ratio", lr > 0 ? as_num(job, "sched.min_lr") / lr : 0.0},
+                                     {"warmup_type", "linear"}}}};
+      m.insert({"sched.name", "sched.warmup_steps", "sched.min_lr"});
+      break;
+    case ScheduleName::Step: break;  // DeepSpeed has no such schedule (left unmapped)
   }
-  // step, and linear with other factors: DeepSpeed has no such schedule (left unmapped).
   return r;
 }
 
@@ -130,9 +145,8 @@ ExportResult export_accelerate(const json& job) {
   auto& m = r.mapped;
   a["compute_environment"] = "LOCAL_MACHINE";
   const StrategyName strategy = strategy_of(job);
-  const std::string device = as_text(job, "launch.device");
-  const std::string precision = as_text(job, "train.precision");
-  a["mixed_precision"] = precision == "fp32" ? "no" : precision;
+  const DeviceKind device = choice_at<DeviceKind>(job, "launch.device");
+  a["mixed_precision"] = accelerate_precision(job);
   m.insert({"strategy", "train.precision"});
   if (is_zero(strategy)) {
     a["distributed_type"] = "DEEPSPEED";
@@ -165,7 +179,7 @@ ExportResult export_accelerate(const json& job) {
     m.insert({"fsdp.sharding_strategy", "fsdp.wrap_policy", "fsdp.min_num_params", "fsdp.backward_prefetch",
               "fsdp.forward_prefetch", "fsdp.cpu_offload", "fsdp.activation_checkpointing"});
   } else {
-    a["distributed_type"] = device == "cpu" ? "MULTI_CPU" : "MULTI_GPU";
+    a["distributed_type"] = device == DeviceKind::Cpu ? "MULTI_CPU" : "MULTI_GPU";
   }
   // Where ranks run. accelerate counts num_processes over all machines.
   const long long nnodes = min_nodes(job);
@@ -178,11 +192,12 @@ ExportResult export_accelerate(const json& job) {
   if (!as_text(job, "launch.master_addr").empty()) a["main_process_ip"] = as_text(job, "launch.master_addr");
   a["main_process_port"] = as_int(job, "launch.master_port");
   if (!as_text(job, "launch.gpus").empty()) a["gpu_ids"] = as_text(job, "launch.gpus");
-  a["use_cpu"] = device == "cpu";
-  const std::string rdzv = as_text(job, "launch.rdzv_backend");
-  a["rdzv_backend"] = rdzv == "mtrain" ? "c10d" : rdzv;
+  a["use_cpu"] = device == DeviceKind::Cpu;
+  // accelerate knows the dynamic rendezvous as torchrun's c10d.
+  const RdzvBackend rdzv = choice_at<RdzvBackend>(job, "launch.rdzv_backend");
+  a["rdzv_backend"] = to_string(rdzv == RdzvBackend::Mtrain ? RdzvBackend::C10d : rdzv);
   m.insert({"launch.master_addr", "launch.master_port", "launch.gpus", "launch.rdzv_backend"});
-  if (device != "gpu") m.insert("launch.device");  // accelerate has no "GPU required"
+  if (device != DeviceKind::Gpu) m.insert("launch.device");  // accelerate has no "GPU required"
   return r;
 }
 
@@ -190,15 +205,14 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
   // Names and value spellings as accelerate/utils/launch.py writes them.
   std::map<std::string, std::string> e;
   std::set<std::string> m;
-  const std::string precision = as_text(job, "train.precision");
-  e["ACCELERATE_MIXED_PRECISION"] = precision == "fp32" ? "no" : precision;
+  e["ACCELERATE_MIXED_PRECISION"] = accelerate_precision(job);
   // accelerate sets the accumulation only for DeepSpeed (prepare_deepspeed_cmd_env); Accelerator
   // reads it for every strategy, so mtrain hands a non-default one over for all.
   const StrategyName strategy = strategy_of(job);
   const long long accum = as_int(job, "train.grad_accum");
   if (is_zero(strategy) || accum != 1) e["ACCELERATE_GRADIENT_ACCUMULATION_STEPS"] = std::to_string(accum);
   m.insert({"train.precision", "train.grad_accum", "strategy"});
-  if (as_text(job, "launch.device") == "cpu") e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
+  if (choice_at<DeviceKind>(job, "launch.device") == DeviceKind::Cpu) e["ACCELERATE_USE_CPU"] = "True";  // str(args.cpu or args.use_cpu)
   // No torch.compile: accelerate's values when no --dynamo_* flag is given (mtrain has none).
   e["ACCELERATE_DYNAMO_BACKEND"] = "NO";
   e["ACCELERATE_DYNAMO_MODE"] = "default";
@@ -233,10 +247,13 @@ std::map<std::string, std::string> accelerate_env(const json& job, std::set<std:
   return e;
 }
 
-std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r, const std::string& pass_config) {
+std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r, PassConfig pass_config) {
   std::set<std::string> mapped;
-  if (pass_config == "deepspeed") mapped = export_deepspeed(r.job).mapped;
-  else if (pass_config == "accelerate") accelerate_env(r.job, &mapped);
+  switch (pass_config) {
+    case PassConfig::None: break;
+    case PassConfig::Deepspeed: mapped = export_deepspeed(r.job).mapped; break;
+    case PassConfig::Accelerate: accelerate_env(r.job, &mapped); break;
+  }
   std::vector<std::string> out;
   for (const auto& s : reg.all()) {
     if (s.scope != Scope::Job || mapped.count(s.key)) continue;
@@ -248,12 +265,12 @@ std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r,
   return out;
 }
 
-std::string unread_warning(const std::vector<std::string>& unread, const std::string& pass_config) {
+std::string unread_warning(const std::vector<std::string>& unread, PassConfig pass_config) {
   if (unread.empty()) return "";
-  if (pass_config == "deepspeed" || pass_config == "accelerate")
+  if (pass_config != PassConfig::None)
     return fmt::format("launch.pass_config {} has no place for these trainer settings, so the program gets them "
                        "only in MTRAIN_JOB_FILE: {}",
-                       pass_config, str::join(unread, ", "));
+                       to_string(pass_config), str::join(unread, ", "));
   return fmt::format("the program gets these trainer settings only in the file MTRAIN_JOB_FILE names, and "
                      "nothing else hands them over: {}. Set launch.pass_config (--pass-config) to deepspeed "
                      "(each rank gets --deepspeed_config FILE) or accelerate (the variables `accelerate "

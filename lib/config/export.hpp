@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/registry.hpp"
 
 namespace mtrain::config {
@@ -28,10 +29,10 @@ ExportResult export_accelerate(const json& job);
 // prepare_simple_launcher_cmd_env) sets for a script; `mapped` as above.
 std::map<std::string, std::string> accelerate_env(const json& job, std::set<std::string>* mapped = nullptr);
 
-// launch.pass_config: none | deepspeed | accelerate. The trainer settings given (not defaults)
+// launch.pass_config (launch_choices.hpp). The trainer settings given (not defaults)
 // that the program will not get that way, as "key=value"; empty when all reach it.
-std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r, const std::string& pass_config);
+std::vector<std::string> unread_settings(const Registry& reg, const Resolved& r, PassConfig pass_config);
 // One warning paragraph for them ("" when none).
-std::string unread_warning(const std::vector<std::string>& unread, const std::string& pass_config);
+std::string unread_warning(const std::vector<std::string>& unread, PassConfig pass_config);
 
 }  // namespace mtrain::config

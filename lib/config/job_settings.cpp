@@ -4,6 +4,7 @@
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/setting_builders.hpp"
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::config {
 
@@ -11,23 +12,7 @@ namespace {
 
 using namespace detail;
 
-Registry build() {
-  Registry r;
-  // Strategy.
-  r.add(choice("strategy", to_string(StrategyName::Ddp), strategy_choices(),
-               "How model state is spread over ranks: replicated (ddp), optimiser state sharded "
-               "(zero1), + gradients (zero2), + parameters (zero3, fsdp); auto: `mtrain launch` "
-               "picks the fastest that fits (`mtrain estimate`).",
-               "strategy"));
-  r.add(number("ddp.bucket_cap_mb", 25, 0.001, 4096,
-               "Gradient bucket size in MiB; buckets are all-reduced while backward still runs."));
-  r.add(number("ddp.first_bucket_mb", 1, 0.001, 4096,
-               "Size of the first (last-layer) bucket, small so communication starts early."));
-  r.add(boolean("ddp.find_unused_parameters", false,
-                "Allow parameters that get no gradient in a step (their buckets are still reduced)."));
-  add_strategy_settings(r);
-
-  // Model.
+void add_model_settings(Registry& r) {
   r.add(choice("model.name", to_string(ModelName::Gpt), model_names(),
                "Model architecture; torchscript trains your own module from model.path.", "model"));
   r.add(text("model.path", "",
@@ -38,7 +23,7 @@ Registry build() {
                 "torchscript: run a model whose code reaches outside the model (file operators, "
                 "custom operator libraries, a __setstate__ that does more than restore tensors); "
                 "such files are refused unless you trust their author."));
-  r.add(choice("model.loss", "auto", {"auto", "cross_entropy", "mse", "lm_cross_entropy"},
+  r.add(choice("model.loss", to_string(LossName::Auto), choice_names<LossName>(),
                "torchscript: the loss. auto: the module's own exported loss(input, target) "
                "method; cross_entropy: logits [B, C] vs classes [B]; lm_cross_entropy: logits "
                "[B, T, V] vs tokens [B, T]; mse: output vs target.",
@@ -62,9 +47,10 @@ Registry build() {
   r.add(boolean("model.init_strict", true,
                 "model.init must name exactly the model's tensors with their shapes; false loads "
                 "the ones that match and keeps the initial values of the rest (a new head)."));
+}
 
-  // Data.
-  r.add(choice("data.name", "auto", {"auto", "synthetic", "text", "cifar10", "tokens", "tensors"},
+void add_data_settings(Registry& r) {
+  r.add(choice("data.name", to_string(DataName::Auto), choice_names<DataName>(),
                "Dataset: auto picks text for gpt (the embedded corpus unless data.path is set) "
                "and synthetic otherwise; tokens reads a pre-tokenized file (data.path); tensors "
                "reads torch.save({'input': X, 'target': Y}) from data.path (sample i = row i).",
@@ -84,8 +70,9 @@ Registry build() {
   r.add(boolean("data.shuffle", true, "Shuffle by seed and epoch."));
   r.add(boolean("data.drop_last", true,
                 "Drop the tail that does not divide evenly over ranks (else pad by repeating)."));
+}
 
-  // Training loop.
+void add_loop_settings(Registry& r) {
   r.add(integer("train.max_steps", 200, 0, 1LL << 40,
                 "Optimiser steps to train (used when train.max_epochs is 0).", "max-steps"));
   r.add(integer("train.max_epochs", 0, 0, 1 << 20, "Epochs to train; 0 trains by steps.",
@@ -99,7 +86,7 @@ Registry build() {
                 "size. When set, it must equal that product (checked before launch); a job that "
                 "re-forms at another world size keeps it by recomputing grad_accum.",
                 "global-batch-size"));
-  r.add(choice("train.precision", "fp32", {"fp32", "bf16", "fp16"},
+  r.add(choice("train.precision", to_string(Precision::Fp32), choice_names<Precision>(),
                "Compute precision: fp32, or mixed precision with fp32 master weights (bf16; fp16 "
                "with loss scaling, see precision.*).",
                "precision"));
@@ -120,9 +107,10 @@ Registry build() {
                 "size), holding no more than the most memory in use at once where free segments can be "
                 "given back; false: every such tensor is mapped, faulted in and zeroed afresh by the "
                 "system allocator, every step."));
+}
 
-  // Optimiser.
-  r.add(choice("optim.name", "adamw", {"adamw", "sgd"}, "Optimiser.", "optim"));
+void add_optimiser_settings(Registry& r) {
+  r.add(choice("optim.name", to_string(OptimizerName::Adamw), choice_names<OptimizerName>(), "Optimiser.", "optim"));
   r.add(number("optim.lr", 1e-3, 0, 1e3, "Peak learning rate.", "lr"));
   r.add(number("optim.weight_decay", 0.0, 0, 1e3, "Decoupled (AdamW) or L2 (SGD) weight decay."));
   r.add(number("optim.beta1", 0.9, 0, 1, "AdamW beta1."));
@@ -134,7 +122,7 @@ Registry build() {
                "grad-clip"));
 
   // Learning-rate schedule.
-  r.add(choice("sched.name", "cosine", {"constant", "cosine", "step", "linear"},
+  r.add(choice("sched.name", to_string(ScheduleName::Cosine), choice_names<ScheduleName>(),
                "Schedule after warmup: constant, cosine to sched.min_lr, step (x gamma every "
                "step_size), or LinearLR (start_factor → end_factor over total_iters).",
                "sched"));
@@ -146,8 +134,9 @@ Registry build() {
   r.add(number("sched.end_factor", 1.0, 0, 1, "linear: last factor of optim.lr."));
   r.add(integer("sched.total_iters", 0, 0, 1LL << 40,
                 "linear: steps over which the factor moves; 0: the whole run."));
+}
 
-  // Checkpoints.
+void add_checkpoint_and_comm_settings(Registry& r) {
   r.add(integer("checkpoint.interval", 0, 0, 1LL << 40, "Steps between checkpoints; 0: only at the end.",
                 "checkpoint-interval"));
   r.add(integer("checkpoint.keep", 2, 1, 1 << 20, "Checkpoints kept: the newest that verify (older ones are removed; a damaged one is never counted)."));
@@ -161,7 +150,28 @@ Registry build() {
                 "When every rank is on one host and trains on the CPU, fp32 all-reduce, reduce-scatter and "
                 "all-gather go through shared memory instead of Gloo over the loopback (falls back to Gloo "
                 "if /dev/shm cannot hold the segment)."));
+}
 
+Registry build() {
+  Registry r;
+  // Strategy.
+  r.add(choice("strategy", to_string(StrategyName::Ddp), strategy_choices(),
+               "How model state is spread over ranks: replicated (ddp), optimiser state sharded "
+               "(zero1), + gradients (zero2), + parameters (zero3, fsdp); auto: `mtrain launch` "
+               "picks the fastest that fits (`mtrain estimate`).",
+               "strategy"));
+  r.add(number("ddp.bucket_cap_mb", 25, 0.001, 4096,
+               "Gradient bucket size in MiB; buckets are all-reduced while backward still runs."));
+  r.add(number("ddp.first_bucket_mb", 1, 0.001, 4096,
+               "Size of the first (last-layer) bucket, small so communication starts early."));
+  r.add(boolean("ddp.find_unused_parameters", false,
+                "Allow parameters that get no gradient in a step (their buckets are still reduced)."));
+  add_strategy_settings(r);
+  add_model_settings(r);
+  add_data_settings(r);
+  add_loop_settings(r);
+  add_optimiser_settings(r);
+  add_checkpoint_and_comm_settings(r);
   add_precision_settings(r);
   add_launch_settings(r);
   add_slurm_settings(r);

@@ -9,6 +9,7 @@
 #include "mtrain/config/slurm_time.hpp"
 #include "mtrain/config/slurm_values.hpp"
 
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/setting_builders.hpp"
 #include "mtrain/core/index_list.hpp"
 #include "mtrain/core/node_count.hpp"
@@ -105,7 +106,7 @@ std::string check_ranks(const std::string& t) { return read_index_selection(t, "
 }  // namespace
 
 void add_launch_settings(Registry& r) {
-  r.add(choice("launch.launcher", "auto", {"auto", "local", "ssh", "slurm", "slurm-task"},
+  r.add(choice("launch.launcher", to_string(LauncherKind::Auto), choice_names<LauncherKind>(),
                "How ranks are started: auto (srun inside a Slurm allocation, ssh when a "
                "hostfile names other hosts, else this machine), local, ssh, slurm (an agent per node "
                "inside an allocation), or slurm-task (srun started every rank: translate its "
@@ -121,7 +122,7 @@ void add_launch_settings(Registry& r) {
                      "MIN:MAX with rdzv_backend mtrain (an elastic job).",
                      "nnodes"),
                 "N or MIN:MAX (whole numbers from 1)", check_nnodes));
-  r.add(choice("launch.device", "auto", {"auto", "cpu", "gpu"},
+  r.add(choice("launch.device", to_string(DeviceKind::Auto), choice_names<DeviceKind>(),
                "What ranks compute on: auto (GPUs when present), cpu (no GPU is assigned, "
                "CUDA_VISIBLE_DEVICES is empty) or gpu (fail when a node has none).",
                "device"));
@@ -146,7 +147,7 @@ void add_launch_settings(Registry& r) {
                          "master-port");
   port.allow_auto = true;  // the same values --master-port takes
   r.add(port);
-  r.add(choice("launch.rdzv_backend", "static", {"static", "mtrain", "c10d"},
+  r.add(choice("launch.rdzv_backend", to_string(RdzvBackend::Static), choice_names<RdzvBackend>(),
                "Rendezvous: static (node ranks fixed by host order) or mtrain (nodes join the "
                "launcher's store and agree on ranks; c10d is taken as mtrain).",
                "rdzv-backend"));
@@ -211,14 +212,14 @@ void add_launch_settings(Registry& r) {
   r.add(boolean("launch.no_local_rank", false,
                 "Do not append --local_rank (the default); wins over launch.local_rank_arg from any source.",
                 "no-local-rank"));
-  r.add(choice("launch.scale_up", "checkpoint", {"checkpoint", "now", "off"},
+  r.add(choice("launch.scale_up", to_string(ScaleUp::checkpoint), choice_names<ScaleUp>(),
                "With --nnodes MIN:MAX, a node that arrives while the job runs: checkpoint (the ranks get the "
                "preemption notice and save, then the job re-forms with the new node; not counted as a "
                "restart), now (re-form at once, as torchrun) or off (it waits for the next failure).",
                "scale-up"));
   r.add(integer("launch.max_restarts", 0, 0, 1000,
                 "Times the whole group is restarted after a rank fails.", "max-restarts"));
-  r.add(choice("launch.pass_config", "none", {"none", "deepspeed", "accelerate"},
+  r.add(choice("launch.pass_config", to_string(PassConfig::None), choice_names<PassConfig>(),
                "How the job's trainer settings reach a program given to `mtrain launch` (the resolved "
                "job is always in the file MTRAIN_JOB_FILE names): none, deepspeed (each rank gets "
                "--deepspeed_config FILE, a ds_config.json made from the job) or accelerate (the "
@@ -232,7 +233,7 @@ void add_launch_settings(Registry& r) {
                 "sequences, NUL) are shown as ^[ ^@ … on a terminal and always in failure reports.",
                 "raw-output"));
   r.add(invocation(boolean("launch.dry_run", false, "Print the launch plan; start nothing.", "dry-run")));
-  r.add(invocation(choice("launch.format", "text", {"text", "json"}, "Plan format for --dry-run.", "format")));
+  r.add(invocation(choice("launch.format", to_string(PlanFormat::Text), choice_names<PlanFormat>(), "Plan format for --dry-run.", "format")));
   // The fit check (lib/estimate): before any rank of the bundled trainer starts.
   r.add(checked(text("launch.device_memory", "",
                      "Memory each rank may use, e.g. 80GiB or 24GB, for the fit check and --strategy auto "
@@ -278,7 +279,7 @@ void add_slurm_settings(Registry& r) {
                            "Signal sent before the time limit and forwarded to the ranks: SIG@SECONDS, or none."),
                       "SIGNAL[@SECONDS] or none", check_signal)));
   r.add(slurm(boolean("slurm.requeue", false, "Requeue on that signal; the restarted job resumes (--resume auto).")));
-  r.add(slurm(choice("slurm.pattern", "agent", {"agent", "task", "agent-per-node", "task-per-gpu"},
+  r.add(slurm(choice("slurm.pattern", to_string(SlurmPattern::AgentPerNode), choice_names<SlurmPattern>(),
                      "agent: one mtrain agent per node starts its ranks (default); task: srun starts one task "
                      "per GPU and mtrain translates Slurm's environment.")));
   r.add(slurm(text("slurm.template", "", "A custom sbatch template (same placeholders as templates/slurm/).")));

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/choice_table.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 
@@ -57,15 +58,6 @@ std::optional<Id> parse_of(const Row (&rows)[N], std::string_view name) {
   return std::nullopt;
 }
 
-Error unknown(std::string_view what, std::string_view name, const std::vector<std::string>& names,
-              const std::string& key) {
-  const auto near = str::closest(std::string(name), names);
-  return Error(fmt::format("unknown {} '{}'", what, name),
-               near ? fmt::format("did you mean '{}'? (one of {})", *near, str::join(names, ", "))
-                    : fmt::format("use one of {}", str::join(names, ", ")))
-      .at(key);
-}
-
 }  // namespace
 
 const std::vector<std::string>& strategy_names() {
@@ -106,12 +98,12 @@ StrategyName strategy_from_text(std::string_view name, const std::string& key) {
                 "`mtrain launch --strategy auto` picks one before any rank starts; here name one of " +
                     str::join(strategy_names(), ", ") + " (`mtrain estimate` says which fit)")
         .at(key);
-  throw unknown("strategy", name, strategy_names(), key);
+  throw unknown_choice("strategy", name, strategy_names(), key);
 }
 
 ModelName model_from_text(std::string_view name, const std::string& key) {
   if (auto m = parse_model(name)) return *m;
-  throw unknown("model", name, model_names(), key);
+  throw unknown_choice("model", name, model_names(), key);
 }
 
 int zero_stage(StrategyName s) { return row_of(kStrategies, s).zero_stage; }

@@ -2,6 +2,7 @@
 // ds_config.json and torch FSDP so that imported files keep their meaning; defaults are
 // DeepSpeed's and torch's own.
 #include "mtrain/config/setting_builders.hpp"
+#include "mtrain/config/sharding_choices.hpp"
 
 namespace mtrain::config::detail {
 
@@ -40,23 +41,22 @@ void add_strategy_settings(Registry& r) {
                 "Stage 3: most gathered parameter elements alive at once before release."));
   r.add(integer("zero.stage3_max_reuse_distance", 1000000000, 0, kBig,
                 "Stage 3: a parameter used again within this many elements is kept gathered."));
-  r.add(choice("zero.offload_optimizer_device", "none", {"none", "cpu", "nvme"},
+  r.add(choice("zero.offload_optimizer_device", to_string(OffloadDevice::None), choice_names<OffloadDevice>(),
                "Keep optimiser state (and its step) on this device instead of the GPU; stages "
                "1-3."));
-  r.add(choice("zero.offload_param_device", "none", {"none", "cpu", "nvme"},
+  r.add(choice("zero.offload_param_device", to_string(OffloadDevice::None), choice_names<OffloadDevice>(),
                "Keep parameter shards on this device between uses; stage 3 only."));
   r.add(boolean("zero.stage3_gather_16bit_weights_on_model_save", false,
                 "Stage 3: consolidate 16-bit weights into model.pt on save (else fp32)."));
 
-  r.add(choice("fsdp.sharding_strategy", "FULL_SHARD",
-               {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"},
+  r.add(choice("fsdp.sharding_strategy", to_string(ShardingStrategy::FullShard), choice_names<ShardingStrategy>(),
                "FULL_SHARD: parameters, gradients and optimiser state sharded (like ZeRO-3); "
                "SHARD_GRAD_OP: parameters kept gathered between forward and backward (like "
                "ZeRO-2); NO_SHARD: like DDP; HYBRID_SHARD: full shard within a node, replicate "
                "across nodes."));
   r.add(integer("fsdp.min_num_params", 100000000, 1, kBig,
                 "wrap_policy size: smallest module (in parameters) made its own FSDP unit."));
-  r.add(choice("fsdp.wrap_policy", "layer", {"layer", "size", "none"},
+  r.add(choice("fsdp.wrap_policy", to_string(WrapPolicy::Layer), choice_names<WrapPolicy>(),
                "How the model is cut into FSDP units: one per transformer block/layer, by "
                "fsdp.min_num_params, or the whole model as one unit."));
   Setting wrap_types = text("fsdp.wrap_module_types", "",
@@ -70,7 +70,7 @@ void add_strategy_settings(Registry& r) {
   r.add(std::move(wrap_types));
   r.add(boolean("fsdp.forward_prefetch", false,
                 "Issue the next unit's all-gather before the current forward finishes."));
-  r.add(choice("fsdp.backward_prefetch", "BACKWARD_PRE", {"BACKWARD_PRE", "BACKWARD_POST", "NONE"},
+  r.add(choice("fsdp.backward_prefetch", to_string(BackwardPrefetch::BackwardPre), choice_names<BackwardPrefetch>(),
                "When the previous unit's parameters are gathered during backward: before the "
                "current unit's gradient (more memory, more overlap), after it, or not ahead."));
   r.add(boolean("fsdp.limit_all_gathers", true,

@@ -10,7 +10,10 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/config_commands.hpp"
+#include "mtrain/config/job_choice.hpp"
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/config/cross_checks.hpp"
 #include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/render.hpp"
@@ -36,7 +39,7 @@ std::string text_of(const json& job, const std::string& key) { return get(job, k
 const std::vector<Question>& script() {
   static const std::vector<Question> q = [] {
     auto always = [](const json&) { return true; };
-    auto launcher_is = [](std::string l) { return [l](const json& j) { return text_of(j, "launch.launcher") == l; }; };
+    auto launcher_is = [](LauncherKind l) { return [l](const json& j) { return choice_at<LauncherKind>(j, "launch.launcher") == l; }; };
     auto strategy_is = [](StrategyName s) { return [s](const json& j) { return parse_strategy(text_of(j, "strategy")) == s; }; };
     auto model_is = [](ModelName m) { return [m](const json& j) { return model_from_text(text_of(j, "model.name")) == m; }; };
     auto zero = [](const json& j) {
@@ -45,19 +48,19 @@ const std::vector<Question>& script() {
     };
     auto torchscript = model_is(ModelName::Torchscript);
     auto user_data = [](const json& j) {
-      const std::string d = text_of(j, "data.name");
-      return d == "tokens" || d == "tensors";
+      const DataName d = choice_at<DataName>(j, "data.name");
+      return d == DataName::Tokens || d == DataName::Tensors;
     };
     return std::vector<Question>{
         {"launch.launcher", "Where will the job run?", always},
         {"launch.nproc_per_node", "How many ranks on each node?", always},
-        {"launch.hostfile", "Several machines over ssh: which hosts?", launcher_is("ssh")},
-        {"launch.nnodes", "How many of those hosts take part?", launcher_is("ssh")},
-        {"slurm.nodes", "Slurm: how many nodes to allocate?", launcher_is("slurm")},
-        {"slurm.gpus_per_node", "Slurm: GPUs per node?", launcher_is("slurm")},
-        {"slurm.partition", "Slurm: which partition?", launcher_is("slurm")},
-        {"slurm.time", "Slurm: time limit?", launcher_is("slurm")},
-        {"slurm.account", "Slurm: account to charge?", launcher_is("slurm")},
+        {"launch.hostfile", "Several machines over ssh: which hosts?", launcher_is(LauncherKind::Ssh)},
+        {"launch.nnodes", "How many of those hosts take part?", launcher_is(LauncherKind::Ssh)},
+        {"slurm.nodes", "Slurm: how many nodes to allocate?", launcher_is(LauncherKind::Slurm)},
+        {"slurm.gpus_per_node", "Slurm: GPUs per node?", launcher_is(LauncherKind::Slurm)},
+        {"slurm.partition", "Slurm: which partition?", launcher_is(LauncherKind::Slurm)},
+        {"slurm.time", "Slurm: time limit?", launcher_is(LauncherKind::Slurm)},
+        {"slurm.account", "Slurm: account to charge?", launcher_is(LauncherKind::Slurm)},
         {"model.name", "Which model does mtrain-worker train?", always},
         {"model.n_layer", "GPT size: blocks.", model_is(ModelName::Gpt)},
         {"model.n_head", "GPT size: attention heads.", model_is(ModelName::Gpt)},
@@ -79,9 +82,9 @@ const std::vector<Question>& script() {
         {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?",
          strategy_is(StrategyName::Fsdp)},
         {"precision.loss_scale", "fp16 needs loss scaling so small gradients survive: fixed or dynamic?",
-         [](const json& j) { return text_of(j, "train.precision") == "fp16"; }},
+         [](const json& j) { return choice_at<Precision>(j, "train.precision") == Precision::Fp16; }},
         {"precision.initial_scale_power", "fp16 dynamic scaling: starting power of two.",
-         [](const json& j) { return text_of(j, "train.precision") == "fp16" && get(j, "precision.loss_scale").get<double>() == 0; }},
+         [](const json& j) { return choice_at<Precision>(j, "train.precision") == Precision::Fp16 && get(j, "precision.loss_scale").get<double>() == 0; }},
         {"train.grad_accum", "Micro-batches per optimiser step?", always},
         {"train.max_steps", "How long to train (optimiser steps)?", always},
         {"optim.name", "Optimiser?", always},
@@ -176,9 +179,10 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
         Resolved t = resolve(reg, {Layer{Source::Cli, "wizard", trial}});
         // A token file is checked as the launcher will (exists, header agrees with its size)
         // when the ranks run on this machine.
-        const std::string launcher = text_of(t.job, "launch.launcher");
+        const LauncherKind launcher = choice_at<LauncherKind>(t.job, "launch.launcher");
         if ((q.key == "data.path" || q.key == "data.val_path") &&
-            (launcher == "local" || (launcher == "auto" && text_of(t.job, "launch.hostfile").empty())))
+            (launcher == LauncherKind::Local ||
+             (launcher == LauncherKind::Auto && text_of(t.job, "launch.hostfile").empty())))
           check_data_files(t.job);
         for (const auto& p : cross_check(reg, t)) {
           bool involves = false, all_known = true;

@@ -27,7 +27,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
   eo.worker_path = is_auto ? opt.worker_path : std::string();
   eo.world = world;
   eo.ranks_per_node = ranks_per_node;
-  eo.device = opt.plan.device;
+  eo.device = config::to_string(opt.plan.device);  // lib/estimate still reads the name
   if (!opt.device_memory.empty()) {
     const auto b = estimate::parse_bytes(opt.device_memory);
     if (!b) throw Error("--device-memory '" + opt.device_memory + "' is not a size", "e.g. 80GiB or 24GB");

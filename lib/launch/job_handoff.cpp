@@ -12,7 +12,7 @@ bool job_flags_given(const config::Resolved& r) {
 
 JobSource job_source(const LaunchOptions& o, const EnvMap& env, bool config_file_given, const config::Resolved& r) {
   if (o.multi.ssh_agent && env.count("MTRAIN_JOB_SPEC")) return JobSource::shipped;
-  if (o.plan.program.empty() || config_file_given || job_flags_given(r) || o.pass_config != "none")
+  if (o.plan.program.empty() || config_file_given || job_flags_given(r) || o.pass_config != config::PassConfig::None)
     return JobSource::resolved;
   return JobSource::none;
 }

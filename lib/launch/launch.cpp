@@ -42,8 +42,8 @@ std::string find_worker(const std::string& self_exe) {
   return "";
 }
 
-static void print_plan(const plan::LaunchPlan& lp, const std::string& format) {
-  std::string out = format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
+static void print_plan(const plan::LaunchPlan& lp, config::PlanFormat format) {
+  const std::string out = plan::render(lp, format);
   std::fwrite(out.data(), 1, out.size(), stdout);
 }
 
@@ -85,7 +85,7 @@ int run_launch(LaunchOptions options) {
   // Atomic, never through a planted link; every restart re-reads this launcher's own file.
   if (!opt.job_spec_json.empty()) write_file_atomically(d.job_file, opt.job_spec_json, 0640);
   if (!fit.estimate_json.empty()) write_file_atomically(run_dir + "/estimate.json", fit.estimate_json, 0640);
-  if (!p.program.empty() && opt.pass_config == "deepspeed" && !opt.job.is_null())
+  if (!p.program.empty() && opt.pass_config == config::PassConfig::Deepspeed && !opt.job.is_null())
     write_file_atomically(d.ds_file, config::export_deepspeed(opt.job, agent ? 0 : lp.world_size).doc.dump(2) + "\n", 0640);
 
   SuperviseOptions so;

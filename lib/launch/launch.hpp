@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/launch/output.hpp"
 #include "mtrain/plan/plan.hpp"
 
@@ -16,14 +17,14 @@ struct MultiNodeOptions {
   int num_nodes = -1, num_gpus = -1;  // DeepSpeed's --num_nodes/--num_gpus over the hostfile
   std::string nnodes;               // N or MIN:MAX; empty: 1 (or the hostfile's node count)
   bool node_rank_given = false;
-  std::string rdzv_backend = "static";  // static | mtrain (c10d is taken as mtrain)
+  config::RdzvBackend rdzv_backend = config::RdzvBackend::Static;  // c10d is taken as mtrain
   std::string rdzv_endpoint;        // HOST[:PORT] of the node-level store
   int rdzv_port = 29400;            // its port when rdzv_endpoint has none / the ssh launcher's store
   double rdzv_timeout_s = 300;      // every node must have joined by then
   double rdzv_last_call_s = 30;     // with MIN:MAX: wait this long for more once MIN joined
   double node_timeout_s = 30;       // a node silent (no heartbeat) this long is declared lost
   std::string node_name;            // this node's name in the job; empty: the hostname
-  std::string scale_up = "checkpoint";  // checkpoint | now | off: a node arriving while running (scale_up.hpp)
+  config::ScaleUp scale_up = config::ScaleUp::checkpoint;  // a node arriving while running (scale_up.hpp)
   bool ssh_agent = false;           // started by an ssh launcher (internal)
   std::string remote_mtrain;        // mtrain's path on the other hosts; default: this binary's
   std::vector<std::string> ssh_options;  // extra ssh -o KEY=VALUE
@@ -38,7 +39,7 @@ struct LaunchOptions {
   plan::PlanOptions plan;        // program, GPUs, ranks, rendezvous…
   std::string master_port = "29500";  // number, or 0/auto for a free port
   bool dry_run = false;
-  std::string format = "text";   // text | json (dry run)
+  config::PlanFormat format = config::PlanFormat::Text;  // of the dry run
   std::string device_memory;     // launch.device_memory: per rank, for the fit check ("" = detect)
   bool force = false;            // start even when the estimate says it does not fit (fit_check.hpp)
   double grace_period_s = 5;
@@ -48,14 +49,14 @@ struct LaunchOptions {
   // auto: inside an srun step with one task per node (`srun --ntasks-per-node=1 mtrain launch`),
   // take nodes, node rank and rendezvous from Slurm; else local. slurm: require that.
   // slurm-task: srun started every rank; translate Slurm's environment and exec the program.
-  std::string launcher = "auto";
+  config::LauncherKind launcher = config::LauncherKind::Auto;
   bool master_port_given = false;
   double heartbeat_timeout_s = 0;  // per rank; 0 = off (progress_watch.hpp)
   MultiNodeOptions multi;
   // A program's view of the job (empty `job`: none was resolved): the job spec goes to
   // <run dir>/job.json (MTRAIN_JOB_FILE); pass_config deepspeed adds --deepspeed_config
   // <run dir>/ds_config.json to every rank, accelerate the ACCELERATE_* variables.
-  std::string pass_config = "none";
+  config::PassConfig pass_config = config::PassConfig::None;
   nlohmann::json job;
 };
 

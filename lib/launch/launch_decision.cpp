@@ -37,12 +37,12 @@ int resolve_port(const std::string& text, const std::string& addr, LaunchProbes&
 // node holds the store; nullopt when this is no such step.
 std::optional<bool> apply_slurm_elastic(LaunchOptions& opt, const EnvMap& env) {
   auto& m = opt.multi;
-  if (opt.launcher == "local" || m.ssh_agent || m.nnodes.empty() || !rendezvous::parse_nnodes(m.nnodes).elastic())
+  if (opt.launcher == config::LauncherKind::Local || m.ssh_agent || m.nnodes.empty() || !rendezvous::parse_nnodes(m.nnodes).elastic())
     return std::nullopt;
   auto a = slurm::allocation_from_env(env);
   if (!a || !a->in_step || a->ntasks_per_node != 1) return std::nullopt;
   const auto r = slurm::step_rendezvous(*a, env);
-  if (m.rdzv_backend == "static") m.rdzv_backend = "mtrain";
+  if (m.rdzv_backend == config::RdzvBackend::Static) m.rdzv_backend = config::RdzvBackend::Mtrain;
   if (m.rdzv_endpoint.empty()) m.rdzv_endpoint = r.endpoint;
   if (m.node_name.empty()) m.node_name = r.node_name;
   if (opt.plan.rdzv_id.empty()) opt.plan.rdzv_id = r.run_id;
@@ -54,10 +54,10 @@ std::optional<bool> apply_slurm_elastic(LaunchOptions& opt, const EnvMap& env) {
 // environment, so no node mistakes itself for the master and the port is the job's own.
 // Returns whether Slurm gave this node its place.
 bool apply_slurm(LaunchOptions& opt, const EnvMap& env, std::string& job_id_source) {
-  if (opt.launcher == "local") return false;
+  if (opt.launcher == config::LauncherKind::Local) return false;
   auto a = slurm::allocation_from_env(env);
   bool agent_step = a && a->in_step && a->ntasks_per_node == 1;
-  if (opt.launcher == "slurm" && !agent_step)
+  if (opt.launcher == config::LauncherKind::Slurm && !agent_step)
     throw Error("--launcher slurm needs to run inside an srun step with one task per node",
                 "Start it as `srun --ntasks-per-node=1 mtrain launch …` inside an allocation, or use "
                 "`mtrain slurm submit`.");
@@ -94,7 +94,7 @@ std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt, LaunchProb
   auto& m = opt.multi;
   auto& p = opt.plan;
   if (m.hostfile.empty()) {
-    if (opt.launcher == "ssh")
+    if (opt.launcher == config::LauncherKind::Ssh)
       throw Error("--launcher ssh needs a --hostfile naming the hosts to start the job on",
                   "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
     if (m.num_nodes >= 0 || m.num_gpus >= 0)
@@ -105,7 +105,7 @@ std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt, LaunchProb
   const int err = probes.stat_error(m.hostfile);
   // An explicit ssh launcher never falls back to this machine: the job would silently run
   // somewhere other than asked.
-  if (opt.launcher == "ssh" && err != 0)
+  if (opt.launcher == config::LauncherKind::Ssh && err != 0)
     throw Error(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(err)),
                 "Check the path, or drop --launcher ssh to run on this machine.");
   if (err == ENOENT && !names_other_host(p.include) && !names_other_host(p.exclude) && m.num_nodes <= 1) {
@@ -191,11 +191,9 @@ Gathered gather(LaunchOptions& opt, const EnvMap& env, LaunchProbes& probes, Lau
   auto& m = opt.multi;
   auto& p = opt.plan;
   Gathered g;
-  if (m.rdzv_backend == "c10d") m.rdzv_backend = "mtrain";
+  if (m.rdzv_backend == config::RdzvBackend::C10d) m.rdzv_backend = config::RdzvBackend::Mtrain;
   g.slurm_store_here = apply_slurm_elastic(opt, env);
-  if (m.rdzv_backend != "static" && m.rdzv_backend != "mtrain")
-    throw Error(fmt::format("--rdzv-backend '{}' is not known", m.rdzv_backend), "Use static or mtrain.");
-  g.node_rendezvous = m.rdzv_backend == "mtrain";
+  g.node_rendezvous = m.rdzv_backend == config::RdzvBackend::Mtrain;
   const bool agent = m.ssh_agent || g.node_rendezvous;
   d.job_id_source = "--job-id / MTRAIN_JOB_ID / launch.job_id";
   if (!agent) {
@@ -228,7 +226,7 @@ HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& h
   auto& m = opt.multi;
   auto& p = opt.plan;
   const bool elastic = elastic_nnodes(m);
-  if (elastic && (m.node_rank_given || opt.launcher == "local"))
+  if (elastic && (m.node_rank_given || opt.launcher == config::LauncherKind::Local))
     throw Error(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
                 "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
                 "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
@@ -236,7 +234,7 @@ HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& h
     apply_hostfile_node(p, hosts, p.node_rank);  // static node K of the hostfile's world
     return HostfilePlace::node_k;
   }
-  if (opt.launcher == "ssh" || !is_this_machine(hosts, probes)) return HostfilePlace::other_hosts;
+  if (opt.launcher == config::LauncherKind::Ssh || !is_this_machine(hosts, probes)) return HostfilePlace::other_hosts;
   if (elastic)
     throw Error(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
                             "without a node rendezvous", m.nnodes),
@@ -250,9 +248,9 @@ HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& h
 // A hostfile naming other hosts: hold the store here, one agent per host over ssh. No plan.
 LaunchDecision decide_ssh_launcher(LaunchOptions opt, LaunchDecision d, LaunchProbes& probes) {
   const auto& hosts = *d.hosts;
-  if (opt.launcher != "auto" && opt.launcher != "ssh")
+  if (opt.launcher != config::LauncherKind::Auto && opt.launcher != config::LauncherKind::Ssh)
     throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
-                            hosts.size() == 1 ? "a host" : "hosts", opt.launcher),
+                            hosts.size() == 1 ? "a host" : "hosts", config::to_string(opt.launcher)),
                 "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
   if (auto_port(opt.master_port))
     throw Error("--master-port auto picks a free port on this machine only, not on the first host",
@@ -307,11 +305,15 @@ void prepare_node_run(LaunchDecision& d, LaunchOptions& opt, const LaunchEnviron
   d.ds_file = (fs::path(d.run_dir) / "ds_config.json").string();
   if (!p.program.empty() && !opt.job_spec_json.empty()) {
     p.extra_env["MTRAIN_JOB_FILE"] = d.job_file;
-    if (opt.pass_config == "deepspeed") p.extra_args = {"--deepspeed_config", d.ds_file};
-    if (opt.pass_config == "accelerate") {
-      config::json job = opt.job;
-      config::set(job, "launch.device", p.device);  // a flag's value is not in the job
-      for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
+    switch (opt.pass_config) {
+      case config::PassConfig::None: break;
+      case config::PassConfig::Deepspeed: p.extra_args = {"--deepspeed_config", d.ds_file}; break;
+      case config::PassConfig::Accelerate: {
+        config::json job = opt.job;
+        config::set(job, "launch.device", config::to_string(p.device));  // a flag's value is not in the job
+        for (const auto& [k, v] : config::accelerate_env(job)) p.extra_env[k] = v;
+        break;
+      }
     }
   }
   if (p.program.empty()) {
@@ -385,7 +387,7 @@ LaunchDecision decide_static_node(LaunchDecision d, LaunchOptions opt, const Lau
   std::string note;
   d.agent = static_agent_options(opt, p, d.hosts, environment.vars, &note);
   if (!note.empty()) probes.note("mtrain: note: " + note);
-  p.rdzv_backend = "mtrain";
+  p.rdzv_backend = config::RdzvBackend::Mtrain;
   p.rdzv_endpoint = d.agent->endpoint.str();
   return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, false);
 }
@@ -410,7 +412,7 @@ LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const La
   d.agent = agent_options(opt, d.hosts, environment.vars);
   if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
   p.master_addr = master_addr_given;  // else node 0's address, from the agreement
-  p.rdzv_backend = "mtrain";
+  p.rdzv_backend = config::RdzvBackend::Mtrain;
   p.rdzv_endpoint = d.agent->endpoint.str();
   return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, true);
 }
@@ -419,7 +421,7 @@ LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const La
 
 LaunchDecision decide_launch(LaunchOptions opt, const LaunchEnvironment& environment, LaunchProbes& probes) {
   ModeFacts f;
-  f.slurm_task = opt.launcher == "slurm-task";
+  f.slurm_task = opt.launcher == config::LauncherKind::SlurmTask;
   if (f.slurm_task) return decide_slurm_task(std::move(opt), environment.vars);
   LaunchDecision d;
   const Gathered g = gather(opt, environment.vars, probes, d);

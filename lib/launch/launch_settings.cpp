@@ -26,6 +26,12 @@ template <class Field>
 Set text_when_given(Field field) {
   return [field](LaunchOptions& o, const json& v, bool given) { field(o) = given ? text_of(v) : std::string(); };
 }
+// A choice setting's field, as its enum (lib/config/launch_choices.hpp). The registry has checked
+// the name; `key` is the binding's own, for the error of a value that bypassed it.
+template <class E, class Field>
+Set choice(const char* key, Field field) {
+  return [key, field](LaunchOptions& o, const json& v, bool) { field(o) = config::choice_from_text<E>(text_of(v), key); };
+}
 // A field of the setting's own type (a number, bool, a list of text).
 template <class T, class Field>
 Set value(Field field) {
@@ -46,10 +52,10 @@ Set count_or_all(Field field) {
 const std::vector<LaunchBinding>& launch_bindings() {
   using O = LaunchOptions;
   static const std::vector<LaunchBinding> t = {
-      {"launch.launcher", text([](O& o) -> std::string& { return o.launcher; })},
+      {"launch.launcher", choice<config::LauncherKind>("launch.launcher", [](O& o) -> auto& { return o.launcher; })},
       {"launch.nproc_per_node", text_when_given([](O& o) -> std::string& { return o.plan.nproc_per_node; })},
       {"launch.nnodes", text_when_given([](O& o) -> std::string& { return o.multi.nnodes; })},
-      {"launch.device", text([](O& o) -> std::string& { return o.plan.device; })},
+      {"launch.device", choice<config::DeviceKind>("launch.device", [](O& o) -> auto& { return o.plan.device; })},
       {"launch.gpus", text([](O& o) -> std::string& { return o.plan.gpus; })},
       {"launch.include", text([](O& o) -> std::string& { return o.plan.include; })},
       {"launch.exclude", text([](O& o) -> std::string& { return o.plan.exclude; })},
@@ -60,7 +66,8 @@ const std::vector<LaunchBinding>& launch_bindings() {
          o.master_port = text_of(v);
          o.master_port_given = given;  // else a Slurm allocation's port may take its place
        }},
-      {"launch.rdzv_backend", text([](O& o) -> std::string& { return o.multi.rdzv_backend; })},
+      {"launch.rdzv_backend",
+       choice<config::RdzvBackend>("launch.rdzv_backend", [](O& o) -> auto& { return o.multi.rdzv_backend; })},
       {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
       {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
       {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
@@ -72,7 +79,7 @@ const std::vector<LaunchBinding>& launch_bindings() {
          o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
        }},
       {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
-      {"launch.scale_up", text([](O& o) -> std::string& { return o.multi.scale_up; })},
+      {"launch.scale_up", choice<config::ScaleUp>("launch.scale_up", [](O& o) -> auto& { return o.multi.scale_up; })},
       {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
       {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
       {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
@@ -106,11 +113,11 @@ const std::vector<LaunchBinding>& launch_bindings() {
          if (v.get<bool>()) o.plan.local_rank_arg = false;
        }},
       {"launch.max_restarts", value<int>([](O& o) -> int& { return o.plan.max_restarts; })},
-      {"launch.pass_config", text([](O& o) -> std::string& { return o.pass_config; })},
+      {"launch.pass_config", choice<config::PassConfig>("launch.pass_config", [](O& o) -> auto& { return o.pass_config; })},
       {"launch.log_dir", text([](O& o) -> std::string& { return o.output.log_dir; })},
       {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
       {"launch.dry_run", value<bool>([](O& o) -> bool& { return o.dry_run; })},
-      {"launch.format", text([](O& o) -> std::string& { return o.format; })},
+      {"launch.format", choice<config::PlanFormat>("launch.format", [](O& o) -> auto& { return o.format; })},
       {"launch.device_memory", text([](O& o) -> std::string& { return o.device_memory; })},
       {"launch.force", value<bool>([](O& o) -> bool& { return o.force; })},
   };

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/torchscript_trust.hpp"
@@ -57,7 +58,7 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
 namespace mtrain::launch {
 
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
-  if (config::get(job, "model.name").get<std::string>() == "torchscript")
+  if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Torchscript)
     check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
                             config::get(job, "model.trust_code").get<bool>());
 }

@@ -76,7 +76,7 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
                              "--grace-period", number(opt.grace_period_s),
                              "--nproc-per-node", std::to_string(h.slots.size())};
   if (!default_slots(h.slots)) a.insert(a.end(), {"--gpus", topology::format_gpu_list(h.slots)});
-  if (p.device != "auto") a.insert(a.end(), {"--device", p.device});
+  if (p.device != config::DeviceKind::Auto) a.insert(a.end(), {"--device", config::to_string(p.device)});
   if (!p.rdzv_id.empty()) a.insert(a.end(), {"--rdzv-id", p.rdzv_id});
   if (!p.master_addr.empty()) a.insert(a.end(), {"--master-addr", p.master_addr});
   if (opt.heartbeat_timeout_s > 0) a.insert(a.end(), {"--heartbeat-timeout", number(opt.heartbeat_timeout_s)});
@@ -93,9 +93,10 @@ std::vector<std::string> agent_argv(const LaunchOptions& opt, const rendezvous::
   if (p.module) a.push_back("-m");
   if (p.no_python) a.push_back("--no-python");
   if (p.python != "python3") a.insert(a.end(), {"--python", p.python});
-  if (opt.pass_config != "none") a.insert(a.end(), {"--pass-config", opt.pass_config});
+  if (opt.pass_config != config::PassConfig::None) a.insert(a.end(), {"--pass-config", config::to_string(opt.pass_config)});
   if (p.local_rank_arg) a.push_back("--local-rank-arg");
-  if (m.scale_up != "checkpoint") a.insert(a.end(), {"--scale-up", m.scale_up});  // how its ranks leave for a newcomer
+  // How its ranks leave for a newcomer.
+  if (m.scale_up != ScaleUp::checkpoint) a.insert(a.end(), {"--scale-up", config::to_string(m.scale_up)});
   if (p.program.empty()) return a;  // the bundled trainer: the job comes on stdin (MTRAIN_JOB_SPEC)
   a.push_back("--");
   a.insert(a.end(), p.program.begin(), p.program.end());
@@ -139,7 +140,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
                    rendezvous::Endpoint ep, const EnvMap& env) {
   auto& p = opt.plan;
   auto& m = opt.multi;
-  p.rdzv_backend = "mtrain";
+  p.rdzv_backend = config::RdzvBackend::Mtrain;
   p.rdzv_endpoint = ep.str();
   const int nnodes = static_cast<int>(hosts.size());
 
@@ -150,7 +151,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
                      "<the agent's run folder>/job.json"};
   if (opt.dry_run) {
     plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
-    std::string out = opt.format == "json" ? plan::to_json(lp).dump(2) + "\n" : plan::to_text(lp);
+    const std::string out = plan::render(lp, opt.format);
     std::fwrite(out.data(), 1, out.size(), stdout);
     return 0;
   }
@@ -166,7 +167,7 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   const auto range = m.nnodes.empty() ? rendezvous::NodeCount{nnodes, nnodes} : rendezvous::parse_nnodes(m.nnodes);
   so.store.min_nodes = range.elastic() ? range.min : nnodes;
   so.store.max_nodes = range.elastic() ? std::min(range.max, nnodes) : nnodes;
-  so.store.scale_up = store_scales_up(parse_scale_up(m.scale_up), so.store.min_nodes < so.store.max_nodes);
+  so.store.scale_up = store_scales_up(m.scale_up, so.store.min_nodes < so.store.max_nodes);
   so.store.join_timeout = seconds(m.rdzv_timeout_s);
   so.store.last_call = seconds(m.rdzv_last_call_s);
   so.store.heartbeat_timeout = seconds(m.node_timeout_s);
@@ -242,7 +243,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   a.last_call = seconds(m.rdzv_last_call_s);
   a.node_timeout = seconds(m.node_timeout_s);
   a.max_restarts = opt.plan.max_restarts;
-  a.scale_up = parse_scale_up(m.scale_up);
+  a.scale_up = m.scale_up;
   if (hosts)
     for (const auto& h : *hosts) a.expected_hosts.push_back(h.host);
   a.store_elsewhere = m.ssh_agent;

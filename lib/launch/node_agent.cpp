@@ -269,7 +269,7 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
     if (rp.master_addr.empty()) rp.master_addr = joined.assignment.master_addr;
     rp.master_port = joined.assignment.master_port;
     rp.node_name = node;
-    rp.rdzv_backend = "mtrain";
+    rp.rdzv_backend = config::RdzvBackend::Mtrain;
     rp.rdzv_endpoint = a.endpoint.str();
     // A restarted program learns that the job re-formed and why (the bundled trainer resumes
     // and names the lost node: lib/trainer/loop/elastic_resume.hpp).

@@ -14,14 +14,12 @@
 //   off                   the store does not re-form for arrivals: a new node waits for the next
 //                         round (a failure), as before scale up existed
 // A failure always tears the ranks down at once, whatever the mode.
-#include <string>
+#include "mtrain/config/launch_choices.hpp"
 
 namespace mtrain::launch {
 
-enum class ScaleUp { checkpoint, now, off };
-
-// "checkpoint" | "now" | "off"; anything else is an mtrain::Error naming the choices.
-ScaleUp parse_scale_up(const std::string& text);
+// launch.scale_up, with its name table in lib/config/launch_choices.hpp.
+using config::ScaleUp;
 
 // Whether the store this node holds opens a round for an arriving node.
 bool store_scales_up(ScaleUp mode, bool elastic_nnodes);

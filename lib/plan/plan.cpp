@@ -32,9 +32,7 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
     throw Error("--gpus, --include and --exclude select GPUs in different ways and cannot be combined",
                 "Use one of them.");
   explicit_sel = given == 1;
-  if (o.device != "auto" && o.device != "cpu" && o.device != "gpu")
-    throw Error(fmt::format("--device '{}' is not a device kind", o.device), "Use auto, cpu or gpu.");
-  if (o.device == "cpu") {
+  if (o.device == config::DeviceKind::Cpu) {
     if (explicit_sel)
       throw Error("--device cpu runs CPU ranks, but GPUs were selected too",
                   "Drop the GPU selection (--gpus/--include/--exclude) or use --device gpu.");
@@ -43,7 +41,7 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
                   "Give a rank count (--nproc-per-node N or cpu), or use --device gpu.");
     return {};
   }
-  if (o.device == "gpu" && f.gpu_pool.empty())
+  if (o.device == config::DeviceKind::Gpu && f.gpu_pool.empty())
     throw Error("--device gpu: " + pool_text(f),
                 "Check nvidia-smi and CUDA_VISIBLE_DEVICES on this node, or run CPU ranks with --device cpu.");
   if (o.nproc_per_node == "cpu") {
@@ -191,7 +189,7 @@ LaunchPlan plan_header(const PlanOptions& o, int world_size, int nnodes, const s
   p.nnodes = nnodes;
   p.master_addr = o.master_addr.empty() ? default_master : o.master_addr;
   p.master_port = o.master_port;
-  p.rdzv_backend = o.rdzv_backend.empty() ? "static" : o.rdzv_backend;
+  p.rdzv_backend = o.rdzv_backend;
   p.rdzv_endpoint = o.rdzv_endpoint.empty() ? fmt::format("{}:{}", p.master_addr, p.master_port) : o.rdzv_endpoint;
   p.max_restarts = o.max_restarts;
   return p;

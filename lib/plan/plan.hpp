@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/topology/inventory.hpp"
 
 namespace mtrain::plan {
@@ -18,7 +19,7 @@ using Env = std::map<std::string, std::string>;
 struct PlanOptions {
   std::string nproc_per_node;     // N | auto | cpu | gpu | "" (GPUs selected, else 1)
   std::string gpus;               // --gpus 0,3
-  std::string device = "auto";    // auto (GPUs when present) | cpu (none assigned) | gpu (required)
+  config::DeviceKind device = config::DeviceKind::Auto;  // auto: GPUs when present; cpu: none assigned; gpu: required
   std::string include, exclude;   // DeepSpeed grammar over the inventory
   std::string master_addr;        // default 127.0.0.1 on a single node; required with nnodes > 1
   int nnodes = 1;                 // static multi-node: every node runs its own launcher with
@@ -44,7 +45,7 @@ struct PlanOptions {
   int first_rank = -1;
   int world_size = 0;
   std::string node_name;             // MTRAIN_HOST and the plan's host; empty: the hostname
-  std::string rdzv_backend = "static";
+  config::RdzvBackend rdzv_backend = config::RdzvBackend::Static;
   std::string rdzv_endpoint;         // empty: MASTER_ADDR:MASTER_PORT
   bool heartbeat_file = false;       // MTRAIN_HEARTBEAT_FILE per rank (--heartbeat-timeout)
 };
@@ -81,7 +82,7 @@ struct LaunchPlan {
   int nnodes = 1;
   std::string master_addr;
   int master_port = 0;
-  std::string rdzv_backend = "static";
+  config::RdzvBackend rdzv_backend = config::RdzvBackend::Static;
   std::string rdzv_endpoint;
   int max_restarts = 0;
   std::vector<Node> nodes;
@@ -112,5 +113,7 @@ std::string heartbeat_file(const std::string& run_dir, int attempt, int rank);
 
 nlohmann::json to_json(const LaunchPlan& plan);
 std::string to_text(const LaunchPlan& plan);
+// What --dry-run prints in launch.format: to_text, or to_json indented with a final newline.
+std::string render(const LaunchPlan& plan, config::PlanFormat format);
 
 }  // namespace mtrain::plan

@@ -27,14 +27,14 @@ nlohmann::json to_json(const LaunchPlan& p) {
           {"master_addr", p.master_addr},
           {"master_port", p.master_port},
           {"max_restarts", p.max_restarts},
-          {"rdzv", {{"backend", p.rdzv_backend}, {"endpoint", p.rdzv_endpoint}}},
+          {"rdzv", {{"backend", config::to_string(p.rdzv_backend)}, {"endpoint", p.rdzv_endpoint}}},
           {"nodes", nodes}};
 }
 
 std::string to_text(const LaunchPlan& p) {
   std::string out = fmt::format("job {}: {} rank{} on {} node{}, master {}:{}, rendezvous {}\n", p.job_id,
                                 p.world_size, p.world_size == 1 ? "" : "s", p.nnodes, p.nnodes == 1 ? "" : "s",
-                                p.master_addr, p.master_port, p.rdzv_backend);
+                                p.master_addr, p.master_port, config::to_string(p.rdzv_backend));
   for (const auto& n : p.nodes) {
     std::vector<std::string> g;
     for (int x : n.gpus) g.push_back(std::to_string(x));
@@ -44,6 +44,14 @@ std::string to_text(const LaunchPlan& p) {
                          w.gpu ? fmt::format(", GPU {}", *w.gpu) : "", str::shell_join(w.argv));
   }
   return out;
+}
+
+std::string render(const LaunchPlan& p, config::PlanFormat format) {
+  switch (format) {
+    case config::PlanFormat::Text: return to_text(p);
+    case config::PlanFormat::Json: return to_json(p).dump(2) + "\n";
+  }
+  config::no_such_value(format);
 }
 
 }  // namespace mtrain::plan

@@ -69,8 +69,7 @@ const std::map<std::string, Bind>& bindings() {
       {"slurm.requeue", flag(&J::requeue)},
       {"slurm.pattern",
        [](J& j, const json& v) {
-         const std::string p = v.get<std::string>();
-         j.pattern = p == "task" || p == "task-per-gpu" ? Pattern::TaskPerGpu : Pattern::AgentPerNode;
+         j.pattern = config::choice_from_text<Pattern>(v.get<std::string>(), "slurm.pattern");
        }},
       {"slurm.template", text(&J::template_file)},
       {"slurm.mtrain", text(&J::mtrain)},
@@ -101,7 +100,6 @@ std::vector<std::string> unbound_settings() {
   return out;
 }
 
-const char* to_string(Pattern p) { return p == Pattern::AgentPerNode ? "agent" : "task"; }
 
 JobOptions job_options_from(const json& resolved) {
   JobOptions job;

@@ -10,13 +10,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/config/launch_choices.hpp"
+
 namespace mtrain::slurm {
 
-// How ranks start inside the allocation.
-enum class Pattern {
-  AgentPerNode,  // srun --ntasks-per-node=1 mtrain launch …: one node agent spawns the node's ranks
-  TaskPerGpu,    // srun --ntasks-per-node=G: Slurm starts every rank, mtrain translates the env
-};
+// How ranks start inside the allocation: slurm.pattern, with its name table in
+// lib/config/launch_choices.hpp (config::to_string prints it).
+using Pattern = config::SlurmPattern;
 
 struct JobOptions {
   std::string job_name = "mtrain";
@@ -78,7 +78,5 @@ bool elastic_in_launch_args(const std::vector<std::string>& args);
 
 // Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
 void finalize(JobOptions& job, const std::string& cwd);
-
-const char* to_string(Pattern p);
 
 }  // namespace mtrain::slurm

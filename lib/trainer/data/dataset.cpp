@@ -11,22 +11,23 @@ namespace mtrain::trainer {
 
 std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Split split,
                                       uint64_t seed) {
-  const std::string& name = d.name;
-  if (name == "synthetic") return make_synthetic(d, m, split, seed);
-  if (name == "text") return make_text(d, m, split);
-  if (name == "cifar10") return make_cifar10(d, m, split);
-  if (name == "tokens") return make_tokens(d, m, split);
-  if (name == "tensors") return make_tensors(d, split);
-  throw Error(fmt::format("unknown dataset '{}'", name),
-              "use one of synthetic, text, cifar10, tokens, tensors")
-      .at("data.name");
+  switch (d.name) {
+    case config::DataName::Synthetic: return make_synthetic(d, m, split, seed);
+    case config::DataName::Text: return make_text(d, m, split);
+    case config::DataName::Cifar10: return make_cifar10(d, m, split);
+    case config::DataName::Tokens: return make_tokens(d, m, split);
+    case config::DataName::Tensors: return make_tensors(d, split);
+    case config::DataName::Auto: break;
+  }
+  // TrainJob resolves auto by the model (config::effective_data_name) before any dataset is made.
+  throw Error("dataset 'auto' reached the trainer unresolved", "", kExitFailure).at("data.name");
 }
 
 // Token windows need a model that maps ids [B,T] to logits [B,T,V] scored against the next ids:
 // the built-in gpt, or a TorchScript module trained with model.loss lm_cross_entropy.
 void require_language_model(const ModelSpec& m, const char* dataset) {
   if (m.name == config::ModelName::Gpt) return;
-  if (m.name == config::ModelName::Torchscript && (m.loss == "lm_cross_entropy" || m.language_model)) return;
+  if (m.name == config::ModelName::Torchscript && (m.loss == config::LossName::LmCrossEntropy || m.language_model)) return;
   throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, config::to_string(m.name)),
               "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
               "against targets [B,T]), or data synthetic/cifar10 for classifiers")

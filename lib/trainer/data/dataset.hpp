@@ -36,7 +36,7 @@ enum class Split { Train, Val };
 // Mirrors the job's "data" section (TrainJob fills it); name is already resolved ("auto" → text
 // for gpt, synthetic otherwise: config::effective_data_name).
 struct DataSpec {
-  std::string name = "synthetic";  // synthetic | text | cifar10 | tokens | tensors
+  config::DataName name = config::DataName::Synthetic;  // never Auto
   std::string path;                // text: a file ("" = embedded corpus); cifar10: a folder;
                                    // tokens / tensors: a file
   std::string val_path;            // tokens / tensors: the validation file ("" = the tail val_fraction)

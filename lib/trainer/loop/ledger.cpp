@@ -9,6 +9,9 @@
 
 namespace mtrain::trainer {
 
+using config::OffloadDevice;
+using config::Precision;
+using config::ShardingStrategy;
 using config::StrategyName;
 
 namespace {
@@ -20,7 +23,7 @@ struct Layout {
   bool optimizer_sharded = false;
 };
 
-Layout layout_of(StrategyName strategy, const std::string& sharding) {
+Layout layout_of(StrategyName strategy, ShardingStrategy sharding) {
   switch (strategy) {
     case StrategyName::Ddp: return {};
     case StrategyName::Zero1: return {false, false, true};
@@ -28,16 +31,16 @@ Layout layout_of(StrategyName strategy, const std::string& sharding) {
     case StrategyName::Zero3: return {true, true, true};
     case StrategyName::Fsdp: break;
   }
-  if (sharding.empty() || sharding == "FULL_SHARD" || sharding == "HYBRID_SHARD") {
-    return {true, true, true};
+  switch (sharding) {
+    case ShardingStrategy::FullShard:
+    case ShardingStrategy::HybridShard:
+    // SHARD_GRAD_OP keeps parameters gathered from forward through backward, then reshards
+    // them (as torch's FSDP does): between steps, which is what the ledger counts, it holds
+    // the same as FULL_SHARD; the difference is the gathered units during the step.
+    case ShardingStrategy::ShardGradOp: return {true, true, true};
+    case ShardingStrategy::NoShard: return {};
   }
-  // SHARD_GRAD_OP keeps parameters gathered from forward through backward, then reshards
-  // them (as torch's FSDP does): between steps, which is what the ledger counts, it holds
-  // the same as FULL_SHARD; the difference is the gathered units during the step.
-  if (sharding == "SHARD_GRAD_OP") return {true, true, true};
-  if (sharding == "NO_SHARD") return {};
-  throw Error(fmt::format("fsdp.sharding_strategy '{}' is not known to the memory ledger", sharding),
-              "use FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD");
+  config::no_such_value(sharding);
 }
 
 std::string term(double coeff, bool sharded) {
@@ -58,18 +61,14 @@ std::string human(double bytes) {
 
 }  // namespace
 
-ModelStateBytes expected_model_state_bytes(StrategyName strategy,
-                                           const std::string& sharding_strategy,
-                                           const std::string& precision, int64_t psi, int world) {
+ModelStateBytes expected_model_state_bytes(StrategyName strategy, ShardingStrategy sharding_strategy,
+                                           Precision precision, int64_t psi, int world) {
   if (world < 1) throw Error(fmt::format("memory ledger: world size {} is not positive", world));
   double param_b = 4, grad_b = 4, optim_b = 8;  // fp32 params/grads, Adam m and v
-  if (precision == "bf16" || precision == "fp16") {
+  if (config::is_mixed(precision)) {
     param_b = 2;
     grad_b = 2;
     optim_b = 12;  // K = 12: fp32 master (4) + Adam m, v (8)
-  } else if (precision != "fp32") {
-    throw Error(fmt::format("train.precision '{}' is not known to the memory ledger", precision),
-                "use fp32, bf16 or fp16");
   }
   const Layout l = layout_of(strategy, sharding_strategy);
   const double p = static_cast<double>(psi), n = static_cast<double>(world);
@@ -89,18 +88,18 @@ ModelStateBytes expected_model_state_bytes(StrategyName strategy,
   return b;
 }
 
-int ledger_group_size(StrategyName strategy, const std::string& sharding_strategy, int world,
+int ledger_group_size(StrategyName strategy, ShardingStrategy sharding_strategy, int world,
                       int local_world_size) {
-  const bool hybrid = strategy == StrategyName::Fsdp && sharding_strategy == "HYBRID_SHARD";
+  const bool hybrid = strategy == StrategyName::Fsdp && sharding_strategy == ShardingStrategy::HybridShard;
   return hybrid && local_world_size > 0 ? local_world_size : world;
 }
 
-std::string offload_text(StrategyName strategy, const std::string& zero_optimizer_device,
-                         const std::string& zero_param_device, bool fsdp_cpu_offload) {
+std::string offload_text(StrategyName strategy, OffloadDevice zero_optimizer_device,
+                         OffloadDevice zero_param_device, bool fsdp_cpu_offload) {
   if (strategy == StrategyName::Fsdp) return fsdp_cpu_offload ? "parameter shards, fp32 master and optimizer state" : "";
   if (!config::is_zero(strategy)) return "";
-  const bool params = strategy == StrategyName::Zero3 && zero_param_device == "cpu";
-  const bool optim = zero_optimizer_device == "cpu";
+  const bool params = strategy == StrategyName::Zero3 && zero_param_device == OffloadDevice::Cpu;
+  const bool optim = zero_optimizer_device == OffloadDevice::Cpu;
   if (params && optim) return "parameter shards, fp32 master and optimizer state";
   if (params) return "parameter shards";
   return optim ? "fp32 master and optimizer state" : "";
@@ -109,14 +108,14 @@ std::string offload_text(StrategyName strategy, const std::string& zero_optimize
 std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e) {
   std::string name = config::to_string(r.strategy);
   if (r.strategy == StrategyName::Fsdp) {
-    name += "/" + (r.sharding_strategy.empty() ? std::string("FULL_SHARD") : r.sharding_strategy);
+    name += "/" + config::to_string(r.sharding_strategy);
   }
   const std::string n = r.world_size > 0 && r.world_size != r.world
                             ? fmt::format("{} ranks per shard group of world {}", r.world, r.world_size)
                             : fmt::format("{}", r.world);
   std::string out = fmt::format(
       "Memory ledger ({}, {}, Ψ = {} parameters, N = {}): model-state bytes per rank\n", name,
-      r.precision, r.psi, n);
+      config::to_string(r.precision), r.psi, n);
   out += fmt::format("  {:<10} {:>16} {:>16} {:>8}\n", "part", "measured", "formula", "ratio");
   auto row = [&](const char* part, double measured, double expected) {
     const std::string ratio = expected > 0 ? fmt::format("{:.3f}", measured / expected) : "-";

@@ -16,6 +16,8 @@
 #include <string>
 
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 
@@ -28,26 +30,23 @@ struct ModelStateBytes {
   double total() const { return params + grads + optimizer; }
 };
 
-// sharding_strategy: FULL_SHARD | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD,
-// used for fsdp only ("" = FULL_SHARD). precision: fp32 | bf16 | fp16. world: N ≥ 1, the size
-// of the group the state is sharded over. Throws mtrain::Error for an unknown sharding strategy or
-// precision.
-ModelStateBytes expected_model_state_bytes(config::StrategyName strategy,
-                                           const std::string& sharding_strategy,
-                                           const std::string& precision, int64_t psi, int world);
+// sharding_strategy is used for fsdp only. world: N ≥ 1, the size of the group the state is
+// sharded over.
+ModelStateBytes expected_model_state_bytes(config::StrategyName strategy, config::ShardingStrategy sharding_strategy,
+                                           config::Precision precision, int64_t psi, int world);
 
 // N of the formula for a run on `world` ranks: for fsdp HYBRID_SHARD the shard group of
 // local_world_size ranks (the strategy's StrategyOptions::local_world_size; 0 = the whole world,
 // as the strategy itself treats it), for every other strategy the world.
-int ledger_group_size(config::StrategyName strategy, const std::string& sharding_strategy, int world,
+int ledger_group_size(config::StrategyName strategy, config::ShardingStrategy sharding_strategy, int world,
                       int local_world_size);
 
 // The table rank 0 prints at start: measured bytes per rank (params, grads, optimizer and the
 // largest gathered unit when `gathered` ≥ 0) beside the formula, with Ψ and N.
 struct LedgerReport {
   config::StrategyName strategy = config::StrategyName::Ddp;
-  std::string sharding_strategy;
-  std::string precision;
+  config::ShardingStrategy sharding_strategy = config::ShardingStrategy::FullShard;
+  config::Precision precision = config::Precision::Fp32;
   int64_t psi = 0;
   int world = 1;       // N, the ranks the state is sharded over (ledger_group_size)
   int world_size = 0;  // all ranks, printed beside N when it differs (HYBRID_SHARD); 0 = same
@@ -69,7 +68,7 @@ std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& ex
 
 // LedgerReport::offload for a strategy and its offload settings: what is kept in host memory, or
 // "" when nothing is.
-std::string offload_text(config::StrategyName strategy, const std::string& zero_optimizer_device,
-                         const std::string& zero_param_device, bool fsdp_cpu_offload);
+std::string offload_text(config::StrategyName strategy, config::OffloadDevice zero_optimizer_device,
+                         config::OffloadDevice zero_param_device, bool fsdp_cpu_offload);
 
 }  // namespace mtrain::trainer

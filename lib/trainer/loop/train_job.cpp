@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/config/data_checks.hpp"
+#include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -20,6 +21,10 @@ struct Reader {
   double number(const char* key) const { return at(key).get<double>(); }
   bool flag(const char* key) const { return at(key).get<bool>(); }
   std::string text(const char* key) const { return at(key).get<std::string>(); }
+  template <class E>
+  E choice(const char* key) const {
+    return config::choice_at<E>(job, key);
+  }
   // DeepSpeed's "auto" values (the HuggingFace integration's rule), from the model width.
   template <class F>
   int64_t integer_or_auto(const char* key, F rule) const {
@@ -29,7 +34,7 @@ struct Reader {
 
 OptimOptions optim_options(const Reader& r) {
   OptimOptions o;
-  o.name = r.text("optim.name");
+  o.name = r.choice<config::OptimizerName>("optim.name");
   o.weight_decay = r.number("optim.weight_decay");
   o.beta1 = r.number("optim.beta1");
   o.beta2 = r.number("optim.beta2");
@@ -41,7 +46,7 @@ OptimOptions optim_options(const Reader& r) {
 
 ScheduleOptions schedule_options(const Reader& r) {
   ScheduleOptions s;
-  s.name = r.text("sched.name");
+  s.name = r.choice<config::ScheduleName>("sched.name");
   s.lr = r.number("optim.lr");
   s.warmup_steps = r.integer("sched.warmup_steps");
   s.min_lr = r.number("sched.min_lr");
@@ -65,19 +70,19 @@ ZeroOptions zero_options(const Reader& r, int64_t embd) {
       r.integer_or_auto("zero.stage3_param_persistence_threshold", [&] { return 10 * embd; });
   z.stage3_max_live_parameters = r.integer("zero.stage3_max_live_parameters");
   z.stage3_max_reuse_distance = r.integer("zero.stage3_max_reuse_distance");
-  z.offload_optimizer_device = r.text("zero.offload_optimizer_device");
-  z.offload_param_device = r.text("zero.offload_param_device");
+  z.offload_optimizer_device = r.choice<config::OffloadDevice>("zero.offload_optimizer_device");
+  z.offload_param_device = r.choice<config::OffloadDevice>("zero.offload_param_device");
   z.stage3_gather_16bit_weights_on_model_save = r.flag("zero.stage3_gather_16bit_weights_on_model_save");
   return z;
 }
 
 FsdpOptions fsdp_options(const Reader& r) {
   FsdpOptions f;
-  f.sharding_strategy = r.text("fsdp.sharding_strategy");
-  f.wrap_policy = r.text("fsdp.wrap_policy");
+  f.sharding_strategy = r.choice<config::ShardingStrategy>("fsdp.sharding_strategy");
+  f.wrap_policy = r.choice<config::WrapPolicy>("fsdp.wrap_policy");
   f.min_num_params = r.integer("fsdp.min_num_params");
   f.forward_prefetch = r.flag("fsdp.forward_prefetch");
-  f.backward_prefetch = r.text("fsdp.backward_prefetch");
+  f.backward_prefetch = r.choice<config::BackwardPrefetch>("fsdp.backward_prefetch");
   f.limit_all_gathers = r.flag("fsdp.limit_all_gathers");
   f.cpu_offload = r.flag("fsdp.cpu_offload");
   return f;
@@ -107,13 +112,14 @@ ModelSpec model_spec(const Reader& r) {
   s.input_dim = r.integer("model.input_dim");
   s.num_classes = r.integer("model.num_classes");
   s.path = r.text("model.path");
-  s.loss = r.text("model.loss");
+  s.loss = r.choice<config::LossName>("model.loss");
   s.wrap_module_types = str::join(r.at("fsdp.wrap_module_types").get<std::vector<std::string>>(), ",");
-  s.wrap_policy = r.text("fsdp.wrap_policy");
+  s.wrap_policy = r.choice<config::WrapPolicy>("fsdp.wrap_policy");
   s.min_num_params = r.integer("fsdp.min_num_params");
   s.activation_checkpointing = r.flag("fsdp.activation_checkpointing");
   s.trust_code = r.flag("model.trust_code");
-  s.language_model = s.loss == "lm_cross_entropy" || r.text("data.name") == "tokens";
+  s.language_model =
+      s.loss == config::LossName::LmCrossEntropy || r.choice<config::DataName>("data.name") == config::DataName::Tokens;
   return s;
 }
 
@@ -151,7 +157,7 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.strat.optim = optim_options(r);
   t.strat.zero = zero_options(r, r.integer("model.n_embd"));
   t.strat.fsdp = fsdp_options(r);
-  t.strat.precision = r.text("train.precision");
+  t.strat.precision = r.choice<config::Precision>("train.precision");
   t.strat.loss_scale = loss_scale_options(r);
   t.sched = schedule_options(r);
   t.model = model_spec(r);

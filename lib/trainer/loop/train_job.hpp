@@ -25,7 +25,7 @@ struct TrainJob {
   StrategyOptions strat;  // ddp.*, zero.*, fsdp.*, optim.* (with grad_clip), train.precision, precision.*
   ScheduleOptions sched;  // sched.*, optim.lr
   ModelSpec model;        // model.*, fsdp.wrap_module_types
-  DataSpec data;          // data.*, name resolved ("auto" → text for gpt, else synthetic)
+  DataSpec data;          // data.*, name resolved (auto → text for gpt, else synthetic)
   int64_t max_steps = 200;
   int64_t max_epochs = 0;
   int64_t batch_size = 16;
@@ -50,7 +50,7 @@ struct TrainJob {
 
   // 1-3 for zero1-3, else 0.
   int zero_stage() const { return config::zero_stage(strategy); }
-  const std::string& precision() const { return strat.precision; }
+  config::Precision precision() const { return strat.precision; }
 };
 
 // `job`: a nested job JSON (the launcher's resolved job, or any part of one: missing keys take the

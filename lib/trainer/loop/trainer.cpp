@@ -157,7 +157,7 @@ class Loop {
         w.memory_mb = peak_memory() / (1024 * 1024);
         w.loss = last_loss_;
         w.grad_norm = sr.grad_norm;
-        w.fp16 = job_.precision() == "fp16";
+        w.fp16 = job_.precision() == config::Precision::Fp16;
         w.loss_scale = sr.loss_scale;
         w.skipped_steps = skipped_steps_;
         const LogRecord rec = train_log(w);
@@ -364,7 +364,7 @@ class Loop {
                          {"drop_last", job_.data.drop_last}}},
             {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
             {"last_loss", last_loss_},
-            {"optimizer", job_.strat.optim.name}};
+            {"optimizer", config::to_string(job_.strat.optim.name)}};
   }
 
   void save() {
@@ -398,7 +398,7 @@ class Loop {
     }
     const std::string& dir = *choice.dir;
     CheckpointReader reader(dir);
-    require_matching_state(reader.manifest(), dir, expected_state_, job_.strat.optim.name,
+    require_matching_state(reader.manifest(), dir, expected_state_, config::to_string(job_.strat.optim.name),
                            optimizer_state_names(job_.strat.optim));
     strategy_->load_state(reader);
     step_ = reader.manifest().step;
@@ -441,7 +441,7 @@ class Loop {
     f.peak_memory_bytes = static_cast<int64_t>(mx[3]);
     f.strategy = strategy_->name();
     f.model = config::to_string(job_.model.name);
-    f.precision = job_.precision();
+    f.precision = config::to_string(job_.precision());
     f.world_size = comm_.world();
     f.num_params = strategy_->num_parameters();
     f.steps = step_;

@@ -217,7 +217,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
                                ? "gloo; shared-memory collectives unavailable: " +
                                      comm.shared_memory_fallback() + ", so every collective goes over TCP (slower)"
                                : std::string("gloo"),
-                           config::to_string(ms.name), ds.name, at::get_num_threads(), tj.work_dir);
+                           config::to_string(ms.name), config::to_string(ds.name), at::get_num_threads(), tj.work_dir);
   }
   // Recorded here, while the communicator and the store still live: their teardown on the way
   // out can take a while, and a peer may fail meanwhile (failure_record.hpp).

@@ -16,6 +16,8 @@
 #include <torch/nn/module.h>
 
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -55,11 +57,11 @@ struct ModelSpec {
   int64_t input_dim = 32;    // mlp
   int64_t num_classes = 10;  // mlp, resnet
   std::string path;          // torchscript: the torch.jit.save file
-  std::string loss = "auto"; // torchscript: auto | cross_entropy | mse | lm_cross_entropy
+  config::LossName loss = config::LossName::Auto;  // torchscript
   std::string wrap_module_types;  // torchscript: block classes / dotted names, comma-separated
-  // torchscript without wrap_module_types: with wrap_policy "size", activation checkpointing
+  // torchscript without wrap_module_types: with wrap_policy size, activation checkpointing
   // recomputes the subtrees of at least min_num_params parameters (FSDP's size units).
-  std::string wrap_policy = "layer";
+  config::WrapPolicy wrap_policy = config::WrapPolicy::Layer;
   int64_t min_num_params = 100000000;
   // fsdp.activation_checkpointing, honoured by every strategy. A torchscript model prepares its
   // blocks from it when built; every model follows set_activation_checkpointing, which the

@@ -117,7 +117,7 @@ class ScriptedModel : public TaskModel {
  public:
   ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss, bool traced)
       : module_(std::move(m)), spec_(s), own_loss_(own_loss), traced_(traced) {
-    spec_.language_model = s.language_model || s.loss == "lm_cross_entropy";
+    spec_.language_model = s.language_model || s.loss == config::LossName::LmCrossEntropy;
     mirror(*this, module_);
     std::set<std::string> wanted;
     for (const auto& t : str::split(s.wrap_module_types, ','))
@@ -176,7 +176,7 @@ class ScriptedModel : public TaskModel {
       EvalStats s;
       const at::Tensor out = as_tensor(run("forward", {b.input}), "forward");
       const bool classes = out.dim() == b.target.dim() + 1 && !at::isFloatingType(b.target.scalar_type());
-      if (own_loss_ || spec_.loss == "mse") {
+      if (own_loss_ || spec_.loss == config::LossName::Mse) {
         const at::Tensor l = own_loss_ ? as_tensor(run("loss", {b.input, b.target}), "loss")
                                        : builtin_loss(out, b.target);
         s.count = classes ? b.target.numel() : b.size();
@@ -230,14 +230,14 @@ class ScriptedModel : public TaskModel {
   // The submodules activation checkpointing recomputes: the blocks (fsdp.wrap_module_types),
   // else with fsdp.wrap_policy size the subtrees FSDP would wrap by size.
   std::vector<std::string> checkpoint_blocks(const ModelSpec& s) {
-    if (!blocks_.empty() || s.wrap_policy != "size") return blocks_;
+    if (!blocks_.empty() || s.wrap_policy != config::WrapPolicy::Size) return blocks_;
     ParamList p;
     for (const auto& np : named_parameters()) {
       p.names.push_back(np.key());
       p.numels.push_back(np.value().numel());
     }
     std::vector<std::string> out;
-    for (const auto& u : fsdp_units(p, "size", {}, s.min_num_params))
+    for (const auto& u : fsdp_units(p, config::WrapPolicy::Size, {}, s.min_num_params))
       if (!u.pinned) out.push_back(u.label);
     return out;
   }
@@ -302,8 +302,8 @@ class ScriptedModel : public TaskModel {
   }
 
   at::Tensor builtin_loss(const at::Tensor& out, const at::Tensor& target) const {
-    if (spec_.loss == "mse") return at::mse_loss(out, target.to(out.scalar_type()));
-    if (spec_.loss == "lm_cross_entropy") {
+    if (spec_.loss == config::LossName::Mse) return at::mse_loss(out, target.to(out.scalar_type()));
+    if (spec_.loss == config::LossName::LmCrossEntropy) {
       if (out.dim() != 3 || target.dim() != 2)
         throw Error(fmt::format("model.loss lm_cross_entropy needs logits [B, T, V] and targets "
                                 "[B, T]; the model returned {} for targets {}",
@@ -385,7 +385,7 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                 "mark the method @torch.jit.export with that signature, or remove it and set "
                 "model.loss")
         .at("model.path");
-  if (s.loss == "auto" && !has_loss)
+  if (s.loss == config::LossName::Auto && !has_loss)
     throw Error(fmt::format("the TorchScript model '{}' has no loss(input, target) method and "
                             "model.loss is auto",
                             path),
@@ -404,7 +404,7 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                             path, str::join(trace.frozen_mode_ops, ", ")),
                 fmt::format("script the module instead of tracing it: {}", kExport))
         .at("model.path");
-  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == "auto", trace.traced);
+  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == config::LossName::Auto, trace.traced);
 }
 
 void save_scripted_model(TaskModel& model,

@@ -11,10 +11,12 @@
 
 #include <ATen/ATen.h>
 
+#include "mtrain/config/train_choices.hpp"
+
 namespace mtrain::trainer {
 
 struct OptimOptions {
-  std::string name = "adamw";  // adamw | sgd
+  config::OptimizerName name = config::OptimizerName::Adamw;
   double weight_decay = 0.0;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // adamw
   double momentum = 0.0;                           // sgd

@@ -5,11 +5,12 @@
 #include <cstdint>
 #include <string>
 
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 
 struct ScheduleOptions {
-  std::string name = "cosine";  // constant | cosine | step | linear
+  config::ScheduleName name = config::ScheduleName::Cosine;
   double lr = 1e-3;
   int64_t warmup_steps = 0;
   double min_lr = 0.0;

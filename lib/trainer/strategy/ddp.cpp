@@ -260,7 +260,7 @@ class Ddp final : public Strategy {
 }  // namespace
 
 std::unique_ptr<Strategy> make_ddp(const StrategyOptions& o, Communicator& comm) {
-  if (o.precision == "fp32") return std::make_unique<Ddp>(o, comm);
+  if (o.precision == config::Precision::Fp32) return std::make_unique<Ddp>(o, comm);
   // bf16/fp16: replicated compute-dtype parameters with an fp32 master copy — the sharded
   // engine with one shard per rank and DDP's buckets as units (gradients all-reduced).
   ShardedConfig c;

@@ -37,38 +37,36 @@ std::unique_ptr<Strategy> make_fsdp(const StrategyOptions& o, Communicator& comm
   const FsdpOptions& f = o.fsdp;
   ShardedConfig c;
   c.name = config::to_string(config::StrategyName::Fsdp);
-  const std::string& ss = f.sharding_strategy;
-  if (ss == "FULL_SHARD" || ss == "HYBRID_SHARD") {
-    c.grads_sharded = true;
-    c.params_resident = false;
-    c.reshard_after_forward = true;
-    c.shard_size = ss == "HYBRID_SHARD" && o.local_world_size > 0 ? o.local_world_size : 0;
-  } else if (ss == "SHARD_GRAD_OP") {
-    c.grads_sharded = true;
-    c.params_resident = false;
-    c.reshard_after_forward = false;
-  } else if (ss == "NO_SHARD") {
-    c.grads_sharded = false;
-    c.params_resident = true;
-    c.shard_size = 1;
-  } else {
-    throw Error("fsdp.sharding_strategy '" + ss + "' is unknown",
-                "use FULL_SHARD, SHARD_GRAD_OP, NO_SHARD or HYBRID_SHARD");
-  }
-  if (f.backward_prefetch != "BACKWARD_PRE" && f.backward_prefetch != "BACKWARD_POST" &&
-      f.backward_prefetch != "NONE") {
-    throw Error("fsdp.backward_prefetch '" + f.backward_prefetch + "' is unknown",
-                "use BACKWARD_PRE, BACKWARD_POST or NONE");
+  using config::ShardingStrategy;
+  switch (f.sharding_strategy) {
+    case ShardingStrategy::FullShard:
+    case ShardingStrategy::HybridShard:
+      c.grads_sharded = true;
+      c.params_resident = false;
+      c.reshard_after_forward = true;
+      c.shard_size =
+          f.sharding_strategy == ShardingStrategy::HybridShard && o.local_world_size > 0 ? o.local_world_size : 0;
+      break;
+    case ShardingStrategy::ShardGradOp:
+      c.grads_sharded = true;
+      c.params_resident = false;
+      c.reshard_after_forward = false;
+      break;
+    case ShardingStrategy::NoShard:
+      c.grads_sharded = false;
+      c.params_resident = true;
+      c.shard_size = 1;
+      break;
   }
   c.forward_prefetch = f.forward_prefetch ? 1 : 0;  // one unit ahead
-  c.backward_prefetch = f.backward_prefetch == "NONE" ? 0 : 1;
-  c.backward_prefetch_post = f.backward_prefetch == "BACKWARD_POST";
+  c.backward_prefetch = f.backward_prefetch == config::BackwardPrefetch::None ? 0 : 1;
+  c.backward_prefetch_post = f.backward_prefetch == config::BackwardPrefetch::BackwardPost;
   c.max_prefetch_units = f.limit_all_gathers ? 1 : 2;
   c.offload_params = f.cpu_offload;
   const int shard_group = c.shard_size > 0 ? c.shard_size : comm.world();
   c.overlap_comm = !(c.grads_sharded && shard_group > 1 && comm.backend() == BackendKind::Gloo);
   c.offload_optimizer = f.cpu_offload;
-  const std::string policy = f.wrap_policy;
+  const config::WrapPolicy policy = f.wrap_policy;
   const int64_t min_params = f.min_num_params;
   c.plan = [policy, min_params](const ParamList& p, torch::nn::Module& m) {
     std::vector<std::string> blocks;

@@ -1,24 +1,19 @@
 #include "mtrain/trainer/strategy/precision.hpp"
 
-#include "mtrain/core/error.hpp"
-
 namespace mtrain::trainer {
 
-PrecisionPolicy precision_policy(const std::string& name) {
+PrecisionPolicy precision_policy(config::Precision name) {
   PrecisionPolicy p;
   p.name = name;
-  if (name == "fp32") return p;
-  if (name == "bf16") {
-    p.param = p.reduce = at::kBFloat16;
-    return p;
+  switch (name) {
+    case config::Precision::Fp32: return p;
+    case config::Precision::Bf16: p.param = p.reduce = at::kBFloat16; return p;
+    case config::Precision::Fp16:
+      p.param = p.reduce = at::kHalf;
+      p.loss_scaling = true;
+      return p;
   }
-  if (name == "fp16") {
-    p.param = p.reduce = at::kHalf;
-    p.loss_scaling = true;
-    return p;
-  }
-  throw Error("train.precision '" + name + "' is not one of fp32, bf16, fp16",
-              "set train.precision to fp32, bf16 or fp16");
+  config::no_such_value(name);
 }
 
 }  // namespace mtrain::trainer

@@ -6,21 +6,20 @@
 //   buffer — module buffers (BatchNorm statistics) stay fp32.
 // The optimiser always updates an fp32 master copy of this rank's shard; fp16 adds dynamic loss
 // scaling (optim/loss_scale.hpp).
-#include <string>
-
 #include <ATen/ATen.h>
+
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 
 struct PrecisionPolicy {
-  std::string name = "fp32";
+  config::Precision name = config::Precision::Fp32;
   at::ScalarType param = at::kFloat;
   at::ScalarType reduce = at::kFloat;
   at::ScalarType buffer = at::kFloat;
   bool loss_scaling = false;
 };
 
-// Throws mtrain::Error for anything but fp32 | bf16 | fp16.
-PrecisionPolicy precision_policy(const std::string& name);
+PrecisionPolicy precision_policy(config::Precision name);
 
 }  // namespace mtrain::trainer

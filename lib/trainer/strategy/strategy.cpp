@@ -3,13 +3,11 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/strategy/precision.hpp"
 
 namespace mtrain::trainer {
 
 std::unique_ptr<Strategy> make_strategy(config::StrategyName name, const StrategyOptions& o,
                                         Communicator& comm) {
-  precision_policy(o.precision);  // validates train.precision
   switch (name) {
     case config::StrategyName::Ddp: return make_ddp(o, comm);
     case config::StrategyName::Fsdp: return make_fsdp(o, comm);

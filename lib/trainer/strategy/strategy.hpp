@@ -23,6 +23,8 @@
 #include <torch/nn/module.h>
 
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 #include "mtrain/trainer/optim/loss_scale.hpp"
 #include "mtrain/trainer/optim/optimizer.hpp"
 
@@ -82,18 +84,18 @@ struct ZeroOptions {
   int64_t stage3_param_persistence_threshold = 100000;
   int64_t stage3_max_live_parameters = 1000000000;
   int64_t stage3_max_reuse_distance = 1000000000;
-  std::string offload_optimizer_device = "none";
-  std::string offload_param_device = "none";
+  config::OffloadDevice offload_optimizer_device = config::OffloadDevice::None;
+  config::OffloadDevice offload_param_device = config::OffloadDevice::None;
   bool stage3_gather_16bit_weights_on_model_save = false;
 };
 
 // torch FSDP (the registry's fsdp.*).
 struct FsdpOptions {
-  std::string sharding_strategy = "FULL_SHARD";  // | SHARD_GRAD_OP | NO_SHARD | HYBRID_SHARD
-  std::string wrap_policy = "layer";             // | size | none
+  config::ShardingStrategy sharding_strategy = config::ShardingStrategy::FullShard;
+  config::WrapPolicy wrap_policy = config::WrapPolicy::Layer;
   int64_t min_num_params = 100000000;
   bool forward_prefetch = false;
-  std::string backward_prefetch = "BACKWARD_PRE";  // | BACKWARD_POST | NONE
+  config::BackwardPrefetch backward_prefetch = config::BackwardPrefetch::BackwardPre;
   bool limit_all_gathers = true;
   bool cpu_offload = false;
 };
@@ -106,7 +108,7 @@ struct StrategyOptions {
   OptimOptions optim;
   ZeroOptions zero;
   FsdpOptions fsdp;
-  std::string precision = "fp32";  // fp32 | bf16 | fp16 (train.precision)
+  config::Precision precision = config::Precision::Fp32;  // train.precision
   LossScaleOptions loss_scale;     // fp16 only
   // HYBRID_SHARD: ranks per node (the shard group size); 0 = the whole world. The worker sets
   // it from LOCAL_WORLD_SIZE; strategies read only this.

@@ -66,7 +66,7 @@ std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_thres
   return out;
 }
 
-std::vector<UnitPlan> fsdp_units(const ParamList& p, const std::string& policy,
+std::vector<UnitPlan> fsdp_units(const ParamList& p, config::WrapPolicy policy,
                                  const std::vector<std::string>& block_prefixes,
                                  int64_t min_num_params) {
   std::vector<int> unit_of(p.names.size(), -1);
@@ -81,36 +81,39 @@ std::vector<UnitPlan> fsdp_units(const ParamList& p, const std::string& policy,
     }
     out.push_back(std::move(u));
   };
-  if (policy == "layer") {
-    for (const auto& prefix : block_prefixes) {
-      std::vector<size_t> members;
-      for (size_t k = 0; k < p.names.size(); ++k)
-        if (unit_of[k] < 0 && under(p.names[k], prefix)) members.push_back(k);
-      wrap(prefix, members);
+  switch (policy) {
+    case config::WrapPolicy::Layer:
+      for (const auto& prefix : block_prefixes) {
+        std::vector<size_t> members;
+        for (size_t k = 0; k < p.names.size(); ++k)
+          if (unit_of[k] < 0 && under(p.names[k], prefix)) members.push_back(k);
+        wrap(prefix, members);
+      }
+      break;
+    case config::WrapPolicy::Size: {
+      // Every dotted module prefix, deepest first: a subtree whose still-unwrapped parameters
+      // reach min_num_params becomes a unit (children are considered before their parents).
+      std::map<std::string, int> depth;
+      for (const auto& n : p.names) {
+        for (std::string m = owner_of(n); !m.empty(); m = owner_of(m))
+          depth[m] = static_cast<int>(std::count(m.begin(), m.end(), '.'));
+      }
+      std::vector<std::string> modules;
+      for (const auto& [m, d] : depth) modules.push_back(m);
+      std::stable_sort(modules.begin(), modules.end(),
+                       [&](const std::string& a, const std::string& b) { return depth[a] > depth[b]; });
+      for (const auto& m : modules) {
+        std::vector<size_t> members;
+        int64_t n = 0;
+        for (size_t k = 0; k < p.names.size(); ++k)
+          if (unit_of[k] < 0 && under(p.names[k], m)) members.push_back(k), n += p.numels[k];
+        if (n >= min_num_params) wrap(m, members);
+      }
+      std::sort(out.begin(), out.end(),
+                [](const UnitPlan& a, const UnitPlan& b) { return a.params.front() < b.params.front(); });
+      break;
     }
-  } else if (policy == "size") {
-    // Every dotted module prefix, deepest first: a subtree whose still-unwrapped parameters
-    // reach min_num_params becomes a unit (children are considered before their parents).
-    std::map<std::string, int> depth;
-    for (const auto& n : p.names) {
-      for (std::string m = owner_of(n); !m.empty(); m = owner_of(m))
-        depth[m] = static_cast<int>(std::count(m.begin(), m.end(), '.'));
-    }
-    std::vector<std::string> modules;
-    for (const auto& [m, d] : depth) modules.push_back(m);
-    std::stable_sort(modules.begin(), modules.end(),
-                     [&](const std::string& a, const std::string& b) { return depth[a] > depth[b]; });
-    for (const auto& m : modules) {
-      std::vector<size_t> members;
-      int64_t n = 0;
-      for (size_t k = 0; k < p.names.size(); ++k)
-        if (unit_of[k] < 0 && under(p.names[k], m)) members.push_back(k), n += p.numels[k];
-      if (n >= min_num_params) wrap(m, members);
-    }
-    std::sort(out.begin(), out.end(),
-              [](const UnitPlan& a, const UnitPlan& b) { return a.params.front() < b.params.front(); });
-  } else if (policy != "none") {
-    throw Error("fsdp.wrap_policy '" + policy + "' is unknown", "use layer, size or none");
+    case config::WrapPolicy::None: break;
   }
   std::vector<size_t> rest;
   for (size_t k = 0; k < p.names.size(); ++k)

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/sharding_choices.hpp"
+
 namespace mtrain::trainer {
 
 struct UnitPlan {
@@ -33,8 +35,8 @@ std::vector<UnitPlan> bucket_units(const ParamList& p, int64_t cap_elements);
 // TorchScript model's fsdp.wrap_module_types blocks), their parameters not split per submodule.
 std::vector<UnitPlan> module_units(const ParamList& p, int64_t persistence_threshold,
                                    const std::vector<std::string>& leaf_prefixes = {});
-// policy: "layer" | "size" | "none".
-std::vector<UnitPlan> fsdp_units(const ParamList& p, const std::string& policy,
+// layer: one unit per block prefix; size: subtrees of at least min_num_params; none: the root.
+std::vector<UnitPlan> fsdp_units(const ParamList& p, config::WrapPolicy policy,
                                  const std::vector<std::string>& block_prefixes,
                                  int64_t min_num_params);
 

@@ -34,14 +34,15 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
     throw Error(fmt::format("ZeRO stage {} does not exist", stage), "use zero.stage 1, 2 or 3");
   }
   const ZeroOptions& z = o.zero;
-  for (const auto& [key, v] : {std::pair<const char*, std::string>{"offload_optimizer_device", z.offload_optimizer_device},
+  using config::OffloadDevice;
+  for (const auto& [key, v] : {std::pair<const char*, OffloadDevice>{"offload_optimizer_device", z.offload_optimizer_device},
                                {"offload_param_device", z.offload_param_device}}) {
-    if (v != "none" && v != "cpu") {
-      throw Error(fmt::format("zero.{} '{}' is not supported by this trainer", key, v),
+    if (v == OffloadDevice::Nvme) {
+      throw Error(fmt::format("zero.{} '{}' is not supported by this trainer", key, config::to_string(v)),
                   "use none or cpu (NVMe offload is not implemented)");
     }
   }
-  if (z.offload_param_device != "none" && stage != 3) {
+  if (z.offload_param_device != OffloadDevice::None && stage != 3) {
     throw Error("zero.offload_param_device needs stage 3", "use strategy zero3");
   }
   ShardedConfig c;
@@ -52,8 +53,8 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
   c.reshard_after_forward = stage == 3;
   c.overlap_comm = z.overlap_comm.value_or(stage == 3);
   c.contiguous_gradients = z.contiguous_gradients;
-  c.offload_optimizer = z.offload_optimizer_device == "cpu";
-  c.offload_params = z.offload_param_device == "cpu";
+  c.offload_optimizer = z.offload_optimizer_device == OffloadDevice::Cpu;
+  c.offload_params = z.offload_param_device == OffloadDevice::Cpu;
   if (stage == 3) {
     c.forward_prefetch = z.stage3_prefetch_bucket_size;
     c.backward_prefetch = z.stage3_prefetch_bucket_size;

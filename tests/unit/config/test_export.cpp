@@ -172,10 +172,10 @@ TEST_CASE("accelerate environment: the names accelerate launch sets", "[config][
 TEST_CASE("trainer settings a program will not get are named", "[config][export]") {
   const Resolved r = job_of({{"strategy", "zero3"}, {"zero.offload_optimizer_device", "cpu"}, {"model.name", "mlp"},
                              {"launch.nproc_per_node", "2"}});
-  auto none = unread_settings(job_registry(), r, "none");
+  auto none = unread_settings(job_registry(), r, PassConfig::None);
   CHECK(none == std::vector<std::string>{"strategy=zero3", "zero.offload_optimizer_device=cpu", "model.name=mlp"});
-  CHECK(unread_warning(none, "none").find("MTRAIN_JOB_FILE") != std::string::npos);
-  CHECK(unread_settings(job_registry(), r, "deepspeed") == std::vector<std::string>{"model.name=mlp"});
-  CHECK(unread_settings(job_registry(), r, "accelerate") == std::vector<std::string>{"model.name=mlp"});
-  CHECK(unread_warning({}, "none").empty());
+  CHECK(unread_warning(none, PassConfig::None).find("MTRAIN_JOB_FILE") != std::string::npos);
+  CHECK(unread_settings(job_registry(), r, PassConfig::Deepspeed) == std::vector<std::string>{"model.name=mlp"});
+  CHECK(unread_settings(job_registry(), r, PassConfig::Accelerate) == std::vector<std::string>{"model.name=mlp"});
+  CHECK(unread_warning({}, PassConfig::None).empty());
 }

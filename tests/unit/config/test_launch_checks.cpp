@@ -42,7 +42,7 @@ TEST_CASE("model/data combinations that cannot train", "[config][launch_checks]"
   CHECK(data_model_problems(job({{"model.name", "resnet18"}})).empty());  // auto → synthetic
   CHECK(data_model_problems(job({})).empty());                          // gpt + auto → text
   CHECK(data_model_problems(job({{"data.name", "text"}, {"model.vocab_size", 100}})).size() == 1);
-  CHECK(effective_data_name(job({{"model.name", "mlp"}})) == "synthetic");
+  CHECK(effective_data_name(job({{"model.name", "mlp"}})) == DataName::Synthetic);
 }
 
 TEST_CASE("data.path must exist as the dataset needs it", "[config][launch_checks]") {

@@ -36,7 +36,7 @@ TEST_CASE("job_source: the shipped job, this launcher's, or none", "[launch][han
   CHECK(job_source(with_program(), {}, false, none) == JobSource::none);
   CHECK(job_source(with_program(), {}, true, none) == JobSource::resolved);  // --config
   LaunchOptions ds = with_program();
-  ds.pass_config = "deepspeed";
+  ds.pass_config = config::PassConfig::Deepspeed;
   CHECK(job_source(ds, {}, false, none) == JobSource::resolved);
   // A trainer flag makes a job for the program; the same setting from MTRAIN_* alone does not.
   CHECK(job_flags_given(resolved({{"optim.lr", 0.1}})));

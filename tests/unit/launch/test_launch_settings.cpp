@@ -82,13 +82,14 @@ std::string yaml_for(const config::Setting& s, const std::string& text) {
 
 // What the options the libraries receive hold: every field a launch.* or slurm.* setting sets.
 json observe(const launch::LaunchOptions& o) {
-  return {{"launcher", o.launcher},           {"nproc", o.plan.nproc_per_node}, {"nnodes", o.multi.nnodes},
-          {"device", o.plan.device},          {"gpus", o.plan.gpus},            {"include", o.plan.include},
+  using config::to_string;
+  return {{"launcher", to_string(o.launcher)}, {"nproc", o.plan.nproc_per_node}, {"nnodes", o.multi.nnodes},
+          {"device", to_string(o.plan.device)}, {"gpus", o.plan.gpus},            {"include", o.plan.include},
           {"exclude", o.plan.exclude},        {"hostfile", o.multi.hostfile},   {"master_addr", o.plan.master_addr},
           {"master_port", o.master_port},     {"port_given", o.master_port_given},
-          {"rdzv_backend", o.multi.rdzv_backend}, {"rdzv_port", o.multi.rdzv_port},
-          {"rdzv_timeout", o.multi.rdzv_timeout_s}, {"scale_up", o.multi.scale_up}, {"max_restarts", o.plan.max_restarts},
-          {"pass_config", o.pass_config},     {"log_dir", o.output.log_dir},    {"raw", o.output.raw_output},
+          {"rdzv_backend", to_string(o.multi.rdzv_backend)}, {"rdzv_port", o.multi.rdzv_port},
+          {"rdzv_timeout", o.multi.rdzv_timeout_s}, {"scale_up", to_string(o.multi.scale_up)}, {"max_restarts", o.plan.max_restarts},
+          {"pass_config", to_string(o.pass_config)},     {"log_dir", o.output.log_dir},    {"raw", o.output.raw_output},
           {"rdzv_last_call", o.multi.rdzv_last_call_s}, {"node_timeout", o.multi.node_timeout_s},
           {"heartbeat_timeout", o.heartbeat_timeout_s}, {"grace_period", o.grace_period_s},
           {"remote_mtrain", o.multi.remote_mtrain}, {"ssh_identity", o.multi.ssh_identity},
@@ -99,8 +100,21 @@ json observe(const launch::LaunchOptions& o) {
           {"node_name", o.multi.node_name}, {"num_nodes", o.multi.num_nodes}, {"num_gpus", o.multi.num_gpus},
           {"ssh_options", o.multi.ssh_options}, {"ssh_port", o.multi.ssh_port}, {"exports", o.multi.exports},
           {"prefix_on", o.output.prefix}, {"ranks_filter", o.output.ranks_filter}, {"module", o.plan.module},
-          {"no_python", o.plan.no_python}, {"dry_run", o.dry_run}, {"format", o.format},
+          {"no_python", o.plan.no_python}, {"dry_run", o.dry_run}, {"format", to_string(o.format)},
           {"device_memory", o.device_memory}, {"force", o.force}};
+}
+// Every field of PlanOptions, launch settings or not (the plan's defaults are the launch's).
+json observe(const plan::PlanOptions& p) {
+  using config::to_string;
+  return {{"nproc", p.nproc_per_node}, {"gpus", p.gpus}, {"device", to_string(p.device)},
+          {"include", p.include}, {"exclude", p.exclude}, {"master_addr", p.master_addr},
+          {"nnodes", p.nnodes}, {"node_rank", p.node_rank}, {"master_port", p.master_port},
+          {"job_id", p.job_id}, {"rdzv_id", p.rdzv_id}, {"role", p.role}, {"max_restarts", p.max_restarts},
+          {"program", p.program}, {"module", p.module}, {"python", p.python}, {"no_python", p.no_python},
+          {"extra_args", p.extra_args}, {"extra_env", p.extra_env}, {"local_rank_arg", p.local_rank_arg},
+          {"worker_argv", p.worker_argv}, {"error_file_dir", p.error_file_dir}, {"first_rank", p.first_rank},
+          {"world_size", p.world_size}, {"node_name", p.node_name}, {"rdzv_backend", to_string(p.rdzv_backend)},
+          {"rdzv_endpoint", p.rdzv_endpoint}, {"heartbeat_file", p.heartbeat_file}};
 }
 json observe(const slurm::JobOptions& j) {
   return {{"job_name", j.job_name}, {"partition", j.partition}, {"account", j.account}, {"qos", j.qos},
@@ -108,7 +122,7 @@ json observe(const slurm::JobOptions& j) {
           {"gpus", j.gpus_per_node}, {"gres", j.gres}, {"cpus", j.cpus_per_task}, {"mem", j.mem},
           {"time", j.time}, {"exclusive", j.exclusive}, {"output", j.output}, {"error", j.error},
           {"exports", j.exports}, {"sbatch", j.sbatch_lines}, {"setup", j.setup}, {"signal", j.signal},
-          {"requeue", j.requeue}, {"pattern", slurm::to_string(j.pattern)}, {"template", j.template_file},
+          {"requeue", j.requeue}, {"pattern", config::to_string(j.pattern)}, {"template", j.template_file},
           {"mtrain", j.mtrain}, {"chdir", j.chdir}};
 }
 
@@ -244,6 +258,41 @@ TEST_CASE("a bad launch or Slurm value is refused by every source with the regis
   }
 }
 
+TEST_CASE("LaunchOptions' defaults are the registry's: a job that gives nothing changes no field",
+          "[launch][settings]") {
+  // As TrainJob's (tests/unit/trainer/loop/test_train_job.cpp): a struct default that drifts from
+  // its setting's default would make a library caller's launch differ from `mtrain launch`'s.
+  TempDir d;
+  launch::LaunchOptions from_registry;
+  launch::apply_launch_settings(config::resolve_job(config::job_registry(), nothing_given(d)), from_registry);
+  CHECK(observe(from_registry) == observe(launch::LaunchOptions{}));
+  CHECK(observe(from_registry.plan) == observe(plan::PlanOptions{}));
+}
+
+TEST_CASE("PlanOptions' defaults are the registry's for every launch setting it holds", "[launch][settings]") {
+  const plan::PlanOptions p;
+  const auto def = [](const char* key) { return config::job_registry().require(key).default_value; };
+  CHECK(p.device == config::choice_from_text<config::DeviceKind>(def("launch.device").get<std::string>(), "launch.device"));
+  CHECK(p.rdzv_backend ==
+        config::choice_from_text<config::RdzvBackend>(def("launch.rdzv_backend").get<std::string>(), "launch.rdzv_backend"));
+  CHECK(json(p.master_port) == def("launch.master_port"));
+  CHECK(json(std::to_string(p.nnodes)) == def("launch.nnodes"));
+  CHECK(json(p.node_rank) == def("launch.node_rank"));
+  CHECK(json(p.role) == def("launch.role"));
+  CHECK(json(p.max_restarts) == def("launch.max_restarts"));
+  CHECK(json(p.python) == def("launch.python"));
+  CHECK(json(p.module) == def("launch.module"));
+  CHECK(json(p.no_python) == def("launch.no_python"));
+  CHECK(json(p.local_rank_arg) == def("launch.local_rank_arg"));
+  CHECK(json(p.gpus) == def("launch.gpus"));
+  CHECK(json(p.include) == def("launch.include"));
+  CHECK(json(p.exclude) == def("launch.exclude"));
+  CHECK(json(p.master_addr) == def("launch.master_addr"));
+  CHECK(json(p.job_id) == def("launch.job_id"));
+  CHECK(json(p.rdzv_id) == def("launch.rdzv_id"));
+  CHECK(json(p.node_name) == def("launch.node_name"));
+}
+
 TEST_CASE("launch.launcher and launch.rdzv_port from a job file reach mtrain launch", "[launch][settings]") {
   // Drift (a): both were registry settings that `mtrain launch` never read from a job file.
   TempDir d;
@@ -252,7 +301,7 @@ TEST_CASE("launch.launcher and launch.rdzv_port from a job file reach mtrain lau
   in.job_file = d.write("job.yaml", "launch:\n  launcher: ssh\n  hostfile: hosts\n  rdzv_port: 31234\n");
   launch::LaunchOptions o;
   launch::apply_launch_settings(config::resolve_job(config::job_registry(), in), o);
-  CHECK(o.launcher == "ssh");
+  CHECK(o.launcher == config::LauncherKind::Ssh);
   CHECK(o.multi.rdzv_port == 31234);
   CHECK(o.multi.hostfile == "hosts");
 }

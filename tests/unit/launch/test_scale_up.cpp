@@ -2,16 +2,11 @@
 
 #include <csignal>
 
-#include "mtrain/core/error.hpp"
 #include "mtrain/launch/scale_up.hpp"
 
 using namespace mtrain::launch;
 
 TEST_CASE("scale-up (--scale-up): the store re-forms only for MIN:MAX jobs and not when off", "[launch][scale_up]") {
-  CHECK(parse_scale_up("checkpoint") == ScaleUp::checkpoint);
-  CHECK(parse_scale_up("now") == ScaleUp::now);
-  CHECK(parse_scale_up("off") == ScaleUp::off);
-  CHECK_THROWS_WITH(parse_scale_up("later"), Catch::Contains("--scale-up 'later' is not known"));
   CHECK(store_scales_up(ScaleUp::checkpoint, true));
   CHECK(store_scales_up(ScaleUp::now, true));
   CHECK_FALSE(store_scales_up(ScaleUp::off, true));

@@ -46,7 +46,7 @@ inline StrategyOptions base_options() {
   StrategyOptions o;
   o.first_bucket_mb = 64.0 / (1024 * 1024);
   o.bucket_cap_mb = 1600.0 / (1024 * 1024);
-  o.optim.name = "adamw";
+  o.optim.name = mtrain::config::OptimizerName::Adamw;
   o.optim.weight_decay = 0.01;
   o.grad_clip = 0.5;
   o.zero.reduce_bucket_size = 300;  // several buckets for the 835-parameter model
@@ -75,14 +75,14 @@ inline std::vector<Config> all_configs(int world) {
   add("fsdp-FULL_SHARD", "fsdp", [](StrategyOptions&) {});
   add("fsdp-FULL_SHARD-fwdprefetch-post-size", "fsdp", [](StrategyOptions& o) {
     o.fsdp.forward_prefetch = true;
-    o.fsdp.backward_prefetch = "BACKWARD_POST";
-    o.fsdp.wrap_policy = "size";
+    o.fsdp.backward_prefetch = mtrain::config::BackwardPrefetch::BackwardPost;
+    o.fsdp.wrap_policy = mtrain::config::WrapPolicy::Size;
     o.fsdp.min_num_params = 100;
   });
-  add("fsdp-SHARD_GRAD_OP", "fsdp", [](StrategyOptions& o) { o.fsdp.sharding_strategy = "SHARD_GRAD_OP"; });
-  add("fsdp-NO_SHARD", "fsdp", [](StrategyOptions& o) { o.fsdp.sharding_strategy = "NO_SHARD"; });
+  add("fsdp-SHARD_GRAD_OP", "fsdp", [](StrategyOptions& o) { o.fsdp.sharding_strategy = mtrain::config::ShardingStrategy::ShardGradOp; });
+  add("fsdp-NO_SHARD", "fsdp", [](StrategyOptions& o) { o.fsdp.sharding_strategy = mtrain::config::ShardingStrategy::NoShard; });
   add("fsdp-HYBRID_SHARD", "fsdp", [world](StrategyOptions& o) {
-    o.fsdp.sharding_strategy = "HYBRID_SHARD";
+    o.fsdp.sharding_strategy = mtrain::config::ShardingStrategy::HybridShard;
     o.local_world_size = world == 4 ? 2 : (world == 3 ? 3 : 1);
   });
   return out;

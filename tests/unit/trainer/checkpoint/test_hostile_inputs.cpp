@@ -288,7 +288,7 @@ TEST_CASE("hostile tensors data files", "[data][hostile]") {
   const std::string pair = pickle_of(pk_dict({{"input", pk_tensor("0", 6, {2, 3})}, {"target", pk_tensor("1", 2, {2}, {}, "LongStorage")}}));
   auto load = [&](const std::string& path) {
     DataSpec s;
-    s.name = "tensors";
+    s.name = mtrain::config::DataName::Tensors;
     s.path = path;
     s.val_fraction = 0;
     auto ds = make_tensors(s, Split::Train);

@@ -38,13 +38,13 @@ std::vector<int64_t> range(int64_t n) {
 TEST_CASE("data: spec from the job resolves auto by model", "[data]") {
   auto job = nlohmann::json::parse(R"({"model": {"name": "gpt"}, "data": {"val_fraction": 0.2}})");
   DataSpec d = train_job_from_json(job).data;
-  CHECK(d.name == "text");
+  CHECK(d.name == mtrain::config::DataName::Text);
   CHECK(d.val_fraction == Approx(0.2));
   CHECK(d.num_samples == 4096);
   job["model"]["name"] = "resnet18";
-  CHECK(train_job_from_json(job).data.name == "synthetic");
+  CHECK(train_job_from_json(job).data.name == mtrain::config::DataName::Synthetic);
   job["data"]["name"] = "cifar10";
-  CHECK(train_job_from_json(job).data.name == "cifar10");
+  CHECK(train_job_from_json(job).data.name == mtrain::config::DataName::Cifar10);
 }
 
 TEST_CASE("text: windows shift by one, split by val_fraction at the tail", "[data]") {
@@ -53,7 +53,7 @@ TEST_CASE("text: windows shift by one, split by val_fraction at the tail", "[dat
   for (int i = 0; i < 1000; ++i) bytes.push_back(static_cast<char>(i % 251));
   write_file(dir.path / "t.txt", bytes);
   DataSpec d;
-  d.name = "text";
+  d.name = mtrain::config::DataName::Text;
   d.path = (dir.path / "t.txt").string();
   d.val_fraction = 0.2;
   const ModelSpec m = gpt_spec(16);
@@ -83,7 +83,7 @@ TEST_CASE("text: windows shift by one, split by val_fraction at the tail", "[dat
 TEST_CASE("text: errors name the file and what was expected", "[data]") {
   TempDir dir;
   DataSpec d;
-  d.name = "text";
+  d.name = mtrain::config::DataName::Text;
   d.path = (dir.path / "missing.txt").string();
   const std::string missing = error_text([&] { make_dataset(d, gpt_spec(16), Split::Train, 0); });
   CHECK_THAT(missing, Catch::Contains("missing.txt"));
@@ -102,7 +102,7 @@ TEST_CASE("text: the embedded corpus is prose of a useful size", "[data]") {
   CHECK(c.size() < 60000);
   CHECK(c.find("processor") != std::string::npos);
   DataSpec d;
-  d.name = "text";  // no path: the embedded corpus
+  d.name = mtrain::config::DataName::Text;  // no path: the embedded corpus
   auto train = make_dataset(d, gpt_spec(64), Split::Train, 0);
   auto val = make_dataset(d, gpt_spec(64), Split::Val, 0);
   const auto val_bytes = static_cast<int64_t>(std::floor(static_cast<double>(c.size()) * 0.1));
@@ -126,7 +126,7 @@ TEST_CASE("cifar10: reads generated batches, errors on truncated ones", "[data]"
   for (int b = 1; b <= 5; ++b) make_batch("data_batch_" + std::to_string(b) + ".bin", 2, b);
   make_batch("test_batch.bin", 3, 0);
   DataSpec d;
-  d.name = "cifar10";
+  d.name = mtrain::config::DataName::Cifar10;
   d.path = dir.path.string();
   ModelSpec m;
   m.name = mtrain::config::ModelName::Resnet18;
@@ -162,7 +162,7 @@ TEST_CASE("cifar10: reads generated batches, errors on truncated ones", "[data]"
 
 TEST_CASE("synthetic: deterministic per index, shapes per model, disjoint val", "[data]") {
   DataSpec d;
-  d.name = "synthetic";
+  d.name = mtrain::config::DataName::Synthetic;
   d.num_samples = 100;
   d.val_fraction = 0.1;
   ModelSpec mlp;

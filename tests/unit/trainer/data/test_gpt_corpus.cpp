@@ -21,7 +21,7 @@ TEST_CASE("gpt: the default job's loss falls on the embedded corpus", "[.][gpt-c
   const TrainJob tj = train_job_from_json(job);
   const ModelSpec& m = tj.model;
   const DataSpec& d = tj.data;
-  REQUIRE(d.name == "text");
+  REQUIRE(d.name == mtrain::config::DataName::Text);
   auto data = make_dataset(d, m, Split::Train, 0);
   auto val = make_dataset(d, m, Split::Val, 0);
   auto model = make_model(m, 0);

@@ -44,7 +44,7 @@ ModelSpec lm(int64_t block, int64_t vocab) {
 
 DataSpec tokens_at(const fs::path& p, double val_fraction = 0.1) {
   DataSpec d;
-  d.name = "tokens";
+  d.name = mtrain::config::DataName::Tokens;
   d.path = p.string();
   d.val_fraction = val_fraction;
   return d;
@@ -174,7 +174,7 @@ TEST_CASE("tokens: data.name and data.val_path come from the job", "[tokens]") {
   auto job = nlohmann::json::parse(
       R"({"model": {"name": "gpt"}, "data": {"name": "tokens", "path": "a.bin", "val_path": "b.bin"}})");
   const DataSpec d = train_job_from_json(job).data;
-  CHECK(d.name == "tokens");
+  CHECK(d.name == mtrain::config::DataName::Tokens);
   CHECK(d.path == "a.bin");
   CHECK(d.val_path == "b.bin");
 }

@@ -6,10 +6,13 @@
 #include "mtrain/trainer/loop/job_ledger.hpp"
 
 using namespace mtrain::trainer;
+using mtrain::config::OffloadDevice;
+using mtrain::config::Precision;
+using mtrain::config::ShardingStrategy;
 using mtrain::config::StrategyName;
 
 namespace {
-TrainJob job_of(StrategyName s, const std::string& precision, const std::string& sharding = "FULL_SHARD") {
+TrainJob job_of(StrategyName s, Precision precision, ShardingStrategy sharding = ShardingStrategy::FullShard) {
   TrainJob j;
   j.strategy = s;
   j.strat.precision = precision;
@@ -19,32 +22,32 @@ TrainJob job_of(StrategyName s, const std::string& precision, const std::string&
 }  // namespace
 
 TEST_CASE("job_ledger: N is the world, or the shard group under HYBRID_SHARD", "[loop][job_ledger]") {
-  CHECK(job_ledger_world(job_of(StrategyName::Zero3, "fp32"), 8) == 8);
-  CHECK(job_ledger_world(job_of(StrategyName::Fsdp, "fp32", "HYBRID_SHARD"), 8) == 8);  // 0 = the whole world
-  TrainJob hybrid = job_of(StrategyName::Fsdp, "fp32", "HYBRID_SHARD");
+  CHECK(job_ledger_world(job_of(StrategyName::Zero3, Precision::Fp32), 8) == 8);
+  CHECK(job_ledger_world(job_of(StrategyName::Fsdp, Precision::Fp32, ShardingStrategy::HybridShard), 8) == 8);  // 0 = the whole world
+  TrainJob hybrid = job_of(StrategyName::Fsdp, Precision::Fp32, ShardingStrategy::HybridShard);
   hybrid.strat.local_world_size = 4;
   CHECK(job_ledger_world(hybrid, 8) == 4);
-  TrainJob full = job_of(StrategyName::Fsdp, "fp32");
+  TrainJob full = job_of(StrategyName::Fsdp, Precision::Fp32);
   full.strat.local_world_size = 4;  // only HYBRID_SHARD shards within a node
   CHECK(job_ledger_world(full, 8) == 8);
 }
 
 TEST_CASE("job_ledger: the formula's bytes, or unknown with the strategy's name", "[loop][job_ledger]") {
-  const auto z1 = job_ledger_formula(job_of(StrategyName::Zero1, "fp32"), "zero1", 1000, 4);
+  const auto z1 = job_ledger_formula(job_of(StrategyName::Zero1, Precision::Fp32), "zero1", 1000, 4);
   CHECK(z1.total() == 8 * 1000 + 8 * 1000 / 4);
   CHECK(z1.formula == "8Ψ + 8Ψ/N");
-  TrainJob hybrid = job_of(StrategyName::Fsdp, "bf16", "HYBRID_SHARD");
+  TrainJob hybrid = job_of(StrategyName::Fsdp, Precision::Bf16, ShardingStrategy::HybridShard);
   hybrid.strat.local_world_size = 2;
   CHECK(job_ledger_formula(hybrid, "fsdp", 1000, 8).total() == 16 * 1000 / 2);
-  const auto unknown = job_ledger_formula(job_of(StrategyName::Fsdp, "fp32", "NOT_A_MODE"), "my-fsdp", 1000, 4);
+  const auto unknown = job_ledger_formula(job_of(StrategyName::Fsdp, Precision::Fp32), "my-fsdp", 1000, 0);
   CHECK(unknown.total() == 0);
   CHECK(unknown.formula == "unknown for strategy my-fsdp");
 }
 
 TEST_CASE("job_ledger: the report holds the job's settings and the measured bytes", "[loop][job_ledger]") {
-  TrainJob j = job_of(StrategyName::Zero3, "bf16");
+  TrainJob j = job_of(StrategyName::Zero3, Precision::Bf16);
   j.strat.zero.stage3_param_persistence_threshold = 5000;
-  j.strat.zero.offload_optimizer_device = "cpu";
+  j.strat.zero.offload_optimizer_device = OffloadDevice::Cpu;
   MemoryLedger fullest;
   fullest.params = 100;
   fullest.grads = 200;
@@ -53,8 +56,8 @@ TEST_CASE("job_ledger: the report holds the job's settings and the measured byte
   fullest.gathered_peak = 999;  // a peak: not part of the start-of-run table
   const LedgerReport r = job_ledger_report(j, 1234, 4, fullest, 16, true);
   CHECK(r.strategy == StrategyName::Zero3);
-  CHECK(r.sharding_strategy == "FULL_SHARD");
-  CHECK(r.precision == "bf16");
+  CHECK(r.sharding_strategy == ShardingStrategy::FullShard);
+  CHECK(r.precision == Precision::Bf16);
   CHECK(r.psi == 1234);
   CHECK(r.world == 4);
   CHECK(r.world_size == 4);
@@ -64,11 +67,11 @@ TEST_CASE("job_ledger: the report holds the job's settings and the measured byte
   CHECK(r.gathered == 40);
   CHECK(r.buffers == 16);
   CHECK(r.persistence_threshold == 5000);
-  CHECK(r.offload == offload_text(StrategyName::Zero3, "cpu", "none", false));
+  CHECK(r.offload == offload_text(StrategyName::Zero3, OffloadDevice::Cpu, OffloadDevice::None, false));
   CHECK_FALSE(r.offload.empty());
   CHECK(r.on_cpu);
 
-  TrainJob hybrid = job_of(StrategyName::Fsdp, "fp32", "HYBRID_SHARD");
+  TrainJob hybrid = job_of(StrategyName::Fsdp, Precision::Fp32, ShardingStrategy::HybridShard);
   hybrid.strat.local_world_size = 2;
   const LedgerReport h = job_ledger_report(hybrid, 10, 6, fullest, 0, false);
   CHECK(h.world == 2);

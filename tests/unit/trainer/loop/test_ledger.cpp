@@ -10,12 +10,22 @@ using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
 
 namespace {
+using mtrain::config::choice_from_text;
+using mtrain::config::OffloadDevice;
+using mtrain::config::Precision;
+using mtrain::config::ShardingStrategy;
 mtrain::config::StrategyName S(const std::string& name) { return mtrain::config::strategy_from_text(name); }
+// The tables below spell the settings as a job does ("" for fsdp.* under another strategy).
+ShardingStrategy SH(const std::string& name) {
+  return name.empty() ? ShardingStrategy::FullShard : choice_from_text<ShardingStrategy>(name, "fsdp.sharding_strategy");
+}
+Precision P(const std::string& name) { return choice_from_text<Precision>(name, "train.precision"); }
+OffloadDevice O(const std::string& name) { return choice_from_text<OffloadDevice>(name, "zero.offload_param_device"); }
 
 void check(const std::string& strategy, const std::string& sharding, const std::string& precision,
            double params, double grads, double optim, const std::string& formula) {
   INFO(strategy << " " << sharding << " " << precision);
-  const auto b = expected_model_state_bytes(S(strategy), sharding, precision, 1000, 4);
+  const auto b = expected_model_state_bytes(S(strategy), SH(sharding), P(precision), 1000, 4);
   CHECK(b.params == params);
   CHECK(b.grads == grads);
   CHECK(b.optimizer == optim);
@@ -39,45 +49,43 @@ TEST_CASE("expected model-state bytes follow docs/architecture.md §6", "[ledger
   check("zero2", "", "fp16", 2000, 500, 3000, "2Ψ + 14Ψ/N");
   check("zero3", "", "bf16", 500, 500, 3000, "16Ψ/N");
   // Totals as the section states them.
-  CHECK(expected_model_state_bytes(S("zero1"), "", "fp32", 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
-  CHECK(expected_model_state_bytes(S("zero2"), "", "bf16", 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
-  CHECK(expected_model_state_bytes(S("zero3"), "", "fp32", 1000, 1).total() == 16000);
-  CHECK_THROWS_WITH(expected_model_state_bytes(S("fsdp"), "HALF", "fp32", 1, 1), Catch::Contains("HALF"));
-  CHECK_THROWS_WITH(expected_model_state_bytes(S("ddp"), "", "fp8", 1, 1), Catch::Contains("fp8"));
-  CHECK_THROWS(expected_model_state_bytes(S("ddp"), "", "fp32", 1, 0));
+  CHECK(expected_model_state_bytes(S("zero1"), SH(""), P("fp32"), 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
+  CHECK(expected_model_state_bytes(S("zero2"), SH(""), P("bf16"), 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
+  CHECK(expected_model_state_bytes(S("zero3"), SH(""), P("fp32"), 1000, 1).total() == 16000);
+  CHECK_THROWS(expected_model_state_bytes(S("ddp"), SH(""), P("fp32"), 1, 0));
 
   LedgerReport r;
   r.strategy = S("zero2");
-  r.precision = "fp32";
+  r.precision = Precision::Fp32;
   r.psi = 1000;
   r.world = 4;
   r.params = 4000;
   r.grads = 1000;
   r.optimizer = 2100;
-  const std::string t = format_ledger_table(r, expected_model_state_bytes(S("zero2"), "", "fp32", 1000, 4));
+  const std::string t = format_ledger_table(r, expected_model_state_bytes(S("zero2"), SH(""), P("fp32"), 1000, 4));
   CHECK_THAT(t, Catch::Contains("Ψ = 1000") && Catch::Contains("N = 4") &&
                     Catch::Contains("4Ψ + 12Ψ/N = 7000 bytes") && Catch::Contains("1.050"));
 }
 
 TEST_CASE("HYBRID_SHARD's ledger uses N = the shard group (ranks per node), not the world",
           "[ledger]") {
-  CHECK(ledger_group_size(S("fsdp"), "HYBRID_SHARD", 4, 2) == 2);
-  CHECK(ledger_group_size(S("fsdp"), "HYBRID_SHARD", 4, 0) == 4);  // no group given: the world
-  CHECK(ledger_group_size(S("fsdp"), "FULL_SHARD", 4, 2) == 4);
-  CHECK(ledger_group_size(S("zero3"), "HYBRID_SHARD", 4, 2) == 4);  // fsdp.* applies to fsdp only
-  CHECK(ledger_group_size(S("ddp"), "", 1, 0) == 1);
+  CHECK(ledger_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 2) == 2);
+  CHECK(ledger_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 0) == 4);  // no group given: the world
+  CHECK(ledger_group_size(S("fsdp"), SH("FULL_SHARD"), 4, 2) == 4);
+  CHECK(ledger_group_size(S("zero3"), SH("HYBRID_SHARD"), 4, 2) == 4);  // fsdp.* applies to fsdp only
+  CHECK(ledger_group_size(S("ddp"), SH(""), 1, 0) == 1);
 
   LedgerReport r;
   r.strategy = S("fsdp");
-  r.sharding_strategy = "HYBRID_SHARD";
-  r.precision = "fp32";
+  r.sharding_strategy = ShardingStrategy::HybridShard;
+  r.precision = Precision::Fp32;
   r.psi = 1000;
   r.world = 2;
   r.world_size = 4;
   r.params = 2000;
   r.grads = 2000;
   r.optimizer = 4000;
-  const auto e = expected_model_state_bytes(S("fsdp"), "HYBRID_SHARD", "fp32", 1000, r.world);
+  const auto e = expected_model_state_bytes(S("fsdp"), SH("HYBRID_SHARD"), P("fp32"), 1000, r.world);
   const std::string t = format_ledger_table(r, e);
   CHECK_THAT(t, Catch::Contains("fsdp/HYBRID_SHARD") && Catch::Contains("Ψ = 1000") &&
                     Catch::Contains("N = 2 ranks per shard group of world 4") &&
@@ -140,16 +148,16 @@ TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) an
           "[ledger]") {
   LedgerReport r;
   r.strategy = S("zero3");
-  r.precision = "fp32";
+  r.precision = Precision::Fp32;
   r.psi = 1000;
   r.world = 2;
   r.params = 4000;  // one persistent unit: the whole model unsharded
   r.grads = 2000;
   r.optimizer = 4000;
   r.persistence_threshold = 100000;
-  r.offload = offload_text(S("zero3"), "cpu", "cpu", false);
+  r.offload = offload_text(S("zero3"), O("cpu"), O("cpu"), false);
   r.on_cpu = true;
-  const auto e = expected_model_state_bytes(S("zero3"), "", "fp32", 1000, 2);
+  const auto e = expected_model_state_bytes(S("zero3"), SH(""), P("fp32"), 1000, 2);
   const std::string t = format_ledger_table(r, e);
   CHECK_THAT(t, Catch::Contains("2.000"));
   CHECK_THAT(t, Catch::Contains("zero.stage3_param_persistence_threshold (100000) stay unsharded"));
@@ -159,8 +167,8 @@ TEST_CASE("the ledger says why params exceed the formula (ZeRO-3 persistence) an
   r.offload = "";
   const std::string plain = format_ledger_table(r, e);
   CHECK_THAT(plain, !Catch::Contains("note:") && !Catch::Contains("offload:"));
-  CHECK(offload_text(S("zero2"), "cpu", "none", false) == "fp32 master and optimizer state");
-  CHECK(offload_text(S("zero2"), "none", "cpu", false).empty());  // params offload is stage 3 only
-  CHECK(offload_text(S("fsdp"), "none", "none", true) == "parameter shards, fp32 master and optimizer state");
-  CHECK(offload_text(S("ddp"), "cpu", "cpu", true).empty());
+  CHECK(offload_text(S("zero2"), O("cpu"), O("none"), false) == "fp32 master and optimizer state");
+  CHECK(offload_text(S("zero2"), O("none"), O("cpu"), false).empty());  // params offload is stage 3 only
+  CHECK(offload_text(S("fsdp"), O("none"), O("none"), true) == "parameter shards, fp32 master and optimizer state");
+  CHECK(offload_text(S("ddp"), O("cpu"), O("cpu"), true).empty());
 }

@@ -110,12 +110,12 @@ TEST_CASE("TrainJob: the struct defaults are the registry's", "[trainer][loop][t
   TrainJob plain;
   // DataSpec's own default is a resolved name (synthetic, what tests build by hand); the table's
   // data.name is auto, which resolves to text for its default model, gpt.
-  plain.data.name = "text";
+  plain.data.name = mtrain::config::DataName::Text;
   CHECK(fields(from_table).dump() == fields(plain).dump());
   CHECK(from_table.settings == mtrain::config::job_registry().defaults());
   CHECK(from_table.strategy == StrategyName::Ddp);
   CHECK(from_table.model.name == ModelName::Gpt);
-  CHECK(from_table.data.name == "text");  // data.name auto, for gpt
+  CHECK(from_table.data.name == mtrain::config::DataName::Text);  // data.name auto, for gpt
   CHECK(from_table.zero_stage() == 0);
 }
 
@@ -174,8 +174,8 @@ TEST_CASE("TrainJob: the strategy carries the ZeRO stage; zero.stage only has to
 TEST_CASE("TrainJob: precision is stored once, shuffle/drop_last are the data's", "[trainer][loop][train_job]") {
   const TrainJob t = train_job_from_json(
       {{"train", {{"precision", "bf16"}}}, {"data", {{"shuffle", false}, {"drop_last", false}}}});
-  CHECK(t.precision() == "bf16");
-  CHECK(t.strat.precision == "bf16");
+  CHECK(t.precision() == mtrain::config::Precision::Bf16);
+  CHECK(t.strat.precision == mtrain::config::Precision::Bf16);
   CHECK_FALSE(t.data.shuffle);
   CHECK_FALSE(t.data.drop_last);
 }
@@ -186,7 +186,7 @@ TEST_CASE("TrainJob: model, data and the derived values", "[trainer][loop][train
   CHECK(t.model.name == ModelName::Resnet18);
   CHECK(t.model.num_classes == 7);
   CHECK(t.model.wrap_module_types == "Block");
-  CHECK(t.data.name == "synthetic");  // auto, for a classifier
+  CHECK(t.data.name == mtrain::config::DataName::Synthetic);  // auto, for a classifier
   CHECK_FALSE(t.model.language_model);
   CHECK(train_job_from_json({{"model", {{"name", "torchscript"}, {"loss", "lm_cross_entropy"}}}}).model.language_model);
   CHECK(train_job_from_json({{"model", {{"name", "torchscript"}}}, {"data", {{"name", "tokens"}}}}).model.language_model);

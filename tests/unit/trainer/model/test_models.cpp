@@ -228,7 +228,7 @@ TEST_CASE("mlp learns the synthetic task", "[model][data]") {
   m.depth = 2;
   m.num_classes = 4;
   DataSpec d;
-  d.name = "synthetic";
+  d.name = mtrain::config::DataName::Synthetic;
   d.num_samples = 512;
   auto data = make_dataset(d, m, Split::Train, 0);
   auto val = make_dataset(d, m, Split::Val, 0);

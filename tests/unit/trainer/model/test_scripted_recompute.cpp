@@ -84,7 +84,7 @@ ModelSpec spec_for(const std::string& path, const std::string& wrap, bool checkp
   ModelSpec s;
   s.name = mtrain::config::ModelName::Torchscript;
   s.path = path;
-  s.loss = "cross_entropy";
+  s.loss = mtrain::config::LossName::CrossEntropy;
   s.wrap_module_types = wrap;
   s.activation_checkpointing = checkpointing;
   return s;
@@ -131,7 +131,7 @@ TEST_CASE("torchscript activation checkpointing: without selected blocks, one pa
   // By size: the subtrees FSDP's size policy wraps (each Block here has 33088 parameters, its
   // Linears 16640 and 16448).
   ModelSpec s = spec_for(save_net(dir, 64), "");
-  s.wrap_policy = "size";
+  s.wrap_policy = mtrain::config::WrapPolicy::Size;
   s.min_num_params = 30000;
   auto by_size = make_model(s, 0);
   s.activation_checkpointing = false;

@@ -94,7 +94,7 @@ def loss(self, x, y):
   return path;
 }
 
-ModelSpec ts_spec(const std::string& path, const std::string& loss = "cross_entropy") {
+ModelSpec ts_spec(const std::string& path, mtrain::config::LossName loss = mtrain::config::LossName::CrossEntropy) {
   ModelSpec s;
   s.name = mtrain::config::ModelName::Torchscript;
   s.path = path;
@@ -155,11 +155,11 @@ TEST_CASE("torchscript: the module's own loss method, and model.loss", "[torchsc
   TempDir dir;
   const std::string path = save_net(dir.path, true);
   Batch b{at::randn({6, 4}), at::randint(0, 3, {6}, at::kLong)};
-  auto own = make_model(ts_spec(path, "auto"), 0);
-  auto ce = make_model(ts_spec(path, "cross_entropy"), 0);
+  auto own = make_model(ts_spec(path, mtrain::config::LossName::Auto), 0);
+  auto ce = make_model(ts_spec(path, mtrain::config::LossName::CrossEntropy), 0);
   CHECK(own->loss(b).item<double>() == Approx(2.0 * ce->loss(b).item<double>()).epsilon(1e-6));
   CHECK_FALSE(ce->is_language_model());
-  ModelSpec lm = ts_spec(path, "lm_cross_entropy");
+  ModelSpec lm = ts_spec(path, mtrain::config::LossName::LmCrossEntropy);
   lm.block_size = 16;
   auto lmm = make_model(lm, 0);
   CHECK(lmm->is_language_model());
@@ -243,7 +243,7 @@ TEST_CASE("torchscript: modules that cannot be trained get one paragraph", "[tor
                Catch::Contains("inference-only"));
   }
   const std::string net = save_net(dir.path, false);
-  CHECK_THAT(error_text([&] { make_model(ts_spec(net, "auto"), 0); }),
+  CHECK_THAT(error_text([&] { make_model(ts_spec(net, mtrain::config::LossName::Auto), 0); }),
              Catch::Contains("no loss(input, target) method"));
   auto m = make_model(ts_spec(net), 0);
   m->set_activation_checkpointing(true);
@@ -264,7 +264,7 @@ TEST_CASE("tensors data: rows of a saved dict, val tail or val_path, clear error
   d.insert("target", y);
   save_ivalue(dir.path / "data.pt", d);
   DataSpec s;
-  s.name = "tensors";
+  s.name = mtrain::config::DataName::Tensors;
   s.path = (dir.path / "data.pt").string();
   s.val_fraction = 0.2;
   ModelSpec m;

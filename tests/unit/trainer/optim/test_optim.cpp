@@ -31,7 +31,7 @@ TEST_CASE("fused AdamW equals the tensor-op formula of torch.optim.AdamW", "[tra
 
 TEST_CASE("SGD momentum and nesterov follow torch.optim.SGD", "[trainer][optim]") {
   OptimOptions o;
-  o.name = "sgd";
+  o.name = mtrain::config::OptimizerName::Sgd;
   o.momentum = 0.9;
   o.nesterov = true;
   o.weight_decay = 0.01;
@@ -46,22 +46,22 @@ TEST_CASE("schedules: warmup, cosine, step, linear", "[trainer][optim]") {
   ScheduleOptions s;
   s.lr = 1.0;
   s.warmup_steps = 4;
-  s.name = "cosine";
+  s.name = mtrain::config::ScheduleName::Cosine;
   CHECK(learning_rate(s, 0, 104) == Approx(0.25));
   CHECK(learning_rate(s, 3, 104) == Approx(1.0));
   CHECK(learning_rate(s, 54, 104) == Approx(0.5));
-  s.name = "step";
+  s.name = mtrain::config::ScheduleName::Step;
   s.step_size = 10;
   s.gamma = 0.5;
   CHECK(learning_rate(s, 4 + 25, 104) == Approx(0.25));
-  s.name = "linear";
+  s.name = mtrain::config::ScheduleName::Linear;
   s.warmup_steps = 0;
   s.start_factor = 0.5;
   s.end_factor = 1.0;
   s.total_iters = 10;
   CHECK(learning_rate(s, 5, 100) == Approx(0.75));
   CHECK(learning_rate(s, 50, 100) == Approx(1.0));
-  s.name = "constant";
+  s.name = mtrain::config::ScheduleName::Constant;
   CHECK(learning_rate(s, 77, 100) == Approx(1.0));
 }
 
@@ -74,7 +74,7 @@ TEST_CASE("clipping scales to the global norm", "[trainer][optim]") {
 }
 
 TEST_CASE("the optimisers leave the gradient zeroed when asked", "[trainer][optim]") {
-  for (const char* name : {"adamw", "sgd"}) {
+  for (const auto name : {mtrain::config::OptimizerName::Adamw, mtrain::config::OptimizerName::Sgd}) {
     OptimOptions o;
     o.name = name;
     o.momentum = 0.9;
@@ -82,7 +82,7 @@ TEST_CASE("the optimisers leave the gradient zeroed when asked", "[trainer][opti
     auto g = at::full({5000}, 0.25f);
     auto opt = make_optimizer(o, 5000, p.options());
     opt->step(p, g, 0.1, /*zero_grad=*/true);
-    INFO(name);
+    INFO(mtrain::config::to_string(name));
     CHECK(g.abs().max().item<float>() == 0.0f);
     CHECK(p.max().item<float>() < 1.0f);
   }

@@ -43,7 +43,7 @@ std::pair<at::Tensor, at::Tensor> batch(int64_t step, int rank, int world, int64
   return {x.index_select(0, idx), y.index_select(0, idx)};
 }
 
-StrategyOptions opts(const std::string& optim = "adamw") {
+StrategyOptions opts(mtrain::config::OptimizerName optim = mtrain::config::OptimizerName::Adamw) {
   StrategyOptions o;
   o.first_bucket_mb = 64.0 / (1024 * 1024);  // 16 floats: several buckets even for a tiny net
   o.bucket_cap_mb = 400.0 / (1024 * 1024);
@@ -123,7 +123,7 @@ TEST_CASE("DDP with the shared-memory all-reduce at world 2, 3 and 4 matches wor
 
 TEST_CASE("DDP with SGD momentum + nesterov and clipping matches world 1", "[trainer][ddp]") {
   at::set_num_threads(1);
-  auto o = opts("sgd");
+  auto o = opts(mtrain::config::OptimizerName::Sgd);
   o.optim.nesterov = true;
   o.grad_clip = 0.5;
   CHECK(max_diff(run(1, 10, 1, o), run(2, 10, 1, o)) <= 1e-5);

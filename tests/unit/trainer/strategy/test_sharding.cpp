@@ -164,7 +164,7 @@ TEST_CASE("memory(): model-state bytes per rank within 5% of docs/architecture.m
   at::set_num_threads(1);
   const ModelSpec spec = tiny_gpt(33, 3);  // ~27k parameters: padding is far below 5%
   for (int world : {2, 4}) {
-    for (const char* precision : {"fp32", "bf16"}) {
+    for (const auto precision : {mtrain::config::Precision::Fp32, mtrain::config::Precision::Bf16}) {
       for (const auto& c : all_configs(world)) {
         if (c.label.find("HYBRID") != std::string::npos || c.label.find("persist") != std::string::npos) continue;
         Config cc = c;
@@ -180,7 +180,7 @@ TEST_CASE("memory(): model-state bytes per rank within 5% of docs/architecture.m
           s->step(1e-3);
           const MemoryLedger m = s->memory();
           const double psi = s->num_parameters(), n = world;
-          const bool bf16 = std::string(precision) == "bf16";
+          const bool bf16 = precision == mtrain::config::Precision::Bf16;
           double expected = 0;
           const std::string& l = cc.label;
           if (l == "ddp" || l == "fsdp-NO_SHARD") expected = 16 * psi;
@@ -193,7 +193,7 @@ TEST_CASE("memory(): model-state bytes per rank within 5% of docs/architecture.m
           results.push_back({got, expected, (m.gathered > 0) == (gathers && l != "fsdp-NO_SHARD")});
         });
         for (const auto& [got, expected, gathered_ok] : results) {
-          INFO(cc.label << " " << precision << " world " << world << ": ledger " << got << " formula " << expected);
+          INFO(cc.label << " " << mtrain::config::to_string(precision) << " world " << world << ": ledger " << got << " formula " << expected);
           CHECK(std::abs(got - expected) <= 0.05 * expected);
           CHECK(gathered_ok);
         }
@@ -240,7 +240,7 @@ TEST_CASE("FSDP transient memory: the root plus the current and one prefetched b
           "[trainer][strategy][memory]") {
   at::set_num_threads(1);
   const int world = 2;
-  for (const char* prefetch : {"BACKWARD_PRE", "NONE"}) {
+  for (const auto prefetch : {mtrain::config::BackwardPrefetch::BackwardPre, mtrain::config::BackwardPrefetch::None}) {
     Config c = all_configs(world)[5];
     REQUIRE(c.label == "fsdp-FULL_SHARD");
     c.opts.fsdp.backward_prefetch = prefetch;
@@ -258,7 +258,7 @@ TEST_CASE("FSDP transient memory: the root plus the current and one prefetched b
       const MemoryLedger m = s->memory();
       // Forward: the root stays gathered beside the current block. Backward: BACKWARD_PRE
       // gathers the next block as each block's backward begins (limit_all_gathers: one ahead).
-      const int64_t layers = std::string(prefetch) == "NONE" ? 1 : 2;
+      const int64_t layers = prefetch == mtrain::config::BackwardPrefetch::None ? 1 : 2;
       RANK_CHECK(m.gathered_peak == u.root_padded + layers * u.layer_padded);
       // Gradients go into their unit's flat buffer as they arrive (autograd's copy is dropped
       // at once). Over Gloo each FSDP reduction completes at launch, so the peak is one block's

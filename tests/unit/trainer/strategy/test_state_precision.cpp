@@ -168,7 +168,7 @@ TEST_CASE("fp16: an overflow on one rank skips exactly that step on every rank a
     run_ranks(2, [&](Communicator& comm) {
       auto net = std::make_shared<HalfNet>();
       StrategyOptions o = base_options();
-      o.precision = "fp16";
+      o.precision = mtrain::config::Precision::Fp16;
       o.loss_scale.initial_scale_power = 8;
       o.loss_scale.hysteresis = 1;
       auto s = make_strategy(strategy, o, comm);
@@ -209,7 +209,7 @@ TEST_CASE("bf16 compute with fp32 masters: gpt loss falls under ddp, zero3 and f
       const ModelSpec spec = tiny_gpt(16, 2);
       auto model = make_model(spec, 5);
       StrategyOptions o = base_options();
-      o.precision = "bf16";
+      o.precision = mtrain::config::Precision::Bf16;
       auto s = make_strategy(strategy, o, comm);
       s->setup(model);
       RANK_CHECK(model->parameters().front().scalar_type() == at::kBFloat16);
@@ -261,7 +261,7 @@ TEST_CASE("FSDP wrap policies and ZeRO units cover every parameter once", "[trai
   p.names = {"wte.weight", "blocks.0.ln.weight", "blocks.0.fc.weight", "blocks.0.fc.bias",
              "blocks.1.ln.weight", "blocks.1.fc.weight", "blocks.1.fc.bias", "head.weight"};
   p.numels = {50, 4, 40, 10, 4, 40, 10, 50};
-  auto layer = fsdp_units(p, "layer", {"blocks.0", "blocks.1"}, 0);
+  auto layer = fsdp_units(p, mtrain::config::WrapPolicy::Layer, {"blocks.0", "blocks.1"}, 0);
   REQUIRE(layer.size() == 3);
   CHECK(layer[0].params == std::vector<size_t>{1, 2, 3});
   CHECK(layer[1].params == std::vector<size_t>{4, 5, 6});
@@ -270,7 +270,7 @@ TEST_CASE("FSDP wrap policies and ZeRO units cover every parameter once", "[trai
   // size (torch's size_based policy, children first): blocks.0.fc and blocks.1.fc (50 each)
   // reach 45, then the top-level wte and head (50 each); the LayerNorm leftovers (4 + 4) never
   // do, so they stay in the root unit.
-  auto size = fsdp_units(p, "size", {}, 45);
+  auto size = fsdp_units(p, mtrain::config::WrapPolicy::Size, {}, 45);
   REQUIRE(size.size() == 5);
   CHECK(size[0].params == std::vector<size_t>{0});
   CHECK(size[1].params == std::vector<size_t>{2, 3});
@@ -278,7 +278,7 @@ TEST_CASE("FSDP wrap policies and ZeRO units cover every parameter once", "[trai
   CHECK(size[3].params == std::vector<size_t>{7});
   CHECK(size[4].params == std::vector<size_t>{1, 4});
   CHECK(size[4].pinned);
-  CHECK(fsdp_units(p, "none", {}, 0).size() == 1);
+  CHECK(fsdp_units(p, mtrain::config::WrapPolicy::None, {}, 0).size() == 1);
   auto buckets = bucket_units(p, 60);  // reverse order, at most 60 elements each
   REQUIRE(buckets.size() == 4);
   CHECK(buckets[0].params == std::vector<size_t>{6, 7});
