@@ -9,6 +9,9 @@
 STRATEGIES=${STRATEGIES:-"ddp zero1 zero2 zero3 fsdp/FULL_SHARD fsdp/SHARD_GRAD_OP fsdp/NO_SHARD"}
 WORLDS=${WORLDS:-"1 2 3 4"}
 TOLERANCE=${TOLERANCE:-0.10}
+# Rows known to be beyond the tolerance and open in issue 31, "model:strategy" (worlds 2 and up):
+# measured and printed as "open", not failed, until the cause is found (docs/estimate.md, Accuracy).
+OPEN=${OPEN:-}
 
 accuracy_model() {
   local name=$1 steps=$2; shift 2
@@ -48,6 +51,8 @@ PYEOF
       IFS=$'\t' read -r e_mib m_mib ratio verdict <<<"$line"
       [ -n "${ESTIMATE_TABLE:-}" ] && printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$w" "$label" "$e_mib" "$m_mib" "$ratio" >>"$ESTIMATE_TABLE"
       if [ "$verdict" = ok ]; then ok "$name world $w $label: estimate $e_mib MiB, measured $m_mib MiB (x$ratio)"
+      elif [ "$w" -ge 2 ] && [[ " $OPEN " == *" $name:$label "* ]]; then
+        echo "open - $name world $w $label: estimate $e_mib MiB, measured $m_mib MiB (x$ratio, beyond ${TOLERANCE}; issue 31)"
       else fail "$name world $w $label: estimate $e_mib MiB, measured $m_mib MiB (x$ratio, beyond ${TOLERANCE})"; fi
       rm -rf "$wd"
     done
