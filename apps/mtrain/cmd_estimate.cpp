@@ -67,7 +67,7 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     }
     estimate::JobEstimateOptions o;
     const auto device = config::choice_at<config::DeviceKind>(job, "launch.device");
-    o.device = config::to_string(device);  // lib/estimate reads the name
+    o.device = device;
     const auto w = estimate::world_of(text("launch.nproc_per_node"), text("launch.nnodes"),
                                       device == config::DeviceKind::Cpu ? 0 : estimate::count_gpus(), hosts, slots,
                                       static_cast<int>(config::get(job, "launch.num_nodes").get<long long>()));

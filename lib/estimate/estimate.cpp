@@ -39,7 +39,7 @@ int64_t integer(const nlohmann::json& job, const std::string& key) {
   return v.get<int64_t>();
 }
 
-bool mixed(const Settings& s) { return s.precision == "bf16" || s.precision == "fp16"; }
+bool mixed(const Settings& s) { return s.precision != config::Precision::Fp32; }
 
 // Elements of the two largest groups (units or modules): what is unsharded at once when one is
 // being filled while the other is reduced; a model of one group has only that one.
@@ -105,15 +105,18 @@ std::string fmt_ratio(int n) { return n > 1 ? fmt::format("(N−1)/N, N = {}", n
 
 Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node) {
   Settings s;
-  s.precision = text(job, "train.precision");
+  s.precision = config::choice_from_text<config::Precision>(text(job, "train.precision"), "train.precision");
   s.world = std::max(world, 1);
   s.ranks_per_node = std::clamp(ranks_per_node, 1, s.world);
   s.batch = integer(job, "train.batch_size");
   s.activation_checkpointing = at_key(job, "fsdp.activation_checkpointing").get<bool>();
-  s.zero_offload_optimizer = text(job, "zero.offload_optimizer_device");
-  s.zero_offload_param = text(job, "zero.offload_param_device");
+  s.zero_offload_optimizer = config::choice_from_text<config::OffloadDevice>(text(job, "zero.offload_optimizer_device"),
+                                                                            "zero.offload_optimizer_device");
+  s.zero_offload_param = config::choice_from_text<config::OffloadDevice>(text(job, "zero.offload_param_device"),
+                                                                        "zero.offload_param_device");
   s.fsdp_cpu_offload = at_key(job, "fsdp.cpu_offload").get<bool>();
-  s.fsdp_sharding = text(job, "fsdp.sharding_strategy");
+  s.fsdp_sharding = config::choice_from_text<config::ShardingStrategy>(text(job, "fsdp.sharding_strategy"),
+                                                                     "fsdp.sharding_strategy");
   s.strategy = text(job, "strategy");
   s.ddp_bucket_mb = at_key(job, "ddp.bucket_cap_mb").get<double>();
   if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) s.zero_reduce_bucket = v;
@@ -127,7 +130,7 @@ Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_n
 
 std::string Candidate::label() const {
   std::string l = config::to_string(strategy);
-  if (strategy == StrategyName::Fsdp) l += "/" + sharding;
+  if (strategy == StrategyName::Fsdp) l += "/" + config::to_string(sharding);
   if (offload) l += " + offload";
   if (checkpointing) l += " + ckpt";
   return l;
@@ -135,7 +138,8 @@ std::string Candidate::label() const {
 
 std::vector<std::string> Candidate::flags() const {
   std::vector<std::string> f{"--strategy " + config::to_string(strategy)};
-  if (strategy == StrategyName::Fsdp && sharding != "FULL_SHARD") f.push_back("--set fsdp.sharding_strategy=" + sharding);
+  if (strategy == StrategyName::Fsdp && sharding != config::ShardingStrategy::FullShard)
+    f.push_back("--set fsdp.sharding_strategy=" + config::to_string(sharding));
   if (offload)
     f.push_back(strategy == StrategyName::Fsdp ? "--set fsdp.cpu_offload=true" : "--set zero.offload_optimizer_device=cpu");
   if (checkpointing) f.push_back("--set fsdp.activation_checkpointing=true");
@@ -155,7 +159,7 @@ struct Layout {
 
 // The shard group: HYBRID_SHARD shards over the ranks of one node.
 int shard_group(const Candidate& c, const Settings& s) {
-  const bool hybrid = c.strategy == StrategyName::Fsdp && c.sharding == "HYBRID_SHARD";
+  const bool hybrid = c.strategy == StrategyName::Fsdp && c.sharding == config::ShardingStrategy::HybridShard;
   return hybrid ? s.ranks_per_node : s.world;
 }
 
@@ -163,7 +167,7 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   Layout l;
   const double psi = static_cast<double>(m.num_params()), N = shard_group(c, s), ratio = (N - 1) / N;
   const double blk = static_cast<double>(largest_block(m)), root = static_cast<double>(root_unit(m));
-  if (c.sharding == "NO_SHARD") {
+  if (c.sharding == config::ShardingStrategy::NoShard) {
     // Parameters and gradients are views of the persistent flat buffers: nothing more.
     l.comm_elems = 2 * psi * ratio;
     l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(static_cast<int>(N));
@@ -173,7 +177,7 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   // Unsharded gradients: the unit being filled beside the one whose reduction is in flight.
   const double unit_grads = gb * static_cast<double>(two_largest(units_of(m)));
   l.grads_in_flight = unit_grads;
-  if (c.sharding == "SHARD_GRAD_OP") {
+  if (c.sharding == config::ShardingStrategy::ShardGradOp) {
     // Parameters stay gathered from forward through backward: the whole model at once.
     l.gathered = pb * psi + unit_grads;
     l.comm_elems = 2 * psi * ratio;
@@ -185,7 +189,7 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   l.gathered = pb * (root + 2 * blk) + unit_grads;
   l.comm_elems = 3 * psi * ratio;
   l.comm_formula = "all-gather 2Ψ + reduce-scatter Ψ, ×" + fmt_ratio(static_cast<int>(N));
-  if (c.sharding == "HYBRID_SHARD" && s.world > N) {
+  if (c.sharding == config::ShardingStrategy::HybridShard && s.world > N) {
     const double M = static_cast<double>(s.world) / N;
     l.comm_elems += 2 * (psi / N) * (M - 1) / M;
     l.comm_formula += fmt::format(" + all-reduce 2Ψ/N(M−1)/M across M = {} nodes", s.world / static_cast<int>(N));
@@ -249,6 +253,17 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
   return l;
 }
 
+// The tie-break of an FSDP mode: the less it shards, the less it gathers per step.
+double sharding_cost(config::ShardingStrategy m) {
+  switch (m) {
+    case config::ShardingStrategy::NoShard: return 0.005;
+    case config::ShardingStrategy::ShardGradOp: return 0.03;
+    case config::ShardingStrategy::HybridShard: return 0.035;
+    case config::ShardingStrategy::FullShard: return 0.045;
+  }
+  return 0.045;
+}
+
 // Relative step time: elements sent per step over Ψ, plus what recomputation and offload add
 // (one more forward; the update in host memory and its copies), and tie-breaks in the order of
 // the table (ddp before zero1 before zero2 …): less work per step first.
@@ -260,7 +275,7 @@ double speed_cost(const Candidate& c, double comm_elems, double psi) {
     case StrategyName::Zero2: cost += 0.02; break;
     case StrategyName::Zero3: cost += 0.04; break;
     case StrategyName::Fsdp:
-      cost += c.sharding == "NO_SHARD" ? 0.005 : c.sharding == "SHARD_GRAD_OP" ? 0.03 : c.sharding == "HYBRID_SHARD" ? 0.035 : 0.045;
+      cost += sharding_cost(c.sharding);
       break;
   }
   return cost;
@@ -339,9 +354,10 @@ std::vector<Candidate> table_candidates(const Settings& s, bool ckpt, bool offlo
     if (offload && st == StrategyName::Ddp) continue;
     out.push_back(c);
   }
-  for (const char* mode : {"FULL_SHARD", "SHARD_GRAD_OP", "NO_SHARD", "HYBRID_SHARD"}) {
-    if (std::string(mode) == "HYBRID_SHARD" && s.ranks_per_node >= s.world) continue;  // = FULL_SHARD on one node
-    if (offload && std::string(mode) == "NO_SHARD") continue;
+  for (const auto mode : {config::ShardingStrategy::FullShard, config::ShardingStrategy::ShardGradOp, config::ShardingStrategy::NoShard,
+                          config::ShardingStrategy::HybridShard}) {
+    if (mode == config::ShardingStrategy::HybridShard && s.ranks_per_node >= s.world) continue;  // = FULL_SHARD on one node
+    if (offload && mode == config::ShardingStrategy::NoShard) continue;
     Candidate c;
     c.strategy = StrategyName::Fsdp;
     c.sharding = mode;
@@ -353,7 +369,7 @@ std::vector<Candidate> table_candidates(const Settings& s, bool ckpt, bool offlo
 }
 
 bool job_offload(const Settings& s) {
-  return s.zero_offload_optimizer == "cpu" || s.fsdp_cpu_offload;
+  return s.zero_offload_optimizer == config::OffloadDevice::Cpu || s.fsdp_cpu_offload;
 }
 
 }  // namespace
@@ -404,8 +420,8 @@ std::optional<Row> current_row(const Estimate& e) {
   if (c.strategy == StrategyName::Fsdp) c.sharding = s.fsdp_sharding;
   c.checkpointing = s.activation_checkpointing;
   c.offload = (c.strategy == StrategyName::Fsdp && s.fsdp_cpu_offload) ||
-              (config::is_zero(c.strategy) && s.zero_offload_optimizer == "cpu");
-  if (c.strategy == StrategyName::Fsdp && c.sharding == "HYBRID_SHARD" && s.ranks_per_node >= s.world) {
+              (config::is_zero(c.strategy) && s.zero_offload_optimizer == config::OffloadDevice::Cpu);
+  if (c.strategy == StrategyName::Fsdp && c.sharding == config::ShardingStrategy::HybridShard && s.ranks_per_node >= s.world) {
     // One node: HYBRID_SHARD is FULL_SHARD.
   }
   return estimate_row(c, s, e.measured, e.target);
@@ -438,8 +454,8 @@ std::string change_flags(const Row& current, const Row& to) {
   std::vector<std::string> f;
   if (to.c.strategy != current.c.strategy || to.c.sharding != current.c.sharding) {
     f.push_back("--strategy " + config::to_string(to.c.strategy));
-    if (to.c.strategy == StrategyName::Fsdp && to.c.sharding != "FULL_SHARD")
-      f.push_back("--set fsdp.sharding_strategy=" + to.c.sharding);
+    if (to.c.strategy == StrategyName::Fsdp && to.c.sharding != config::ShardingStrategy::FullShard)
+      f.push_back("--set fsdp.sharding_strategy=" + config::to_string(to.c.sharding));
   }
   if (to.c.offload && !current.c.offload)
     f.push_back(to.c.strategy == StrategyName::Fsdp ? "--set fsdp.cpu_offload=true" : "--set zero.offload_optimizer_device=cpu");

@@ -14,6 +14,8 @@
 #include <nlohmann/json.hpp>
 
 #include "mtrain/config/names.hpp"
+#include "mtrain/config/sharding_choices.hpp"
+#include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::estimate {
 
@@ -51,15 +53,15 @@ struct Target {
 
 // The settings that change the bytes, read from a resolved job (from_job) or set by tests.
 struct Settings {
-  std::string precision = "fp32";
+  config::Precision precision = config::Precision::Fp32;
   int world = 1;
   int ranks_per_node = 1;  // HYBRID_SHARD's shard group
   int64_t batch = 16;      // micro-batch per rank
   bool activation_checkpointing = false;
-  std::string zero_offload_optimizer = "none";
-  std::string zero_offload_param = "none";
+  config::OffloadDevice zero_offload_optimizer = config::OffloadDevice::None;
+  config::OffloadDevice zero_offload_param = config::OffloadDevice::None;
   bool fsdp_cpu_offload = false;
-  std::string fsdp_sharding = "FULL_SHARD";
+  config::ShardingStrategy fsdp_sharding = config::ShardingStrategy::FullShard;
   std::string strategy = "ddp";  // the job's, possibly "auto"
   double ddp_bucket_mb = 25;
   int64_t zero_reduce_bucket = 500000000;     // elements
@@ -76,7 +78,7 @@ Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_n
 // checkpointing and offload, and the flags that select it.
 struct Candidate {
   config::StrategyName strategy = config::StrategyName::Ddp;
-  std::string sharding;  // fsdp only
+  config::ShardingStrategy sharding = config::ShardingStrategy::FullShard;  // fsdp only
   bool checkpointing = false;
   bool offload = false;  // zero: optimizer state to the CPU; fsdp: cpu_offload
   std::string label() const;                 // "zero3", "fsdp/SHARD_GRAD_OP", "zero2 + offload"

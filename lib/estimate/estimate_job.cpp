@@ -276,7 +276,7 @@ Target detect_target(const JobEstimateOptions& o) {
     t.what = "--device-memory " + human_bytes(*o.device_memory);
     return t;
   }
-  if (o.device != "cpu") {
+  if (o.device != config::DeviceKind::Cpu) {
     FILE* p = popen("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
     std::string out;
     if (p) {
@@ -326,14 +326,14 @@ Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
   } else {
     m = measure(job, s, o.worker_path);
   }
-  if (s.precision != "fp32") {
+  if (s.precision != config::Precision::Fp32) {
     // The probe computes in fp32; under bf16/fp16 the forward runs on 16-bit parameters, so
     // what it keeps for backward is 16-bit.
     for (Activations* a : {&m.activations, &m.activations_ckpt}) {
       if (!a->measured) continue;
       a->bytes /= 2;
       a->fixed /= 2;
-      a->how += ", halved for " + s.precision + " activations";
+      a->how += ", halved for " + config::to_string(s.precision) + " activations";
     }
   }
   return estimate(s, m, detect_target(o));
@@ -342,8 +342,9 @@ Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
 Estimate estimate_resolved_job(const nlohmann::json& job, const std::string& worker_path) {
   JobEstimateOptions o;
   o.worker_path = worker_path;
-  o.device = txt(job, "launch.device");
-  const World w = world_of(txt(job, "launch.nproc_per_node"), txt(job, "launch.nnodes"), o.device == "cpu" ? 0 : count_gpus(),
+  o.device = config::choice_from_text<config::DeviceKind>(txt(job, "launch.device"), "launch.device");
+  const World w = world_of(txt(job, "launch.nproc_per_node"), txt(job, "launch.nnodes"),
+                           o.device == config::DeviceKind::Cpu ? 0 : count_gpus(),
                            0, 0, static_cast<int>(num(job, "launch.num_nodes")));
   o.world = w.world;
   o.ranks_per_node = w.ranks_per_node;

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/config/launch_choices.hpp"
 #include "mtrain/estimate/estimate.hpp"
 
 namespace mtrain::estimate {
@@ -17,7 +18,7 @@ struct JobEstimateOptions {
   int world = 1;
   int ranks_per_node = 1;
   std::optional<double> device_memory;  // --device-memory, per rank
-  std::string device = "auto";          // launch.device: cpu | gpu | auto
+  config::DeviceKind device = config::DeviceKind::Auto;  // launch.device
   std::string weights;                  // a safetensors file: shapes from it, activations not measured
 };
 

@@ -12,7 +12,7 @@ std::string gib(double b) { return fmt::format("{:.2f}", b / 1073741824.0); }
 
 nlohmann::json row_json(const Row& r) {
   return {{"strategy", config::to_string(r.c.strategy)},
-          {"sharding_strategy", r.c.sharding},
+          {"sharding_strategy", r.c.strategy == config::StrategyName::Fsdp ? config::to_string(r.c.sharding) : ""},
           {"label", r.c.label()},
           {"activation_checkpointing", r.c.checkpointing},
           {"offload", r.c.offload},
@@ -42,7 +42,7 @@ std::string render_text(const Estimate& e) {
   std::string out = fmt::format("Model: {}, Ψ = {} parameters ({:.2f}B)\n", m.model.label, m.model.num_params(),
                                 static_cast<double>(m.model.num_params()) / 1e9);
   out += fmt::format("World: {} rank(s), {} per node; precision {}; micro-batch {} per rank; Adam\n", s.world,
-                     s.ranks_per_node, s.precision, s.batch);
+                     s.ranks_per_node, config::to_string(s.precision), s.batch);
   out += fmt::format("Device memory per rank: {}\n", e.target.bytes_per_rank > 0 ? e.target.what : "unknown");
   out += fmt::format("Activations: {} ({})\n", human_bytes(m.activations.bytes), m.activations.how.empty() ? "-" : m.activations.how);
   if (m.activations_ckpt.measured && m.activations_ckpt.bytes != m.activations.bytes)
@@ -80,7 +80,7 @@ nlohmann::json to_json(const Estimate& e) {
           {"model", {{"label", m.model.label}, {"num_params", m.model.num_params()}, {"largest_unit", m.model.largest_unit()}}},
           {"world_size", s.world},
           {"ranks_per_node", s.ranks_per_node},
-          {"precision", s.precision},
+          {"precision", config::to_string(s.precision)},
           {"batch_size", s.batch},
           {"device_memory_bytes", e.target.bytes_per_rank},
           {"device", e.target.what},

@@ -27,7 +27,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
   eo.worker_path = is_auto ? opt.worker_path : std::string();
   eo.world = world;
   eo.ranks_per_node = ranks_per_node;
-  eo.device = config::to_string(opt.plan.device);  // lib/estimate still reads the name
+  eo.device = opt.plan.device;
   if (!opt.device_memory.empty()) {
     const auto b = estimate::parse_bytes(opt.device_memory);
     if (!b) throw Error("--device-memory '" + opt.device_memory + "' is not a size", "e.g. 80GiB or 24GB");
@@ -47,7 +47,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
     const auto [row, line] = estimate::choose_auto(e);  // throws (exit 2) when nothing fits
     std::fprintf(stderr, "mtrain: %s\n", line.c_str());
     job["strategy"] = config::to_string(row.c.strategy);
-    if (row.c.strategy == config::StrategyName::Fsdp) config::set(job, "fsdp.sharding_strategy", row.c.sharding);
+    if (row.c.strategy == config::StrategyName::Fsdp) config::set(job, "fsdp.sharding_strategy", config::to_string(row.c.sharding));
     opt.job_spec_json = job.dump(2);
     record["auto"] = {{"chosen", row.c.label()}, {"flags", row.c.flags()}, {"why", line}};
   } else if (const auto cur = estimate::current_row(e); cur && !cur->fits) {

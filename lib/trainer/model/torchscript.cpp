@@ -184,7 +184,7 @@ class ScriptedModel : public TaskModel {
         if (classes) s.correct = out.argmax(-1).eq(b.target).sum().item<int64_t>();
         return s;
       }
-      return classifier_stats(out.reshape({-1, out.size(-1)}), b.target.reshape({-1}).to(at::kLong));
+      return classifier_stats(out.reshape({-1, out.size(-1)}), class_ids(b.target));
     });
   }
 
@@ -318,7 +318,21 @@ class ScriptedModel : public TaskModel {
                   "module a loss(input, target) method")
           .at("model.loss");
     }
-    return cross_entropy(out.reshape({-1, out.size(-1)}), target.reshape({-1}).to(at::kLong));
+    return cross_entropy(out.reshape({-1, out.size(-1)}), class_ids(target));
+  }
+
+  // Cross-entropy's targets are class ids. Float targets (regression values, one-hot rows, a
+  // dataset saved with the wrong dtype) were cast to integers, silently training on truncated
+  // labels; PyTorch's F.cross_entropy refuses them too.
+  at::Tensor class_ids(const at::Tensor& target) const {
+    if (at::isFloatingType(target.scalar_type()) || at::isComplexType(target.scalar_type()))
+      throw Error(fmt::format("model.loss {} needs integer class ids as targets; the data's targets are {} "
+                              "(a float tensor would be truncated to class ids)",
+                              config::to_string(spec_.loss), c10::toString(target.scalar_type())),
+                  "save the targets as integers (torch.long) for classification, or use model.loss mse "
+                  "for regression targets")
+          .at("model.loss");
+    return target.reshape({-1}).to(at::kLong);
   }
 
   torch::jit::Module module_;

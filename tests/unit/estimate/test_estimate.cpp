@@ -9,6 +9,7 @@
 
 using namespace mtrain::estimate;
 using mtrain::config::StrategyName;
+namespace config = mtrain::config;
 
 namespace {
 
@@ -31,10 +32,10 @@ Measured gptish(int64_t L, int64_t C, int64_t V) {
   return m;
 }
 
-Candidate cand(StrategyName s, std::string sharding = "") {
+Candidate cand(StrategyName s, config::ShardingStrategy sharding = config::ShardingStrategy::FullShard) {
   Candidate c;
   c.strategy = s;
-  c.sharding = std::move(sharding);
+  c.sharding = sharding;
   return c;
 }
 
@@ -58,15 +59,15 @@ TEST_CASE("model-state bytes follow docs/architecture.md §6", "[estimate]") {
   const Row z3p = estimate_row(cand(StrategyName::Zero3), s, m, t);
   CHECK(z3p.params + z3p.grads + z3p.optimizer == Approx(16 * psi / 4));
   CHECK(z3.params >= z3p.params);
-  const Row fs = estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t);
+  const Row fs = estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::FullShard), s, m, t);
   CHECK(fs.params + fs.grads + fs.optimizer == Approx(16 * psi / 4));
   CHECK(fs.gathered > 0);
-  const Row sgo = estimate_row(cand(StrategyName::Fsdp, "SHARD_GRAD_OP"), s, m, t);
+  const Row sgo = estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::ShardGradOp), s, m, t);
   CHECK(sgo.gathered > fs.gathered);  // the whole model stays gathered through the step
-  const Row ns = estimate_row(cand(StrategyName::Fsdp, "NO_SHARD"), s, m, t);
+  const Row ns = estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::NoShard), s, m, t);
   CHECK(ns.params + ns.grads + ns.optimizer == Approx(16 * psi));
 
-  s.precision = "bf16";
+  s.precision = config::Precision::Bf16;
   const Row z1b = estimate_row(cand(StrategyName::Zero1), s, m, t);
   CHECK(z1b.params + z1b.grads + z1b.optimizer == Approx(4 * psi + 12 * psi / 4));
   const Row z2b = estimate_row(cand(StrategyName::Zero2), s, m, t);
@@ -88,7 +89,7 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
   s.zero_max_live = static_cast<int64_t>(module);
   CHECK(estimate_row(cand(StrategyName::Zero3), s, m, t).gathered == Approx(4 * 2 * module + 4 * 2 * module));
   // FULL_SHARD: the root unit beside the block in use and the one prefetched, two units' gradients.
-  CHECK(estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t).gathered ==
+  CHECK(estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::FullShard), s, m, t).gathered ==
         Approx(4 * (root + 2 * blk) + 4 * 2 * std::max(blk, root)));
   // ZeRO-2: one reduce bucket of unsharded gradients and its reduced shard.
   s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
@@ -105,8 +106,8 @@ TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucke
   s.world = s.ranks_per_node = 2;
   Target t;
   // No blocks: the root unit is the only unit, gathered and its gradients unsharded once.
-  CHECK(estimate_row(cand(StrategyName::Fsdp, "FULL_SHARD"), s, m, t).gathered == Approx(4 * 1.5e6 + 4 * 1.5e6));
-  CHECK(estimate_row(cand(StrategyName::Fsdp, "NO_SHARD"), s, m, t).buckets == 0);
+  CHECK(estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::FullShard), s, m, t).gathered == Approx(4 * 1.5e6 + 4 * 1.5e6));
+  CHECK(estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::NoShard), s, m, t).buckets == 0);
   s.ddp_bucket_mb = 1;
   CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(1048576.0));
   s.ddp_bucket_mb = 100;  // never more than the gradients themselves
@@ -153,7 +154,7 @@ TEST_CASE("HYBRID_SHARD shards over the ranks of one node", "[estimate]") {
   Settings s;
   s.world = 8;
   s.ranks_per_node = 2;
-  const Row h = estimate_row(cand(StrategyName::Fsdp, "HYBRID_SHARD"), s, m, {});
+  const Row h = estimate_row(cand(StrategyName::Fsdp, config::ShardingStrategy::HybridShard), s, m, {});
   CHECK(h.params + h.grads + h.optimizer == Approx(16 * psi / 2));
 }
 

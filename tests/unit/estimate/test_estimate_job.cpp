@@ -47,7 +47,7 @@ TEST_CASE("settings come from the job", "[estimate]") {
   config::set(job, "train.precision", "bf16");
   config::set(job, "fsdp.activation_checkpointing", true);
   const Settings s = settings_from_job(job, 8, 4);
-  CHECK(s.precision == "bf16");
+  CHECK(s.precision == config::Precision::Bf16);
   CHECK(s.world == 8);
   CHECK(s.ranks_per_node == 4);
   CHECK(s.activation_checkpointing);

@@ -166,6 +166,11 @@ TEST_CASE("torchscript: the module's own loss method, and model.loss", "[torchsc
   CHECK(lmm->tokens_per_sample() == 16);
   CHECK_THAT(error_text([&] { lmm->loss(b); }),
              Catch::Contains("lm_cross_entropy needs logits [B, T, V]"));
+  // Float targets were cast to class ids (issue 29: 0.7 trained as class 0).
+  Batch floats{at::randn({6, 4}), at::rand({6}) * 3};
+  CHECK_THAT(error_text([&] { ce->loss(floats); }),
+             Catch::Contains("needs integer class ids as targets") && Catch::Contains("Float"));
+  CHECK_THAT(error_text([&] { ce->evaluate(floats); }), Catch::Contains("needs integer class ids"));
 }
 
 TEST_CASE("torchscript: wrap_module_types picks the blocks by class or dotted name",
