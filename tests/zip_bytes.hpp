@@ -38,6 +38,30 @@ inline ZipRecord deflated(const std::string& name, const std::string& text) {
   return {name, out, 8, static_cast<int64_t>(text.size()), -1, zip_crc32(0, text.data(), text.size())};
 }
 
+// A local (central = false) or central-directory header of a record, as zip_bytes lays them out.
+inline void append_zip_header(std::string& s, bool central, const std::string& name, uint16_t method, uint64_t crc,
+                              uint64_t csize, uint64_t size, uint64_t offset) {
+  append_le(s, central ? 0x02014b50 : 0x04034b50, 4);
+  if (central) append_le(s, 20, 2);  // made by
+  append_le(s, 20, 2);               // needed
+  append_le(s, 0, 2);                // flags
+  append_le(s, method, 2);
+  append_le(s, 0, 4);                // time, date
+  append_le(s, crc, 4);
+  append_le(s, csize, 4);
+  append_le(s, size, 4);
+  append_le(s, name.size(), 2);
+  append_le(s, 0, 2);                // extra
+  if (central) {
+    append_le(s, 0, 2);  // comment
+    append_le(s, 0, 2);  // disk
+    append_le(s, 0, 2);  // internal attributes
+    append_le(s, 0, 4);  // external attributes
+    append_le(s, offset, 4);
+  }
+  s += name;
+}
+
 inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
   std::string out, dir;
   for (const auto& r : records) {
@@ -46,25 +70,7 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
     const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : r.data.size();
     const uint64_t crc = r.crc >= 0 ? static_cast<uint64_t>(r.crc) : zip_crc32(0, r.data.data(), r.data.size());
     auto header = [&](std::string& s, bool central) {
-      append_le(s, central ? 0x02014b50 : 0x04034b50, 4);
-      if (central) append_le(s, 20, 2);  // made by
-      append_le(s, 20, 2);               // needed
-      append_le(s, 0, 2);                // flags
-      append_le(s, r.method, 2);
-      append_le(s, 0, 4);                // time, date
-      append_le(s, crc, 4);
-      append_le(s, csize, 4);
-      append_le(s, size, 4);
-      append_le(s, r.name.size(), 2);
-      append_le(s, 0, 2);                // extra
-      if (central) {
-        append_le(s, 0, 2);  // comment
-        append_le(s, 0, 2);  // disk
-        append_le(s, 0, 2);  // internal attributes
-        append_le(s, 0, 4);  // external attributes
-        append_le(s, offset, 4);
-      }
-      s += r.name;
+      append_zip_header(s, central, r.name, r.method, crc, csize, size, offset);
     };
     header(out, false);
     out += r.data;
@@ -96,26 +102,8 @@ inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, ui
   for (int i = 0; i < 4; ++i) dir_offset |= static_cast<uint64_t>(static_cast<unsigned char>(eocd[16 + i])) << (8 * i);
   uint64_t last_offset = 0;
   for (size_t i = 0; i + 1 < records.size(); ++i) last_offset += 30 + records[i].name.size() + records[i].data.size();
-  for (uint64_t i = 0; i < extra; ++i) {
-    const std::string name = extra_prefix + std::to_string(i);
-    append_le(out, 0x02014b50, 4);
-    append_le(out, 20, 2);
-    append_le(out, 20, 2);
-    append_le(out, 0, 2);
-    append_le(out, 0, 2);  // stored
-    append_le(out, 0, 4);
-    append_le(out, 0, 4);  // CRC of nothing
-    append_le(out, 0, 4);
-    append_le(out, 0, 4);
-    append_le(out, name.size(), 2);
-    append_le(out, 0, 2);
-    append_le(out, 0, 2);
-    append_le(out, 0, 2);
-    append_le(out, 0, 2);
-    append_le(out, 0, 4);
-    append_le(out, last_offset, 4);
-    out += name;
-  }
+  for (uint64_t i = 0; i < extra; ++i)  // stored, no bytes (CRC 0), at the last record's header
+    append_zip_header(out, true, extra_prefix + std::to_string(i), 0, 0, 0, 0, last_offset);
   const uint64_t dir_end = out.size(), entries = records.size() + extra;
   append_le(out, 0x06064b50, 4);  // zip64 end of central directory
   append_le(out, 44, 8);
