@@ -206,9 +206,10 @@ if [[ $funcstack[1] == _mtrain ]]; then _mtrain "$@"; else compdef _mtrain mtrai
   return s;
 }
 
-std::string fish_script(const std::vector<CommandSpec>& cmds) {
-  std::string s = "# " + fmt::format(kHeader, "fish", "fish", "#", "#");
-  s += "# Load: mtrain completion fish | source, or save as ~/.config/fish/completions/mtrain.fish\n\n";
+// The fish functions that answer from the command tree: subcommands, options, option values and
+// which commands take a program, one `switch` each.
+static std::string fish_tables(const std::vector<CommandSpec>& cmds) {
+  std::string s;
   auto table = [&](const std::string& fn, auto words) {
     std::string t = "function " + fn + "\n    switch $argv[1]\n";
     for (const auto& c : cmds) {
@@ -238,7 +239,11 @@ std::string fish_script(const std::vector<CommandSpec>& cmds) {
   for (const auto& c : cmds)
     if (c.takes_program) s += "        case " + fq(c.path) + "\n            return 0\n";
   s += "    end\n    return 1\nend\n";
-  s += R"FISH(
+  return s;
+}
+
+// The completion function itself: walks the command line with the tables above.
+constexpr const char* kFishComplete = R"FISH(
 function __mtrain_complete
     set -l tokens (commandline -opc)
     set -l cur (commandline -ct)
@@ -307,7 +312,11 @@ end
 complete -c mtrain -e
 complete -c mtrain -f -a '(__mtrain_complete)'
 )FISH";
-  return s;
+
+std::string fish_script(const std::vector<CommandSpec>& cmds) {
+  std::string s = "# " + fmt::format(kHeader, "fish", "fish", "#", "#");
+  s += "# Load: mtrain completion fish | source, or save as ~/.config/fish/completions/mtrain.fish\n\n";
+  return s + fish_tables(cmds) + kFishComplete;
 }
 
 }  // namespace mtrain::completion
