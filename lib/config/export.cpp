@@ -33,12 +33,10 @@ std::string accelerate_precision(const json& job) {
   return p == Precision::Fp32 ? "no" : to_string(p);
 }
 
-}  // namespace
+using Mapped = decltype(ExportResult::mapped);
 
-ExportResult export_deepspeed(const json& job, long long world_size) {
-  ExportResult r;
-  json& ds = r.doc;
-  auto& m = r.mapped;
+// The batch sizes, clipping, logging interval and precision sections.
+void ds_batch_and_precision(const json& job, long long world_size, json& ds, Mapped& m) {
   const long long micro = as_int(job, "train.batch_size"), accum = as_int(job, "train.grad_accum");
   ds["train_micro_batch_size_per_gpu"] = micro;
   ds["gradient_accumulation_steps"] = accum;
@@ -62,6 +60,10 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
     }
   }
 
+}
+
+// zero_optimization: the stage of the strategy, the zero.* keys ('auto' resolved), offload.
+void ds_zero(const json& job, json& ds, Mapped& m) {
   const StrategyName strategy = strategy_of(job);
   const int stage = zero_stage(strategy);
   const long long embd = as_int(job, "model.n_embd");
@@ -88,6 +90,9 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   if (strategy != StrategyName::Fsdp) m.insert("strategy");  // DeepSpeed has no FSDP: stage 0 is written
   m.insert({"zero.stage", "zero.offload_optimizer_device", "zero.offload_param_device"});
 
+}
+
+void ds_optimizer(const json& job, json& ds, Mapped& m) {
   const double lr = as_num(job, "optim.lr");
   if (choice_at<OptimizerName>(job, "optim.name") == OptimizerName::Adamw) {
     ds["optimizer"] = {{"type", "AdamW"},
@@ -106,7 +111,11 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
   }
   m.insert({"optim.name", "optim.lr", "optim.weight_decay"});
 
-  // Schedules: DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR with a linear warmup from 0.
+}
+
+// Schedules: DeepSpeed's WarmupLR / WarmupDecayLR / WarmupCosineLR with a linear warmup from 0.
+void ds_scheduler(const json& job, json& ds, Mapped& m) {
+  const double lr = as_num(job, "optim.lr");
   const long long warmup = as_int(job, "sched.warmup_steps");
   const long long max_steps = as_int(job, "train.max_steps");
   switch (choice_at<ScheduleName>(job, "sched.name")) {
@@ -136,6 +145,16 @@ ExportResult export_deepspeed(const json& job, long long world_size) {
       break;
     case ScheduleName::Step: break;  // DeepSpeed has no such schedule (left unmapped)
   }
+}
+
+}  // namespace
+
+ExportResult export_deepspeed(const json& job, long long world_size) {
+  ExportResult r;
+  ds_batch_and_precision(job, world_size, r.doc, r.mapped);
+  ds_zero(job, r.doc, r.mapped);
+  ds_optimizer(job, r.doc, r.mapped);
+  ds_scheduler(job, r.doc, r.mapped);
   return r;
 }
 
