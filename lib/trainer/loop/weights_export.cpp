@@ -131,7 +131,14 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::v
   const std::function<at::Tensor(size_t)> gather = [&](size_t i) {
     ++produced;
     at::Tensor t = params[i].data();
-    if (keep) keep->emplace_back(params[i].name, t.detach().cpu().clone());
+    // The scripted module gets tensors of their own: a producer's tensor is either its own copy
+    // (kept as it is) or a view of the live parameters' flat buffer (copied, or torch.jit.save
+    // would write the whole buffer as the storage of every parameter viewing it).
+    if (keep) {
+      at::Tensor k = t.detach().cpu();
+      if (k.is_view() || k.storage().nbytes() != k.nbytes() || k.storage_offset() != 0) k = k.clone();
+      keep->emplace_back(params[i].name, std::move(k));
+    }
     for (auto& r : relays) r->put(i, t);
     return t;
   };

@@ -198,6 +198,18 @@ class Ddp final : public Strategy {
     return out;
   }
 
+  // Every rank holds the whole model: each parameter is read where it is (a copy only to bring it
+  // to the CPU in fp32), one at a time — the snapshot above cloned all of them at once on every
+  // rank at the end of the run (+4Ψ, issue 31).
+  std::vector<ParameterExport> export_parameters() override {
+    std::vector<ParameterExport> out;
+    for (size_t i = 0; i < all_params_.size(); ++i) {
+      const at::Tensor p = all_params_[i].detach();
+      out.push_back({all_names_[i], p.sizes().vec(), at::kFloat, [p] { return p.to(at::kCPU, at::kFloat); }});
+    }
+    return out;
+  }
+
  private:
   void reset_pending() {
     for (size_t b = 0; b < buckets_.size(); ++b) pending_[b] = buckets_[b].entries.size();

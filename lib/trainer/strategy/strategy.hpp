@@ -162,7 +162,9 @@ class Strategy {
   // model on any rank. Protocol: every rank calls data() of every entry, in order, exactly once
   // (producers are collective — a sharded strategy gathers a unit when the first of its
   // parameters is asked for and drops it when the next unit is); the tensors are valid on rank 0.
-  // The default wraps consolidated_parameters().
+  // A tensor may be a view of the live parameters (a resident unit is read in place): it is
+  // written before training goes on, never kept across a step. The default wraps
+  // consolidated_parameters().
   virtual std::vector<ParameterExport> export_parameters();
 };
 
