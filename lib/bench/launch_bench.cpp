@@ -16,6 +16,9 @@ namespace {
 const char* kFloor = "torchrun floor: python3 -c 'import torch.distributed.run'";
 const char* kNative = "mtrain launch + mtrain __barrier (TCP)";
 const char* kWorker = "mtrain launch + mtrain-worker (LibTorch, c10d gloo barrier)";
+// What starting any program costs on this machine (fork, exec, the loader, exit, the pipes):
+// the part of a first answer mtrain cannot remove, measured beside it.
+const char* kExecFloor = "exec floor: /bin/true";
 
 void add_first_answers(std::vector<TimedCommand>& cmds, const std::string& mtrain, const std::string& name) {
   for (const char* flag : {"--help", "--version"})
@@ -39,6 +42,7 @@ std::vector<TimedCommand> launch_commands(const LaunchBenchOptions& o) {
   }
   add_first_answers(cmds, o.mtrain_path, "mtrain");
   for (const auto& other : o.compare) add_first_answers(cmds, other, other);
+  cmds.push_back({kExecFloor, 0, {"/bin/true"}, {}});
   if (!o.python.empty()) cmds.push_back({kFloor, 0, {o.python, "-c", "import torch.distributed.run"}, {}});
   return cmds;
 }
@@ -64,9 +68,11 @@ BenchReport launch_report(const std::vector<TimedCommand>& cmds, int reps) {
   BenchReport r;
   r.table.headers = {"program", "nproc", "median(ms)", "min(ms)", "max(ms)", "vs floor"};
   r.table.left = {true};
-  double floor = 0;
-  for (const auto& c : cmds)
+  double floor = 0, exec_floor = 0;
+  for (const auto& c : cmds) {
     if (c.label == kFloor && !c.seconds.empty()) floor = summarize(c.seconds).median;
+    if (c.label == kExecFloor && !c.seconds.empty()) exec_floor = summarize(c.seconds).median;
+  }
   json rows = json::array();
   std::map<std::string, Series> series;
   for (const auto& c : cmds) {
@@ -87,11 +93,16 @@ BenchReport launch_report(const std::vector<TimedCommand>& cmds, int reps) {
   r.notes.push_back(fmt::format("# {} runs of each command, interleaved; time = from starting the command until it exited "
                                 "after every rank passed its first barrier (a first answer: after it printed and exited)",
                                 reps));
+  if (exec_floor > 0)
+    r.notes.push_back(fmt::format("# exec floor: starting and reaping /bin/true takes {:.1f} ms here; a first answer's own "
+                                  "time is its median minus that",
+                                  exec_floor * 1e3));
   if (floor > 0)
     r.notes.push_back(fmt::format("# torchrun floor: importing torch.distributed.run alone takes {:.1f} ms, before torchrun "
                                   "has started any rank",
                                   floor * 1e3));
-  r.doc = {{"bench", "launch"}, {"reps", reps}, {"rows", rows}, {"floor_s", floor > 0 ? json(floor) : json(nullptr)}};
+  r.doc = {{"bench", "launch"}, {"reps", reps}, {"rows", rows}, {"floor_s", floor > 0 ? json(floor) : json(nullptr)},
+           {"exec_floor_s", exec_floor > 0 ? json(exec_floor) : json(nullptr)}};
   r.plot.title = "mtrain bench launch: spawn N ranks and pass a first barrier";
   r.plot.xlabel = "ranks (nproc)";
   r.plot.ylabel = "wall time (ms)";

@@ -16,7 +16,7 @@ TEST_CASE("bench launch times each world size with both rank programs and the fl
   o.worker_path = "/x/mtrain-worker";
   o.compare = {"/old/mtrain"};
   auto cmds = launch_commands(o);
-  REQUIRE(cmds.size() == 9);
+  REQUIRE(cmds.size() == 10);
   CHECK(cmds[0].nproc == 1);
   CHECK(cmds[0].argv == std::vector<std::string>{"/x/mtrain", "launch", "--nproc-per-node", "1", "--master-port", "auto",
                                                  "--launcher", "local", "--", "/x/mtrain", "__barrier"});
@@ -27,21 +27,26 @@ TEST_CASE("bench launch times each world size with both rank programs and the fl
   CHECK(cmds[5].argv == std::vector<std::string>{"/x/mtrain", "--version"});
   CHECK(cmds[6].argv == std::vector<std::string>{"/old/mtrain", "--help"});
   CHECK(cmds[7].label == "first answer: /old/mtrain --version");
-  CHECK(cmds[8].nproc == 0);
-  CHECK(cmds[8].argv == std::vector<std::string>{"/usr/bin/python3", "-c", "import torch.distributed.run"});
+  // What starting any program costs here, beside the first answers.
+  CHECK(cmds[8].argv == std::vector<std::string>{"/bin/true"});
+  CHECK(cmds[9].nproc == 0);
+  CHECK(cmds[9].argv == std::vector<std::string>{"/usr/bin/python3", "-c", "import torch.distributed.run"});
 
   int calls = 0;
   time_commands(cmds, 3, 1000, [&](const std::vector<std::string>&, int) {
     ++calls;
     return CommandResult{true, 0, "", ""};
   });
-  CHECK(calls == 27);
+  CHECK(calls == 30);
   for (const auto& c : cmds) CHECK(c.seconds.size() == 3);
   // Fixed samples: the report's medians and the ratio to the floor.
   for (auto& c : cmds) c.seconds = c.argv[0] == "/usr/bin/python3" ? std::vector<double>{1.0, 1.2, 0.8} : std::vector<double>{0.05, 0.04, 0.06};
   cmds[4].seconds = {0.002, 0.003, 0.0025};
+  cmds[8].seconds = {0.001, 0.0012, 0.0011};
   auto r = launch_report(cmds, 3);
-  REQUIRE(r.doc.at("rows").size() == 9);
+  REQUIRE(r.doc.at("rows").size() == 10);
+  CHECK(r.doc.at("exec_floor_s").get<double>() == Approx(0.0011));
+  CHECK_THAT(render_text(r), Contains("starting and reaping /bin/true takes 1.1 ms"));
   CHECK(r.doc.at("rows").at(4).at("command").get<std::string>() == "/x/mtrain --help");
   CHECK(r.doc.at("rows").at(4).at("median_s").get<double>() == Approx(0.0025));
   CHECK(r.doc.at("rows").at(0).at("median_s").get<double>() == Approx(0.05));
@@ -57,7 +62,7 @@ TEST_CASE("a failing launch command stops the benchmark with its output", "[benc
   o.mtrain_path = "/x/mtrain";
   o.python = "";
   auto cmds = launch_commands(o);
-  REQUIRE(cmds.size() == 3);  // the launch, then mtrain --help and --version
+  REQUIRE(cmds.size() == 4);  // the launch, mtrain --help and --version, the exec floor
   CHECK_THROWS_WITH(time_commands(cmds, 1, 1000,
                                   [](const std::vector<std::string>&, int) {
                                     return CommandResult{true, 1, "error: rank 1 could not reach rank 0", ""};
