@@ -18,11 +18,8 @@ std::string bytes(const json& v) { return v.is_null() ? "-" : human_bytes(v.get<
 
 void line(std::string& out, const std::string& k, const std::string& v) { out += fmt::format("  {:<16}{}\n", k + ":", v); }
 
-}  // namespace
-
-std::string render_text(const json& r) {
-  std::string out;
-  const auto& m = r.at("mtrain");
+// The launcher, and the worker's LibTorch build as `mtrain-worker build-info` reported it.
+void render_mtrain(std::string& out, const json& m) {
   out += "mtrain\n";
   line(out, "version", s(m.at("version")));
   line(out, "executable", s(m.at("executable")));
@@ -46,23 +43,26 @@ std::string render_text(const json& r) {
   } else if (w.contains("error")) {
     line(out, "build", s(w.at("error")));
   }
+}
 
-  if (r.contains("python")) {  // the interpreter `launch -- python3 …` ranks run
-    const auto& py = r.at("python");
-    out += "python (ranks of `mtrain launch -- python3 ...`)\n";
-    if (!py.value("found", false)) {
-      line(out, "python3", s(py.value("error", json())));
-    } else {
-      line(out, "python3", s(py.at("path")) + " (" + s(py.value("executable", json())) + ", " + s(py.value("version", json())) + ")");
-      if (py.value("torch", json()).is_null()) {
-        line(out, "PyTorch", "not importable: " + s(py.value("torch_error", json())));
-      } else {
-        line(out, "PyTorch", s(py.at("torch")) + (py.value("torch_cuda", json()).is_null() ? ", CPU build"
-                                                                                          : ", CUDA " + s(py.at("torch_cuda"))) +
-                                 (py.value("cuda_available", false) ? ", GPU usable" : ", no GPU usable"));
-      }
-    }
+// The interpreter `launch -- python3 …` ranks run, and its PyTorch.
+void render_python(std::string& out, const json& py) {
+  out += "python (ranks of `mtrain launch -- python3 ...`)\n";
+  if (!py.value("found", false)) {
+    line(out, "python3", s(py.value("error", json())));
+    return;
   }
+  line(out, "python3", s(py.at("path")) + " (" + s(py.value("executable", json())) + ", " + s(py.value("version", json())) + ")");
+  if (py.value("torch", json()).is_null()) {
+    line(out, "PyTorch", "not importable: " + s(py.value("torch_error", json())));
+  } else {
+    line(out, "PyTorch", s(py.at("torch")) + (py.value("torch_cuda", json()).is_null() ? ", CPU build"
+                                                                                      : ", CUDA " + s(py.at("torch_cuda"))) +
+                             (py.value("cuda_available", false) ? ", GPU usable" : ", no GPU usable"));
+  }
+}
+
+void render_system(std::string& out, const json& r) {
   out += "system\n";
   line(out, "os", s(r.at("os").at("name")) + " (" + s(r.at("os").at("machine")) + ")");
   line(out, "kernel", s(r.at("os").at("kernel")));
@@ -77,35 +77,39 @@ std::string render_text(const json& r) {
   const auto& lim = r.at("limits");
   line(out, "open files", (lim.at("open_files_soft").is_null() ? "unlimited" : s(lim.at("open_files_soft"))) + " (hard " +
                               (lim.at("open_files_hard").is_null() ? "unlimited" : s(lim.at("open_files_hard"))) + ")");
+}
 
+void render_gpus(std::string& out, const json& g) {
   out += "gpus\n";
-  const auto& g = r.at("gpus");
   if (g.at("devices").empty()) {
     line(out, "gpu", s(g.at("note")));
-  } else {
-    line(out, "source", s(g.at("source")) + (g.at("cuda_driver_version").is_null()
-                                                 ? std::string()
-                                                 : " (driver supports CUDA " + s(g.at("cuda_driver_version")) + ")"));
-    for (const auto& d : g.at("devices")) {
-      line(out, "gpu " + s(d.at("index")),
-           fmt::format("{}, {}, driver {}, MIG {}, {}, {}", s(d.at("name")), bytes(d.at("memory_total_bytes")),
-                       s(d.at("driver")), d.at("mig_mode").is_null() ? "n/a" : s(d.at("mig_mode")), s(d.at("pci_bus_id")),
-                       s(d.at("uuid"))));
-    }
-    if (!g.at("topology").is_null()) {
-      out += "  topology:\n";
-      for (const auto& l : str::split(g.at("topology").get<std::string>(), '\n'))
-        if (!str::trim(l).empty()) out += "    " + l + "\n";
-    }
+    return;
   }
+  line(out, "source", s(g.at("source")) + (g.at("cuda_driver_version").is_null()
+                                               ? std::string()
+                                               : " (driver supports CUDA " + s(g.at("cuda_driver_version")) + ")"));
+  for (const auto& d : g.at("devices")) {
+    line(out, "gpu " + s(d.at("index")),
+         fmt::format("{}, {}, driver {}, MIG {}, {}, {}", s(d.at("name")), bytes(d.at("memory_total_bytes")),
+                     s(d.at("driver")), d.at("mig_mode").is_null() ? "n/a" : s(d.at("mig_mode")), s(d.at("pci_bus_id")),
+                     s(d.at("uuid"))));
+  }
+  if (!g.at("topology").is_null()) {
+    out += "  topology:\n";
+    for (const auto& l : str::split(g.at("topology").get<std::string>(), '\n'))
+      if (!str::trim(l).empty()) out += "    " + l + "\n";
+  }
+}
 
+void render_network(std::string& out, const json& network) {
   out += "network\n";
-  for (const auto& n : r.at("network"))
+  for (const auto& n : network)
     line(out, s(n.at("name")), std::string(n.at("up").get<bool>() ? "up" : "down") +
                                    (n.at("addresses").empty() ? "" : "  " + str::join(n.at("addresses").get<std::vector<std::string>>(), " ")));
+}
 
+void render_slurm(std::string& out, const json& sl) {
   out += "slurm\n";
-  const auto& sl = r.at("slurm");
   line(out, "installed", !sl.at("installed").get<bool>() ? "no (sinfo not on PATH)"
                          : sl.contains("problem")  ? "yes, but " + s(sl.at("problem"))
                                                    : "yes (" + s(sl.at("version")) + ")");
@@ -117,7 +121,11 @@ std::string render_text(const json& r) {
   } else {
     line(out, "allocation", sl.contains("error") ? "invalid: " + s(sl.at("error")) : "none");
   }
+}
 
+// The variables that are set (with where they came from and who reads them), the unset ones
+// by name, and the user file's settings.
+void render_environment(std::string& out, const json& r) {
   out += "environment\n";
   for (const auto& e : r.at("environment")) {
     if (e.at("value").is_null()) continue;
@@ -143,10 +151,25 @@ std::string render_text(const json& r) {
     line(out, "user config", s(uc.at("path")));
     for (const auto& [k, v] : uc.at("settings").items()) line(out, "  " + k, s(v) + "   (user file)");
   }
+}
 
-  const auto& warns = r.at("warnings");
+void render_warnings(std::string& out, const json& warns) {
   out += fmt::format("warnings ({})\n", warns.size());
   for (const auto& x : warns) out += "  ! " + s(x.at("what")) + "\n    " + s(x.at("advice")) + "\n";
+}
+
+}  // namespace
+
+std::string render_text(const json& r) {
+  std::string out;
+  render_mtrain(out, r.at("mtrain"));
+  if (r.contains("python")) render_python(out, r.at("python"));
+  render_system(out, r);
+  render_gpus(out, r.at("gpus"));
+  render_network(out, r.at("network"));
+  render_slurm(out, r.at("slurm"));
+  render_environment(out, r);
+  render_warnings(out, r.at("warnings"));
   return out;
 }
 
