@@ -7,6 +7,7 @@
 #include "mtrain/config/registry.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -22,9 +23,9 @@ namespace {
 using A = CompatAction;
 constexpr unsigned T = kTorchrun, D = kDeepSpeed, X = kAccelerate;
 
-std::vector<CompatFlag> build() {
+// torchrun (torch.distributed.run; torch 2.x takes both spellings, 1.x the underscore one).
+std::vector<CompatFlag> torchrun_flags() {
   return {
-      // torchrun (torch.distributed.run; torch 2.x takes both spellings, 1.x the underscore one).
       {{"--nproc_per_node"}, T, true, A::Rename, "--nproc-per-node", "ranks per node: N, auto, cpu or gpu"},
       {{"--nnodes"}, T, true, A::Rename, "--nnodes", "N, or MIN:MAX with --rdzv-backend c10d"},
       {{"--node_rank"}, T, true, A::Rename, "--node-rank", "this node's rank"},
@@ -69,8 +70,12 @@ std::vector<CompatFlag> build() {
        "DIR (and --tee) for per-rank files."},
       {{"--use_env", "--use-env"}, T, false, A::Accept, "",
        "accepted: ranks always get LOCAL_RANK in the environment (torch.distributed.launch --use_env)"},
+  };
+}
 
-      // The DeepSpeed launcher (deepspeed/launcher/runner.py).
+// The DeepSpeed launcher (deepspeed/launcher/runner.py).
+std::vector<CompatFlag> deepspeed_flags() {
+  return {
       {{"--num_gpus", "--num_accelerators"}, D, true, A::Translate, "num_gpus",
        "GPUs 0..N-1 of each host: --num-gpus N with a hostfile, else --nproc-per-node N"},
       {{"--num_nodes"}, D, true, A::Translate, "num_nodes",
@@ -110,8 +115,12 @@ std::vector<CompatFlag> build() {
       {{"--bind_cores_to_rank", "--bind_core_list"}, D, false, A::Refuse, "",
        "mtrain does not pin ranks to cores; it sets OMP_NUM_THREADS to cores / ranks. Pin in the "
        "program command (numactl, taskset) if you need it."},
+  };
+}
 
-      // accelerate launch (accelerate/commands/launch.py).
+// accelerate launch (accelerate/commands/launch.py).
+std::vector<CompatFlag> accelerate_flags() {
+  return {
       {{"--num_processes", "--num-processes"}, X, true, A::Translate, "num_processes",
        "processes over all machines: --nproc-per-node N / num_machines"},
       {{"--num_machines", "--num-machines"}, X, true, A::Rename, "--nnodes", "machines (nodes)"},
@@ -149,6 +158,16 @@ std::vector<CompatFlag> build() {
        "mtrain sets OMP_NUM_THREADS to cores / ranks for every rank unless it is already set: run "
        "`OMP_NUM_THREADS=N mtrain launch …` to choose it."},
   };
+}
+
+// The table in help order: torchrun's spellings, then the DeepSpeed launcher's, then accelerate's.
+std::vector<CompatFlag> build() {
+  std::vector<CompatFlag> table;
+  for (auto family : {torchrun_flags, deepspeed_flags, accelerate_flags}) {
+    std::vector<CompatFlag> flags = family();
+    table.insert(table.end(), std::make_move_iterator(flags.begin()), std::make_move_iterator(flags.end()));
+  }
+  return table;
 }
 
 struct Item {
