@@ -284,24 +284,18 @@ class Rewriter {
     }
   }
 
+  // A Translate rule (CompatFlag::target names it), by the tool whose flag it is.
   void translate(const std::string& rule, const std::string& name, const std::string& v) {
+    if (!translate_torchrun(rule, name, v) && !translate_deepspeed(rule, name, v) && !translate_accelerate(rule, name, v))
+      throw Error("internal: compat rule '" + rule + "' has no translation");
+  }
+
+  // torchrun's rules; false for another tool's.
+  bool translate_torchrun(const std::string& rule, const std::string& name, const std::string& v) {
     if (rule == "standalone") {
       standalone_ = true;
     } else if (rule == "rdzv_conf") {
-      for (const auto& part : str::split(v, ',')) {
-        if (str::trim(part).empty()) continue;
-        auto eq = part.find('=');
-        if (eq == std::string::npos)
-          throw Error(fmt::format("{} '{}': '{}' is not key=value", name, v, part),
-                      "Write it as --rdzv_conf join_timeout=600,last_call_timeout=30.");
-        const std::string key = str::trim(part.substr(0, eq)), val = str::trim(part.substr(eq + 1));
-        if (key == "join_timeout") add("--rdzv-timeout", val);
-        else if (key == "last_call_timeout") add("--rdzv-last-call", val);
-        else
-          throw Error(fmt::format("{} key '{}' has no mtrain counterpart", name, key),
-                      "mtrain takes join_timeout (--rdzv-timeout) and last_call_timeout (--rdzv-last-call); "
-                      "a lost node is detected by --node-timeout. Drop the other keys.");
-      }
+      rdzv_conf(name, v);
     } else if (rule == "start_method") {
       if (v != "spawn")
         throw Error(fmt::format("{} {}: mtrain starts every rank as a fresh process (exec), never by fork", name, v),
@@ -318,7 +312,33 @@ class Rewriter {
                     "Use 3 (both streams, every rank) or 0, and --ranks-filter to choose which ranks reach "
                     "the console.");
       (rule == "tee" ? tee_ : redirects_) = v;
-    } else if (rule == "launcher") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // --rdzv_conf key=value,...: the two keys mtrain has a setting for.
+  void rdzv_conf(const std::string& name, const std::string& v) {
+    for (const auto& part : str::split(v, ',')) {
+      if (str::trim(part).empty()) continue;
+      auto eq = part.find('=');
+      if (eq == std::string::npos)
+        throw Error(fmt::format("{} '{}': '{}' is not key=value", name, v, part),
+                    "Write it as --rdzv_conf join_timeout=600,last_call_timeout=30.");
+      const std::string key = str::trim(part.substr(0, eq)), val = str::trim(part.substr(eq + 1));
+      if (key == "join_timeout") add("--rdzv-timeout", val);
+      else if (key == "last_call_timeout") add("--rdzv-last-call", val);
+      else
+        throw Error(fmt::format("{} key '{}' has no mtrain counterpart", name, key),
+                    "mtrain takes join_timeout (--rdzv-timeout) and last_call_timeout (--rdzv-last-call); "
+                    "a lost node is detected by --node-timeout. Drop the other keys.");
+    }
+  }
+
+  // The DeepSpeed launcher's rules; false for another tool's.
+  bool translate_deepspeed(const std::string& rule, const std::string& name, const std::string& v) {
+    if (rule == "launcher") {
       const std::string l = lower(v);
       if (l == "pdsh") {
         add("--launcher", "ssh");
@@ -334,7 +354,15 @@ class Rewriter {
       num_gpus_ = v;
     } else if (rule == "num_nodes") {
       num_nodes_ = v;
-    } else if (rule == "num_processes") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // accelerate launch's rules; false for another tool's.
+  bool translate_accelerate(const std::string& rule, const std::string& name, const std::string& v) {
+    if (rule == "num_processes") {
       num_processes_ = v;
     } else if (rule == "mixed_precision") {
       const std::string p = lower(v);
@@ -370,8 +398,9 @@ class Rewriter {
       produce(name, "--set", "zero.offload_param_device=" + lower(v));
       accelerate_ = true;
     } else {
-      throw Error("internal: compat rule '" + rule + "' has no translation");
+      return false;
     }
+    return true;
   }
 
   // What needs the whole command line: totals over machines, the log/tee pair, --standalone.
