@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -35,6 +36,71 @@ void check_format(const std::string& f) {
   if (f != "text" && f != "json") throw Error("--format must be text or json, not '" + f + "'");
 }
 
+// What `slurm script|submit` read before `--`: its own options, the generated slurm.* flags, and
+// the rest, which go on to `mtrain launch` in order.
+struct WriterArgs {
+  std::string config, script_file, format = "text";
+  std::map<std::string, std::string> flags;
+  std::vector<std::string> sets, launch_args;
+};
+
+// Parses the words before `--` (`before`, in CLI11's reversed order); nothing when --help was
+// asked, after printing it.
+std::optional<WriterArgs> parse_writer_args(const std::string& name, bool submit, std::vector<std::string> before) {
+  CLI::App in{submit ? "Write an sbatch script, submit it, print the job id. Options that are not "
+                       "listed here are passed to `mtrain launch`; after -- comes the program "
+                       "(default: the bundled trainer)."
+                     : "Print the sbatch script of a job. Options that are not listed here are "
+                       "passed to `mtrain launch`; after -- comes the program.",
+              "mtrain slurm " + name};
+  in.allow_extras();
+  WriterArgs a;
+  in.add_option("--config", a.config, "Job file (YAML); its `slurm:` section sets the options below");
+  if (submit) {
+    in.add_option("--script-file", a.script_file, "Where to write the script (default: mtrain-slurm/<job-name>.sbatch)");
+    in.add_option("--format", a.format, "text (the job id) or json");
+  }
+  // The slurm.* settings of the registry, generated (config::add_setting_flags).
+  config::add_setting_flags(in, config::job_registry(), a.flags, {config::Scope::Slurm}, "Slurm settings (slurm.* in the job file)");
+  in.add_option("--set", a.sets, "slurm.KEY=VALUE (repeatable); other keys go on to `mtrain launch --set`");
+  std::reverse(before.begin(), before.end());
+  try {
+    in.parse(before);
+  } catch (const CLI::CallForHelp&) {
+    std::cout << in.help();
+    return std::nullopt;
+  } catch (const CLI::ParseError& e) {
+    throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
+  }
+  check_format(a.format);
+  a.launch_args = in.remaining();
+  return a;
+}
+
+// One resolution for every source (defaults < user file < --config < MTRAIN_SLURM_* < flags <
+// --set), as `mtrain launch` resolves the same file inside the allocation.
+sl::JobOptions writer_job_of(const WriterArgs& a, const std::vector<std::string>& program, const std::string& cwd) {
+  const auto split = sl::split_sets(a.sets);
+  config::JobInputs inputs;
+  inputs.job_file = a.config;
+  inputs.flags = a.flags;
+  inputs.env = mtrain::process_environment();
+  inputs.sets = split.slurm;
+  return sl::writer_job(config::resolve_job(config::job_registry(), inputs).job,
+                        {a.config, a.launch_args, split.launch, program, self_path(), cwd});
+}
+
+void print_submitted(const sl::Submitted& s, const std::string& format) {
+  if (format == "json") {
+    std::cout << nlohmann::json{{"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path},
+                                {"output", s.output_pattern}}.dump() << "\n";
+  } else {
+    std::cout << s.job_id << "\n";
+    std::fprintf(stderr, "mtrain: submitted %s as job %s; output: %s\n", s.script_path.c_str(),
+                 s.job_id.c_str(), s.output_pattern.c_str());
+  }
+}
+
 // script / submit: options before `--` are Slurm settings (known) or launch options (the rest,
 // passed to `mtrain launch` in order); after `--` comes the program.
 void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exit) {
@@ -47,47 +113,13 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
   sub->footer("Run `mtrain slurm " + name + " --help` for the options.");
   sub->callback([sub, name, submit, &exit] {
     // main splits off the words after the first `--` (the program); the rest are options.
-    std::vector<std::string> before = sub->remaining(), program = exit.after_dashdash;
-    CLI::App in{submit ? "Write an sbatch script, submit it, print the job id. Options that are not "
-                         "listed here are passed to `mtrain launch`; after -- comes the program "
-                         "(default: the bundled trainer)."
-                       : "Print the sbatch script of a job. Options that are not listed here are "
-                         "passed to `mtrain launch`; after -- comes the program.",
-                "mtrain slurm " + name};
-    in.allow_extras();
-    std::string config, script_file, format = "text";
-    in.add_option("--config", config, "Job file (YAML); its `slurm:` section sets the options below");
-    if (submit) {
-      in.add_option("--script-file", script_file, "Where to write the script (default: mtrain-slurm/<job-name>.sbatch)");
-      in.add_option("--format", format, "text (the job id) or json");
-    }
-    // The slurm.* settings of the registry, generated (config::add_setting_flags).
-    std::map<std::string, std::string> flags;
-    config::add_setting_flags(in, config::job_registry(), flags, {config::Scope::Slurm}, "Slurm settings (slurm.* in the job file)");
-    std::vector<std::string> sets;
-    in.add_option("--set", sets, "slurm.KEY=VALUE (repeatable); other keys go on to `mtrain launch --set`");
-    std::reverse(before.begin(), before.end());
-    try {
-      in.parse(before);
-    } catch (const CLI::CallForHelp&) {
-      std::cout << in.help();
+    const auto args = parse_writer_args(name, submit, sub->remaining());
+    if (!args) {
       exit.code = 0;
       return;
-    } catch (const CLI::ParseError& e) {
-      throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
     }
-    check_format(format);
-    // One resolution for every source (defaults < user file < --config < MTRAIN_SLURM_* < flags <
-    // --set), as `mtrain launch` resolves the same file inside the allocation.
-    const auto split = sl::split_sets(sets);
-    config::JobInputs inputs;
-    inputs.job_file = config;
-    inputs.flags = flags;
-    inputs.env = mtrain::process_environment();
-    inputs.sets = split.slurm;
     const std::string cwd = fs::current_path().string();
-    const sl::JobOptions job = sl::writer_job(config::resolve_job(config::job_registry(), inputs).job,
-                                              {config, in.remaining(), split.launch, program, self_path(), cwd});
+    const sl::JobOptions job = writer_job_of(*args, exit.after_dashdash, cwd);
     sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
     if (!submit) {
       const std::string text = sl::render_script(job, ctx);
@@ -96,18 +128,10 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
       exit.code = 0;
       return;
     }
-    if (script_file.empty()) script_file = sl::default_script_file(job, cwd);
+    const std::string script_file = args->script_file.empty() ? sl::default_script_file(job, cwd) : args->script_file;
     sl::SystemRunner runner;
     sl::SlurmClient client(runner);
-    auto s = sl::submit_job(job, ctx, script_file, client, sl::default_state_dir());
-    if (format == "json") {
-      std::cout << nlohmann::json{{"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path},
-                                  {"output", s.output_pattern}}.dump() << "\n";
-    } else {
-      std::cout << s.job_id << "\n";
-      std::fprintf(stderr, "mtrain: submitted %s as job %s; output: %s\n", s.script_path.c_str(),
-                   s.job_id.c_str(), s.output_pattern.c_str());
-    }
+    print_submitted(sl::submit_job(job, ctx, script_file, client, sl::default_state_dir()), args->format);
     exit.code = 0;
   });
 }

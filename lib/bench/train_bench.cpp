@@ -101,13 +101,9 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-}  // namespace
-
-BenchReport run_train_cells(const std::vector<Cell>& cells, const TrainBenchOptions& o, const CellRunner& run) {
-  BenchReport r;
-  r.table.headers = {"strategy", "nproc", "status", "step ms min/med/max", "samples/s", "tokens/s", "peak mem", "state/rank",
-                     "wire/step", "final loss"};
-  r.table.left = {true, false, true};
+// Runs the cells in their order (rounds interleaved), gathering each (strategy, world size)'s
+// summaries in first-run order; a cell that failed once is not run again.
+std::vector<CellRuns> run_rounds(const std::vector<Cell>& cells, const TrainBenchOptions& o, const CellRunner& run) {
   std::vector<CellRuns> by_cell;
   auto find = [&](const Cell& c) -> CellRuns& {
     for (auto& x : by_cell)
@@ -117,7 +113,7 @@ BenchReport run_train_cells(const std::vector<Cell>& cells, const TrainBenchOpti
   };
   for (const auto& c : cells) {
     CellRuns& cr = find(c);
-    if (!cr.error.empty()) continue;  // a cell that failed once is not run again
+    if (!cr.error.empty()) continue;
     std::fprintf(stderr, "mtrain bench train: round %d/%d: %s on %d rank(s)…\n", c.round, o.rounds, c.strategy.c_str(),
                  c.nproc);
     fs::create_directories(c.work_dir);
@@ -134,77 +130,102 @@ BenchReport run_train_cells(const std::vector<Cell>& cells, const TrainBenchOpti
       cr.error = fmt::format("no readable {} ({})", summary_path, e.what());
     }
   }
+  return by_cell;
+}
 
+// The report as cells are added to it: JSON rows, throughput series, numbered failures.
+struct Tally {
   json rows = json::array();
   std::map<std::string, Series> series;
   int failed = 0;
-  std::vector<std::string> errors;
+  std::vector<std::string> errors;  // "[N] strategy on K rank(s): why", under the table
+};
+
+void add_failed_cell(const CellRuns& cr, json row, Table& table, Tally& t) {
+  ++t.failed;
+  row["status"] = "failed";
+  row["error"] = cr.error;
+  table.rows.push_back({cr.strategy, std::to_string(cr.nproc), fmt::format("failed [{}]", t.failed)});
+  t.errors.push_back(fmt::format("[{}] {} on {} rank(s): {}", t.failed, cr.strategy, cr.nproc, cr.error));
+  t.rows.push_back(row);
+}
+
+// A cell whose rounds all ran: step time min / median / max over the rounds, the median
+// round's throughput (tokens/s scaled with it), the peak memory of any round, and the last
+// round's other figures.
+void add_measured_cell(const CellRuns& cr, json row, Table& table, Tally& t) {
+  std::vector<double> mins, meds, maxs, sps;
+  for (const auto& s : cr.summaries) {
+    mins.push_back(step_stat(s, "min"));
+    meds.push_back(step_stat(s, "median"));
+    maxs.push_back(step_stat(s, "max"));
+    sps.push_back(s.value("throughput", json::object()).value("samples_per_s", 0.0));
+  }
+  const json& s = cr.summaries.back();
+  json tp = s.value("throughput", json::object());
+  if (tp.contains("samples_per_s")) {
+    const double ratio = tp.at("samples_per_s").get<double>() > 0 ? median_of(sps) / tp.at("samples_per_s").get<double>() : 1;
+    tp["samples_per_s"] = median_of(sps);
+    if (tp.contains("tokens_per_s")) tp["tokens_per_s"] = tp.at("tokens_per_s").get<double>() * ratio;
+  }
+  const json state = s.value("model_state_bytes_per_rank", json::object());
+  double state_total = 0;
+  for (const char* k : {"params", "grads", "optimizer"})
+    if (state.contains(k) && state.at(k).is_number()) state_total += state.at(k).get<double>();
+  double peak = 0;
+  for (const auto& x : cr.summaries) peak = std::max(peak, x.value("peak_memory_bytes", 0.0));
+  const double lo = *std::min_element(mins.begin(), mins.end());
+  const double med = median_of(meds);
+  const double hi = *std::max_element(maxs.begin(), maxs.end());
+  row["status"] = "ok";
+  for (const char* k : {"world_size", "num_params", "steps", "final_loss", "wire_bytes_per_step"}) row[k] = num_or_null(s, k);
+  row["rounds"] = cr.summaries.size();
+  row["step_time_median_s"] = med;
+  row["step_time_s"] = {{"min", lo}, {"median", med}, {"max", hi}};
+  row["peak_memory_bytes"] = peak;
+  row["throughput"] = tp;
+  row["model_state_bytes_per_rank"] = state;
+  row["model_state_bytes_total_per_rank"] = state_total;
+  t.rows.push_back(row);
+  table.rows.push_back({cr.strategy, std::to_string(cr.nproc), "ok", fmt::format("{:.1f}/{:.1f}/{:.1f}", lo * 1e3, med * 1e3, hi * 1e3),
+                        fmt_num(num_or_null(tp, "samples_per_s"), "{:.1f}"), fmt_num(num_or_null(tp, "tokens_per_s"), "{:.0f}"),
+                        fmt_bytes(json(peak)), fmt_bytes(json(state_total)), fmt_bytes(num_or_null(s, "wire_bytes_per_step")),
+                        fmt_num(num_or_null(s, "final_loss"), "{:.4f}")});
+  if (tp.contains("samples_per_s") && tp.at("samples_per_s").is_number()) {
+    auto& se = t.series[cr.strategy];
+    se.name = cr.strategy;
+    se.points.emplace_back(cr.nproc, tp.at("samples_per_s").get<double>());
+  }
+}
+
+}  // namespace
+
+BenchReport run_train_cells(const std::vector<Cell>& cells, const TrainBenchOptions& o, const CellRunner& run) {
+  BenchReport r;
+  r.table.headers = {"strategy", "nproc", "status", "step ms min/med/max", "samples/s", "tokens/s", "peak mem", "state/rank",
+                     "wire/step", "final loss"};
+  r.table.left = {true, false, true};
+  const std::vector<CellRuns> by_cell = run_rounds(cells, o, run);
+  Tally t;
   for (const auto& cr : by_cell) {
     json row = {{"strategy", cr.strategy}, {"nproc", cr.nproc}, {"work_dir", cr.work_dir}, {"command", cr.command}};
-    if (!cr.error.empty() || cr.summaries.empty()) {
-      ++failed;
-      row["status"] = "failed";
-      row["error"] = cr.error;
-      r.table.rows.push_back({cr.strategy, std::to_string(cr.nproc), fmt::format("failed [{}]", failed)});
-      errors.push_back(fmt::format("[{}] {} on {} rank(s): {}", failed, cr.strategy, cr.nproc, cr.error));
-      rows.push_back(row);
-      continue;
-    }
-    std::vector<double> mins, meds, maxs, sps;
-    for (const auto& s : cr.summaries) {
-      mins.push_back(step_stat(s, "min"));
-      meds.push_back(step_stat(s, "median"));
-      maxs.push_back(step_stat(s, "max"));
-      sps.push_back(s.value("throughput", json::object()).value("samples_per_s", 0.0));
-    }
-    const json& s = cr.summaries.back();
-    json tp = s.value("throughput", json::object());
-    if (tp.contains("samples_per_s")) {
-      const double ratio = tp.at("samples_per_s").get<double>() > 0 ? median_of(sps) / tp.at("samples_per_s").get<double>() : 1;
-      tp["samples_per_s"] = median_of(sps);
-      if (tp.contains("tokens_per_s")) tp["tokens_per_s"] = tp.at("tokens_per_s").get<double>() * ratio;
-    }
-    const json state = s.value("model_state_bytes_per_rank", json::object());
-    double state_total = 0;
-    for (const char* k : {"params", "grads", "optimizer"})
-      if (state.contains(k) && state.at(k).is_number()) state_total += state.at(k).get<double>();
-    double peak = 0;
-    for (const auto& x : cr.summaries) peak = std::max(peak, x.value("peak_memory_bytes", 0.0));
-    const double lo = *std::min_element(mins.begin(), mins.end());
-    const double med = median_of(meds);
-    const double hi = *std::max_element(maxs.begin(), maxs.end());
-    row["status"] = "ok";
-    for (const char* k : {"world_size", "num_params", "steps", "final_loss", "wire_bytes_per_step"}) row[k] = num_or_null(s, k);
-    row["rounds"] = cr.summaries.size();
-    row["step_time_median_s"] = med;
-    row["step_time_s"] = {{"min", lo}, {"median", med}, {"max", hi}};
-    row["peak_memory_bytes"] = peak;
-    row["throughput"] = tp;
-    row["model_state_bytes_per_rank"] = state;
-    row["model_state_bytes_total_per_rank"] = state_total;
-    rows.push_back(row);
-    r.table.rows.push_back({cr.strategy, std::to_string(cr.nproc), "ok", fmt::format("{:.1f}/{:.1f}/{:.1f}", lo * 1e3, med * 1e3, hi * 1e3),
-                            fmt_num(num_or_null(tp, "samples_per_s"), "{:.1f}"), fmt_num(num_or_null(tp, "tokens_per_s"), "{:.0f}"),
-                            fmt_bytes(json(peak)), fmt_bytes(json(state_total)), fmt_bytes(num_or_null(s, "wire_bytes_per_step")),
-                            fmt_num(num_or_null(s, "final_loss"), "{:.4f}")});
-    if (tp.contains("samples_per_s") && tp.at("samples_per_s").is_number()) {
-      auto& se = series[cr.strategy];
-      se.name = cr.strategy;
-      se.points.emplace_back(cr.nproc, tp.at("samples_per_s").get<double>());
-    }
+    if (!cr.error.empty() || cr.summaries.empty())
+      add_failed_cell(cr, std::move(row), r.table, t);
+    else
+      add_measured_cell(cr, std::move(row), r.table, t);
   }
   r.notes.push_back(fmt::format("# {} interleaved round(s) x ({} warm-up + {} timed steps) per cell; step = min / median / max "
                                 "over the rounds; state/rank = params + grads + optimizer bytes on the fullest rank; "
                                 "wire/step = bytes each rank sends per training step",
                                 o.rounds, o.warmup, o.steps));
-  if (failed) r.notes.push_back(fmt::format("# {} of {} cell(s) failed; their logs are <work_dir>.log", failed, by_cell.size()));
-  r.notes.insert(r.notes.end(), errors.begin(), errors.end());
-  r.doc = {{"bench", "train"}, {"steps", o.steps}, {"warmup", o.warmup}, {"rounds", o.rounds}, {"rows", rows}, {"failed", failed}};
+  if (t.failed) r.notes.push_back(fmt::format("# {} of {} cell(s) failed; their logs are <work_dir>.log", t.failed, by_cell.size()));
+  r.notes.insert(r.notes.end(), t.errors.begin(), t.errors.end());
+  r.doc = {{"bench", "train"}, {"steps", o.steps}, {"warmup", o.warmup}, {"rounds", o.rounds}, {"rows", t.rows}, {"failed", t.failed}};
   r.plot.title = "mtrain bench train: throughput by strategy and world size";
   r.plot.xlabel = "ranks (nproc)";
   r.plot.ylabel = "samples/s";
   r.plot.logx = true;
-  for (auto& [name, s] : series) r.plot.series.push_back(s);
+  for (auto& [name, s] : t.series) r.plot.series.push_back(s);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include "mtrain/config/registry.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <optional>
 #include <set>
 
@@ -22,9 +23,9 @@ namespace {
 using A = CompatAction;
 constexpr unsigned T = kTorchrun, D = kDeepSpeed, X = kAccelerate;
 
-std::vector<CompatFlag> build() {
+// torchrun (torch.distributed.run; torch 2.x takes both spellings, 1.x the underscore one).
+std::vector<CompatFlag> torchrun_flags() {
   return {
-      // torchrun (torch.distributed.run; torch 2.x takes both spellings, 1.x the underscore one).
       {{"--nproc_per_node"}, T, true, A::Rename, "--nproc-per-node", "ranks per node: N, auto, cpu or gpu"},
       {{"--nnodes"}, T, true, A::Rename, "--nnodes", "N, or MIN:MAX with --rdzv-backend c10d"},
       {{"--node_rank"}, T, true, A::Rename, "--node-rank", "this node's rank"},
@@ -69,8 +70,12 @@ std::vector<CompatFlag> build() {
        "DIR (and --tee) for per-rank files."},
       {{"--use_env", "--use-env"}, T, false, A::Accept, "",
        "accepted: ranks always get LOCAL_RANK in the environment (torch.distributed.launch --use_env)"},
+  };
+}
 
-      // The DeepSpeed launcher (deepspeed/launcher/runner.py).
+// The DeepSpeed launcher (deepspeed/launcher/runner.py).
+std::vector<CompatFlag> deepspeed_flags() {
+  return {
       {{"--num_gpus", "--num_accelerators"}, D, true, A::Translate, "num_gpus",
        "GPUs 0..N-1 of each host: --num-gpus N with a hostfile, else --nproc-per-node N"},
       {{"--num_nodes"}, D, true, A::Translate, "num_nodes",
@@ -110,8 +115,12 @@ std::vector<CompatFlag> build() {
       {{"--bind_cores_to_rank", "--bind_core_list"}, D, false, A::Refuse, "",
        "mtrain does not pin ranks to cores; it sets OMP_NUM_THREADS to cores / ranks. Pin in the "
        "program command (numactl, taskset) if you need it."},
+  };
+}
 
-      // accelerate launch (accelerate/commands/launch.py).
+// accelerate launch (accelerate/commands/launch.py).
+std::vector<CompatFlag> accelerate_flags() {
+  return {
       {{"--num_processes", "--num-processes"}, X, true, A::Translate, "num_processes",
        "processes over all machines: --nproc-per-node N / num_machines"},
       {{"--num_machines", "--num-machines"}, X, true, A::Rename, "--nnodes", "machines (nodes)"},
@@ -149,6 +158,16 @@ std::vector<CompatFlag> build() {
        "mtrain sets OMP_NUM_THREADS to cores / ranks for every rank unless it is already set: run "
        "`OMP_NUM_THREADS=N mtrain launch …` to choose it."},
   };
+}
+
+// The table in help order: torchrun's spellings, then the DeepSpeed launcher's, then accelerate's.
+std::vector<CompatFlag> build() {
+  std::vector<CompatFlag> table;
+  for (auto family : {torchrun_flags, deepspeed_flags, accelerate_flags}) {
+    std::vector<CompatFlag> flags = family();
+    table.insert(table.end(), std::make_move_iterator(flags.begin()), std::make_move_iterator(flags.end()));
+  }
+  return table;
 }
 
 struct Item {
@@ -265,24 +284,18 @@ class Rewriter {
     }
   }
 
+  // A Translate rule (CompatFlag::target names it), by the tool whose flag it is.
   void translate(const std::string& rule, const std::string& name, const std::string& v) {
+    if (!translate_torchrun(rule, name, v) && !translate_deepspeed(rule, name, v) && !translate_accelerate(rule, name, v))
+      throw Error("internal: compat rule '" + rule + "' has no translation");
+  }
+
+  // torchrun's rules; false for another tool's.
+  bool translate_torchrun(const std::string& rule, const std::string& name, const std::string& v) {
     if (rule == "standalone") {
       standalone_ = true;
     } else if (rule == "rdzv_conf") {
-      for (const auto& part : str::split(v, ',')) {
-        if (str::trim(part).empty()) continue;
-        auto eq = part.find('=');
-        if (eq == std::string::npos)
-          throw Error(fmt::format("{} '{}': '{}' is not key=value", name, v, part),
-                      "Write it as --rdzv_conf join_timeout=600,last_call_timeout=30.");
-        const std::string key = str::trim(part.substr(0, eq)), val = str::trim(part.substr(eq + 1));
-        if (key == "join_timeout") add("--rdzv-timeout", val);
-        else if (key == "last_call_timeout") add("--rdzv-last-call", val);
-        else
-          throw Error(fmt::format("{} key '{}' has no mtrain counterpart", name, key),
-                      "mtrain takes join_timeout (--rdzv-timeout) and last_call_timeout (--rdzv-last-call); "
-                      "a lost node is detected by --node-timeout. Drop the other keys.");
-      }
+      rdzv_conf(name, v);
     } else if (rule == "start_method") {
       if (v != "spawn")
         throw Error(fmt::format("{} {}: mtrain starts every rank as a fresh process (exec), never by fork", name, v),
@@ -299,7 +312,33 @@ class Rewriter {
                     "Use 3 (both streams, every rank) or 0, and --ranks-filter to choose which ranks reach "
                     "the console.");
       (rule == "tee" ? tee_ : redirects_) = v;
-    } else if (rule == "launcher") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // --rdzv_conf key=value,...: the two keys mtrain has a setting for.
+  void rdzv_conf(const std::string& name, const std::string& v) {
+    for (const auto& part : str::split(v, ',')) {
+      if (str::trim(part).empty()) continue;
+      auto eq = part.find('=');
+      if (eq == std::string::npos)
+        throw Error(fmt::format("{} '{}': '{}' is not key=value", name, v, part),
+                    "Write it as --rdzv_conf join_timeout=600,last_call_timeout=30.");
+      const std::string key = str::trim(part.substr(0, eq)), val = str::trim(part.substr(eq + 1));
+      if (key == "join_timeout") add("--rdzv-timeout", val);
+      else if (key == "last_call_timeout") add("--rdzv-last-call", val);
+      else
+        throw Error(fmt::format("{} key '{}' has no mtrain counterpart", name, key),
+                    "mtrain takes join_timeout (--rdzv-timeout) and last_call_timeout (--rdzv-last-call); "
+                    "a lost node is detected by --node-timeout. Drop the other keys.");
+    }
+  }
+
+  // The DeepSpeed launcher's rules; false for another tool's.
+  bool translate_deepspeed(const std::string& rule, const std::string& name, const std::string& v) {
+    if (rule == "launcher") {
       const std::string l = lower(v);
       if (l == "pdsh") {
         add("--launcher", "ssh");
@@ -315,7 +354,15 @@ class Rewriter {
       num_gpus_ = v;
     } else if (rule == "num_nodes") {
       num_nodes_ = v;
-    } else if (rule == "num_processes") {
+    } else {
+      return false;
+    }
+    return true;
+  }
+
+  // accelerate launch's rules; false for another tool's.
+  bool translate_accelerate(const std::string& rule, const std::string& name, const std::string& v) {
+    if (rule == "num_processes") {
       num_processes_ = v;
     } else if (rule == "mixed_precision") {
       const std::string p = lower(v);
@@ -351,8 +398,9 @@ class Rewriter {
       produce(name, "--set", "zero.offload_param_device=" + lower(v));
       accelerate_ = true;
     } else {
-      throw Error("internal: compat rule '" + rule + "' has no translation");
+      return false;
     }
+    return true;
   }
 
   // What needs the whole command line: totals over machines, the log/tee pair, --standalone.

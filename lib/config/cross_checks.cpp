@@ -152,101 +152,135 @@ std::vector<Problem> batch_problems(const json& job, long long world) {
   return out;
 }
 
-std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
-  (void)reg;
+namespace {
+
+// ZeRO stage against the strategy, and offloading against the stage. Not for `auto`.
+std::vector<Problem> zero_problems(const json& job) {
+  std::vector<Problem> out;
+  const std::string strategy = as_text(job, "strategy");
+  const StrategyName strategy_id = strategy_from_text(strategy);
+  const long long stage = as_int(job, "zero.stage");
+  if (stage != 0 && zero_stage(strategy_id) != stage) {
+    out.push_back({true, {"zero.stage", "strategy"},
+                   fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
+                   fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
+  }
+  const int zstage = effective_zero_stage(job);
+  if (choice_at<OffloadDevice>(job, "zero.offload_param_device") != OffloadDevice::None && zstage != 3) {
+    out.push_back({true, {"zero.offload_param_device", "strategy"},
+                   fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
+                               "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
+                               as_text(job, "zero.offload_param_device"), strategy),
+                   "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
+  }
+  if (choice_at<OffloadDevice>(job, "zero.offload_optimizer_device") != OffloadDevice::None && zstage == 0) {
+    out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
+                   fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
+                               "ZeRO stage",
+                               as_text(job, "zero.offload_optimizer_device"), strategy),
+                   "Use strategy zero1, zero2 or zero3."});
+  }
+  return out;
+}
+
+// Knobs of a strategy that is not in use (fsdp.*, ddp.* given by the user): accepted, but they
+// do nothing. Warnings. Not for `auto`.
+std::vector<Problem> unused_knob_problems(const Registry& reg, const Resolved& r) {
   const json& job = r.job;
   std::vector<Problem> out;
   const std::string strategy = as_text(job, "strategy");
+  const StrategyName strategy_id = strategy_from_text(strategy);
   const ModelName model = model_from_text(as_text(job, "model.name"));
-
-  for (auto& p : batch_problems(job, known_world_size(job))) out.push_back(std::move(p));
-  for (auto& p : data_model_problems(job)) out.push_back(std::move(p));
-  // `auto`: the strategy checks run again once the launcher has chosen (lib/estimate picks
-  // among the strategies these settings allow).
-  if (!is_auto_strategy(strategy)) {
-    const StrategyName strategy_id = strategy_from_text(strategy);
-
-    // ZeRO stage against strategy, and offloading against the stage.
-    const long long stage = as_int(job, "zero.stage");
-    if (stage != 0 && zero_stage(strategy_id) != stage) {
-      out.push_back({true, {"zero.stage", "strategy"},
-                     fmt::format("zero.stage is {} but strategy is '{}'", stage, strategy),
-                     fmt::format("Set strategy to zero{} (or zero.stage to 0 to follow strategy).", stage)});
-    }
-    const int zstage = effective_zero_stage(job);
-    if (choice_at<OffloadDevice>(job, "zero.offload_param_device") != OffloadDevice::None && zstage != 3) {
-      out.push_back({true, {"zero.offload_param_device", "strategy"},
-                     fmt::format("zero.offload_param_device is '{}' but parameters are only sharded "
-                                 "(and so only offloadable) with ZeRO stage 3; strategy is '{}'",
-                                 as_text(job, "zero.offload_param_device"), strategy),
-                     "Use strategy zero3, or fsdp.cpu_offload with strategy fsdp."});
-    }
-    if (choice_at<OffloadDevice>(job, "zero.offload_optimizer_device") != OffloadDevice::None && zstage == 0) {
-      out.push_back({true, {"zero.offload_optimizer_device", "strategy"},
-                     fmt::format("zero.offload_optimizer_device is '{}' but strategy '{}' is not a "
-                                 "ZeRO stage",
-                                 as_text(job, "zero.offload_optimizer_device"), strategy),
-                     "Use strategy zero1, zero2 or zero3."});
-    }
-
-    // Knobs of a strategy that is not in use: accepted, but they do nothing.
-    for (const auto& [prefix, owner] : {std::pair<std::string, StrategyName>{"fsdp.", StrategyName::Fsdp},
-                                        {"ddp.", StrategyName::Ddp}}) {
-      for (const auto& s : reg.all()) {
-        // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
-        if (s.key == "fsdp.activation_checkpointing") continue;
-        // A TorchScript model's blocks (checkpointing, ZeRO-3 units) are named by these.
-        if (model == ModelName::Torchscript &&
-            (s.key == "fsdp.wrap_module_types" ||
-             (get(job, "fsdp.activation_checkpointing").get<bool>() &&
-              (s.key == "fsdp.wrap_policy" || s.key == "fsdp.min_num_params"))))
-          continue;
-        if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
-          out.push_back({false, {s.key, "strategy"},
-                         fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
-                         fmt::format("Set strategy to {} or drop the setting.", to_string(owner))});
-        }
-      }
-    }
-  }
-
-  // Loss scaling is an fp16 feature.
-  if (choice_at<Precision>(job, "train.precision") != Precision::Fp16) {
+  for (const auto& [prefix, owner] : {std::pair<std::string, StrategyName>{"fsdp.", StrategyName::Fsdp},
+                                      {"ddp.", StrategyName::Ddp}}) {
     for (const auto& s : reg.all()) {
-      if (s.key.rfind("precision.", 0) == 0 && given(r, s.key)) {
-        out.push_back({false, {s.key, "train.precision"},
-                       fmt::format("{} is set but train.precision is '{}'; loss scaling only "
-                                   "applies to fp16",
-                                   s.key, as_text(job, "train.precision")),
-                       "Set train.precision to fp16 or drop the setting."});
+      // Activation checkpointing is honoured by every strategy (the key keeps accelerate's name).
+      if (s.key == "fsdp.activation_checkpointing") continue;
+      // A TorchScript model's blocks (checkpointing, ZeRO-3 units) are named by these.
+      if (model == ModelName::Torchscript &&
+          (s.key == "fsdp.wrap_module_types" ||
+           (get(job, "fsdp.activation_checkpointing").get<bool>() &&
+            (s.key == "fsdp.wrap_policy" || s.key == "fsdp.min_num_params"))))
+        continue;
+      if (s.key.rfind(prefix, 0) == 0 && given(r, s.key) && strategy_id != owner) {
+        out.push_back({false, {s.key, "strategy"},
+                       fmt::format("{} is set but strategy is '{}', so it has no effect", s.key, strategy),
+                       fmt::format("Set strategy to {} or drop the setting.", to_string(owner))});
       }
     }
   }
+  return out;
+}
 
-  // Model shapes.
-  if (model == ModelName::Gpt && as_int(job, "model.n_embd") % as_int(job, "model.n_head") != 0) {
+// Loss scaling (precision.*) is an fp16 feature. Warnings.
+std::vector<Problem> loss_scaling_problems(const Registry& reg, const Resolved& r) {
+  const json& job = r.job;
+  std::vector<Problem> out;
+  if (choice_at<Precision>(job, "train.precision") == Precision::Fp16) return out;
+  for (const auto& s : reg.all()) {
+    if (s.key.rfind("precision.", 0) == 0 && given(r, s.key)) {
+      out.push_back({false, {s.key, "train.precision"},
+                     fmt::format("{} is set but train.precision is '{}'; loss scaling only "
+                                 "applies to fp16",
+                                 s.key, as_text(job, "train.precision")),
+                     "Set train.precision to fp16 or drop the setting."});
+    }
+  }
+  return out;
+}
+
+// Model shapes.
+std::vector<Problem> model_shape_problems(const json& job) {
+  std::vector<Problem> out;
+  if (model_from_text(as_text(job, "model.name")) == ModelName::Gpt &&
+      as_int(job, "model.n_embd") % as_int(job, "model.n_head") != 0) {
     out.push_back({true, {"model.n_embd", "model.n_head"},
                    fmt::format("model.n_embd {} is not divisible by model.n_head {}",
                                as_int(job, "model.n_embd"), as_int(job, "model.n_head")),
                    "Each attention head gets n_embd / n_head dimensions; pick values that divide."});
   }
+  return out;
+}
 
-  for (auto& p : model_file_problems(job)) out.push_back(std::move(p));
-  // The dataset's files, from the one table (data_checks.cpp): here what the settings alone show
-  // (a needed path left empty); the files themselves on the host whose ranks read them, before
-  // any rank starts (check_before_launch, check_data_files), since a job file is often checked
-  // where its data is not (a login node before `mtrain slurm submit`).
-  for (auto& p : data_file_problems(job, false)) out.push_back(std::move(p));
-
-  // Schedule.
+// Schedule.
+std::vector<Problem> schedule_problems(const json& job) {
+  std::vector<Problem> out;
   if (choice_at<ScheduleName>(job, "sched.name") == ScheduleName::Cosine && get(job, "sched.min_lr").get<double>() > get(job, "optim.lr").get<double>()) {
     out.push_back({true, {"sched.min_lr", "optim.lr"},
                    fmt::format("sched.min_lr {} is above the peak optim.lr {}",
                                get(job, "sched.min_lr").get<double>(), get(job, "optim.lr").get<double>()),
                    "The cosine schedule decays from optim.lr down to sched.min_lr."});
   }
+  return out;
+}
 
-  for (auto& p : launch_problems(r)) out.push_back(std::move(p));
+void append(std::vector<Problem>& out, std::vector<Problem> more) {
+  for (auto& p : more) out.push_back(std::move(p));
+}
+
+}  // namespace
+
+std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
+  const json& job = r.job;
+  std::vector<Problem> out;
+  append(out, batch_problems(job, known_world_size(job)));
+  append(out, data_model_problems(job));
+  // `auto`: the strategy checks run again once the launcher has chosen (lib/estimate picks
+  // among the strategies these settings allow).
+  if (!is_auto_strategy(as_text(job, "strategy"))) {
+    append(out, zero_problems(job));
+    append(out, unused_knob_problems(reg, r));
+  }
+  append(out, loss_scaling_problems(reg, r));
+  append(out, model_shape_problems(job));
+  append(out, model_file_problems(job));
+  // The dataset's files, from the one table (data_checks.cpp): here what the settings alone show
+  // (a needed path left empty); the files themselves on the host whose ranks read them, before
+  // any rank starts (check_before_launch, check_data_files), since a job file is often checked
+  // where its data is not (a login node before `mtrain slurm submit`).
+  append(out, data_file_problems(job, false));
+  append(out, schedule_problems(job));
+  append(out, launch_problems(r));
   return out;
 }
 

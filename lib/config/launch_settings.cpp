@@ -103,9 +103,8 @@ Setting invocation(Setting s) {
 // --ranks-filter: "" or all (every rank), or ranks like "0" or "0,3" (core/index_list.hpp).
 std::string check_ranks(const std::string& t) { return read_index_selection(t, "rank").problem; }
 
-}  // namespace
-
-void add_launch_settings(Registry& r) {
+// How many ranks, started how, on which hosts and GPUs.
+void add_placement_settings(Registry& r) {
   r.add(choice("launch.launcher", to_string(LauncherKind::Auto), choice_names<LauncherKind>(),
                "How ranks are started: auto (srun inside a Slurm allocation, ssh when a "
                "hostfile names other hosts, else this machine), local, ssh, slurm (an agent per node "
@@ -139,6 +138,11 @@ void add_launch_settings(Registry& r) {
   r.add(text("launch.hostfile", "",
              "File listing hosts, one per line: 'worker-0 slots=8' (deepspeed/MPI style).",
              "hostfile"));
+}
+
+// Where rank 0 and the node store listen, the job's names, this node's place in it, and how
+// long nodes wait for each other.
+void add_rendezvous_settings(Registry& r) {
   r.add(text("launch.master_addr", "", "Address of rank 0's host; empty: the first node.",
              "master-addr"));
   Setting port = integer("launch.master_port", 29500, 0, 65535,
@@ -173,6 +177,10 @@ void add_launch_settings(Registry& r) {
                "With --nnodes MIN:MAX: seconds to wait for more nodes once MIN have joined.", "rdzv-last-call"));
   r.add(number("launch.node_timeout_s", 30, 0.5, 86400,
                "Seconds without heartbeats after which a node counts as lost and the job stops.", "node-timeout"));
+}
+
+// When a rank counts as stalled, and how long a stopped rank gets before SIGKILL.
+void add_liveness_settings(Registry& r) {
   r.add(number("launch.heartbeat_timeout_s", 0, 0, 864000,
                "Stop the job (exit 75) when a rank writes no output and does not touch its "
                "MTRAIN_HEARTBEAT_FILE for this many seconds; 0: a rank that touches the file (mtrain-worker "
@@ -180,6 +188,11 @@ void add_launch_settings(Registry& r) {
                "heartbeat-timeout"));
   r.add(number("launch.grace_period_s", 5, 0, 86400, "Seconds between SIGTERM and SIGKILL at teardown.",
                "grace-period"));
+}
+
+// Which of the hostfile's hosts and slots are used (the DeepSpeed launcher's --num_nodes and
+// --num_gpus), and how the ssh launcher reaches them and what it passes along.
+void add_remote_host_settings(Registry& r) {
   r.add(integer("launch.num_nodes", 0, 0, 1 << 20, "Use the first N hosts of the hostfile (0: all).", "num-nodes"));
   r.add(integer("launch.num_gpus", 0, 0, 1 << 20, "Use the first N slots of each host (0: all).", "num-gpus"));
   r.add(text("launch.remote_mtrain", "", "Path of mtrain on the other hosts (default: this binary's path).",
@@ -192,6 +205,10 @@ void add_launch_settings(Registry& r) {
                   "PYTHON*, OMP_* and MTRAIN_* are passed anyway.",
                   "export")));
   r.add(text("launch.export_env_file", "", "File of VAR=VALUE lines to pass to every host.", "export-env-file"));
+}
+
+// What reaches the console, and how each line is labelled.
+void add_console_settings(Registry& r) {
   r.add(boolean("launch.tee", false, "With --log-dir, also show rank output on the console.", "tee"));
   r.add(text("launch.prefix", "[{host}:{rank}] ", "Console line prefix; {host} {rank} {local_rank} {role}.",
              "prefix"));
@@ -199,6 +216,10 @@ void add_launch_settings(Registry& r) {
   r.add(checked(text("launch.ranks_filter", "", "Only these ranks reach the console, e.g. 0 or 0,3 (empty: every rank).",
                      "ranks-filter"),
                 "ranks like 0 or 0,3", check_ranks));
+}
+
+// How PROGRAM is started: with which Python, as a module or not, and with --local_rank or not.
+void add_program_settings(Registry& r) {
   r.add(text("launch.python", "python3",
              "Interpreter for PROGRAM.py and -m (resolved on PATH, shown by --dry-run).", "python"));
   Setting module = boolean("launch.module", false,
@@ -212,6 +233,10 @@ void add_launch_settings(Registry& r) {
   r.add(boolean("launch.no_local_rank", false,
                 "Do not append --local_rank (the default); wins over launch.local_rank_arg from any source.",
                 "no-local-rank"));
+}
+
+// Elastic jobs and restarts: a node arriving while the job runs, a rank failing.
+void add_restart_settings(Registry& r) {
   r.add(choice("launch.scale_up", to_string(ScaleUp::checkpoint), choice_names<ScaleUp>(),
                "With --nnodes MIN:MAX, a node that arrives while the job runs: checkpoint (the ranks get the "
                "preemption notice and save, then the job re-forms with the new node; not counted as a "
@@ -219,6 +244,10 @@ void add_launch_settings(Registry& r) {
                "scale-up"));
   r.add(integer("launch.max_restarts", 0, 0, 1000,
                 "Times the whole group is restarted after a rank fails.", "max-restarts"));
+}
+
+// What the program is handed (the job's trainer settings) and where its output goes.
+void add_program_io_settings(Registry& r) {
   r.add(choice("launch.pass_config", to_string(PassConfig::None), choice_names<PassConfig>(),
                "How the job's trainer settings reach a program given to `mtrain launch` (the resolved "
                "job is always in the file MTRAIN_JOB_FILE names): none, deepspeed (each rank gets "
@@ -232,6 +261,11 @@ void add_launch_settings(Registry& r) {
                 "Relay rank output to a terminal byte for byte; by default control characters (escape "
                 "sequences, NUL) are shown as ^[ ^@ … on a terminal and always in failure reports.",
                 "raw-output"));
+}
+
+// Before any rank starts: print the plan instead (--dry-run), or check that the bundled
+// trainer fits in the device memory (lib/estimate).
+void add_preflight_settings(Registry& r) {
   r.add(invocation(boolean("launch.dry_run", false, "Print the launch plan; start nothing.", "dry-run")));
   r.add(invocation(choice("launch.format", to_string(PlanFormat::Text), choice_names<PlanFormat>(), "Plan format for --dry-run.", "format")));
   // The fit check (lib/estimate): before any rank of the bundled trainer starts.
@@ -245,6 +279,22 @@ void add_launch_settings(Registry& r) {
                            "Start the bundled trainer even when the estimate says the job does not fit in "
                            "the device memory.",
                            "force")));
+}
+
+}  // namespace
+
+// The launch.* section of the settings table, in the order of `mtrain launch --help`, the
+// settings reference and completion (the registry keeps insertion order).
+void add_launch_settings(Registry& r) {
+  add_placement_settings(r);
+  add_rendezvous_settings(r);
+  add_liveness_settings(r);
+  add_remote_host_settings(r);
+  add_console_settings(r);
+  add_program_settings(r);
+  add_restart_settings(r);
+  add_program_io_settings(r);
+  add_preflight_settings(r);
 }
 
 void add_slurm_settings(Registry& r) {

@@ -114,92 +114,110 @@ json interpret(const Registry& reg, const Setting& s, const std::string& raw, co
 
 std::string shown(const json& v) { return v.is_string() ? (v.get<std::string>().empty() ? "(empty)" : v.get<std::string>()) : v.dump(); }
 
+// The answers so far, and the job they resolve to (every other setting at its default).
+struct Answers {
+  std::map<std::string, json> values;
+  std::set<std::string> preset;  // given with --set: shown, not asked
+
+  Resolved job(const Registry& reg) const { return resolve(reg, {Layer{Source::Cli, "wizard", values}}); }
+};
+
+// Before the strategy question: model, world and precision are known, so show what each strategy
+// needs and take the recommended one as the default answer.
+void advise_strategy(const Registry& reg, const WizardOptions& opt, Answers& answers, Resolved& r,
+                     std::ostream& out) {
+  try {
+    const auto advice = opt.advise(r.job);
+    out << "\n" << advice.table;
+    if (!advice.recommended.empty()) {
+      answers.values["strategy"] = advice.recommended;
+      r = answers.job(reg);
+    }
+  } catch (const Error& e) {
+    out << "\n(no memory estimate: " << e.message() << ")\n";
+  }
+}
+
+void print_question(const Question& q, const Setting& s, int number, std::ostream& out) {
+  out << fmt::format("\n[{}] {}\n    {}\n", number, q.intro, s.help);
+  if (s.type == Type::Choice) {
+    std::string list;
+    for (size_t i = 0; i < s.choices.size(); ++i) list += fmt::format("  {}) {}", i + 1, s.choices[i]);
+    out << "   " << list << "\n";
+  } else {
+    out << "    (" << describe_type(s) << ")\n";
+  }
+}
+
+// Checks an answer against what is known so far (e.g. n_embd against n_head): throws the first
+// error of a cross-check that involves this key and only keys answered already.
+void check_answer(const Registry& reg, const Answers& answers, const std::string& key, const json& v) {
+  Answers trial = answers;
+  trial.values[key] = v;
+  const Resolved t = trial.job(reg);
+  // A token file is checked as the launcher will (exists, header agrees with its size) when the
+  // ranks run on this machine.
+  const LauncherKind launcher = choice_at<LauncherKind>(t.job, "launch.launcher");
+  if ((key == "data.path" || key == "data.val_path") &&
+      (launcher == LauncherKind::Local || (launcher == LauncherKind::Auto && text_of(t.job, "launch.hostfile").empty())))
+    check_data_files(t.job);
+  for (const auto& p : cross_check(reg, t)) {
+    bool involves = false, all_known = true;
+    for (const auto& k : p.keys) {
+      involves = involves || k == key;
+      all_known = all_known && trial.values.count(k);
+    }
+    if (p.error && involves && all_known) throw Error(p.message, p.hint);
+  }
+}
+
+// Prompts until an answer is accepted; a refused one is explained and asked again.
+json ask(const Registry& reg, const Answers& answers, const Setting& s, const std::string& key, const json& current,
+         std::istream& in, std::ostream& out) {
+  for (;;) {
+    out << fmt::format("  {} [{}]: ", key, shown(current)) << std::flush;
+    std::string line;
+    if (!std::getline(in, line))
+      throw Error("the input ended before the last question; no file was written",
+                  "Run `mtrain config init` on a terminal, or pass --defaults and --set key=value.");
+    try {
+      json v = interpret(reg, s, line, current);
+      check_answer(reg, answers, key, v);
+      return v;
+    } catch (const Error& e) {
+      out << "  not accepted: " << e.message() << (e.hint().empty() ? "" : ". " + e.hint()) << "\n";
+    }
+  }
+}
+
 }  // namespace
 
 std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, std::ostream& out,
                                        const WizardOptions& opt) {
-  std::map<std::string, json> answers;
-  std::set<std::string> preset;
+  Answers answers;
   for (const auto& layer : set_layers(reg, opt.sets))
-    for (const auto& [k, v] : layer.values) answers[k] = v, preset.insert(k);
-
-  auto current_job = [&] {
-    Layer l{Source::Cli, "wizard", answers};
-    return resolve(reg, {l});
-  };
+    for (const auto& [k, v] : layer.values) answers.values[k] = v, answers.preset.insert(k);
   if (!opt.use_defaults)
     out << "mtrain config init: answer each question, or press Enter to keep the value in [brackets].\n";
   int number = 0;
   for (const auto& q : script()) {
-    Resolved r = current_job();
+    Resolved r = answers.job(reg);
     if (!q.when(r.job)) continue;
-    if (q.key == "strategy" && opt.advise && !preset.count(q.key) && !opt.use_defaults) {
-      // Model, world and precision are known: what each strategy needs, and the one to take.
-      try {
-        const auto advice = opt.advise(r.job);
-        out << "\n" << advice.table;
-        if (!advice.recommended.empty()) {
-          answers[q.key] = advice.recommended;
-          r = current_job();
-        }
-      } catch (const Error& e) {
-        out << "\n(no memory estimate: " << e.message() << ")\n";
-      }
-    }
+    const bool preset = answers.preset.count(q.key) > 0;
+    if (q.key == "strategy" && opt.advise && !preset && !opt.use_defaults) advise_strategy(reg, opt, answers, r, out);
     const Setting& s = reg.require(q.key);
     const json current = get(r.job, q.key);
     ++number;
-    if (preset.count(q.key)) {
+    if (preset) {
       out << fmt::format("[{}] {}: {} (from --set)\n", number, q.key, shown(current));
-      continue;
-    }
-    if (opt.use_defaults) {
-      answers[q.key] = current;
-      continue;
-    }
-    out << fmt::format("\n[{}] {}\n    {}\n", number, q.intro, s.help);
-    if (s.type == Type::Choice) {
-      std::string list;
-      for (size_t i = 0; i < s.choices.size(); ++i) list += fmt::format("  {}) {}", i + 1, s.choices[i]);
-      out << "   " << list << "\n";
+    } else if (opt.use_defaults) {
+      answers.values[q.key] = current;
     } else {
-      out << "    (" << describe_type(s) << ")\n";
-    }
-    for (;;) {
-      out << fmt::format("  {} [{}]: ", q.key, shown(current)) << std::flush;
-      std::string line;
-      if (!std::getline(in, line))
-        throw Error("the input ended before the last question; no file was written",
-                    "Run `mtrain config init` on a terminal, or pass --defaults and --set key=value.");
-      try {
-        json v = interpret(reg, s, line, current);
-        // Check the answer against what is known so far (e.g. n_embd against n_head).
-        std::map<std::string, json> trial = answers;
-        trial[q.key] = v;
-        Resolved t = resolve(reg, {Layer{Source::Cli, "wizard", trial}});
-        // A token file is checked as the launcher will (exists, header agrees with its size)
-        // when the ranks run on this machine.
-        const LauncherKind launcher = choice_at<LauncherKind>(t.job, "launch.launcher");
-        if ((q.key == "data.path" || q.key == "data.val_path") &&
-            (launcher == LauncherKind::Local ||
-             (launcher == LauncherKind::Auto && text_of(t.job, "launch.hostfile").empty())))
-          check_data_files(t.job);
-        for (const auto& p : cross_check(reg, t)) {
-          bool involves = false, all_known = true;
-          for (const auto& k : p.keys) {
-            involves = involves || k == q.key;
-            all_known = all_known && trial.count(k);
-          }
-          if (p.error && involves && all_known) throw Error(p.message, p.hint);
-        }
-        answers[q.key] = v;
-        break;
-      } catch (const Error& e) {
-        out << "  not accepted: " << e.message() << (e.hint().empty() ? "" : ". " + e.hint()) << "\n";
-      }
+      print_question(q, s, number, out);
+      answers.values[q.key] = ask(reg, answers, s, q.key, current, in, out);
     }
   }
-  return answers;
+  return answers.values;
 }
 
 std::string wizard_yaml(const Registry& reg, const std::map<std::string, json>& values,

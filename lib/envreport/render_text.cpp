@@ -1,4 +1,6 @@
 // The text form of `mtrain env`: sections of "key: value" lines, rendered from the JSON report.
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "mtrain/core/strings.hpp"
@@ -16,114 +18,140 @@ std::string s(const json& v) {
 
 std::string bytes(const json& v) { return v.is_null() ? "-" : human_bytes(v.get<double>()); }
 
-void line(std::string& out, const std::string& k, const std::string& v) { out += fmt::format("  {:<16}{}\n", k + ":", v); }
+// One section's "key: value" rows. The values line up one space past the section's longest key,
+// and no nearer than the 16 characters every section once shared: short sections keep their
+// layout, and a long name (CUDA_VISIBLE_DEVICES, a user file's train.batch_size, a veth
+// interface) is never glued to its value.
+class Section {
+ public:
+  void line(const std::string& k, const std::string& v) { rows_.push_back({k + ":", v, false}); }
+  void verbatim(const std::string& text) { rows_.push_back({text, "", true}); }  // not aligned, e.g. a table
 
-}  // namespace
+  std::string str(const std::string& title) const {
+    size_t width = kMinKeyWidth;
+    for (const auto& r : rows_)
+      if (!r.verbatim) width = std::max(width, r.key.size() + 1);
+    std::string out = title + "\n";
+    for (const auto& r : rows_) out += r.verbatim ? r.key + "\n" : fmt::format("  {:<{}}{}\n", r.key, width, r.value);
+    return out;
+  }
 
-std::string render_text(const json& r) {
-  std::string out;
-  const auto& m = r.at("mtrain");
-  out += "mtrain\n";
-  line(out, "version", s(m.at("version")));
-  line(out, "executable", s(m.at("executable")));
+ private:
+  static constexpr size_t kMinKeyWidth = 16;
+  struct Row {
+    std::string key, value;
+    bool verbatim;
+  };
+  std::vector<Row> rows_;
+};
+
+// The launcher, and the worker's LibTorch build as `mtrain-worker build-info` reported it.
+void render_mtrain(Section& sec, const json& m) {
+  sec.line("version", s(m.at("version")));
+  sec.line("executable", s(m.at("executable")));
   const auto& w = m.at("worker");
-  line(out, "mtrain-worker", s(w.at("path")));
+  sec.line("mtrain-worker", s(w.at("path")));
   if (w.contains("build")) {
     const auto& b = w.at("build");
-    line(out, "LibTorch", s(b.value("libtorch", json())));
+    sec.line("LibTorch", s(b.value("libtorch", json())));
     auto flag = [&](const char* k) {
       const json& x = b.value(k, json::object());
       if (!x.value("compiled", false)) return std::string("not compiled in");
       return "compiled in" + (x.value("version", json()).is_null() ? std::string() : ", " + s(x.at("version")));
     };
-    line(out, "CUDA", flag("cuda"));
-    line(out, "NCCL", flag("nccl"));
-    line(out, "Gloo", b.value("gloo", false) ? "compiled in" : "not compiled in");
+    sec.line("CUDA", flag("cuda"));
+    sec.line("NCCL", flag("nccl"));
+    sec.line("Gloo", b.value("gloo", false) ? "compiled in" : "not compiled in");
     if (b.contains("blas")) {
       const std::string path = s(b.at("blas"));
-      line(out, "BLAS", path.empty() || path == "-" ? "-" : blas_kind(path) + " (" + path + ")");
+      sec.line("BLAS", path.empty() || path == "-" ? "-" : blas_kind(path) + " (" + path + ")");
     }
   } else if (w.contains("error")) {
-    line(out, "build", s(w.at("error")));
+    sec.line("build", s(w.at("error")));
   }
+}
 
-  if (r.contains("python")) {  // the interpreter `launch -- python3 …` ranks run
-    const auto& py = r.at("python");
-    out += "python (ranks of `mtrain launch -- python3 ...`)\n";
-    if (!py.value("found", false)) {
-      line(out, "python3", s(py.value("error", json())));
-    } else {
-      line(out, "python3", s(py.at("path")) + " (" + s(py.value("executable", json())) + ", " + s(py.value("version", json())) + ")");
-      if (py.value("torch", json()).is_null()) {
-        line(out, "PyTorch", "not importable: " + s(py.value("torch_error", json())));
-      } else {
-        line(out, "PyTorch", s(py.at("torch")) + (py.value("torch_cuda", json()).is_null() ? ", CPU build"
-                                                                                          : ", CUDA " + s(py.at("torch_cuda"))) +
-                                 (py.value("cuda_available", false) ? ", GPU usable" : ", no GPU usable"));
-      }
-    }
+// The interpreter `launch -- python3 …` ranks run, and its PyTorch.
+void render_python(Section& sec, const json& py) {
+  if (!py.value("found", false)) {
+    sec.line("python3", s(py.value("error", json())));
+    return;
   }
-  out += "system\n";
-  line(out, "os", s(r.at("os").at("name")) + " (" + s(r.at("os").at("machine")) + ")");
-  line(out, "kernel", s(r.at("os").at("kernel")));
-  line(out, "hostname", s(r.at("os").at("hostname")));
-  line(out, "cpu", fmt::format("{} core(s), {}", s(r.at("cpu").at("cores")), s(r.at("cpu").at("model"))));
-  line(out, "memory", bytes(r.at("memory").at("total_bytes")) + " total, " + bytes(r.at("memory").at("available_bytes")) +
+  sec.line("python3", s(py.at("path")) + " (" + s(py.value("executable", json())) + ", " + s(py.value("version", json())) + ")");
+  if (py.value("torch", json()).is_null()) {
+    sec.line("PyTorch", "not importable: " + s(py.value("torch_error", json())));
+  } else {
+    sec.line("PyTorch", s(py.at("torch")) + (py.value("torch_cuda", json()).is_null() ? ", CPU build"
+                                                                                      : ", CUDA " + s(py.at("torch_cuda"))) +
+                             (py.value("cuda_available", false) ? ", GPU usable" : ", no GPU usable"));
+  }
+}
+
+void render_system(Section& sec, const json& r) {
+  sec.line("os", s(r.at("os").at("name")) + " (" + s(r.at("os").at("machine")) + ")");
+  sec.line("kernel", s(r.at("os").at("kernel")));
+  sec.line("hostname", s(r.at("os").at("hostname")));
+  sec.line("cpu", fmt::format("{} core(s), {}", s(r.at("cpu").at("cores")), s(r.at("cpu").at("model"))));
+  sec.line("memory", bytes(r.at("memory").at("total_bytes")) + " total, " + bytes(r.at("memory").at("available_bytes")) +
                           " available");
   const auto& shm = r.at("shm");
-  line(out, "/dev/shm", shm.at("mounted").get<bool>()
+  sec.line("/dev/shm", shm.at("mounted").get<bool>()
                             ? bytes(shm.at("total_bytes")) + " (" + bytes(shm.at("free_bytes")) + " free)"
                             : "not mounted");
   const auto& lim = r.at("limits");
-  line(out, "open files", (lim.at("open_files_soft").is_null() ? "unlimited" : s(lim.at("open_files_soft"))) + " (hard " +
+  sec.line("open files", (lim.at("open_files_soft").is_null() ? "unlimited" : s(lim.at("open_files_soft"))) + " (hard " +
                               (lim.at("open_files_hard").is_null() ? "unlimited" : s(lim.at("open_files_hard"))) + ")");
+}
 
-  out += "gpus\n";
-  const auto& g = r.at("gpus");
+void render_gpus(Section& sec, const json& g) {
   if (g.at("devices").empty()) {
-    line(out, "gpu", s(g.at("note")));
-  } else {
-    line(out, "source", s(g.at("source")) + (g.at("cuda_driver_version").is_null()
-                                                 ? std::string()
-                                                 : " (driver supports CUDA " + s(g.at("cuda_driver_version")) + ")"));
-    for (const auto& d : g.at("devices")) {
-      line(out, "gpu " + s(d.at("index")),
-           fmt::format("{}, {}, driver {}, MIG {}, {}, {}", s(d.at("name")), bytes(d.at("memory_total_bytes")),
-                       s(d.at("driver")), d.at("mig_mode").is_null() ? "n/a" : s(d.at("mig_mode")), s(d.at("pci_bus_id")),
-                       s(d.at("uuid"))));
-    }
-    if (!g.at("topology").is_null()) {
-      out += "  topology:\n";
-      for (const auto& l : str::split(g.at("topology").get<std::string>(), '\n'))
-        if (!str::trim(l).empty()) out += "    " + l + "\n";
-    }
+    sec.line("gpu", s(g.at("note")));
+    return;
   }
+  sec.line("source", s(g.at("source")) + (g.at("cuda_driver_version").is_null()
+                                               ? std::string()
+                                               : " (driver supports CUDA " + s(g.at("cuda_driver_version")) + ")"));
+  for (const auto& d : g.at("devices")) {
+    sec.line("gpu " + s(d.at("index")),
+         fmt::format("{}, {}, driver {}, MIG {}, {}, {}", s(d.at("name")), bytes(d.at("memory_total_bytes")),
+                     s(d.at("driver")), d.at("mig_mode").is_null() ? "n/a" : s(d.at("mig_mode")), s(d.at("pci_bus_id")),
+                     s(d.at("uuid"))));
+  }
+  if (!g.at("topology").is_null()) {
+    sec.verbatim("  topology:");
+    for (const auto& l : str::split(g.at("topology").get<std::string>(), '\n'))
+      if (!str::trim(l).empty()) sec.verbatim("    " + l);
+  }
+}
 
-  out += "network\n";
-  for (const auto& n : r.at("network"))
-    line(out, s(n.at("name")), std::string(n.at("up").get<bool>() ? "up" : "down") +
+void render_network(Section& sec, const json& network) {
+  for (const auto& n : network)
+    sec.line(s(n.at("name")), std::string(n.at("up").get<bool>() ? "up" : "down") +
                                    (n.at("addresses").empty() ? "" : "  " + str::join(n.at("addresses").get<std::vector<std::string>>(), " ")));
+}
 
-  out += "slurm\n";
-  const auto& sl = r.at("slurm");
-  line(out, "installed", !sl.at("installed").get<bool>() ? "no (sinfo not on PATH)"
+void render_slurm(Section& sec, const json& sl) {
+  sec.line("installed", !sl.at("installed").get<bool>() ? "no (sinfo not on PATH)"
                          : sl.contains("problem")  ? "yes, but " + s(sl.at("problem"))
                                                    : "yes (" + s(sl.at("version")) + ")");
   if (sl.contains("allocation")) {
     const auto& a = sl.at("allocation");
-    line(out, "allocation", fmt::format("job {} on {} (node {}, partition {}){}", s(a.at("job_id")),
+    sec.line("allocation", fmt::format("job {} on {} (node {}, partition {}){}", s(a.at("job_id")),
                                         str::join(a.at("nodes").get<std::vector<std::string>>(), ","), s(a.at("node_id")),
                                         s(a.at("partition")), a.at("in_step").get<bool>() ? ", inside a step" : ""));
   } else {
-    line(out, "allocation", sl.contains("error") ? "invalid: " + s(sl.at("error")) : "none");
+    sec.line("allocation", sl.contains("error") ? "invalid: " + s(sl.at("error")) : "none");
   }
+}
 
-  out += "environment\n";
+// The variables that are set (with where they came from and who reads them), the unset ones
+// by name, and the user file's settings.
+void render_environment(Section& sec, const json& r) {
   for (const auto& e : r.at("environment")) {
     if (e.at("value").is_null()) continue;
     std::string src = s(e.at("source"));
     if (e.contains("setting") && !e.at("setting").is_null()) src += ", setting " + s(e.at("setting"));
-    line(out, s(e.at("name")), s(e.at("value")) + "   (" + src + "; " + s(e.at("used_by")) + ")");
+    sec.line(s(e.at("name")), s(e.at("value")) + "   (" + src + "; " + s(e.at("used_by")) + ")");
   }
   std::vector<std::string> unset;
   for (const auto& e : r.at("environment"))
@@ -132,22 +160,41 @@ std::string render_text(const json& r) {
   std::string row;
   for (const auto& n : unset) {
     if (!row.empty() && row.size() + n.size() > 80) {
-      line(out, "unset", row);
+      sec.line("unset", row);
       row.clear();
     }
     row += (row.empty() ? "" : " ") + n;
   }
-  if (!row.empty()) line(out, "unset", row);
+  if (!row.empty()) sec.line("unset", row);
   const auto& uc = r.at("user_config");
   if (uc.at("exists").get<bool>()) {
-    line(out, "user config", s(uc.at("path")));
-    for (const auto& [k, v] : uc.at("settings").items()) line(out, "  " + k, s(v) + "   (user file)");
+    sec.line("user config", s(uc.at("path")));
+    for (const auto& [k, v] : uc.at("settings").items()) sec.line("  " + k, s(v) + "   (user file)");
   }
+}
 
-  const auto& warns = r.at("warnings");
-  out += fmt::format("warnings ({})\n", warns.size());
+std::string render_warnings(const json& warns) {
+  std::string out = fmt::format("warnings ({})\n", warns.size());
   for (const auto& x : warns) out += "  ! " + s(x.at("what")) + "\n    " + s(x.at("advice")) + "\n";
   return out;
+}
+
+}  // namespace
+
+std::string render_text(const json& r) {
+  auto section = [](const std::string& title, const json& part, void (*render)(Section&, const json&)) {
+    Section sec;
+    render(sec, part);
+    return sec.str(title);
+  };
+  std::string out = section("mtrain", r.at("mtrain"), render_mtrain);
+  if (r.contains("python")) out += section("python (ranks of `mtrain launch -- python3 ...`)", r.at("python"), render_python);
+  out += section("system", r, render_system);
+  out += section("gpus", r.at("gpus"), render_gpus);
+  out += section("network", r.at("network"), render_network);
+  out += section("slurm", r.at("slurm"), render_slurm);
+  out += section("environment", r, render_environment);
+  return out + render_warnings(r.at("warnings"));
 }
 
 }  // namespace mtrain::envreport

@@ -47,80 +47,109 @@ Set count_or_all(Field field) {
   };
 }
 
+using O = LaunchOptions;
+
+// Where the ranks run: launcher, ranks per node, devices, hosts and the master address.
+std::vector<LaunchBinding> placement_bindings() {
+  return {
+    {"launch.launcher", choice<config::LauncherKind>("launch.launcher", [](O& o) -> auto& { return o.launcher; })},
+    {"launch.nproc_per_node", text_when_given([](O& o) -> std::string& { return o.plan.nproc_per_node; })},
+    {"launch.nnodes", text_when_given([](O& o) -> std::string& { return o.multi.nnodes; })},
+    {"launch.device", choice<config::DeviceKind>("launch.device", [](O& o) -> auto& { return o.plan.device; })},
+    {"launch.gpus", text([](O& o) -> std::string& { return o.plan.gpus; })},
+    {"launch.include", text([](O& o) -> std::string& { return o.plan.include; })},
+    {"launch.exclude", text([](O& o) -> std::string& { return o.plan.exclude; })},
+    {"launch.hostfile", text([](O& o) -> std::string& { return o.multi.hostfile; })},
+    {"launch.master_addr", text([](O& o) -> std::string& { return o.plan.master_addr; })},
+    {"launch.master_port",
+     [](O& o, const json& v, bool given) {
+       o.master_port = text_of(v);
+       o.master_port_given = given;  // else a Slurm allocation's port may take its place
+     }},
+  };
+}
+
+// How the nodes meet and stay together: rendezvous, node identity, timeouts, ssh.
+std::vector<LaunchBinding> rendezvous_bindings() {
+  return {
+    {"launch.rdzv_backend",
+     choice<config::RdzvBackend>("launch.rdzv_backend", [](O& o) -> auto& { return o.multi.rdzv_backend; })},
+    {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
+    {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
+    {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
+    {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
+    {"launch.role", text([](O& o) -> std::string& { return o.plan.role; })},
+    {"launch.node_rank",
+     [](O& o, const json& v, bool given) {
+       o.plan.node_rank = v.get<int>();
+       o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
+     }},
+    {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
+    {"launch.scale_up", choice<config::ScaleUp>("launch.scale_up", [](O& o) -> auto& { return o.multi.scale_up; })},
+    {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
+    {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
+    {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
+    {"launch.heartbeat_timeout_s", value<double>([](O& o) -> double& { return o.heartbeat_timeout_s; })},
+    {"launch.grace_period_s", value<double>([](O& o) -> double& { return o.grace_period_s; })},
+    {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
+    {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
+    {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
+    {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
+    {"launch.ssh_option", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
+    {"launch.ssh_port", value<int>([](O& o) -> int& { return o.multi.ssh_port; })},
+    {"launch.export", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
+    {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
+  };
+}
+
+// What the ranks print and where.
+std::vector<LaunchBinding> output_bindings() {
+  return {
+    {"launch.tee", value<bool>([](O& o) -> bool& { return o.output.tee; })},
+    {"launch.prefix", text([](O& o) -> std::string& { return o.output.prefix_format; })},
+    {"launch.no_prefix", [](O& o, const json& v, bool) { o.output.prefix = !v.get<bool>(); }},
+    {"launch.ranks_filter",
+     [](O& o, const json& v, bool) {
+       // The registry checked the text with the same grammar (core/index_list.hpp); "" or all:
+       // every rank.
+       o.output.ranks_filter.clear();
+       for (int r : parse_index_selection(text_of(v), "--ranks-filter", "rank")) o.output.ranks_filter.insert(r);
+     }},
+  };
+}
+
+// How the program is started and restarted, and what the launcher itself does.
+std::vector<LaunchBinding> program_bindings() {
+  return {
+    {"launch.python", text([](O& o) -> std::string& { return o.plan.python; })},
+    {"launch.module", value<bool>([](O& o) -> bool& { return o.plan.module; })},
+    {"launch.no_python", value<bool>([](O& o) -> bool& { return o.plan.no_python; })},
+    {"launch.local_rank_arg", value<bool>([](O& o) -> bool& { return o.plan.local_rank_arg; })},
+    // After launch.local_rank_arg (apply_launch_settings goes in this order): --no-local-rank,
+    // torchrun's default, wins over --local-rank-arg whichever source gave either.
+    {"launch.no_local_rank", [](O& o, const json& v, bool) {
+       if (v.get<bool>()) o.plan.local_rank_arg = false;
+     }},
+    {"launch.max_restarts", value<int>([](O& o) -> int& { return o.plan.max_restarts; })},
+    {"launch.pass_config", choice<config::PassConfig>("launch.pass_config", [](O& o) -> auto& { return o.pass_config; })},
+    {"launch.log_dir", text([](O& o) -> std::string& { return o.output.log_dir; })},
+    {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
+    {"launch.dry_run", value<bool>([](O& o) -> bool& { return o.dry_run; })},
+    {"launch.format", choice<config::PlanFormat>("launch.format", [](O& o) -> auto& { return o.format; })},
+    {"launch.device_memory", text([](O& o) -> std::string& { return o.device_memory; })},
+    {"launch.force", value<bool>([](O& o) -> bool& { return o.force; })},
+  };
+}
+
 }  // namespace
 
 const std::vector<LaunchBinding>& launch_bindings() {
-  using O = LaunchOptions;
-  static const std::vector<LaunchBinding> t = {
-      {"launch.launcher", choice<config::LauncherKind>("launch.launcher", [](O& o) -> auto& { return o.launcher; })},
-      {"launch.nproc_per_node", text_when_given([](O& o) -> std::string& { return o.plan.nproc_per_node; })},
-      {"launch.nnodes", text_when_given([](O& o) -> std::string& { return o.multi.nnodes; })},
-      {"launch.device", choice<config::DeviceKind>("launch.device", [](O& o) -> auto& { return o.plan.device; })},
-      {"launch.gpus", text([](O& o) -> std::string& { return o.plan.gpus; })},
-      {"launch.include", text([](O& o) -> std::string& { return o.plan.include; })},
-      {"launch.exclude", text([](O& o) -> std::string& { return o.plan.exclude; })},
-      {"launch.hostfile", text([](O& o) -> std::string& { return o.multi.hostfile; })},
-      {"launch.master_addr", text([](O& o) -> std::string& { return o.plan.master_addr; })},
-      {"launch.master_port",
-       [](O& o, const json& v, bool given) {
-         o.master_port = text_of(v);
-         o.master_port_given = given;  // else a Slurm allocation's port may take its place
-       }},
-      {"launch.rdzv_backend",
-       choice<config::RdzvBackend>("launch.rdzv_backend", [](O& o) -> auto& { return o.multi.rdzv_backend; })},
-      {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
-      {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
-      {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
-      {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
-      {"launch.role", text([](O& o) -> std::string& { return o.plan.role; })},
-      {"launch.node_rank",
-       [](O& o, const json& v, bool given) {
-         o.plan.node_rank = v.get<int>();
-         o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
-       }},
-      {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
-      {"launch.scale_up", choice<config::ScaleUp>("launch.scale_up", [](O& o) -> auto& { return o.multi.scale_up; })},
-      {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
-      {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
-      {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
-      {"launch.heartbeat_timeout_s", value<double>([](O& o) -> double& { return o.heartbeat_timeout_s; })},
-      {"launch.grace_period_s", value<double>([](O& o) -> double& { return o.grace_period_s; })},
-      {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
-      {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
-      {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
-      {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
-      {"launch.ssh_option", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
-      {"launch.ssh_port", value<int>([](O& o) -> int& { return o.multi.ssh_port; })},
-      {"launch.export", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
-      {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
-      {"launch.tee", value<bool>([](O& o) -> bool& { return o.output.tee; })},
-      {"launch.prefix", text([](O& o) -> std::string& { return o.output.prefix_format; })},
-      {"launch.no_prefix", [](O& o, const json& v, bool) { o.output.prefix = !v.get<bool>(); }},
-      {"launch.ranks_filter",
-       [](O& o, const json& v, bool) {
-         // The registry checked the text with the same grammar (core/index_list.hpp); "" or all:
-         // every rank.
-         o.output.ranks_filter.clear();
-         for (int r : parse_index_selection(text_of(v), "--ranks-filter", "rank")) o.output.ranks_filter.insert(r);
-       }},
-      {"launch.python", text([](O& o) -> std::string& { return o.plan.python; })},
-      {"launch.module", value<bool>([](O& o) -> bool& { return o.plan.module; })},
-      {"launch.no_python", value<bool>([](O& o) -> bool& { return o.plan.no_python; })},
-      {"launch.local_rank_arg", value<bool>([](O& o) -> bool& { return o.plan.local_rank_arg; })},
-      // After launch.local_rank_arg (apply_launch_settings goes in this order): --no-local-rank,
-      // torchrun's default, wins over --local-rank-arg whichever source gave either.
-      {"launch.no_local_rank", [](O& o, const json& v, bool) {
-         if (v.get<bool>()) o.plan.local_rank_arg = false;
-       }},
-      {"launch.max_restarts", value<int>([](O& o) -> int& { return o.plan.max_restarts; })},
-      {"launch.pass_config", choice<config::PassConfig>("launch.pass_config", [](O& o) -> auto& { return o.pass_config; })},
-      {"launch.log_dir", text([](O& o) -> std::string& { return o.output.log_dir; })},
-      {"launch.raw_output", value<bool>([](O& o) -> bool& { return o.output.raw_output; })},
-      {"launch.dry_run", value<bool>([](O& o) -> bool& { return o.dry_run; })},
-      {"launch.format", choice<config::PlanFormat>("launch.format", [](O& o) -> auto& { return o.format; })},
-      {"launch.device_memory", text([](O& o) -> std::string& { return o.device_memory; })},
-      {"launch.force", value<bool>([](O& o) -> bool& { return o.force; })},
-  };
+  static const std::vector<LaunchBinding> t = [] {
+    std::vector<LaunchBinding> all;
+    for (auto part : {placement_bindings, rendezvous_bindings, output_bindings, program_bindings})
+      for (auto& b : part()) all.push_back(std::move(b));
+    return all;
+  }();
   return t;
 }
 

@@ -136,34 +136,18 @@ rendezvous::Endpoint endpoint_of(const MultiNodeOptions& m) {
   return ep;
 }
 
-int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
-                   rendezvous::Endpoint ep, const EnvMap& env) {
-  auto& p = opt.plan;
-  auto& m = opt.multi;
-  p.rdzv_backend = config::RdzvBackend::Mtrain;
-  p.rdzv_endpoint = ep.str();
+namespace {
+
+// The store the launcher holds for an ssh job. --nnodes MIN:MAX over the hostfile's hosts
+// (decide_launch checked MIN <= hosts <= MAX): with --max-restarts the job re-forms without a lost
+// host and takes it back when its new agent joins.
+rendezvous::ServerOptions ssh_store_options(const LaunchOptions& opt, const topology::Inventory& hosts,
+                                            const rendezvous::Endpoint& ep, const std::string& token) {
+  const auto& p = opt.plan;
+  const auto& m = opt.multi;
   const int nnodes = static_cast<int>(hosts.size());
-
-  // The bundled trainer: each agent runs mtrain-worker on the job that comes on its stdin, with a
-  // job file in its own run folder; the launcher's plan shows (and checks) that command.
-  if (p.program.empty() && p.worker_argv.empty())
-    p.worker_argv = {opt.worker_path.empty() ? std::string("mtrain-worker") : opt.worker_path, "--job",
-                     "<the agent's run folder>/job.json"};
-  if (opt.dry_run) {
-    plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
-    const std::string out = plan::render(lp, opt.format);
-    std::fwrite(out.data(), 1, out.size(), stdout);
-    return 0;
-  }
-  plan::build_cluster_plan(p, cluster_nodes(hosts), facts);  // the same checks as the dry run
-
-  auto tok = env.find(rendezvous::kTokenEnv);
-  std::string token = rendezvous::token_or_generate(tok == env.end() ? nullptr : tok->second.c_str());
-
   rendezvous::ServerOptions so;
   so.listen = ep;
-  // --nnodes MIN:MAX over the hostfile's hosts (decide_launch checked MIN <= hosts <= MAX): with
-  // --max-restarts the job re-forms without a lost host and takes it back when its new agent joins.
   const auto range = m.nnodes.empty() ? rendezvous::NodeCount{nnodes, nnodes} : rendezvous::parse_nnodes(m.nnodes);
   so.store.min_nodes = range.elastic() ? range.min : nnodes;
   so.store.max_nodes = range.elastic() ? std::min(range.max, nnodes) : nnodes;
@@ -180,10 +164,15 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
     std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str());
     std::fflush(stderr);
   };
-  rendezvous::Server server(so);
-  server.start();
-  ep.port = server.port();
+  return so;
+}
 
+// How each host's agent is started over ssh, and what it is given: the forwarded environment, the
+// job, the token, and the store's address `ep` (its port once the store listens).
+SshRunOptions ssh_run_options(const LaunchOptions& opt, const topology::Inventory& hosts,
+                              const rendezvous::Endpoint& ep, const EnvMap& env, const std::string& token) {
+  const auto& p = opt.plan;
+  const auto& m = opt.multi;
   std::vector<std::string> exports = m.exports;
   if (!m.export_env_file.empty())
     for (auto& e : env_file_exports(m.export_env_file)) exports.push_back(e);
@@ -206,16 +195,48 @@ int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const pl
   // The resolved job: for the bundled trainer, and for a program's MTRAIN_JOB_FILE on every host.
   if (!opt.job_spec_json.empty()) r.job_spec = nlohmann::json::parse(opt.job_spec_json).dump();  // one line
   r.grace = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
-  r.job_status = [&server] { return server.status(); };
-  r.abort_job = [&server](const std::string& why) { server.abort(why); };
   r.restarts = p.max_restarts > 0;
-  r.lose_node = [&server](const std::string& host, const std::string& why) { return server.lose_host(host, why); };
+  const int nnodes = static_cast<int>(hosts.size());
   for (int k = 0; k < nnodes; ++k) {
     const auto& h = hosts[static_cast<size_t>(k)];
     r.nodes.push_back({h.host, h.user, agent_argv(opt, ep, k, h, nnodes)});
   }
+  return r;
+}
+
+}  // namespace
+
+int run_ssh_launch(LaunchOptions opt, const topology::Inventory& hosts, const plan::HostFacts& facts,
+                   rendezvous::Endpoint ep, const EnvMap& env) {
+  auto& p = opt.plan;
+  p.rdzv_backend = config::RdzvBackend::Mtrain;
+  p.rdzv_endpoint = ep.str();
+
+  // The bundled trainer: each agent runs mtrain-worker on the job that comes on its stdin, with a
+  // job file in its own run folder; the launcher's plan shows (and checks) that command.
+  if (p.program.empty() && p.worker_argv.empty())
+    p.worker_argv = {opt.worker_path.empty() ? std::string("mtrain-worker") : opt.worker_path, "--job",
+                     "<the agent's run folder>/job.json"};
+  if (opt.dry_run) {
+    plan::LaunchPlan lp = plan::build_cluster_plan(p, cluster_nodes(hosts), facts);
+    const std::string out = plan::render(lp, opt.format);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    return 0;
+  }
+  plan::build_cluster_plan(p, cluster_nodes(hosts), facts);  // the same checks as the dry run
+
+  auto tok = env.find(rendezvous::kTokenEnv);
+  std::string token = rendezvous::token_or_generate(tok == env.end() ? nullptr : tok->second.c_str());
+  rendezvous::Server server(ssh_store_options(opt, hosts, ep, token));
+  server.start();
+  ep.port = server.port();
+
+  SshRunOptions r = ssh_run_options(opt, hosts, ep, env, token);
+  r.job_status = [&server] { return server.status(); };
+  r.abort_job = [&server](const std::string& why) { server.abort(why); };
+  r.lose_node = [&server](const std::string& host, const std::string& why) { return server.lose_host(host, why); };
   std::fprintf(stderr, "mtrain: job %s: starting agents on %d hosts over ssh (rendezvous %s)\n", p.job_id.c_str(),
-               nnodes, ep.str().c_str());
+               static_cast<int>(hosts.size()), ep.str().c_str());
   PosixProcessRunner runner;
   int rc = run_over_ssh(r, runner);
   server.stop();

@@ -183,8 +183,190 @@ struct PgidRecord {
   }
 };
 
+// This node's rank count, from its own GPUs and --nproc-per-node, before joining: what it offers
+// the store. The node rank, first rank and world come from the store's assignment (round_options).
+int local_slots(plan::PlanOptions probe, const plan::HostFacts& facts) {
+  probe.nnodes = 1;
+  probe.node_rank = 0;
+  probe.first_rank = -1;
+  probe.world_size = 0;
+  return static_cast<int>(plan::build_plan(probe, facts).nodes.at(0).workers.size());
+}
+
+// The node whose address is the endpoint's hosts the store, listening only there, unless the
+// ssh launcher holds it (store_elsewhere). Null when this node only joins.
+std::unique_ptr<rendezvous::Server> host_store_if_ours(const AgentOptions& a, const plan::PlanOptions& p) {
+  if (a.store_elsewhere || !is_local_address(a.endpoint.host)) return nullptr;
+  rendezvous::ServerOptions so_store;
+  so_store.listen = a.endpoint;
+  so_store.store.min_nodes = a.nnodes.min;
+  so_store.store.max_nodes = a.nnodes.max;
+  so_store.store.join_timeout = a.join_timeout;
+  so_store.store.last_call = a.last_call;
+  so_store.store.heartbeat_timeout = a.node_timeout;
+  so_store.store.expected_hosts = a.expected_hosts;
+  so_store.store.token = a.token;
+  so_store.store.master_port = p.master_port;
+  so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+  so_store.store.max_restarts = a.max_restarts;
+  so_store.store.scale_up = store_scales_up(a.scale_up, a.nnodes.elastic());
+  auto server = std::make_unique<rendezvous::Server>(so_store);
+  try {
+    server->start();
+    std::fprintf(stderr, "mtrain: rendezvous store for %s nodes listening on %s\n",
+                 a.nnodes.elastic() ? fmt::format("{}..{}", a.nnodes.min, a.nnodes.max).c_str()
+                                    : std::to_string(a.nnodes.min).c_str(),
+                 a.endpoint.str().c_str());
+  } catch (const Error& e) {
+    // Another node agent on this machine (several nodes of one job on one host) holds it;
+    // join it like every other node. A foreign listener would not know the token.
+    server.reset();
+    std::fprintf(stderr, "mtrain: %s is taken on this machine; joining the store there\n", a.endpoint.str().c_str());
+  }
+  return server;
+}
+
+// How this node registers: its name, the address the store sees it from, and its slots.
+rendezvous::ClientOptions join_options(const AgentOptions& a, const std::string& node, int slots) {
+  rendezvous::ClientOptions co;
+  co.server = a.endpoint;
+  co.token = a.token;
+  co.host = node;
+  co.addr = route_source_address(a.endpoint.host, a.endpoint.port);
+  co.slots = slots;
+  co.join_timeout = a.join_timeout + Duration(5000);  // the store's own timeout names the missing nodes first
+  if (!a.quiet_progress)
+    co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
+  return co;
+}
+
+// The registered node's second connection (reports and the end-of-round question; the
+// heartbeat thread owns the first): quiet, and quick to give up.
+rendezvous::ClientOptions report_options(rendezvous::ClientOptions co, const std::string& node_id) {
+  co.node_id = node_id;
+  co.on_progress = nullptr;
+  co.op_timeout = Duration(3000);
+  return co;
+}
+
+// A first assignment that contradicts --node-rank is refused: the user fixed it by hand.
+void check_node_rank(const rendezvous::JoinResult& joined, const AgentOptions& a, const std::string& node) {
+  if (joined.round == 0 && a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
+    throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
+                            a.expected_node_rank, joined.node_rank),
+                "", kExitFailure);
+}
+
+// This node's plan options for one round: the store's assignment (node rank, first rank,
+// world, master) over the node's own.
+plan::PlanOptions round_options(plan::PlanOptions rp, const rendezvous::JoinResult& joined, const std::string& node,
+                                const AgentOptions& a) {
+  rp.nnodes = joined.assignment.nnodes;
+  rp.node_rank = joined.node_rank;
+  rp.first_rank = joined.self().first_rank;
+  rp.world_size = joined.assignment.world_size;
+  if (rp.master_addr.empty()) rp.master_addr = joined.assignment.master_addr;
+  rp.master_port = joined.assignment.master_port;
+  rp.node_name = node;
+  rp.rdzv_backend = config::RdzvBackend::Mtrain;
+  rp.rdzv_endpoint = a.endpoint.str();
+  // A restarted program learns that the job re-formed and why (the bundled trainer resumes
+  // and names the lost node: lib/trainer/loop/elastic_resume.hpp).
+  rp.extra_env["MTRAIN_RDZV_ROUND"] = std::to_string(joined.round);
+  if (!joined.restart_reason.empty()) rp.extra_env["MTRAIN_RESTART_REASON"] = joined.restart_reason;
+  if (!joined.lost.empty()) rp.extra_env["MTRAIN_LOST_NODES"] = str::join(joined.lost, ",");
+  return rp;
+}
+
+// What every round of one agent shares.
+struct AgentRun {
+  const plan::PlanOptions& p;  // this node's options (no restarts of its own)
+  const plan::HostFacts& facts;
+  const AgentOptions& a;
+  const SuperviseOptions& so;
+  ProcessRunner& runner;
+  const std::string& node;
+  AttemptWatcher* stdin_watch;  // null unless a.watch_stdin
+  rendezvous::Client& client;   // registered; joins each round
+  rendezvous::ClientOptions report;
+  Duration interval;            // between heartbeats
+};
+
+// One round: run the assigned ranks under the supervisor while heartbeating. They stop when
+// they end, when the store says the job failed or opened a new round, or when the launcher's
+// ssh connection closes. A node that cannot start its ranks tells the store, so every node stops.
+int run_round(const AgentRun& run, const rendezvous::JoinResult& joined) {
+  const plan::PlanOptions rp = round_options(run.p, joined, run.node, run.a);
+  const plan::LaunchPlan lp = plan::build_plan(rp, run.facts);
+  const auto& self = joined.self();
+  std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d%s\n", run.node.c_str(),
+               joined.node_rank, rp.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1,
+               rp.world_size, rp.master_addr.c_str(), rp.master_port,
+               joined.restarts ? fmt::format(", restart {}", joined.restarts).c_str() : "");
+
+  RendezvousWatcher rdzv(run.client, run.report, run.interval, run.a.node_timeout, joined.round, run.a.scale_up);
+  SuperviseOptions round_so = run.so;
+  round_so.watchers.push_back(&rdzv);
+  if (run.stdin_watch) round_so.watchers.push_back(run.stdin_watch);
+  round_so.first_attempt = joined.restarts;
+  try {
+    return supervise(lp, run.runner, round_so);
+  } catch (...) {
+    try {
+      run.client.report_failure("the node agent could not start its ranks");
+    } catch (...) {
+    }
+    throw;
+  }
+}
+
+// After a round's ranks end: has the job opened a newer round (a failure here or elsewhere, a
+// lost node, with restarts left, or an arrival)? Then this node joins it; else it finishes.
+bool job_reforms(const AgentRun& run, int round) {
+  rendezvous::JobState now;
+  try {
+    now = rendezvous::Client(run.report).heartbeat();
+  } catch (const Error& e) {
+    // The store is gone or no longer knows this node: nothing to re-join.
+    std::fprintf(stderr, "mtrain: node %s: cannot learn from the rendezvous store whether the job re-forms: %s\n",
+                 run.node.c_str(), e.message().c_str());
+    return false;
+  }
+  if (now.phase == rendezvous::Phase::failed || now.round <= round) return false;
+  std::fprintf(stderr, "mtrain: node %s: the job restarts (%s); joining again\n", run.node.c_str(),
+               now.restart_reason.c_str());
+  return true;
+}
+
+// The store's host keeps serving until every node has finished or the job failed, so the
+// others learn how it ended; a node that succeeded in a job that failed exits with failure.
+int serve_until_job_ends(rendezvous::Server& server, int rc, Duration interval) {
+  auto end = server.wait_until(
+      [](const rendezvous::StoreStatus& s) {
+        return s.phase == rendezvous::Phase::finished || s.phase == rendezvous::Phase::failed;
+      },
+      Duration(24LL * 3600 * 1000));
+  if (rc == 0 && end.phase == rendezvous::Phase::failed) {
+    std::fprintf(stderr, "mtrain: this node finished, but the job failed: %s\n", end.reason.c_str());
+    rc = kExitFailure;
+  }
+  // Others learn of a failure on their next heartbeat: give them two before the store goes.
+  if (end.phase == rendezvous::Phase::failed) std::this_thread::sleep_for(2 * interval);
+  server.stop();
+  return rc;
+}
+
 }  // namespace
 
+// The node's life, in the order of the store's protocol (rendezvous/store.hpp; its messages in
+// quotes):
+//   1. register: count this node's slots, host the store if the endpoint is this machine's,
+//      and connect;
+//   2. each round: "join" (blocks until the store assigns node ranks), spawn and supervise the
+//      assigned ranks while a thread sends "heartbeat"s (a local failure goes as "fail"), then
+//      one more "heartbeat" asks whether the job opened a new round; if so, join again;
+//   3. teardown: a node whose ranks succeeded sends "leave"; the store's host serves on until
+//      the job has ended everywhere.
 int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
                    ProcessRunner& runner) {
   const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
@@ -195,140 +377,27 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   // Restarts are the job's (the store counts them and opens a new round), not this node's.
   p.max_restarts = 0;
 
-  // This node's rank count, from its own GPUs and --nproc-per-node, before joining.
-  plan::PlanOptions probe = p;
-  probe.nnodes = 1;
-  probe.node_rank = 0;
-  probe.first_rank = -1;
-  probe.world_size = 0;
-  int slots = static_cast<int>(plan::build_plan(probe, facts).nodes.at(0).workers.size());
-
-  std::unique_ptr<rendezvous::Server> server;
-  if (!a.store_elsewhere && is_local_address(a.endpoint.host)) {
-    rendezvous::ServerOptions so_store;
-    so_store.listen = a.endpoint;
-    so_store.store.min_nodes = a.nnodes.min;
-    so_store.store.max_nodes = a.nnodes.max;
-    so_store.store.join_timeout = a.join_timeout;
-    so_store.store.last_call = a.last_call;
-    so_store.store.heartbeat_timeout = a.node_timeout;
-    so_store.store.expected_hosts = a.expected_hosts;
-    so_store.store.token = a.token;
-    so_store.store.master_port = p.master_port;
-    so_store.store.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
-    so_store.store.max_restarts = a.max_restarts;
-    so_store.store.scale_up = store_scales_up(a.scale_up, a.nnodes.elastic());
-    server = std::make_unique<rendezvous::Server>(so_store);
-    try {
-      server->start();
-      std::fprintf(stderr, "mtrain: rendezvous store for %s nodes listening on %s\n",
-                   a.nnodes.elastic() ? fmt::format("{}..{}", a.nnodes.min, a.nnodes.max).c_str()
-                                      : std::to_string(a.nnodes.min).c_str(),
-                   a.endpoint.str().c_str());
-    } catch (const Error& e) {
-      // Another node agent on this machine (several nodes of one job on one host) holds it;
-      // join it like every other node. A foreign listener would not know the token.
-      server.reset();
-      std::fprintf(stderr, "mtrain: %s is taken on this machine; joining the store there\n", a.endpoint.str().c_str());
-    }
-  }
-
-  rendezvous::ClientOptions co;
-  co.server = a.endpoint;
-  co.token = a.token;
-  co.host = node;
-  co.addr = route_source_address(a.endpoint.host, a.endpoint.port);
-  co.slots = slots;
-  co.join_timeout = a.join_timeout + Duration(5000);  // the store's own timeout names the missing nodes first
-  if (!a.quiet_progress)
-    co.on_progress = [](const std::string& line) { std::fprintf(stderr, "mtrain: rendezvous: %s\n", line.c_str()); };
+  const int slots = local_slots(p, facts);
+  std::unique_ptr<rendezvous::Server> server = host_store_if_ours(a, p);
+  const rendezvous::ClientOptions co = join_options(a, node, slots);
   rendezvous::Client client(co);
-  rendezvous::ClientOptions report = co;
-  report.node_id = client.node_id();
-  report.on_progress = nullptr;
-  report.op_timeout = Duration(3000);
-  Duration interval = std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5));
+  const AgentRun run{p, facts, a, so, runner, node, a.watch_stdin ? &stdin_watch : nullptr, client,
+                     report_options(co, client.node_id()),
+                     std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5))};
 
-  // One round per pass: join, run the ranks, and when they end ask the store whether the job
-  // opened a new round (a failure here or elsewhere, a lost node, with restarts left): then
-  // join it again, else finish.
   int rc = 0;
   for (;;) {
-    rendezvous::JoinResult joined = client.join();
-    const auto& self = joined.self();
-    if (joined.round == 0 && a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
-      throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
-                              a.expected_node_rank, joined.node_rank),
-                  "", kExitFailure);
-
-    plan::PlanOptions rp = p;
-    rp.nnodes = joined.assignment.nnodes;
-    rp.node_rank = joined.node_rank;
-    rp.first_rank = self.first_rank;
-    rp.world_size = joined.assignment.world_size;
-    if (rp.master_addr.empty()) rp.master_addr = joined.assignment.master_addr;
-    rp.master_port = joined.assignment.master_port;
-    rp.node_name = node;
-    rp.rdzv_backend = config::RdzvBackend::Mtrain;
-    rp.rdzv_endpoint = a.endpoint.str();
-    // A restarted program learns that the job re-formed and why (the bundled trainer resumes
-    // and names the lost node: lib/trainer/loop/elastic_resume.hpp).
-    rp.extra_env["MTRAIN_RDZV_ROUND"] = std::to_string(joined.round);
-    if (!joined.restart_reason.empty()) rp.extra_env["MTRAIN_RESTART_REASON"] = joined.restart_reason;
-    if (!joined.lost.empty()) rp.extra_env["MTRAIN_LOST_NODES"] = str::join(joined.lost, ",");
-    plan::LaunchPlan lp = plan::build_plan(rp, facts);
-    std::fprintf(stderr, "mtrain: node %s is node %d of %d (ranks %d-%d of %d), master %s:%d%s\n", node.c_str(),
-                 joined.node_rank, rp.nnodes, self.first_rank, self.first_rank + self.local_world_size - 1,
-                 rp.world_size, rp.master_addr.c_str(), rp.master_port,
-                 joined.restarts ? fmt::format(", restart {}", joined.restarts).c_str() : "");
-
-    RendezvousWatcher rdzv(client, report, interval, a.node_timeout, joined.round, a.scale_up);
-    SuperviseOptions round_so = so;
-    round_so.watchers.push_back(&rdzv);
-    if (a.watch_stdin) round_so.watchers.push_back(&stdin_watch);
-    round_so.first_attempt = joined.restarts;
-    try {
-      rc = supervise(lp, runner, round_so);
-    } catch (...) {
-      try {
-        client.report_failure("the node agent could not start its ranks");
-      } catch (...) {
-      }
-      throw;
-    }
-    rendezvous::JobState now;
-    try {
-      now = rendezvous::Client(report).heartbeat();
-    } catch (const Error& e) {
-      // The store is gone or no longer knows this node: nothing to re-join.
-      std::fprintf(stderr, "mtrain: node %s: cannot learn from the rendezvous store whether the job re-forms: %s\n",
-                   node.c_str(), e.message().c_str());
-      break;
-    }
-    if (now.phase == rendezvous::Phase::failed || now.round <= joined.round) break;
-    std::fprintf(stderr, "mtrain: node %s: the job restarts (%s); joining again\n", node.c_str(),
-                 now.restart_reason.c_str());
+    const rendezvous::JoinResult joined = client.join();
+    check_node_rank(joined, a, node);
+    rc = run_round(run, joined);
+    if (!job_reforms(run, joined.round)) break;
   }
   try {
     if (rc == 0) client.leave();
   } catch (const Error& e) {
     std::fprintf(stderr, "mtrain: could not tell the rendezvous store that this node finished: %s\n", e.message().c_str());
   }
-  if (server) {
-    // Keep serving until every node has finished or the job failed, so the others learn how it ended.
-    auto end = server->wait_until(
-        [](const rendezvous::StoreStatus& s) {
-          return s.phase == rendezvous::Phase::finished || s.phase == rendezvous::Phase::failed;
-        },
-        Duration(24LL * 3600 * 1000));
-    if (rc == 0 && end.phase == rendezvous::Phase::failed) {
-      std::fprintf(stderr, "mtrain: this node finished, but the job failed: %s\n", end.reason.c_str());
-      rc = kExitFailure;
-    }
-    // Others learn of a failure on their next heartbeat: give them two before the store goes.
-    if (end.phase == rendezvous::Phase::failed) std::this_thread::sleep_for(2 * interval);
-    server->stop();
-  }
+  if (server) rc = serve_until_job_ends(*server, rc, run.interval);
   return rc;
 }
 

@@ -70,26 +70,27 @@ int master_port_for_job(const std::string& job_id) {
   return 29500 + static_cast<int>(h % 2500);
 }
 
-std::optional<Allocation> allocation_from_env(const Env& env) {
-  std::string var;
-  const auto* job = first_of(env, {"SLURM_JOB_ID", "SLURM_JOBID"}, nullptr);
-  if (!job) return std::nullopt;
-  Allocation a;
-  a.job_id = *job;
+namespace {
 
-  const auto* list = first_of(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, &var);
+// The node list, and whether it is a step's (inside srun) or the job's: `list_var` names the
+// variable it came from, for the errors that follow.
+void read_nodes(const Env& env, Allocation& a, std::string& list_var) {
+  const auto* list = first_of(env, {"SLURM_STEP_NODELIST", "SLURM_JOB_NODELIST", "SLURM_NODELIST"}, &list_var);
   if (!list)
     throw Error(fmt::format("SLURM_JOB_ID={} is set but no SLURM_JOB_NODELIST", a.job_id),
                 "Run inside an allocation made by sbatch, salloc or srun, or unset SLURM_JOB_ID.");
-  a.in_step = var == "SLURM_STEP_NODELIST";
+  a.in_step = list_var == "SLURM_STEP_NODELIST";
   try {
     a.nodes = expand_hostlist(*list);
   } catch (Error& e) {
-    throw e.at(var);
+    throw e.at(list_var);
   }
-  const int nnodes = static_cast<int>(a.nodes.size());
+}
 
-  // Tasks per node: the step's when inside one, else the job's.
+// Tasks per node: the step's when inside one, else the job's; else an even split of the task
+// count, else one per node. The total must agree with the task count when both are given.
+void read_tasks(const Env& env, Allocation& a, const std::string& list_var) {
+  const int nnodes = static_cast<int>(a.nodes.size());
   std::string tvar;
   const auto* tpn = a.in_step ? first_of(env, {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}, &tvar)
                               : first_of(env, {"SLURM_TASKS_PER_NODE"}, &tvar);
@@ -103,7 +104,7 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
     }
     if (static_cast<int>(a.tasks_per_node.size()) != nnodes)
       throw Error(fmt::format("{}='{}' describes {} nodes but {}='{}' has {}", tvar, *tpn,
-                              a.tasks_per_node.size(), var, *list, nnodes),
+                              a.tasks_per_node.size(), list_var, env.at(list_var), nnodes),
                   "The Slurm environment is inconsistent; was it copied from another job?");
   } else if (int per = env_int(env, "SLURM_NTASKS_PER_NODE", 0); per > 0) {
     a.tasks_per_node.assign(nnodes, per);
@@ -118,12 +119,17 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
     throw Error(fmt::format("SLURM_NTASKS={} but the nodes hold {} tasks ({})", a.ntasks, total,
                             tpn ? *tpn : std::string("even split")),
                 "More tasks than the allocation has: ask for fewer tasks or more nodes.");
+}
 
+// This task's place: its node, its rank in the step and on the node, each within the allocation.
+void read_position(const Env& env, Allocation& a, const std::string& list_var) {
+  const int nnodes = static_cast<int>(a.nodes.size());
   a.node_id = env_int(env, "SLURM_NODEID", 0);
   a.procid = env_int(env, "SLURM_PROCID", 0);
   a.localid = env_int(env, "SLURM_LOCALID", 0);
   if (a.node_id >= nnodes)
-    throw Error(fmt::format("SLURM_NODEID={} but the allocation has {} node(s) ({})", a.node_id, nnodes, *list),
+    throw Error(fmt::format("SLURM_NODEID={} but the allocation has {} node(s) ({})", a.node_id, nnodes,
+                            env.at(list_var)),
                 "The Slurm environment is inconsistent; was it copied from another job?");
   a.ntasks_per_node = a.tasks_per_node[a.node_id];
   if (a.localid >= a.ntasks_per_node)
@@ -133,9 +139,12 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
   if (a.procid >= a.ntasks)
     throw Error(fmt::format("SLURM_PROCID={} but the step has {} task(s)", a.procid, a.ntasks),
                 "More tasks than the allocation has.");
+}
 
-  // GPUs: Slurm's CUDA_VISIBLE_DEVICES is what is valid inside the job's device cgroup (it may be
-  // renumbered); the SLURM_*_GPUS lists are physical ids; SLURM_GPUS_ON_NODE is only a count.
+// GPUs: Slurm's CUDA_VISIBLE_DEVICES is what is valid inside the job's device cgroup (it may be
+// renumbered); the SLURM_*_GPUS lists are physical ids; SLURM_GPUS_ON_NODE is only a count.
+void read_gpus(const Env& env, Allocation& a) {
+  std::string var;
   const auto* slurm_gpus = first_of(env, {"SLURM_STEP_GPUS", "SLURM_JOB_GPUS"}, &var);
   const auto* cvd = find(env, "CUDA_VISIBLE_DEVICES");
   if (slurm_gpus && cvd && parses_as_ints(*cvd)) {
@@ -145,7 +154,10 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
   } else if (int n = env_int(env, "SLURM_GPUS_ON_NODE", 0); n > 0) {
     for (int i = 0; i < n; ++i) a.gpus_on_node.push_back(i);
   }
+}
 
+// The first node, on a port derived from the job id unless MASTER_PORT names one.
+void read_master(const Env& env, Allocation& a) {
   a.master_addr = a.nodes.front();
   a.master_port = master_port_for_job(a.job_id);
   if (const auto* p = find(env, "MASTER_PORT")) {
@@ -155,6 +167,21 @@ std::optional<Allocation> allocation_from_env(const Env& env) {
                   "Unset MASTER_PORT to use the port derived from the job id.");
     a.master_port = static_cast<int>(*n);
   }
+}
+
+}  // namespace
+
+std::optional<Allocation> allocation_from_env(const Env& env) {
+  const auto* job = first_of(env, {"SLURM_JOB_ID", "SLURM_JOBID"}, nullptr);
+  if (!job) return std::nullopt;
+  Allocation a;
+  a.job_id = *job;
+  std::string list_var;
+  read_nodes(env, a, list_var);
+  read_tasks(env, a, list_var);
+  read_position(env, a, list_var);
+  read_gpus(env, a);
+  read_master(env, a);
   a.restart_count = env_int(env, "SLURM_RESTART_COUNT", 0);
   a.cpus_on_node = env_int(env, "SLURM_CPUS_ON_NODE", 0);
   return a;

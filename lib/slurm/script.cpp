@@ -96,87 +96,126 @@ std::vector<std::string> agent_launch_args(const JobOptions& job) {
   return args;
 }
 
-std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
-  const bool agent = job.pattern == Pattern::AgentPerNode;
-  const bool elastic = agent && elastic_in_launch_args(job.launch_args);
-  std::vector<std::string> sb;
-  auto opt = [&](const std::string& name, const std::string& value) {
-    if (!value.empty()) sb.push_back(fmt::format("#SBATCH --{}={}", name, sbatch_quote(value)));
-  };
-  sb.push_back("# ---- resources ----");
-  opt("job-name", job.job_name);
-  opt("partition", job.partition);
-  opt("account", job.account);
-  opt("qos", job.qos);
-  opt("nodes", std::to_string(job.nodes));
-  if (agent) {
-    sb.push_back(fmt::format("# one agent task per node; it starts the node's {} rank(s) itself", job.ntasks_per_node));
-    opt("ntasks-per-node", "1");
-    if (job.cpus_per_task > 0) opt("cpus-per-task", std::to_string(job.cpus_per_task * job.ntasks_per_node));
-  } else {
-    sb.push_back("# one task per rank");
-    opt("ntasks-per-node", std::to_string(job.ntasks_per_node));
-    if (job.cpus_per_task > 0) opt("cpus-per-task", std::to_string(job.cpus_per_task));
-  }
-  if (job.gpus_per_node > 0) opt("gres", fmt::format("gpu:{}", job.gpus_per_node));
-  opt("gres", job.gres);
-  opt("mem", job.mem);
-  opt("time", job.time);
-  opt("constraint", job.constraint);
-  if (job.exclusive) sb.push_back("#SBATCH --exclusive");
-  if (elastic) {
-    sb.push_back("# elastic (--nnodes MIN:MAX): a failed node does not end the job; the others re-form without it");
-    sb.push_back("#SBATCH --no-kill");
-  }
-  sb.push_back("# ---- files ----");
-  opt("chdir", job.chdir);
-  opt("output", job.output);
-  opt("error", job.error);
-  if (!job.signal.empty()) {
-    sb.push_back("# ---- preemption: signal the batch shell before the time limit (forwarded below) ----");
-    opt("signal", "B:" + job.signal);
-  }
-  if (job.requeue) {
-    sb.push_back("#SBATCH --requeue");
-    sb.push_back("# keep the output of every run of a requeued job");
-    opt("open-mode", "append");
-  }
-  std::vector<std::string> export_names, export_lines;
-  bool none = false;
-  for (const auto& e : job.exports) {
+namespace {
+
+// The job's --export entries: bare names go on the #SBATCH --export line, NAME=value entries
+// become `export` lines in the script (sbatch's own NAME=value would split at commas).
+struct Exports {
+  std::vector<std::string> names, lines;
+  bool none = false;  // NONE is among the names
+};
+
+Exports read_exports(const std::vector<std::string>& exports) {
+  Exports x;
+  for (const auto& e : exports) {
     auto eq = e.find('=');
     std::string name = e.substr(0, eq);
     if (!is_identifier(name))
       throw Error(fmt::format("export: '{}' is not a variable name", name), "Use ALL, NONE, NAME or NAME=value.");
     if (eq == std::string::npos) {
-      export_names.push_back(name);
-      none = none || name == "NONE";
+      x.names.push_back(name);
+      x.none = x.none || name == "NONE";
     } else {
-      export_lines.push_back(fmt::format("export {}={}", name, str::shell_quote(e.substr(eq + 1))));
+      x.lines.push_back(fmt::format("export {}={}", name, str::shell_quote(e.substr(eq + 1))));
     }
   }
-  if (!export_names.empty()) {
-    if (none) sb.push_back("# NOTE: --export=NONE gives srun inside the job a bare environment");
-    opt("export", str::join(export_names, ","));
+  return x;
+}
+
+// The #SBATCH block, in sections with a comment line each; an empty value writes no line.
+class SbatchBlock {
+ public:
+  void option(const std::string& name, const std::string& value) {
+    if (!value.empty()) lines_.push_back(fmt::format("#SBATCH --{}={}", name, sbatch_quote(value)));
+  }
+  void line(std::string text) { lines_.push_back(std::move(text)); }
+  std::string text() const { return str::join(lines_, "\n"); }
+
+ private:
+  std::vector<std::string> lines_;
+};
+
+// Nodes, tasks, cores, GPUs, memory and time. An agent per node is one task that starts the
+// node's ranks, so it asks for their cores together.
+void add_resources(SbatchBlock& sb, const JobOptions& job, bool agent, bool elastic) {
+  sb.line("# ---- resources ----");
+  sb.option("job-name", job.job_name);
+  sb.option("partition", job.partition);
+  sb.option("account", job.account);
+  sb.option("qos", job.qos);
+  sb.option("nodes", std::to_string(job.nodes));
+  if (agent) {
+    sb.line(fmt::format("# one agent task per node; it starts the node's {} rank(s) itself", job.ntasks_per_node));
+    sb.option("ntasks-per-node", "1");
+    if (job.cpus_per_task > 0) sb.option("cpus-per-task", std::to_string(job.cpus_per_task * job.ntasks_per_node));
+  } else {
+    sb.line("# one task per rank");
+    sb.option("ntasks-per-node", std::to_string(job.ntasks_per_node));
+    if (job.cpus_per_task > 0) sb.option("cpus-per-task", std::to_string(job.cpus_per_task));
+  }
+  if (job.gpus_per_node > 0) sb.option("gres", fmt::format("gpu:{}", job.gpus_per_node));
+  sb.option("gres", job.gres);
+  sb.option("mem", job.mem);
+  sb.option("time", job.time);
+  sb.option("constraint", job.constraint);
+  if (job.exclusive) sb.line("#SBATCH --exclusive");
+  if (elastic) {
+    sb.line("# elastic (--nnodes MIN:MAX): a failed node does not end the job; the others re-form without it");
+    sb.line("#SBATCH --no-kill");
+  }
+}
+
+// Files, the preemption signal and requeueing, the environment and the user's own lines.
+// Returns the exports, whose NAME=value entries the script body sets.
+Exports add_run_options(SbatchBlock& sb, const JobOptions& job) {
+  sb.line("# ---- files ----");
+  sb.option("chdir", job.chdir);
+  sb.option("output", job.output);
+  sb.option("error", job.error);
+  if (!job.signal.empty()) {
+    sb.line("# ---- preemption: signal the batch shell before the time limit (forwarded below) ----");
+    sb.option("signal", "B:" + job.signal);
+  }
+  if (job.requeue) {
+    sb.line("#SBATCH --requeue");
+    sb.line("# keep the output of every run of a requeued job");
+    sb.option("open-mode", "append");
+  }
+  Exports exports = read_exports(job.exports);
+  if (!exports.names.empty()) {
+    if (exports.none) sb.line("# NOTE: --export=NONE gives srun inside the job a bare environment");
+    sb.option("export", str::join(exports.names, ","));
   }
   if (!job.sbatch_lines.empty()) {
-    sb.push_back("# ---- extra lines from the job file / --sbatch ----");
+    sb.line("# ---- extra lines from the job file / --sbatch ----");
     for (const auto& l : job.sbatch_lines) {
       if (l.find_first_of("\r\n") != std::string::npos)
         throw Error(fmt::format("sbatch line '{}' contains a line break", l));
-      sb.push_back("#SBATCH " + str::trim(l));
+      sb.line("#SBATCH " + str::trim(l));
     }
   }
+  return exports;
+}
+
+}  // namespace
+
+std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
+  const bool agent = job.pattern == Pattern::AgentPerNode;
+  const bool elastic = agent && elastic_in_launch_args(job.launch_args);
+  SbatchBlock sb;
+  add_resources(sb, job, agent, elastic);
+  const Exports exports = add_run_options(sb, job);
 
   std::vector<std::string> srun;
   if (job.cpus_per_task > 0)
     srun.push_back(fmt::format("--cpus-per-task={}", agent ? job.cpus_per_task * job.ntasks_per_node : job.cpus_per_task));
 
+  // The template's placeholders (templates/slurm/*.sbatch).
   std::map<std::string, std::string> v;
   v["GENERATED"] = fmt::format("Written by mtrain {} ({}); pattern: {}.", ctx.version, ctx.command,
                                agent ? "one agent per node" : "one task per GPU");
-  v["SBATCH"] = str::join(sb, "\n");
-  v["EXPORTS"] = export_lines.empty() ? "# (none)" : str::join(export_lines, "\n");
+  v["SBATCH"] = sb.text();
+  v["EXPORTS"] = exports.lines.empty() ? "# (none)" : str::join(exports.lines, "\n");
   v["SETUP"] = job.setup.empty() ? "# (none)" : str::join(job.setup, "\n");
   v["MTRAIN"] = str::shell_quote(job.mtrain);
   v["LAUNCH_ARGS"] = str::shell_join(agent ? agent_launch_args(job) : job.launch_args);

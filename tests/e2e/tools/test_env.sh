@@ -40,6 +40,8 @@ expect_in "$WORK/warn.txt" "NCCL_SOCKET_IFNAME=nosuchif0 names no interface of t
 expect_in "$WORK/warn.txt" "OMP_NUM_THREADS=999"
 expect_in "$WORK/warn.txt" "MTRAIN_STRATEGY=zero9"
 expect_in "$WORK/warn.txt" "nosuchif0   (environment; NCCL)"
+# A name longer than the old 16-character key column still has a space before its value.
+expect_not_in "$WORK/warn.txt" "NCCL_SOCKET_IFNAME:nosuchif0"
 
 run_mtrain "$WORK/bad.txt" env --format yaml
 expect_rc 2 "mtrain env --format yaml is refused"
