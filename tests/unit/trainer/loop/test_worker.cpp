@@ -170,3 +170,19 @@ TEST_CASE("the worker passes LOCAL_WORLD_SIZE to HYBRID_SHARD and the ledger: tw
   CHECK(s["comm_per_step"]["all_reduce"]["wire_bytes"].get<double>() == Approx(2 * psi * 0.5 * 4).epsilon(0.05));
   CHECK(s["comm_per_step"].count("all_gather") == 0);
 }
+
+TEST_CASE("a run that fails before writing anything removes the work dir it created, and only that",
+          "[trainer][worker]") {
+  const auto d = fresh_dir("fails_early");
+  // model.init is opened after rank 0 took the work dir's lock, so the dir exists by then.
+  const std::string bad_init = std::string(kSmall) + " --set model.init=" + (d / "missing.safetensors").string();
+  auto [rc, out] = sh(kWorker + bad_init + " --set train.work_dir=" + (d / "new").string());
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("mtrain-worker: ddp on world 1") && Catch::Contains("does not exist"));
+  CHECK_FALSE(fs::exists(d / "new"));
+  fs::create_directories(d / "old");
+  auto [rc2, out2] = sh(kWorker + bad_init + " --set train.work_dir=" + (d / "old").string());
+  CHECK(rc2 == 2);
+  CHECK(fs::exists(d / "old"));  // not this run's to remove
+}
