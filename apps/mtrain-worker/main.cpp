@@ -4,15 +4,12 @@
 // LibTorch/CUDA/NCCL it was built with, as JSON (read by `mtrain env`).
 #include <sys/stat.h>
 
-#include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/core/worker_facts.hpp"
 #include "mtrain/trainer/bench/build_info.hpp"
 #include "mtrain/trainer/bench/comm_bench.hpp"
 #include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
@@ -52,47 +49,9 @@ int main(int argc, char** argv) {
   // could otherwise swap the weights a resume loads. Group bits follow the user's umask, since
   // teams share work dirs by group.
   ::umask(::umask(0) | S_IWOTH);
-  if (argc > 1 && std::strcmp(argv[1], "build-info") == 0) {
-    if (argc == 2) {
-      std::cout << mtrain::trainer::build_info().dump() << std::endl;
-      return 0;
-    }
-    // Build time: the facts file beside the worker (see build_info.hpp), with what CMake knows
-    // about the build (source folder, LibTorch line, the matching Python) as key=value pairs.
-    return guarded("mtrain-worker build-info: ", [&] {
-      std::string out;
-      nlohmann::json facts = mtrain::trainer::build_facts();
-      for (int i = 2; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--facts" && i + 1 < argc) {
-          out = argv[++i];
-        } else if (a == "--set" && i + 1 < argc) {
-          const std::string kv = argv[++i];
-          const auto eq = kv.find('=');
-          if (eq == std::string::npos) throw mtrain::Error("--set needs key=value, got '" + kv + "'");
-          facts["build"][kv.substr(0, eq)] = kv.substr(eq + 1);
-        } else {
-          throw mtrain::Error("unexpected argument '" + a + "'", kUsage);
-        }
-      }
-      if (out.empty()) throw mtrain::Error("build-info options need --facts FILE", kUsage);
-      // Two files: the small JSON (read by every `mtrain --version`) and the operator list, one
-      // name a line (read only to check a TorchScript model). Each replaced whole.
-      auto write = [](const std::string& path, const std::string& text) {
-        const std::string tmp = path + ".tmp";
-        {
-          std::ofstream f(tmp, std::ios::trunc);
-          f << text;
-          if (!f.flush()) throw mtrain::Error("cannot write " + tmp);
-        }
-        if (std::rename(tmp.c_str(), path.c_str()) != 0) throw mtrain::Error("cannot rename " + tmp + " to " + path);
-      };
-      std::string ops;
-      for (const auto& op : mtrain::trainer::registered_operators()) ops += op + "\n";
-      write(mtrain::worker_operators_path(out), ops);
-      write(out, facts.dump(1) + "\n");
-      return 0;
-    });
+  if (argc > 1 && std::strcmp(argv[1], "build-info") == 0) {  // also at build time (CMakeLists.txt)
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return guarded("mtrain-worker build-info: ", [&] { return mtrain::trainer::run_build_info_command(args, kUsage, std::cout); });
   }
   if (argc > 1 && std::strcmp(argv[1], "bench-comm") == 0) {
     const std::vector<std::string> args(argv + 2, argv + argc);

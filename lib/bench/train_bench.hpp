@@ -19,7 +19,7 @@
 namespace mtrain::bench {
 
 struct TrainBenchOptions {
-  std::vector<std::string> strategies = config::strategy_names();  // all of them
+  std::vector<std::string> strategies = config::choice_names<config::StrategyName>();  // all of them
   std::vector<int> nproc = {1, 2, 4};
   std::string model;                 // "" → the job default
   int steps = 10;   // timed steps per run

@@ -13,7 +13,7 @@ namespace {
 using namespace detail;
 
 void add_model_settings(Registry& r) {
-  r.add(choice("model.name", to_string(ModelName::Gpt), model_names(),
+  r.add(choice("model.name", to_string(ModelName::Gpt), choice_names<ModelName>(),
                "Model architecture; torchscript trains your own module from model.path.", "model"));
   r.add(text("model.path", "",
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "

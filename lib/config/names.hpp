@@ -1,36 +1,50 @@
 #pragma once
-// The strategy and model names of a job, each as an enum with ONE name table (names.cpp) from
-// which the registry's choices, parsing, printing and the ZeRO stage are all derived. The
-// launcher's checks and the trainer compare enums, never the spelled names, so adding a
-// strategy or a model is one table row plus the code that implements it.
+// The strategy and model names of a job, each an enum with ONE name table (choice_table.hpp),
+// from which the registry's choices, parsing and printing come as for every other choice
+// (choice_names<E>, parse_choice<E>, to_string). The ZeRO stage is a second lookup keyed by the
+// strategy enum (names.cpp). The launcher's checks and the trainer compare enums, never the
+// spelled names, so adding a strategy or a model is one table row plus the code that
+// implements it.
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "mtrain/config/choice_table.hpp"
+
 namespace mtrain::config {
 
 enum class StrategyName { Ddp, Zero1, Zero2, Zero3, Fsdp };
-enum class ModelName { Mlp, Gpt, Resnet18, Resnet50, Torchscript };
+template <>
+struct ChoiceTable<StrategyName> {
+  static constexpr const char* what = "strategy";
+  static constexpr ChoiceRow<StrategyName> rows[] = {{StrategyName::Ddp, "ddp"},
+                                                     {StrategyName::Zero1, "zero1"},
+                                                     {StrategyName::Zero2, "zero2"},
+                                                     {StrategyName::Zero3, "zero3"},
+                                                     {StrategyName::Fsdp, "fsdp"}};
+};
 
-// The spelled names, in table order (the registry's choices for `model.name`; for `strategy`,
-// strategy_choices()).
-const std::vector<std::string>& strategy_names();
+enum class ModelName { Mlp, Gpt, Resnet18, Resnet50, Torchscript };
+template <>
+struct ChoiceTable<ModelName> {
+  static constexpr const char* what = "model";
+  static constexpr ChoiceRow<ModelName> rows[] = {{ModelName::Mlp, "mlp"},
+                                                  {ModelName::Gpt, "gpt"},
+                                                  {ModelName::Resnet18, "resnet18"},
+                                                  {ModelName::Resnet50, "resnet50"},
+                                                  {ModelName::Torchscript, "torchscript"}};
+};
+
 // `auto` is no strategy: it asks the launcher to pick the fastest one that fits (lib/estimate)
-// before any rank starts, so the trainer never sees it. strategy_choices() = strategy_names()
-// + "auto", the registry's choices for `strategy`.
+// before any rank starts, so the trainer never sees it. strategy_choices() =
+// choice_names<StrategyName>() + "auto", the registry's choices for `strategy`.
 extern const char* const kStrategyAuto;
 const std::vector<std::string>& strategy_choices();
 bool is_auto_strategy(std::string_view name);
-const std::vector<std::string>& model_names();
 
-std::string to_string(StrategyName s);
-std::string to_string(ModelName m);
-
-// nullopt for a name the table does not have (the caller words the error with its context).
-std::optional<StrategyName> parse_strategy(std::string_view name);
-std::optional<ModelName> parse_model(std::string_view name);
-// As above, but an unknown name throws mtrain::Error naming `key`, the value and the choices.
+// choice_from_text at the keys these settings have; an unknown name throws mtrain::Error naming
+// `key`, the value and the choices. `auto` is refused with the way to the launcher's choice.
 StrategyName strategy_from_text(std::string_view name, const std::string& key = "strategy");
 ModelName model_from_text(std::string_view name, const std::string& key = "model.name");
 

@@ -40,10 +40,10 @@ const std::vector<Question>& script() {
   static const std::vector<Question> q = [] {
     auto always = [](const json&) { return true; };
     auto launcher_is = [](LauncherKind l) { return [l](const json& j) { return choice_at<LauncherKind>(j, "launch.launcher") == l; }; };
-    auto strategy_is = [](StrategyName s) { return [s](const json& j) { return parse_strategy(text_of(j, "strategy")) == s; }; };
+    auto strategy_is = [](StrategyName s) { return [s](const json& j) { return parse_choice<StrategyName>(text_of(j, "strategy")) == s; }; };
     auto model_is = [](ModelName m) { return [m](const json& j) { return model_from_text(text_of(j, "model.name")) == m; }; };
     auto zero = [](const json& j) {
-      const auto s = parse_strategy(text_of(j, "strategy"));
+      const auto s = parse_choice<StrategyName>(text_of(j, "strategy"));
       return s && is_zero(*s);
     };
     auto torchscript = model_is(ModelName::Torchscript);

@@ -10,11 +10,15 @@
 #include <torch/csrc/api/include/torch/version.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
+#include <cstdio>
 #include <set>
 
 #include <fstream>
+#include <ostream>
 #include <string>
 
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/worker_facts.hpp"
 #include "mtrain/trainer/bench/build_info.hpp"
 #include "mtrain/trainer/comm/compat.hpp"
 #ifdef MTRAIN_WITH_CUDA
@@ -43,6 +47,17 @@ std::string loaded_blas() {
     }
   }
   return "";
+}
+
+// Replaced whole: a reader (`mtrain --version`) sees the old file or the new one.
+void replace_file(const std::string& path, const std::string& text) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f.flush()) throw Error("cannot write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace
@@ -80,6 +95,38 @@ std::vector<std::string> registered_operators() {
   for (const auto& op : torch::jit::getAllOperators()) names.insert(op->schema().name());
   for (const auto& n : c10::Dispatcher::singleton().getAllOpNames()) names.insert(n.name);
   return {names.begin(), names.end()};
+}
+
+int run_build_info_command(const std::vector<std::string>& args, const std::string& usage, std::ostream& out) {
+  if (args.empty()) {
+    out << build_info().dump() << std::endl;
+    return 0;
+  }
+  // Build time: the facts file beside the worker, with what CMake knows about the build (source
+  // folder, LibTorch line, the matching Python) as key=value pairs.
+  std::string facts_path;
+  nlohmann::json facts = build_facts();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& a = args[i];
+    if (a == "--facts" && i + 1 < args.size()) {
+      facts_path = args[++i];
+    } else if (a == "--set" && i + 1 < args.size()) {
+      const std::string& kv = args[++i];
+      const auto eq = kv.find('=');
+      if (eq == std::string::npos) throw Error("--set needs key=value, got '" + kv + "'");
+      facts["build"][kv.substr(0, eq)] = kv.substr(eq + 1);
+    } else {
+      throw Error("unexpected argument '" + a + "'", usage);
+    }
+  }
+  if (facts_path.empty()) throw Error("build-info options need --facts FILE", usage);
+  // Two files: the small JSON (read by every `mtrain --version`) and the operator list, one
+  // name a line (read only to check a TorchScript model).
+  std::string ops;
+  for (const auto& op : registered_operators()) ops += op + "\n";
+  replace_file(worker_operators_path(facts_path), ops);
+  replace_file(facts_path, facts.dump(1) + "\n");
+  return 0;
 }
 
 }  // namespace mtrain::trainer

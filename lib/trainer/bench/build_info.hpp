@@ -2,6 +2,7 @@
 // What this worker was built with (`mtrain-worker build-info`). The facts are the ones fixed at
 // compile time; the launcher reads them from the file written beside the worker at build time
 // (core/worker_facts.hpp), so it never starts LibTorch to learn them.
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -17,5 +18,11 @@ nlohmann::json build_facts();
 nlohmann::json build_info();
 // Every operator name this LibTorch registers ("aten::linear", "prim::device", …), sorted.
 std::vector<std::string> registered_operators();
+
+// `mtrain-worker build-info [--facts FILE [--set key=value]...]` (args after build-info): with no
+// arguments prints build_info() as JSON on `out`; with --facts writes build_facts() (each --set
+// adds build.<key>) to FILE and the operator list beside it (core/worker_facts.hpp), each
+// replaced whole. Returns the exit code; bad arguments throw mtrain::Error with `usage` as hint.
+int run_build_info_command(const std::vector<std::string>& args, const std::string& usage, std::ostream& out);
 
 }  // namespace mtrain::trainer

@@ -55,27 +55,60 @@ int dtype_name_bytes(const std::string& d) {
   return 0;
 }
 
-Manifest manifest_from_json(const json& j, const std::string& origin) {
-  auto bad = [&](const std::string& what) {
-    return Error(fmt::format("{}: not a valid mtrain checkpoint manifest: {}", origin, what),
+namespace {
+
+// A shard's file name stays inside the checkpoint folder.
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != ".." && name.find('/') == std::string::npos;
+}
+
+// Reads a manifest's JSON; every refusal names the manifest (`origin`) and the way out.
+class ManifestParser {
+ public:
+  explicit ManifestParser(const std::string& origin) : origin_(origin) {}
+
+  Manifest parse(const json& j) const {
+    Manifest m;
+    if (!j.is_object()) throw bad("not a JSON object");
+    header(j, m);
+    for (const auto& [name, t] : j.at("tensors").items()) m.tensors[name] = tensor(name, t, m.world_size);
+    for (const auto& n : j.value("order", json::array())) {
+      const std::string name = n.get<std::string>();
+      if (m.tensors.count(name)) m.order.push_back(name);
+    }
+    if (m.order.size() != m.tensors.size()) {  // format 1, or an order that lists too few
+      m.order.clear();
+      for (const auto& [name, meta] : m.tensors) m.order.push_back(name);
+    }
+    if (m.format_version >= 2) {
+      for (const auto& [name, f] : j.at("files").items()) m.files[name] = file(name, f);
+      check_pieces_in_files(m);
+    }
+    return m;
+  }
+
+  Error bad(const std::string& what) const {
+    return Error(fmt::format("{}: not a valid mtrain checkpoint manifest: {}", origin_, what),
                  "the checkpoint is damaged or from another tool; pass another folder to "
                  "checkpoint.resume or remove this one");
-  };
+  }
+
+ private:
   // nlohmann casts a floating-point value to an integer type as it is, undefined behaviour when
   // out of range (a shape of 4.5e21: fuzz checkpoint_manifest, UBSan): integers must be integers.
-  auto whole = [&](const json& v, const char* field) -> int64_t {
+  int64_t whole(const json& v, const char* field) const {
     if (!v.is_number_integer()) throw bad(fmt::format("\"{}\" is {}, not a whole number", field, v.dump()));
     return v.get<int64_t>();
-  };
-  auto whole_list = [&](const json& v, const char* field) {
+  }
+  std::vector<int64_t> whole_list(const json& v, const char* field) const {
     if (!v.is_array()) throw bad(fmt::format("\"{}\" is not a list", field));
     std::vector<int64_t> out;
     for (const auto& x : v) out.push_back(whole(x, field));
     return out;
-  };
-  try {
-    Manifest m;
-    if (!j.is_object()) throw bad("not a JSON object");
+  }
+
+  // The checksum, the format and the scalar fields.
+  void header(const json& j, Manifest& m) const {
     if (j.contains("checksum")) {
       // Shard checksums catch damaged shards; this catches an edited or damaged manifest (a
       // dtype changed float32 → float64 would make every reader decode garbage).
@@ -102,70 +135,75 @@ Manifest manifest_from_json(const json& j, const std::string& origin) {
     if (m.world_size < 1 || m.world_size > (1 << 20)) throw bad(fmt::format("world_size {}", m.world_size));
     m.step = whole(j.at("step"), "step");
     m.state = j.value("state", json::object());
-    for (const auto& [name, t] : j.at("tensors").items()) {
-      TensorMeta meta;
-      meta.shape = whole_list(t.at("shape"), "shape");
-      meta.dtype = t.at("dtype").get<std::string>();
-      if (dtype_name_bytes(meta.dtype) == 0) throw bad(fmt::format("tensor '{}' has an unknown dtype '{}'", name, meta.dtype));
-      if (meta.shape.size() > 64) throw bad(fmt::format("tensor '{}' has more than 64 dimensions", name));
-      // The element count without overflow: every piece must lie inside it.
-      int64_t numel = 1;
-      for (int64_t d : meta.shape) {
-        if (d < 0) throw bad(fmt::format("tensor '{}' has a negative dimension", name));
-        if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t{1} << 50)) {
-          throw bad(fmt::format("tensor '{}' has an impossible shape (more than 2^50 elements)", name));
-        }
+  }
+
+  // A logical tensor: its shape and dtype, and pieces that lie inside it, from ranks of the world.
+  TensorMeta tensor(const std::string& name, const json& t, int world_size) const {
+    TensorMeta meta;
+    meta.shape = whole_list(t.at("shape"), "shape");
+    meta.dtype = t.at("dtype").get<std::string>();
+    if (dtype_name_bytes(meta.dtype) == 0) throw bad(fmt::format("tensor '{}' has an unknown dtype '{}'", name, meta.dtype));
+    if (meta.shape.size() > 64) throw bad(fmt::format("tensor '{}' has more than 64 dimensions", name));
+    // The element count without overflow: every piece must lie inside it.
+    int64_t numel = 1;
+    for (int64_t d : meta.shape) {
+      if (d < 0) throw bad(fmt::format("tensor '{}' has a negative dimension", name));
+      if (__builtin_mul_overflow(numel, d, &numel) || numel > (int64_t{1} << 50)) {
+        throw bad(fmt::format("tensor '{}' has an impossible shape (more than 2^50 elements)", name));
       }
-      for (const auto& p : t.at("pieces")) {
-        meta.pieces.push_back({static_cast<int>(whole(p.at("rank"), "rank")), p.at("file").get<std::string>(),
-                               whole(p.at("offset"), "offset"), whole(p.at("numel"), "numel"),
-                               p.value("key", std::string())});
-        const auto& r = meta.pieces.back();
-        if (r.offset < 0 || r.numel < 0 || r.offset > numel || r.numel > numel - r.offset ||
-            r.rank < 0 || r.rank >= m.world_size || r.file.empty() || r.file == ".." ||
-            r.file.find('/') != std::string::npos) {
-          throw bad(fmt::format("tensor '{}' of {} elements has a bad piece (rank {}, file '{}', "
-                                "offset {}, numel {})", name, numel, r.rank, r.file, r.offset, r.numel));
-        }
+    }
+    for (const auto& p : t.at("pieces")) {
+      meta.pieces.push_back({static_cast<int>(whole(p.at("rank"), "rank")), p.at("file").get<std::string>(),
+                             whole(p.at("offset"), "offset"), whole(p.at("numel"), "numel"),
+                             p.value("key", std::string())});
+      const auto& r = meta.pieces.back();
+      if (r.offset < 0 || r.numel < 0 || r.offset > numel || r.numel > numel - r.offset ||
+          r.rank < 0 || r.rank >= world_size || !is_plain_file_name(r.file)) {
+        throw bad(fmt::format("tensor '{}' of {} elements has a bad piece (rank {}, file '{}', "
+                              "offset {}, numel {})", name, numel, r.rank, r.file, r.offset, r.numel));
       }
-      m.tensors[name] = std::move(meta);
     }
-    for (const auto& n : j.value("order", json::array())) {
-      const std::string name = n.get<std::string>();
-      if (m.tensors.count(name)) m.order.push_back(name);
+    return meta;
+  }
+
+  // A row of the files table (format 2).
+  FileMeta file(const std::string& name, const json& f) const {
+    if (!is_plain_file_name(name)) throw bad(fmt::format("shard file name '{}'", name));
+    FileMeta fm;
+    fm.rank = static_cast<int>(whole(f.at("rank"), "rank"));
+    fm.bytes = static_cast<uint64_t>(whole(f.at("bytes"), "bytes"));
+    fm.checksum = f.at("checksum").get<std::string>();
+    const json extras = f.value("extras", json::object());  // items() must not outlive it
+    for (const auto& [en, e] : extras.items()) {
+      fm.extras[en] = {e.at("key").get<std::string>(), e.at("dtype").get<std::string>(),
+                       whole_list(e.at("shape"), "shape")};
     }
-    if (m.order.size() != m.tensors.size()) {  // format 1, or an order that lists too few
-      m.order.clear();
-      for (const auto& [name, meta] : m.tensors) m.order.push_back(name);
-    }
-    if (m.format_version >= 2) {
-      for (const auto& [name, f] : j.at("files").items()) {
-        if (name.empty() || name.find('/') != std::string::npos || name == "..") {
-          throw bad(fmt::format("shard file name '{}'", name));
-        }
-        FileMeta fm;
-        fm.rank = static_cast<int>(whole(f.at("rank"), "rank"));
-        fm.bytes = static_cast<uint64_t>(whole(f.at("bytes"), "bytes"));
-        fm.checksum = f.at("checksum").get<std::string>();
-        const json extras = f.value("extras", json::object());  // items() must not outlive it
-        for (const auto& [en, e] : extras.items()) {
-          fm.extras[en] = {e.at("key").get<std::string>(), e.at("dtype").get<std::string>(),
-                           whole_list(e.at("shape"), "shape")};
-        }
-        m.files[name] = std::move(fm);
-      }
-      for (const auto& [name, meta] : m.tensors) {
-        for (const auto& p : meta.pieces) {
-          if (!m.files.count(p.file) || p.key.empty()) {
-            throw bad(fmt::format("tensor '{}' has a piece in '{}', which the files table lacks",
-                                  name, p.file));
-          }
+    return fm;
+  }
+
+  // Format 2: every piece is a keyed record of a file in the files table.
+  void check_pieces_in_files(const Manifest& m) const {
+    for (const auto& [name, meta] : m.tensors) {
+      for (const auto& p : meta.pieces) {
+        if (!m.files.count(p.file) || p.key.empty()) {
+          throw bad(fmt::format("tensor '{}' has a piece in '{}', which the files table lacks",
+                                name, p.file));
         }
       }
     }
-    return m;
+  }
+
+  const std::string& origin_;
+};
+
+}  // namespace
+
+Manifest manifest_from_json(const json& j, const std::string& origin) {
+  const ManifestParser parser(origin);
+  try {
+    return parser.parse(j);
   } catch (const json::exception& e) {
-    throw bad(e.what());
+    throw parser.bad(e.what());
   }
 }
 

@@ -52,6 +52,124 @@ std::string coverage_problem(const std::string& name, const TensorMeta& meta) {
   return "";
 }
 
+// The files to check: the files table (format 2), else every file a piece names.
+std::map<std::string, FileMeta> files_to_check(const Manifest& m, bool checksummed) {
+  std::map<std::string, FileMeta> files = m.files;
+  if (!checksummed) {
+    for (const auto& [name, meta] : m.tensors) {
+      for (const auto& p : meta.pieces) files[p.file].rank = p.rank;
+    }
+  }
+  return files;
+}
+
+// A zip record a shard must hold: its key, the bytes it must hold, what it is. A record's size
+// must be its piece's numel × dtype size, so a dtype edited in an older manifest (no checksum)
+// is caught here.
+struct Want {
+  std::string key;
+  uint64_t bytes;
+  std::string what;
+};
+
+// file → the records of the manifest's pieces in it.
+std::map<std::string, std::vector<Want>> pieces_wanted(const Manifest& m) {
+  std::map<std::string, std::vector<Want>> keys;
+  for (const auto& [name, meta] : m.tensors) {
+    for (const auto& p : meta.pieces) {
+      if (!p.key.empty()) {
+        keys[p.file].push_back({p.key, static_cast<uint64_t>(p.numel) * dtype_name_bytes(meta.dtype),
+                                fmt::format("a piece of '{}' ({} elements of {})", name, p.numel, meta.dtype)});
+      }
+    }
+  }
+  return keys;
+}
+
+// "" for a regular file (its stat in `st`), else what is there instead. Looks without following
+// a link or opening a FIFO (which would block).
+std::string not_a_regular_file(const fs::path& path, struct stat& st) {
+  if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return "";
+  const int e = errno;
+  if (::lstat(path.c_str(), &st) != 0) return fmt::format("the shard file is missing ({})", std::strerror(e));
+  std::string what = describe_file_type(st.st_mode);
+  std::error_code lec;
+  if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(path, lec).string();
+  return fmt::format("the shard is {}, not a regular file (mtrain writes shards as "
+                     "regular files: something else replaced it)", what);
+}
+
+// Format 2: the file's size, then (o.checksums) its CRC-32C, against the files table.
+void check_size_and_checksum(FileCheck& c, const fs::path& path, const FileMeta& fm, const VerifyOptions& o) {
+  c.expected_bytes = fm.bytes;
+  c.expected_checksum = fm.checksum;
+  if (c.actual_bytes != fm.bytes) {
+    c.ok = false;
+    c.problem = fmt::format("expected {} bytes, found {} (the shard is damaged: {})", fm.bytes,
+                            c.actual_bytes, c.actual_bytes < fm.bytes ? "truncated" : "longer than written");
+    return;
+  }
+  if (!o.checksums) return;
+  try {
+    const FileDigest d = digest_file(path.string(), o.progress);
+    c.actual_checksum = crc32c_text(d.crc32c);
+    if (c.actual_checksum != fm.checksum) {
+      c.ok = false;
+      c.problem = fmt::format("checksum mismatch: expected {}, found {} over {} bytes (the "
+                              "shard is damaged)",
+                              fm.checksum, c.actual_checksum, d.bytes);
+    }
+  } catch (const Error& e) {
+    c.ok = false;
+    c.problem = e.message();
+  }
+}
+
+// The zip records: each piece's and each extra tensor's record holds the bytes the manifest
+// implies; format 1 (no checksums) reads the whole dict instead of a CRC.
+void check_records(FileCheck& c, const fs::path& path, const FileMeta& fm, std::vector<Want> wants,
+                   bool checksummed, const VerifyOptions& o) {
+  try {
+    ArchiveReader zip(path.string());
+    for (const auto& [en, e] : fm.extras) {
+      uint64_t n = static_cast<uint64_t>(dtype_name_bytes(e.dtype));
+      for (int64_t d : e.shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
+      wants.push_back({e.key, n, fmt::format("the rank's extra tensor '{}'", en)});
+    }
+    for (const auto& k : wants) {
+      const uint64_t have = zip.record_bytes(k.key);
+      if (have != k.bytes) {
+        throw Error(fmt::format("{}: record data/{} holds {} bytes, but the manifest says it is {} "
+                                "= {} bytes", path.string(), k.key, have, k.what, k.bytes),
+                    "the manifest or the shard was edited or damaged");
+      }
+    }
+    if (!checksummed && o.checksums) read_tensor_dict(path.string());
+  } catch (const Error& e) {
+    c.ok = false;
+    c.problem = e.message();
+    const std::string prefix = path.string() + ": ";
+    if (c.problem.rfind(prefix, 0) == 0) c.problem = c.problem.substr(prefix.size());
+  }
+}
+
+FileCheck check_file(const std::string& dir, const std::string& file, const FileMeta& fm, std::vector<Want> wants,
+                     bool checksummed, const VerifyOptions& o) {
+  FileCheck c;
+  c.file = file;
+  const fs::path path = fs::path(dir) / file;
+  struct stat st {};
+  c.problem = not_a_regular_file(path, st);
+  if (!c.problem.empty()) {
+    c.ok = false;
+    return c;
+  }
+  c.actual_bytes = static_cast<uint64_t>(st.st_size);
+  if (checksummed) check_size_and_checksum(c, path, fm, o);
+  if (c.ok) check_records(c, path, fm, std::move(wants), checksummed, o);
+  return c;
+}
+
 }  // namespace
 
 bool VerifyReport::ok() const {
@@ -93,102 +211,11 @@ VerifyReport verify_checkpoint(const std::string& dir, const VerifyOptions& o) {
     const std::string p = coverage_problem(name, meta);
     if (!p.empty()) rep.coverage_problems.push_back(p);
   }
-  // Files: the files table (format 2), else every file a piece names.
-  std::map<std::string, FileMeta> files = m.files;
-  if (!rep.checksummed) {
-    for (const auto& [name, meta] : m.tensors) {
-      for (const auto& p : meta.pieces) files[p.file].rank = p.rank;
-    }
-  }
-  // file → (record key, the bytes it must hold, what it is): a record's size must be its piece's
-  // numel × dtype size, so a dtype edited in an older manifest (no checksum) is caught here.
-  struct Want {
-    std::string key;
-    uint64_t bytes;
-    std::string what;
-  };
-  std::map<std::string, std::vector<Want>> keys;
-  for (const auto& [name, meta] : m.tensors) {
-    for (const auto& p : meta.pieces) {
-      if (!p.key.empty()) {
-        keys[p.file].push_back({p.key, static_cast<uint64_t>(p.numel) * dtype_name_bytes(meta.dtype),
-                                fmt::format("a piece of '{}' ({} elements of {})", name, p.numel, meta.dtype)});
-      }
-    }
-  }
+  auto wanted = pieces_wanted(m);
   size_t index = 0;
-  for (const auto& [file, fm] : files) {
+  for (const auto& [file, fm] : files_to_check(m, rep.checksummed)) {
     if (o.select && !o.select(index++)) continue;
-    FileCheck c;
-    c.file = file;
-    const fs::path path = fs::path(dir) / file;
-    // What is there, without following a link or opening a FIFO (which would block).
-    struct stat st {};
-    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
-      c.ok = false;
-      const int e = errno;
-      if (::lstat(path.c_str(), &st) != 0) {
-        c.problem = fmt::format("the shard file is missing ({})", std::strerror(e));
-      } else {
-        std::string what = describe_file_type(st.st_mode);
-        std::error_code lec;
-        if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(path, lec).string();
-        c.problem = fmt::format("the shard is {}, not a regular file (mtrain writes shards as "
-                                "regular files: something else replaced it)", what);
-      }
-      rep.files.push_back(c);
-      continue;
-    }
-    const auto size = static_cast<uint64_t>(st.st_size);
-    c.actual_bytes = size;
-    if (rep.checksummed) {
-      c.expected_bytes = fm.bytes;
-      c.expected_checksum = fm.checksum;
-      if (size != fm.bytes) {
-        c.ok = false;
-        c.problem = fmt::format("expected {} bytes, found {} (the shard is damaged: {})", fm.bytes,
-                                size, size < fm.bytes ? "truncated" : "longer than written");
-      } else if (o.checksums) {
-        try {
-          const FileDigest d = digest_file(path.string(), o.progress);
-          c.actual_checksum = crc32c_text(d.crc32c);
-          if (c.actual_checksum != fm.checksum) {
-            c.ok = false;
-            c.problem = fmt::format("checksum mismatch: expected {}, found {} over {} bytes (the "
-                                    "shard is damaged)",
-                                    fm.checksum, c.actual_checksum, d.bytes);
-          }
-        } catch (const Error& e) {
-          c.ok = false;
-          c.problem = e.message();
-        }
-      }
-    }
-    if (c.ok) {
-      try {
-        ArchiveReader zip(path.string());
-        for (const auto& [en, e] : fm.extras) {
-          uint64_t n = static_cast<uint64_t>(dtype_name_bytes(e.dtype));
-          for (int64_t d : e.shape) n *= static_cast<uint64_t>(std::max<int64_t>(d, 0));
-          keys[file].push_back({e.key, n, fmt::format("the rank's extra tensor '{}'", en)});
-        }
-        for (const auto& k : keys[file]) {
-          const uint64_t have = zip.record_bytes(k.key);
-          if (have != k.bytes) {
-            throw Error(fmt::format("{}: record data/{} holds {} bytes, but the manifest says it is {} "
-                                    "= {} bytes", path.string(), k.key, have, k.what, k.bytes),
-                        "the manifest or the shard was edited or damaged");
-          }
-        }
-        if (!rep.checksummed && o.checksums) read_tensor_dict(path.string());
-      } catch (const Error& e) {
-        c.ok = false;
-        c.problem = e.message();
-        const std::string prefix = path.string() + ": ";
-        if (c.problem.rfind(prefix, 0) == 0) c.problem = c.problem.substr(prefix.size());
-      }
-    }
-    rep.files.push_back(c);
+    rep.files.push_back(check_file(dir, file, fm, wanted[file], rep.checksummed, o));
   }
   return rep;
 }

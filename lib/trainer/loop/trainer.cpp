@@ -62,10 +62,68 @@ class Loop {
         heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
+    const std::optional<InitPlan> init = set_up();
+    const int64_t start_step = start(init);
+    const auto run_start = Clock::now();
+    Window window;
+    bool validated_last = false;
+    while (step_ < total_) {
+      const int64_t epoch = step_ / steps_per_epoch_;
+      const StepOutcome o = train_step();
+      window.add(o);
+      validated_last = false;
+      console_.progress(step_ % job_.log_interval == 0 ? job_.log_interval : step_ % job_.log_interval,
+                        job_.log_interval);
+      if (step_ % job_.log_interval == 0 || step_ == total_) {
+        log_window(window, o, epoch, run_start, start_step);
+        window = {};
+      }
+      if (validation_due()) {
+        outside_training("validation", [&] { validate(); });
+        validated_last = true;
+      }
+      if (step_ == parts_.interrupt_after) return interrupted();
+      if (job_.checkpoint_interval > 0 && step_ % job_.checkpoint_interval == 0 && step_ < total_) {
+        outside_training("checkpoint", [&] { save(); });
+      }
+      if (parts_.on_step) parts_.on_step(step_);
+      if (parts_.restart.elastic() && comm_.rank() == 0) record_reached_step(job_.work_dir, step_);
+      heartbeat_.beat();
+      if (step_ < total_) {
+        if (const int sig = agreed_stop_signal()) return preempted(sig, start_step);
+      }
+    }
+    return conclude(start_step, validated_last);
+  }
+
+ private:
+  // What one optimizer step measured.
+  struct StepOutcome {
+    double loss = 0;       // mean over the step's micro-batches (this rank)
+    double time = 0;       // the step's wall time, seconds
+    double data_time = 0;  // of which waiting for batches
+    double lr = 0;
+    StepResult result;
+  };
+  // The steps since the last train log line, summed.
+  struct Window {
+    double loss = 0, time = 0, data_time = 0;
+    int64_t n = 0;
+    void add(const StepOutcome& o) {
+      loss += o.loss;
+      time += o.time;
+      data_time += o.data_time;
+      ++n;
+    }
+  };
+
+  // The strategy around the model, the sampler and the step count (steps_per_epoch_, total_);
+  // returns model.init's plan, if any.
+  std::optional<InitPlan> set_up() {
     // model.init is opened and checked against the model's own shapes first: a bad file fails
     // before anything is written, and before a sharded strategy replaces the parameters.
-    const auto init = job_.init.empty() ? std::optional<InitPlan>()
-                                        : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
+    auto init = job_.init.empty() ? std::optional<InitPlan>()
+                                  : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
     fs::create_directories(job_.work_dir);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     expected_state_ = expected_state(*parts_.model, optimizer_state_names(job_.strat.optim));
@@ -94,7 +152,12 @@ class Loop {
     steps_per_epoch_ = per_rank / per_step;
     by_epochs_ = job_.max_epochs > 0;
     total_ = by_epochs_ ? job_.max_epochs * steps_per_epoch_ : job_.max_steps;
+    return init;
+  }
 
+  // The state training starts from (a checkpoint, model.init or the seed) and rank 0's run
+  // folder; returns the first step this run trains.
+  int64_t start(const std::optional<InitPlan>& init) {
     print_ledger();
     heartbeat_.beat();
     at::manual_seed(job_.seed * 1000003ULL + static_cast<uint64_t>(comm_.rank()));
@@ -110,85 +173,76 @@ class Loop {
       metrics_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl", false);
     }
     comm_.reset_counters();
+    return start_step;
+  }
 
-    double window_loss = 0, window_time = 0, window_data = 0;
-    int64_t window_n = 0;
-    bool validated_last = false;
-    const auto run_start = Clock::now();
-    while (step_ < total_) {
-      const auto t0 = Clock::now();
-      double data_time = 0, loss_sum = 0;
-      const int64_t epoch = step_ / steps_per_epoch_;
-      for (int64_t a = 0; a < job_.grad_accum; ++a) {
-        const auto td = Clock::now();
-        Batch b = to_device(next_batch(step_, a), parts_.device);
-        data_time += seconds_since(td);
-        at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
-                                                      a == job_.grad_accum - 1,
-                                                      1.0 / static_cast<double>(job_.grad_accum));
-        loss_sum += loss.item<double>();
-      }
-      const double lr = learning_rate(job_.sched, step_, total_);
-      const StepResult sr = strategy_->step(lr);
-      if (sr.skipped) ++skipped_steps_;
-      ++step_;
-      const double dt = seconds_since(t0);
-      step_times_.push_back(dt);
-      window_loss += loss_sum / static_cast<double>(job_.grad_accum);
-      window_time += dt;
-      window_data += data_time;
-      ++window_n;
-      validated_last = false;
-      console_.progress(step_ % job_.log_interval == 0 ? job_.log_interval : step_ % job_.log_interval,
-                        job_.log_interval);
-
-      if (step_ % job_.log_interval == 0 || step_ == total_) {
-        const auto t = sum_over_ranks({window_loss, static_cast<double>(window_n)}, "all_reduce(metrics)");
-        last_loss_ = t[0] / t[1];
-        TrainWindow w;
-        w.step = step_;
-        w.epoch = epoch + 1;
-        w.iter = position().iter;
-        w.lr = lr;
-        w.eta_s = seconds_since(run_start) / static_cast<double>(step_ - start_step) *
-                  static_cast<double>(total_ - step_);
-        w.time = window_time / window_n;
-        w.data_time = window_data / window_n;
-        w.memory_mb = peak_memory() / (1024 * 1024);
-        w.loss = last_loss_;
-        w.grad_norm = sr.grad_norm;
-        w.fp16 = job_.precision() == config::Precision::Fp16;
-        w.loss_scale = sr.loss_scale;
-        w.skipped_steps = skipped_steps_;
-        const LogRecord rec = train_log(w);
-        console_.line(format_line(position_prefix("train", position()), rec.fields));
-        if (metrics_) metrics_->write(rec.record);
-        window_loss = window_time = window_data = 0;
-        window_n = 0;
-      }
-      const bool epoch_end = step_ % steps_per_epoch_ == 0;
-      if (parts_.val && job_.val_interval > 0 &&
-          (by_epochs_ ? epoch_end && (step_ / steps_per_epoch_) % job_.val_interval == 0
-                      : step_ % job_.val_interval == 0)) {
-        outside_training("validation", [&] { validate(); });
-        validated_last = true;
-      }
-      if (step_ == parts_.interrupt_after) {
-        TrainResult r;
-        r.steps = step_;
-        r.final_loss = last_loss_;
-        return r;
-      }
-      if (job_.checkpoint_interval > 0 && step_ % job_.checkpoint_interval == 0 && step_ < total_) {
-        outside_training("checkpoint", [&] { save(); });
-      }
-      if (parts_.on_step) parts_.on_step(step_);
-      if (parts_.restart.elastic() && comm_.rank() == 0) record_reached_step(job_.work_dir, step_);
-      heartbeat_.beat();
-      if (step_ < total_) {
-        if (const int sig = agreed_stop_signal()) return preempted(sig, start_step);
-      }
+  // One optimizer step over grad_accum micro-batches; step_ advances.
+  StepOutcome train_step() {
+    StepOutcome o;
+    const auto t0 = Clock::now();
+    double loss_sum = 0;
+    for (int64_t a = 0; a < job_.grad_accum; ++a) {
+      const auto td = Clock::now();
+      Batch b = to_device(next_batch(step_, a), parts_.device);
+      o.data_time += seconds_since(td);
+      at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
+                                                    a == job_.grad_accum - 1,
+                                                    1.0 / static_cast<double>(job_.grad_accum));
+      loss_sum += loss.item<double>();
     }
+    o.lr = learning_rate(job_.sched, step_, total_);
+    o.result = strategy_->step(o.lr);
+    if (o.result.skipped) ++skipped_steps_;
+    ++step_;
+    o.time = seconds_since(t0);
+    step_times_.push_back(o.time);
+    o.loss = loss_sum / static_cast<double>(job_.grad_accum);
+    return o;
+  }
+
+  // The train line of a log interval: the loss averaged over ranks, times over the window, the
+  // time left at the pace of this run's steps so far.
+  void log_window(const Window& window, const StepOutcome& last, int64_t epoch, Clock::time_point run_start,
+                  int64_t start_step) {
+    const auto t = sum_over_ranks({window.loss, static_cast<double>(window.n)}, "all_reduce(metrics)");
+    last_loss_ = t[0] / t[1];
+    TrainWindow w;
+    w.step = step_;
+    w.epoch = epoch + 1;
+    w.iter = position().iter;
+    w.lr = last.lr;
+    w.eta_s = seconds_since(run_start) / static_cast<double>(step_ - start_step) * static_cast<double>(total_ - step_);
+    w.time = window.time / window.n;
+    w.data_time = window.data_time / window.n;
+    w.memory_mb = peak_memory() / (1024 * 1024);
+    w.loss = last_loss_;
+    w.grad_norm = last.result.grad_norm;
+    w.fp16 = job_.precision() == config::Precision::Fp16;
+    w.loss_scale = last.result.loss_scale;
+    w.skipped_steps = skipped_steps_;
+    const LogRecord rec = train_log(w);
+    console_.line(format_line(position_prefix("train", position()), rec.fields));
+    if (metrics_) metrics_->write(rec.record);
+  }
+
+  // val_interval counts epochs when training by epochs (at an epoch's end), else steps.
+  bool validation_due() const {
+    if (!parts_.val || job_.val_interval <= 0) return false;
+    if (by_epochs_) return step_ % steps_per_epoch_ == 0 && (step_ / steps_per_epoch_) % job_.val_interval == 0;
+    return step_ % job_.val_interval == 0;
+  }
+
+  // Testing (TrainerParts::interrupt_after): stop as a killed process would, leaving nothing.
+  TrainResult interrupted() const {
+    TrainResult r;
+    r.steps = step_;
+    r.final_loss = last_loss_;
+    return r;
+  }
+
+  // The end of a full run: a last validation (unless the last step had one), a checkpoint of
+  // what this run trained, the exported model and summary.json.
+  TrainResult conclude(int64_t start_step, bool validated_last) {
     if (parts_.val && !validated_last) outside_training("validation", [&] { validate(); });
     if (step_ > start_step) outside_training("checkpoint", [&] { save(); });
     outside_training("export", [&] {
@@ -199,7 +253,6 @@ class Loop {
     return finish(comm_.counters(), start_step, 0);
   }
 
- private:
   Position position() const {
     Position p;
     p.by_epochs = by_epochs_;

@@ -85,6 +85,138 @@ json read_job(const WorkerOptions& o) {
   return job;
 }
 
+// Where this rank stands in the group, from the torchrun environment (none = world 1).
+struct RankPlace {
+  int rank = 0;
+  int world = 1;
+  int local_rank = 0;
+};
+
+RankPlace rank_place(const WorkerOptions& o) {
+  const RankPlace p{env_int(o, "RANK", 0), env_int(o, "WORLD_SIZE", 1), env_int(o, "LOCAL_RANK", 0)};
+  if (p.world < 1 || p.rank >= p.world) {
+    throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", p.rank, p.world, p.rank),
+                "RANK must be in [0, WORLD_SIZE); the launcher sets both");
+  }
+  return p;
+}
+
+// A run that fails before it writes anything (bad model, data or init file) leaves no trace: a
+// work dir that this run created and that holds nothing but the lock is removed on the way out.
+struct RemoveIfOnlyLock {
+  std::string dir;
+  ~RemoveIfOnlyLock() {
+    if (dir.empty()) return;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(dir, ec))
+      if (e.path().filename() != ".mtrain.lock") return;
+    if (ec) return;
+    std::filesystem::remove(std::filesystem::path(dir) / ".mtrain.lock", ec);
+    std::filesystem::remove(dir, ec);
+  }
+};
+
+// One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
+// saves interrupted by a dead job's crash are removed only once the lock is ours. The members'
+// order is the protocol: the lock is released before the cleanup looks at the dir, also when
+// taking the lock throws.
+class WorkDirClaim {
+ public:
+  WorkDirClaim(const std::string& work_dir, int rank, const std::string& job_id, std::ostream& console) {
+    if (rank != 0) return;
+    std::error_code exists_ec;
+    if (!std::filesystem::exists(work_dir, exists_ec)) cleanup_.dir = work_dir;
+    std::string notice;
+    lock_ = WorkDirLock::acquire(work_dir, job_id, &notice);
+    if (!notice.empty()) console << "mtrain-worker: notice: " << notice << "\n";
+    remove_abandoned_saves(work_dir + "/checkpoints");
+  }
+  WorkDirClaim(const WorkDirClaim&) = delete;
+  WorkDirClaim& operator=(const WorkDirClaim&) = delete;
+
+ private:
+  RemoveIfOnlyLock cleanup_;
+  std::unique_ptr<WorkDirLock> lock_;
+};
+
+// CUDA when this worker has it and this rank sees a device. The launcher decides what a rank
+// sees (--device cpu: CUDA_VISIBLE_DEVICES is empty; gpu/auto: the node's selected GPUs, which
+// LOCAL_RANK indexes), so the worker needs no device setting of its own.
+at::Device select_device(int local_rank) {
+  const int gpus = compat::cuda_device_count();
+  if (gpus <= 0 || !compat::nccl_available()) return at::kCPU;
+  if (local_rank >= gpus) {
+    throw Error(fmt::format("local rank {} has no GPU: this node shows {} CUDA device(s)", local_rank, gpus),
+                "run at most one rank per GPU (--nproc-per-node gpu), or --device cpu");
+  }
+  compat::select_cuda_device(local_rank);
+  return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
+}
+
+CommOptions comm_options(const TrainJob& tj, const WorkerOptions& o, const RankPlace& place, const at::Device& device) {
+  CommOptions co;
+  co.rank = place.rank;
+  co.world = place.world;
+  co.timeout = std::chrono::milliseconds(static_cast<int64_t>(tj.comm_timeout_s * 1000));
+  if (device.is_cuda()) co.backend = BackendKind::Nccl;
+  co.shared_memory = tj.comm_shared_memory && device.is_cpu() && place.world > 1 &&
+                     env_int(o, "LOCAL_WORLD_SIZE", 0) == place.world;
+  const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
+  if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
+  // As torch.distributed: GLOO_SOCKET_IFNAME=eth0[,eth1] binds Gloo to those interfaces.
+  for (const auto& iface : str::split(env_or(o, "GLOO_SOCKET_IFNAME", ""), ','))
+    if (!str::trim(iface).empty()) co.interfaces.push_back(str::trim(iface));
+  return co;
+}
+
+// The group's store: rank 0 serves it at MASTER_ADDR:MASTER_PORT; a world of one needs none.
+compat::StorePtr make_store(const WorkerOptions& o, const CommOptions& co) {
+  if (co.world <= 1) return compat::make_hash_store();
+  const int port = env_int(o, "MASTER_PORT", 29500);
+  if (port < 1 || port > 65535) {
+    throw Error(fmt::format("MASTER_PORT={} is not a TCP port", port),
+                "use a port in 1..65535 that rank 0's host can listen on");
+  }
+  return compat::make_tcp_store(env_or(o, "MASTER_ADDR", "127.0.0.1"), port, co.rank == 0, co.world, co.timeout);
+}
+
+// This run's token names its temporary checkpoint folders (.tmp_step_<N>.<token>), so that a
+// save only ever removes its own: rank 0 draws it, the others read it from the store.
+std::string share_run_token(const compat::StorePtr& store, int rank) {
+  if (rank == 0) {
+    std::string token = fmt::format("{:08x}", std::random_device{}());
+    store->set("mtrain/run_token", std::vector<uint8_t>(token.begin(), token.end()));
+    return token;
+  }
+  const auto bytes = store->get("mtrain/run_token");
+  return std::string(bytes.begin(), bytes.end());
+}
+
+TrainerParts make_parts(const TrainJob& tj, const WorkerOptions& o, const at::Device& device) {
+  TrainerParts parts;
+  parts.model = make_model(tj.model, tj.seed);
+  parts.model->to(device);
+  // fsdp.activation_checkpointing is honoured by every strategy: recomputing blocks is a model
+  // property, independent of how the state is sharded.
+  parts.model->set_activation_checkpointing(tj.model.activation_checkpointing);
+  parts.train = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
+  std::shared_ptr<const Dataset> val = make_dataset(tj.data, tj.model, Split::Val, tj.seed);
+  if (val->size() > 0) parts.val = val;
+  parts.device = device;
+  parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
+  return parts;
+}
+
+// How the ranks talk, for rank 0's first line.
+std::string transport_text(const CommOptions& co, const Communicator& comm) {
+  if (co.backend == BackendKind::Nccl) return "nccl";
+  if (comm.uses_shared_memory()) return "gloo, fp32 collectives in shared memory";
+  if (!comm.shared_memory_fallback().empty())
+    return "gloo; shared-memory collectives unavailable: " + comm.shared_memory_fallback() +
+           ", so every collective goes over TCP (slower)";
+  return "gloo";
+}
+
 }  // namespace
 
 std::map<std::string, std::string> worker_env_from_process() {
@@ -103,121 +235,29 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   TrainJob tj = train_job_from_json(read_job(o), o.job_path.empty() ? "the job" : o.job_path);
   // HYBRID_SHARD's shard group is the ranks of this node; the strategy reads only its options.
   tj.strat.local_world_size = env_int(o, "LOCAL_WORLD_SIZE", 0);
-
-  const int rank = env_int(o, "RANK", 0);
-  const int world = env_int(o, "WORLD_SIZE", 1);
-  const int local_rank = env_int(o, "LOCAL_RANK", 0);
-  if (world < 1 || rank >= world) {
-    throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", rank, world, rank),
-                "RANK must be in [0, WORLD_SIZE); the launcher sets both");
-  }
+  const RankPlace place = rank_place(o);
   // A restarted attempt resumes by itself and keeps the global batch at this world size.
   const RestartInfo restart = restart_info_from_env(o.env);
-  const std::vector<std::string> restart_notes = apply_restart(tj, world, restart);
-  if (rank == 0)
+  const std::vector<std::string> restart_notes = apply_restart(tj, place.world, restart);
+  if (place.rank == 0)
     for (const auto& n : restart_notes) console << "mtrain-worker: " << n << "\n";
-  // One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
-  // saves interrupted by a dead job's crash are removed only once the lock is ours.
-  // A run that fails before it writes anything (bad model, data or init file) leaves no trace: a
-  // work dir that this run created and that holds nothing but the lock is removed on the way out.
-  struct RemoveIfOnlyLock {
-    std::string dir;
-    ~RemoveIfOnlyLock() {
-      if (dir.empty()) return;
-      std::error_code ec;
-      for (const auto& e : std::filesystem::directory_iterator(dir, ec))
-        if (e.path().filename() != ".mtrain.lock") return;
-      if (ec) return;
-      std::filesystem::remove(std::filesystem::path(dir) / ".mtrain.lock", ec);
-      std::filesystem::remove(dir, ec);
-    }
-  } cleanup;
-  std::error_code exists_ec;
-  if (rank == 0 && !std::filesystem::exists(tj.work_dir, exists_ec)) cleanup.dir = tj.work_dir;
-  std::unique_ptr<WorkDirLock> work_dir_lock;
-  if (rank == 0) {
-    std::string notice;
-    work_dir_lock = WorkDirLock::acquire(tj.work_dir, env_or(o, "MTRAIN_JOB_ID", ""), &notice);
-    if (!notice.empty()) console << "mtrain-worker: notice: " << notice << "\n";
-    remove_abandoned_saves(tj.work_dir + "/checkpoints");
-  }
+  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), console);
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
 
-  CommOptions co;
-  co.rank = rank;
-  co.world = world;
-  co.timeout = std::chrono::milliseconds(static_cast<int64_t>(tj.comm_timeout_s * 1000));
-  // CUDA when this worker has it and this rank sees a device. The launcher decides what a rank
-  // sees (--device cpu: CUDA_VISIBLE_DEVICES is empty; gpu/auto: the node's selected GPUs, which
-  // LOCAL_RANK indexes), so the worker needs no device setting of its own.
-  at::Device device = at::kCPU;
-  const int gpus = compat::cuda_device_count();
-  if (gpus > 0 && compat::nccl_available()) {
-    if (local_rank >= gpus) {
-      throw Error(fmt::format("local rank {} has no GPU: this node shows {} CUDA device(s)", local_rank, gpus),
-                  "run at most one rank per GPU (--nproc-per-node gpu), or --device cpu");
-    }
-    co.backend = BackendKind::Nccl;
-    device = at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
-    compat::select_cuda_device(local_rank);
-  }
-  co.shared_memory = tj.comm_shared_memory && device.is_cpu() && world > 1 &&
-                      env_int(o, "LOCAL_WORLD_SIZE", 0) == world;
-  const std::string addr = env_or(o, "MASTER_ADDR", "127.0.0.1");
-  if (addr == "127.0.0.1" || addr == "localhost") co.hostname = "127.0.0.1";
-  // As torch.distributed: GLOO_SOCKET_IFNAME=eth0[,eth1] binds Gloo to those interfaces.
-  for (const auto& iface : str::split(env_or(o, "GLOO_SOCKET_IFNAME", ""), ','))
-    if (!str::trim(iface).empty()) co.interfaces.push_back(str::trim(iface));
-  compat::StorePtr store;
-  if (world > 1) {
-    const int port = env_int(o, "MASTER_PORT", 29500);
-    if (port < 1 || port > 65535) {
-      throw Error(fmt::format("MASTER_PORT={} is not a TCP port", port),
-                  "use a port in 1..65535 that rank 0's host can listen on");
-    }
-    store = compat::make_tcp_store(addr, port, rank == 0, world, co.timeout);
-  } else {
-    store = compat::make_hash_store();
-  }
+  const at::Device device = select_device(place.local_rank);
+  const CommOptions co = comm_options(tj, o, place, device);
+  const compat::StorePtr store = make_store(o, co);
   Communicator comm(store, co);
-  // This run's token names its temporary checkpoint folders (.tmp_step_<N>.<token>), so that a
-  // save only ever removes its own: rank 0 draws it, the others read it from the store.
-  std::string run_token;
-  if (rank == 0) {
-    run_token = fmt::format("{:08x}", std::random_device{}());
-    store->set("mtrain/run_token", std::vector<uint8_t>(run_token.begin(), run_token.end()));
-  } else {
-    const auto bytes = store->get("mtrain/run_token");
-    run_token.assign(bytes.begin(), bytes.end());
-  }
-
-  const ModelSpec& ms = tj.model;
-  const DataSpec& ds = tj.data;
-  TrainerParts parts;
-  parts.model = make_model(ms, tj.seed);
-  parts.model->to(device);
-  // fsdp.activation_checkpointing is honoured by every strategy: recomputing blocks is a model
-  // property, independent of how the state is sharded.
-  parts.model->set_activation_checkpointing(tj.model.activation_checkpointing);
-  parts.train = make_dataset(ds, ms, Split::Train, tj.seed);
-  std::shared_ptr<const Dataset> val = make_dataset(ds, ms, Split::Val, tj.seed);
-  if (val->size() > 0) parts.val = val;
-  parts.device = device;
-  parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
+  const std::string run_token = share_run_token(store, place.rank);
+  TrainerParts parts = make_parts(tj, o, device);
   parts.run_token = run_token;
   parts.restart = restart;
-  if (rank == 0) {
-    console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, "
-                           "work_dir {}\n",
-                           config::to_string(tj.strategy), world,
-                           co.backend == BackendKind::Nccl ? "nccl"
-                           : comm.uses_shared_memory()     ? "gloo, fp32 collectives in shared memory"
-                           : !comm.shared_memory_fallback().empty()
-                               ? "gloo; shared-memory collectives unavailable: " +
-                                     comm.shared_memory_fallback() + ", so every collective goes over TCP (slower)"
-                               : std::string("gloo"),
-                           config::to_string(ms.name), config::to_string(ds.name), at::get_num_threads(), tj.work_dir);
+  if (place.rank == 0) {
+    console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, work_dir {}\n",
+                           config::to_string(tj.strategy), place.world, transport_text(co, comm),
+                           config::to_string(tj.model.name), config::to_string(tj.data.name), at::get_num_threads(),
+                           tj.work_dir);
   }
   // Recorded here, while the communicator and the store still live: their teardown on the way
   // out can take a while, and a peer may fail meanwhile (failure_record.hpp).

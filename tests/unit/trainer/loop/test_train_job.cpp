@@ -154,7 +154,7 @@ TEST_CASE("TrainJob: every job setting reaches a field", "[trainer][loop][train_
 
 TEST_CASE("TrainJob: the strategy carries the ZeRO stage; zero.stage only has to agree",
           "[trainer][loop][train_job]") {
-  for (const auto& name : mtrain::config::strategy_names()) {
+  for (const auto& name : mtrain::config::choice_names<mtrain::config::StrategyName>()) {
     json job = {{"strategy", name}};
     const TrainJob t = train_job_from_json(job);
     CHECK(mtrain::config::to_string(t.strategy) == name);

@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -169,4 +170,53 @@ TEST_CASE("the worker passes LOCAL_WORLD_SIZE to HYBRID_SHARD and the ledger: tw
   CHECK(measured == Approx(16 * psi).epsilon(0.05));
   CHECK(s["comm_per_step"]["all_reduce"]["wire_bytes"].get<double>() == Approx(2 * psi * 0.5 * 4).epsilon(0.05));
   CHECK(s["comm_per_step"].count("all_gather") == 0);
+}
+
+TEST_CASE("build-info --facts writes the build facts and the operator list; bad arguments exit 2",
+          "[trainer][worker]") {
+  const auto d = fresh_dir("build_info");
+  const std::string facts = (d / "w.facts.json").string();
+  auto [rc, out] = sh(kWorker + " build-info --facts " + facts + " --set torch_line=2.x --set source_dir=/src");
+  INFO(out);
+  REQUIRE(rc == 0);
+  std::ifstream in(facts);
+  const json f = json::parse(in);
+  CHECK(f["build"] == json{{"torch_line", "2.x"}, {"source_dir", "/src"}});
+  CHECK(f["libtorch"].is_string());
+  CHECK_FALSE(f.contains("threads"));  // what this process sees is not a build fact
+  std::ifstream ops(d / "w.operators");
+  const std::string list((std::istreambuf_iterator<char>(ops)), std::istreambuf_iterator<char>());
+  CHECK_THAT(list, Catch::Contains("aten::linear\n"));
+  CHECK_FALSE(fs::exists(facts + ".tmp"));
+
+  auto [rc1, out1] = sh(kWorker + " build-info");  // what this process sees, on stdout
+  INFO(out1);
+  REQUIRE(rc1 == 0);
+  CHECK(json::parse(out1.substr(out1.find('{'))).contains("threads"));
+  auto [rc2, out2] = sh(kWorker + " build-info --facts " + facts + " --bogus");
+  CHECK(rc2 == 2);
+  CHECK_THAT(out2, Catch::Contains("mtrain-worker build-info: ") && Catch::Contains("unexpected argument '--bogus'") &&
+                       Catch::Contains("usage: mtrain-worker"));
+  auto [rc3, out3] = sh(kWorker + " build-info --set torch_line");
+  CHECK(rc3 == 2);
+  CHECK_THAT(out3, Catch::Contains("--set needs key=value, got 'torch_line'"));
+  auto [rc4, out4] = sh(kWorker + " build-info --set a=b");
+  CHECK(rc4 == 2);
+  CHECK_THAT(out4, Catch::Contains("build-info options need --facts FILE"));
+}
+
+TEST_CASE("a run that fails before writing anything removes the work dir it created, and only that",
+          "[trainer][worker]") {
+  const auto d = fresh_dir("fails_early");
+  // model.init is opened after rank 0 took the work dir's lock, so the dir exists by then.
+  const std::string bad_init = std::string(kSmall) + " --set model.init=" + (d / "missing.safetensors").string();
+  auto [rc, out] = sh(kWorker + bad_init + " --set train.work_dir=" + (d / "new").string());
+  INFO(out);
+  CHECK(rc == 2);
+  CHECK_THAT(out, Catch::Contains("mtrain-worker: ddp on world 1") && Catch::Contains("does not exist"));
+  CHECK_FALSE(fs::exists(d / "new"));
+  fs::create_directories(d / "old");
+  auto [rc2, out2] = sh(kWorker + bad_init + " --set train.work_dir=" + (d / "old").string());
+  CHECK(rc2 == 2);
+  CHECK(fs::exists(d / "old"));  // not this run's to remove
 }

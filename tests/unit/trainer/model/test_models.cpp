@@ -65,8 +65,8 @@ bool same_weights(TaskModel& a, TaskModel& b) {
 }  // namespace
 
 TEST_CASE("models: every name of the table is built; inconsistent specs fail", "[model]") {
-  for (const auto& name : mtrain::config::model_names()) {
-    const auto id = mtrain::config::parse_model(name);
+  for (const auto& name : mtrain::config::choice_names<mtrain::config::ModelName>()) {
+    const auto id = mtrain::config::parse_choice<mtrain::config::ModelName>(name);
     REQUIRE(id.has_value());
     if (*id == mtrain::config::ModelName::Torchscript) continue;  // needs a file: test_torchscript.cpp
     ModelSpec s = tiny_gpt();
