@@ -40,7 +40,7 @@ inline ZipRecord deflated(const std::string& name, const std::string& text) {
 
 // A local (central = false) or central-directory header of a record, as zip_bytes lays them out.
 inline void append_zip_header(std::string& s, bool central, const std::string& name, uint16_t method, uint64_t crc,
-                              uint64_t csize, uint64_t size, uint64_t offset) {
+                              uint64_t csize, uint64_t size, uint64_t offset, const std::string& extra = "") {
   append_le(s, central ? 0x02014b50 : 0x04034b50, 4);
   if (central) append_le(s, 20, 2);  // made by
   append_le(s, 20, 2);               // needed
@@ -51,7 +51,7 @@ inline void append_zip_header(std::string& s, bool central, const std::string& n
   append_le(s, csize, 4);
   append_le(s, size, 4);
   append_le(s, name.size(), 2);
-  append_le(s, 0, 2);                // extra
+  append_le(s, extra.size(), 2);
   if (central) {
     append_le(s, 0, 2);  // comment
     append_le(s, 0, 2);  // disk
@@ -59,52 +59,24 @@ inline void append_zip_header(std::string& s, bool central, const std::string& n
     append_le(s, 0, 4);  // external attributes
     append_le(s, offset, 4);
   }
-  s += name;
+  s += name + extra;
 }
 
-inline std::string zip_bytes(const std::vector<ZipRecord>& records) {
-  std::string out, dir;
-  for (const auto& r : records) {
-    const uint64_t offset = out.size();
-    const uint64_t size = r.declared_size >= 0 ? static_cast<uint64_t>(r.declared_size) : r.data.size();
-    const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : r.data.size();
-    const uint64_t crc = r.crc >= 0 ? static_cast<uint64_t>(r.crc) : zip_crc32(0, r.data.data(), r.data.size());
-    auto header = [&](std::string& s, bool central) {
-      append_zip_header(s, central, r.name, r.method, crc, csize, size, offset);
-    };
-    header(out, false);
-    out += r.data;
-    header(dir, true);
+// The end of central directory record after a directory that starts at `dir_offset` and ends
+// where `out` ends; with `zip64`, preceded by the zip64 end record and its locator (the plain
+// record's counts and offsets then say 0xffff…, as PyTorch writes archives of over 65535 records).
+inline void append_end_records(std::string& out, uint64_t dir_offset, uint64_t entries, bool zip64) {
+  const uint64_t dir_end = out.size();
+  if (!zip64) {
+    append_le(out, 0x06054b50, 4);
+    append_le(out, 0, 4);
+    append_le(out, entries, 2);
+    append_le(out, entries, 2);
+    append_le(out, dir_end - dir_offset, 4);
+    append_le(out, dir_offset, 4);
+    append_le(out, 0, 2);
+    return;
   }
-  const uint64_t dir_offset = out.size();
-  out += dir;
-  append_le(out, 0x06054b50, 4);
-  append_le(out, 0, 4);
-  append_le(out, records.size(), 2);
-  append_le(out, records.size(), 2);
-  append_le(out, dir.size(), 4);
-  append_le(out, dir_offset, 4);
-  append_le(out, 0, 2);
-  return out;
-}
-
-// `records`, then `extra` more central-directory entries named `<extra_prefix><i>` that all point
-// at the last record's local header with no bytes of their own: a zip that is nearly all central
-// directory (the most index per byte of file a hostile archive can ask for), closed by zip64 end
-// records since it holds more than 65535 entries.
-inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, uint64_t extra,
-                                       const std::string& extra_prefix) {
-  std::string out = zip_bytes(records);
-  // Cut the plain end record (22 bytes, no comment) and re-read where its directory starts.
-  const std::string eocd = out.substr(out.size() - 22);
-  out.resize(out.size() - 22);
-  uint64_t dir_offset = 0;
-  for (int i = 0; i < 4; ++i) dir_offset |= static_cast<uint64_t>(static_cast<unsigned char>(eocd[16 + i])) << (8 * i);
-  uint64_t last_offset = 0;
-  for (size_t i = 0; i + 1 < records.size(); ++i) last_offset += 30 + records[i].name.size() + records[i].data.size();
-  for (uint64_t i = 0; i < extra; ++i)  // stored, no bytes (CRC 0), at the last record's header
-    append_zip_header(out, true, extra_prefix + std::to_string(i), 0, 0, 0, 0, last_offset);
-  const uint64_t dir_end = out.size(), entries = records.size() + extra;
   append_le(out, 0x06064b50, 4);  // zip64 end of central directory
   append_le(out, 44, 8);
   append_le(out, 45, 2);
@@ -126,6 +98,51 @@ inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, ui
   append_le(out, 0xffffffff, 4);
   append_le(out, 0xffffffff, 4);
   append_le(out, 0, 2);
+}
+
+// With `align`, each record's data starts at a multiple of it, padded by an extra field in its
+// local header ("FB", then 'Z's), as PyTorch's writer aligns records to 64 bytes.
+inline std::string zip_bytes(const std::vector<ZipRecord>& records, uint64_t align = 0) {
+  std::string out, dir;
+  for (const auto& r : records) {
+    const uint64_t offset = out.size();
+    const uint64_t size = r.declared_size >= 0 ? static_cast<uint64_t>(r.declared_size) : r.data.size();
+    const uint64_t csize = r.compressed_size >= 0 ? static_cast<uint64_t>(r.compressed_size) : r.data.size();
+    const uint64_t crc = r.crc >= 0 ? static_cast<uint64_t>(r.crc) : zip_crc32(0, r.data.data(), r.data.size());
+    std::string extra;
+    if (align > 0) {
+      const uint64_t pad = (align - (offset + 30 + r.name.size() + 4) % align) % align;
+      extra = "FB";
+      append_le(extra, pad, 2);
+      extra += std::string(pad, 'Z');
+    }
+    append_zip_header(out, false, r.name, r.method, crc, csize, size, offset, extra);
+    out += r.data;
+    append_zip_header(dir, true, r.name, r.method, crc, csize, size, offset);
+  }
+  const uint64_t dir_offset = out.size();
+  out += dir;
+  append_end_records(out, dir_offset, records.size(), records.size() > 0xffff);
+  return out;
+}
+
+// `records`, then `extra` more central-directory entries named `<extra_prefix><i>` that all point
+// at the last record's local header with no bytes of their own: a zip that is nearly all central
+// directory (the most index per byte of file a hostile archive can ask for), closed by zip64 end
+// records since it holds more than 65535 entries.
+inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, uint64_t extra,
+                                       const std::string& extra_prefix) {
+  std::string out = zip_bytes(records);
+  // Cut the plain end record (22 bytes, no comment) and re-read where its directory starts.
+  const std::string eocd = out.substr(out.size() - 22);
+  out.resize(out.size() - 22);
+  uint64_t dir_offset = 0;
+  for (int i = 0; i < 4; ++i) dir_offset |= static_cast<uint64_t>(static_cast<unsigned char>(eocd[16 + i])) << (8 * i);
+  uint64_t last_offset = 0;
+  for (size_t i = 0; i + 1 < records.size(); ++i) last_offset += 30 + records[i].name.size() + records[i].data.size();
+  for (uint64_t i = 0; i < extra; ++i)  // stored, no bytes (CRC 0), at the last record's header
+    append_zip_header(out, true, extra_prefix + std::to_string(i), 0, 0, 0, 0, last_offset);
+  append_end_records(out, dir_offset, records.size() + extra, true);
   return out;
 }
 

@@ -12,10 +12,12 @@
 // ('storage', torch.<T>Storage, key, location, numel) ids.
 // Any other class is kept as an opaque object (never executed).
 //
-// Untrusted input (issue 29): no recursion anywhere (objects live in an arena, freed flat), every
-// object, container slot and copied integer is charged to a budget of 16 × the pickle's bytes
-// (memo references cannot multiply memory), shapes have at most 64 dimensions, storage sizes are
-// non-negative. Torch-free (the dtype is the storage class's name), so the fuzz build links it.
+// Untrusted input (issue 29): no recursion anywhere (objects live in an arena, freed flat:
+// pickle_objects.hpp, 16 bytes an object, strings as views of the pickle), every object,
+// container slot and copied integer is charged to a budget of 16 × the pickle's bytes (memo
+// references cannot multiply memory), shapes have at most 64 dimensions, storage sizes are
+// non-negative. The arena (about 2.8 × the pickle of a real state dict) is freed before the
+// result is built. Torch-free (the dtype is the storage class's name), so the fuzz build links it.
 #include <cstdint>
 #include <string>
 #include <vector>
