@@ -25,13 +25,15 @@ struct Slot {
   std::atomic<uintptr_t> begin{0}, end{0};
   char path[kText];     // "the token file 'x' (data.path)"
   char record[kText];   // the error file's text, with "@OFFSET@" left for nothing: see below
+  // TORCHELASTIC_ERROR_FILE when the file was registered ("" = none), read at each registration:
+  // a process that maps files under different error files (a test binary) reports to the right one.
+  char error_file[kText];
+  char error_part[kText + 16];
 };
 
 Slot g_slots[kSlots];
-char g_error_file[kText];  // TORCHELASTIC_ERROR_FILE, "" = none
-char g_error_part[kText + 16];
 struct sigaction g_previous {};
-std::once_flag g_installed;
+std::once_flag g_sigbus_handler_installed;
 
 void put(int fd, const char* s) {
   size_t n = std::strlen(s);
@@ -67,12 +69,12 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
     put(2, ": the file was truncated or its storage failed while this rank had it mapped. Do not "
            "write or replace a token file while a job reads it; check the disk, write the file "
            "again and resume from the last checkpoint.\n");
-    if (g_error_file[0] != '\0') {
-      const int fd = ::open(g_error_part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
+    if (s.error_file[0] != '\0') {
+      const int fd = ::open(s.error_part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
       if (fd >= 0) {
         put(fd, s.record);
         ::close(fd);
-        if (::rename(g_error_part, g_error_file) != 0) ::unlink(g_error_part);
+        if (::rename(s.error_part, s.error_file) != 0) ::unlink(s.error_part);
       }
     }
     // Die of the signal as before: the default action on the re-executed faulting read.
@@ -103,11 +105,7 @@ void copy(char* dst, const std::string& s) {
 
 int register_mapped_file(const void* base, uint64_t len, const std::string& path,
                          const std::string& setting) {
-  std::call_once(g_installed, [] {
-    if (const char* ef = std::getenv("TORCHELASTIC_ERROR_FILE"); ef != nullptr && ef[0] != '\0') {
-      copy(g_error_file, ef);
-      copy(g_error_part, std::string(ef) + ".sigbus");
-    }
+  std::call_once(g_sigbus_handler_installed, [] {
     struct sigaction sa {};
     sa.sa_sigaction = on_sigbus;
     sa.sa_flags = SA_SIGINFO;
@@ -119,6 +117,9 @@ int register_mapped_file(const void* base, uint64_t len, const std::string& path
     uintptr_t expected = 0;
     if (s.begin.load() != 0) continue;
     copy(s.path, fmt::format("the token file '{}' ({})", path, setting));
+    const char* ef = std::getenv("TORCHELASTIC_ERROR_FILE");
+    copy(s.error_file, ef != nullptr ? ef : "");
+    copy(s.error_part, ef != nullptr && ef[0] != '\0' ? std::string(ef) + ".sigbus" : "");
     ErrorRecord r;
     r.message = fmt::format("SIGBUS reading the token file '{}' ({}): the file was truncated or "
                             "its storage failed while this rank had it mapped. Do not write or "
