@@ -26,13 +26,6 @@ using nlohmann::json;
 
 namespace {
 
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 at::ScalarType output_dtype(const std::string& name) {
   if (name == "fp32" || name == "float32") return at::kFloat;
   if (name == "bf16" || name == "bfloat16") return at::kBFloat16;

@@ -10,6 +10,12 @@
 
 namespace mtrain::trainer {
 
+int64_t numel_of(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
 using nlohmann::json;
 
 json to_json(const Manifest& m) {

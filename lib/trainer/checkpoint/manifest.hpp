@@ -91,4 +91,7 @@ nlohmann::json to_json(const Manifest& m);
 Manifest manifest_from_json(const nlohmann::json& j, const std::string& origin);
 Manifest read_manifest(const std::string& checkpoint_dir);
 
+// Elements of a tensor of this shape (1 for a scalar's empty shape).
+int64_t numel_of(const std::vector<int64_t>& shape);
+
 }  // namespace mtrain::trainer

@@ -15,16 +15,11 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/zip_reader.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/manifest.hpp"
 
 namespace mtrain::trainer {
 
 namespace {
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 // A tensor with the entry's dtype and shape over a storage of the right byte size that owns no
 // memory: all the pickler reads is metadata (dtype, sizes, strides, storage size and identity).

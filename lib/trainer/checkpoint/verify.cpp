@@ -13,6 +13,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/manifest.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 
@@ -21,12 +22,6 @@ namespace mtrain::trainer {
 namespace fs = std::filesystem;
 
 namespace {
-
-int64_t numel_of(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
 
 // Pieces may overlap (replicated strategies save the same range from several ranks); they must
 // together cover [0, numel) and stay inside it.
