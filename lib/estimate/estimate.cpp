@@ -153,6 +153,9 @@ struct Layout {
   bool params_sharded = false, grads_sharded = false, optim_sharded = false;
   double gathered = 0, buckets = 0;  // bytes
   double grads_in_flight = 0;        // of those, autograd's unsharded gradients
+  // Resident parameters kept in 16 bits: the export gathers the fp32 masters of one unit at a
+  // time into a fresh flat buffer (elements of the largest unit); 0 where it reads them in place.
+  double export_unit = 0;
   double comm_elems = 0;             // elements sent per rank and step
   std::string comm_formula;
 };
@@ -169,6 +172,8 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
   const double blk = static_cast<double>(largest_block(m)), root = static_cast<double>(root_unit(m));
   if (c.sharding == config::ShardingStrategy::NoShard) {
     // Parameters and gradients are views of the persistent flat buffers: nothing more.
+    if (mixed(s))
+      for (const auto& [name, n] : units_of(m)) l.export_unit = std::max(l.export_unit, static_cast<double>(n));
     l.comm_elems = 2 * psi * ratio;
     l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(static_cast<int>(N));
     return l;
@@ -203,11 +208,9 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
   const int n = shard_group(c, s);
   const double ratio = (n - 1.0) / n;
   Layout l;
-  // ZeRO-1/2 all-gather the updated parameters into the resident flat buffer through a staging
-  // buffer of one all-gather bucket; ZeRO-2 also holds one reduce bucket of unsharded gradients
-  // (not at the same moment: the larger one counts).
-  const double allgather = pb * std::min({static_cast<double>(s.zero_allgather_bucket),
-                                          static_cast<double>(s.zero_reduce_bucket), psi});
+  // ZeRO-1/2 reduce-scatter the gradients and all-gather the updated parameters in place, in
+  // the resident flat buffers (lib/trainer/strategy/sharded_engine.cpp): no staging buffer.
+  const double reduce_unit = std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
   switch (c.strategy) {
     case StrategyName::Ddp:
       // Gradients are views of the flat buckets; one bucket (ddp.bucket_cap_mb) is in flight
@@ -218,17 +221,18 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       break;
     case StrategyName::Zero1:
       l.optim_sharded = true;
-      l.buckets = allgather;
+      if (mixed(s)) l.export_unit = reduce_unit;
       l.comm_elems = 2 * psi * ratio;
       l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
     case StrategyName::Zero2: {
       l.grads_sharded = l.optim_sharded = true;
       // One reduce bucket of autograd's unsharded gradients and the reduced shard it yields
-      // (nothing to reduce on one rank); the all-gather staging comes at another moment.
-      const double bucket = gb * std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
-      l.buckets = std::max(bucket * (n > 1 ? 1 + 1 / static_cast<double>(n) : 1), allgather);
+      // (nothing to reduce on one rank).
+      const double bucket = gb * reduce_unit;
+      l.buckets = bucket * (n > 1 ? 1 + 1 / static_cast<double>(n) : 1);
       l.grads_in_flight = bucket;
+      if (mixed(s)) l.export_unit = reduce_unit;
       l.comm_elems = 2 * psi * ratio;
       l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
@@ -305,12 +309,12 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   r.grads = l.grads_sharded ? gb * psi / N : gb * psi;
   r.optimizer = l.optim_sharded ? ob * psi / N : ob * psi;
   const Activations& act = c.checkpointing ? m.activations_ckpt : m.activations;
-  // The probe's batch-independent bytes are autograd's gradient temporaries: under a
-  // sharded-gradient engine they are the unsharded gradients in flight, counted once.
-  const double overlap = std::min(act.fixed, l.grads_in_flight);
   r.gathered = l.gathered;
   r.buckets = l.buckets;
-  r.activations = act.bytes - overlap;
+  // All of the probe's bytes, its batch-independent part too: subtracting that part as the
+  // unsharded gradients in flight (counted in buckets/gathered) left ZeRO-2 and the sharded
+  // FSDP modes 10-17 MiB short (mlp, ts-lm, ts-conv; docs/estimate-accuracy.md).
+  r.activations = act.bytes;
   r.runtime = m.runtime_bytes + (t.gpu ? 0 : shm_segment_bytes(s.world));
   r.comm_bytes = l.comm_elems * gb;
   r.comm_formula = l.comm_formula;
@@ -325,17 +329,16 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   // storage made from it (the optimizer state comes at the first step).
   const double steady = r.params + r.grads + r.optimizer + r.gathered + r.buckets + r.activations + r.runtime;
   const double setup = r.runtime + 4 * psi + r.params;
-  // Export: after the last step rank 0 of a TorchScript job gathers every parameter into an fp32
-  // CPU copy (4Ψ), puts it into the scripted module and streams torch.jit.save to
-  // model.scripted.pt (lib/trainer/loop/weights_export.cpp). The memory training used stays
-  // resident, so the copy comes on top of the steady peak (measured: +70 MiB for a copy of
-  // 80 MiB, ts-lm ddp world 1; +52 zero1 and +34 NO_SHARD at world 2) — except where gradients
-  // are sharded: there autograd allocated every parameter's gradient, in the parameter's own
-  // shape, afresh in each backward and freed it once reduced, and the copy's tensors of the same
-  // shapes take most of that freed memory again (measured +3 to +15 MiB of the 80: ts-lm's zero2,
-  // zero3, FULL_SHARD and SHARD_GRAD_OP at world 2; +24 of 41 for ts-conv's zero2 at world 3).
-  // The copy is in host memory: a GPU rank does not hold it on the device.
-  r.export_copy = s.scripted_export && !t.gpu && !l.grads_sharded ? 4 * psi : 0;
+  // Export (lib/trainer/loop/weights_export.cpp), after the last step. Rank 0 of a TorchScript
+  // job gives the scripted module a copy of every parameter (4Ψ, host memory) and streams
+  // torch.jit.save — except under DDP, whose parameters are tensors of their own and are saved
+  // as they are. The memory the training freed (activations, gathered units, gradient buckets)
+  // stays with the allocator, and the copy takes it first: only the rest adds to the peak
+  // (measured: ts-lm's copy of 80 MiB beside 147 MiB of activations adds nothing; ts-conv's 41
+  // beside 33 adds about 8). Resident parameters kept in 16 bits are gathered to fp32 one unit
+  // at a time on every rank (on the device) into fresh memory.
+  const double copy = s.scripted_export && !t.gpu && c.strategy != StrategyName::Ddp ? 4 * psi : 0;
+  r.export_copy = std::max(0.0, copy - (r.activations + r.gathered + r.buckets)) + 4 * l.export_unit;
   r.total = std::max(steady + r.export_copy, setup);
   r.speed_cost = speed_cost(c, l.comm_elems, psi);
   r.fits = t.bytes_per_rank <= 0 || r.total <= t.bytes_per_rank;

@@ -93,7 +93,7 @@ struct Row {
   double activations = 0;  // at the micro-batch (recomputed blocks: one block's worth)
   double runtime = 0;      // LibTorch, allocator, communication buffers (measured)
   double host = 0;         // offloaded to host memory (GPU targets only)
-  double export_copy = 0;  // rank 0's copy of the weights while it saves a TorchScript model
+  double export_copy = 0;  // what the final export adds above the memory training freed (estimate.cpp)
   double total = 0;        // peak per rank on the device
   double comm_bytes = 0;   // sent per rank per step
   std::string comm_formula;

@@ -61,9 +61,11 @@ std::string render_text(const Estimate& e) {
   bool any_host = false;
   for (const auto& r : e.rows) any_host = any_host || r.host > 0;
   if (any_host) out += "(offloaded state is in host memory, not in these columns)\n";
-  if (!e.rows.empty() && e.rows.front().export_copy > 0)
-    out += fmt::format("(TOTAL includes {} on rank 0: the copy of the weights it holds while it saves model.scripted.pt)\n",
-                       human_bytes(e.rows.front().export_copy));
+  bool any_export = false;
+  for (const auto& r : e.rows) any_export = any_export || r.export_copy > 0;
+  if (any_export)
+    out += "(TOTAL includes, where a row has it, what the final export adds: rank 0's copy of the weights while it "
+           "saves model.scripted.pt beyond the memory training freed, or a unit's fp32 gather; --format json: export_copy)\n";
   out += "\ncomm/step: bytes each rank sends per step (docs/architecture.md §6): ";
   out += e.rows.empty() ? "" : e.rows.front().comm_formula;
   out += fmt::format("\nRecommended: {}\n", e.why);

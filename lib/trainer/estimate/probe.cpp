@@ -109,6 +109,10 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   const auto data = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
   const int64_t n = std::max<int64_t>(data->size(), 1);
   bool reset_ok = true;
+  // What the first forward/backward makes once and keeps (TorchScript's optimised plans, oneDNN's
+  // kernels and caches, autograd's threads): resident after the warm-up pass, before the model's
+  // first measured pass, and in every step of a run — neither runtime nor activations.
+  int64_t rss_before_warmup = -1, rss_after_warmup = -1;
   // Activations with blocks kept and, for a model with blocks, recomputed (checkpointing).
   auto measure = [&](bool recompute) {
     model->set_activation_checkpointing(recompute);
@@ -123,6 +127,8 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
         malloc_trim(0);
         reset_ok = reset_high_water_mark() && reset_ok;
         const int64_t before = status_bytes("VmRSS");
+        if (pass == 0 && rss_before_warmup < 0) rss_before_warmup = before;
+        if (pass == 1 && rss_before_warmup >= 0 && rss_after_warmup < 0) rss_after_warmup = before;
         at::Tensor loss = model->loss(batch);
         loss.backward();
         act = status_bytes("VmHWM") - before;
@@ -132,6 +138,8 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
     return points;
   };
   out["points"] = measure(false);
+  if (rss_before_warmup >= 0 && rss_after_warmup >= 0)
+    out["warmup_residue_bytes"] = std::max<int64_t>(rss_after_warmup - rss_before_warmup, 0);
   if (!prefixes.empty()) {
     // A model whose blocks cannot be recomputed as configured (a TorchScript model whose
     // fsdp.wrap_module_types selects no block) is measured without recomputation only; the

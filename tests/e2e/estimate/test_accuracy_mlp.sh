@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Estimate vs measured peak per rank (accuracy.sh): the built-in mlp, Ψ 13.1M (52 MB fp32; each of
 # its 5 layers an FSDP unit), every strategy. Worlds 1-2 in the suite (test_accuracy_gpt.sh says
-# why); WORLDS="1 2 3 4" runs the full sweep, where zero2 at world 3-4 is still short (x0.89).
+# why); WORLDS="1 2 3 4" runs the full sweep (docs/estimate-accuracy.md).
 . "$(dirname "$0")/../lib.sh"
 WORLDS=${WORLDS:-"1 2"}  # before accuracy.sh, whose default is 1-4
 . "$(dirname "$0")/accuracy.sh"

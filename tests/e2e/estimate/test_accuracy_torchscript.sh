@@ -2,12 +2,9 @@
 # Estimate vs measured peak per rank (accuracy.sh): two TorchScript models (make_models.py: a
 # GPT-style transformer of 6 Blocks, Ψ 21.0M; a ResNet-style net with BatchNorm, Ψ 10.6M), every
 # strategy; the blocks are the units (fsdp.wrap_module_types). Worlds 1-2 in the suite
-# (test_accuracy_gpt.sh says why); WORLDS="1 2 3 4" runs the full sweep, where ts-conv's zero2 at
-# worlds 3-4 is still short (x0.87).
+# (test_accuracy_gpt.sh says why); WORLDS="1 2 3 4" runs the full sweep (docs/estimate-accuracy.md).
 . "$(dirname "$0")/../lib.sh"
 WORLDS=${WORLDS:-"1 2"}  # before accuracy.sh, whose default is 1-4
-# ts-conv's zero2 at world 2 is at the edge (x0.89-0.905 from run to run) and x0.87 at 3-4: open.
-OPEN=${OPEN:-"ts-conv:zero2"}
 . "$(dirname "$0")/accuracy.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
 need_worker_torch

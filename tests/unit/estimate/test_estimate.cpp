@@ -95,6 +95,8 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
   s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
   s.zero_allgather_bucket = static_cast<int64_t>(psi / 4);
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2) * 1.5));
+  // ZeRO-1 reduce-scatters and all-gathers in place in its resident buffers: no staging buffer.
+  CHECK(estimate_row(cand(StrategyName::Zero1), s, m, t).buckets == 0);
   s.world = s.ranks_per_node = 1;
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2)));
 }
@@ -114,26 +116,39 @@ TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucke
   CHECK(estimate_row(cand(StrategyName::Ddp), s, m, t).buckets == Approx(4 * 1.5e6));
 }
 
-TEST_CASE("a TorchScript job's rank 0 holds a copy of the weights while it saves the scripted model", "[estimate]") {
+TEST_CASE("the final export adds rank 0's copy of the weights beyond the memory training freed", "[estimate]") {
   Measured m = gptish(2, 64, 100);
   const double psi = static_cast<double>(m.model.num_params());
+  m.activations = {1e3, "test", true};  // small: the copy does not fit in what training frees
   Settings s;
+  s.world = s.ranks_per_node = 2;
   Target cpu;
-  const Row plain = estimate_row(cand(StrategyName::Ddp), s, m, cpu);
+  const Row plain = estimate_row(cand(StrategyName::Zero1), s, m, cpu);
   CHECK(plain.export_copy == 0);
   s.scripted_export = true;
-  const Row scripted = estimate_row(cand(StrategyName::Ddp), s, m, cpu);
-  CHECK(scripted.export_copy == Approx(4 * psi));
-  CHECK(scripted.total == Approx(plain.total + 4 * psi));
-  // Sharded gradients: the copy reuses the memory of the per-parameter gradients each backward
-  // allocated and freed.
-  s.world = s.ranks_per_node = 2;
-  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, cpu).export_copy == 0);
-  CHECK(estimate_row(cand(StrategyName::Zero1), s, m, cpu).export_copy == Approx(4 * psi));
+  // ZeRO-1 in fp32: no buckets, no gathered units; the copy less the freed activations.
+  const Row z1 = estimate_row(cand(StrategyName::Zero1), s, m, cpu);
+  CHECK(z1.buckets == 0);
+  CHECK(z1.export_copy == Approx(4 * psi - 1e3));
+  CHECK(z1.total == Approx(plain.total + 4 * psi - 1e3));
+  // DDP's parameters are saved as they are: no copy.
+  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, cpu).export_copy == 0);
+  // ZeRO-3 frees its gathered units and gradient buckets: the copy takes that memory first.
+  const Row z3 = estimate_row(cand(StrategyName::Zero3), s, m, cpu);
+  CHECK(z3.export_copy == Approx(std::max(0.0, 4 * psi - (z3.activations + z3.gathered + z3.buckets))));
+  // Activations larger than the copy absorb it whole (ts-lm: 147 MiB beside a copy of 80).
+  m.activations = {8 * psi, "test", true};
+  CHECK(estimate_row(cand(StrategyName::Zero1), s, m, cpu).export_copy == 0);
   // The copy is in host memory: a GPU's rank does not hold it.
+  m.activations = {1e3, "test", true};
   Target gpu;
   gpu.gpu = true;
-  CHECK(estimate_row(cand(StrategyName::Ddp), s, m, gpu).export_copy == 0);
+  CHECK(estimate_row(cand(StrategyName::Zero1), s, m, gpu).export_copy == 0);
+  // 16-bit resident parameters are gathered to fp32 one unit at a time, on every rank, GPU too.
+  s.precision = config::Precision::Bf16;
+  s.zero_reduce_bucket = static_cast<int64_t>(psi / 4);
+  CHECK(estimate_row(cand(StrategyName::Zero2), s, m, gpu).export_copy == Approx(4 * (psi / 4)));
+  CHECK(estimate_row(cand(StrategyName::Zero3), s, m, gpu).export_copy == 0);
 }
 
 TEST_CASE("communication per step by formula", "[estimate]") {
