@@ -120,7 +120,6 @@ Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_n
   s.strategy = text(job, "strategy");
   s.ddp_bucket_mb = at_key(job, "ddp.bucket_cap_mb").get<double>();
   if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) s.zero_reduce_bucket = v;
-  if (const int64_t v = integer(job, "zero.allgather_bucket_size"); v > 0) s.zero_allgather_bucket = v;
   if (const int64_t v = integer(job, "zero.stage3_param_persistence_threshold"); v > 0) s.zero_persistence_threshold = v;
   if (const int64_t v = integer(job, "zero.stage3_max_live_parameters"); v > 0) s.zero_max_live = v;
   s.memory_pool = at_key(job, "train.cpu_memory_pool").get<bool>();

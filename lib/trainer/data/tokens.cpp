@@ -32,9 +32,6 @@
 #include <cmath>
 #include <cstring>
 
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
-              "token files are little-endian and are read in place");
-
 namespace mtrain::trainer {
 namespace {
 
@@ -102,6 +99,10 @@ struct TokenRange {
   int64_t first = 0;
   int64_t count = 0;
 };
+
+// Token ids are copied out of the mapping as they lie in the file.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "token files are little-endian and are read in place");
 
 class TokenWindows : public Dataset {
  public:

@@ -136,7 +136,7 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::v
     // would write the whole buffer as the storage of every parameter viewing it).
     if (keep) {
       at::Tensor k = t.detach().cpu();
-      if (k.is_view() || k.storage().nbytes() != k.nbytes() || k.storage_offset() != 0) k = k.clone();
+      if (k.storage().nbytes() != k.nbytes()) k = k.clone();
       keep->emplace_back(params[i].name, std::move(k));
     }
     for (auto& r : relays) r->put(i, t);

@@ -198,6 +198,7 @@ std::vector<ParameterExport> ShardedEngine::export_parameters() {
         at::NoGradGuard no_grad;
         const size_t ui = unit_of_param_[p];
         Unit& u = units_[ui];
+        const Slot& s = u.slots[slot_of_param_[p]];
         if (u.resident && u.full.scalar_type() == dt) {
           // A resident unit's `full` already holds every shard's updated values in the export
           // dtype (each step all-gathers them into it; a load fills it): read in place, with no
@@ -205,7 +206,6 @@ std::vector<ParameterExport> ShardedEngine::export_parameters() {
           // every rank at the end of the run — +4Ψ over the training peak under ZeRO-2, whose
           // block pool holds no unit-sized block (issue 31). Every rank decides alike, so the
           // remaining units' all-gathers still match.
-          const Slot& s = u.slots[slot_of_param_[p]];
           return u.full.narrow(0, s.offset, s.numel).view(params_[p].sizes()).to(at::kCPU);
         }
         if (cursor->unit != ui) {
@@ -213,10 +213,7 @@ std::vector<ParameterExport> ShardedEngine::export_parameters() {
           cursor->flat = gather_for_save(u, dt);
           cursor->unit = ui;
         }
-        for (const auto& s : u.slots) {
-          if (s.param == p) return cursor->flat.narrow(0, s.offset, s.numel).view(params_[p].sizes()).to(at::kCPU).clone();
-        }
-        throw Error(fmt::format("{}: parameter '{}' is missing from its unit", c_.name, names_[p]));
+        return cursor->flat.narrow(0, s.offset, s.numel).view(params_[p].sizes()).to(at::kCPU).clone();
       };
     }
     out.push_back(std::move(e));

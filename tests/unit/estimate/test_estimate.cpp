@@ -93,7 +93,6 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
         Approx(4 * (root + 2 * blk) + 4 * 2 * std::max(blk, root)));
   // ZeRO-2: one reduce bucket of unsharded gradients and its reduced shard.
   s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
-  s.zero_allgather_bucket = static_cast<int64_t>(psi / 4);
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2) * 1.5));
   // ZeRO-1 reduce-scatters and all-gathers in place in its resident buffers: no staging buffer.
   CHECK(estimate_row(cand(StrategyName::Zero1), s, m, t).buckets == 0);
