@@ -30,7 +30,7 @@ PickleObjects::PickleObjects(std::string_view bytes) : bytes_(bytes) {
 }
 
 PickleRef PickleObjects::add(PickleKind k, uint64_t n, uint64_t v) {
-  objs_.push_back({static_cast<uint64_t>(k) | (n << 8), v});
+  objs_.push_back({static_cast<uint64_t>(k) | (n << kCountShift), v});
   return static_cast<PickleRef>(objs_.size() - 1);
 }
 
@@ -88,7 +88,7 @@ PickleRef PickleObjects::at(PickleRef r, uint64_t i) const {
 // to the item store since (SETITEM after SETITEM), else a new one linked after it.
 PickleObjects::Segment& PickleObjects::open_segment(PickleRef container, uint64_t n) {
   Obj& o = objs_[container];
-  o.head += n << 8;
+  o.head += n << kCountShift;
   const auto last = static_cast<uint32_t>(o.v >> 32);
   if (last != 0) {
     Segment& s = segments_[last];

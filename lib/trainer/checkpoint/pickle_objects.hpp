@@ -9,11 +9,15 @@
 // (segments). Small integers, tensors and storages are held in the reference itself; None, the
 // booleans, floats (whose value a state dict never needs) and the empty tuple are shared, as
 // CPython shares (). Everything
-// is freed flat when the arena goes (no recursion, however deep the nesting).
+// is freed flat when the arena goes (no recursion, however deep the nesting); its three stores
+// are mapped arrays (mapped_array.hpp), unmapped whatever malloc's state, and `resident_bytes`
+// is what they hold, which the unpickler charges to its budget.
 // Torch-free, so the fuzz build links it.
+#include <algorithm>
 #include <cstdint>
-#include <deque>
 #include <string_view>
+
+#include "mtrain/trainer/checkpoint/mapped_array.hpp"
 
 namespace mtrain::trainer {
 
@@ -45,8 +49,11 @@ class PickleObjects {
   PickleRef tuple(const Seq& from, size_t first, size_t n) {
     if (n == 0) return kEmptyTuple;
     const uint64_t begin = items_.size();
-    for (size_t i = 0; i < n; ++i) items_.push_back(from[first + i]);
-    return add(PickleKind::Tuple, n, begin);
+    uint64_t d = 0;
+    for (size_t i = 0; i < n; ++i) items_.push_back(from[first + i]), d = std::max(d, depth(from[first + i]));
+    const PickleRef t = add(PickleKind::Tuple, n, begin);
+    deepen(t, d + 1);
+    return t;
   }
   PickleRef global(PickleRef module, PickleRef name);
   // Adds the items [first, first + n) of `from` to a List or Dict (key, value, key, value, …).
@@ -54,8 +61,10 @@ class PickleObjects {
   void append(PickleRef container, const Seq& from, size_t first, size_t n) {
     if (n == 0) return;
     Segment& s = open_segment(container, n);
-    for (size_t i = 0; i < n; ++i) items_.push_back(from[first + i]);
+    uint64_t d = 0;
+    for (size_t i = 0; i < n; ++i) items_.push_back(from[first + i]), d = std::max(d, depth(from[first + i]));
     s.count += static_cast<uint32_t>(n);
+    deepen(container, d + 1);
   }
 
   PickleKind kind(PickleRef r) const;
@@ -78,16 +87,28 @@ class PickleObjects {
       for (uint32_t i = 0; i < segments_[s].count; ++i) f(items_[segments_[s].begin + i]);
   }
   uint64_t objects() const { return objs_.size(); }
+  // How many containers deep a value is as built: 0 for a scalar or an empty container, else one
+  // more than its deepest item when that item went in (a list filled after it was itself put
+  // into another container does not deepen that one: the budget still bounds such a pickle).
+  // Saturates at kMaxDepth.
+  uint64_t depth(PickleRef r) const { return (r & kTag) != 0 ? 0 : objs_[r].depth(); }
+  static constexpr uint64_t kMaxDepth = 0xffff;
+  // The bytes the arena holds: every page its stores have touched.
+  uint64_t resident_bytes() const {
+    return objs_.resident_bytes() + items_.resident_bytes() + segments_.resident_bytes();
+  }
 
  private:
-  // kind in the low 8 bits of `head`, a count (string length, items) in the rest; `v`: the value,
-  // offset, first item, or (List, Dict) first and last segment.
+  // kind in the low 8 bits of `head`, the depth in the next 16, a count (string length, items)
+  // in the top 40; `v`: the value, offset, first item, or (List, Dict) first and last segment.
   struct Obj {
     uint64_t head;
     uint64_t v;
     PickleKind kind() const { return static_cast<PickleKind>(head & 0xff); }
-    uint64_t n() const { return head >> 8; }
+    uint64_t depth() const { return (head >> 8) & kMaxDepth; }
+    uint64_t n() const { return head >> kCountShift; }
   };
+  static constexpr int kCountShift = 24;
   struct Segment {
     uint64_t begin;
     uint32_t count;
@@ -96,11 +117,17 @@ class PickleObjects {
   PickleRef add(PickleKind k, uint64_t n, uint64_t v);
   static uint32_t first_segment(const Obj& o) { return static_cast<uint32_t>(o.v); }
   Segment& open_segment(PickleRef container, uint64_t n);
+  // Raises a container's depth to d (saturating).
+  void deepen(PickleRef c, uint64_t d) {
+    Obj& o = objs_[c];
+    d = std::min(d, kMaxDepth);
+    if (d > o.depth()) o.head = (o.head & ~(kMaxDepth << 8)) | (d << 8);
+  }
 
   std::string_view bytes_;
-  std::deque<Obj> objs_;  // deques: no reallocation, so no peak of twice the size while growing
-  std::deque<PickleRef> items_;
-  std::deque<Segment> segments_;  // [0] unused: 0 means none
+  MappedArray<Obj> objs_;
+  MappedArray<PickleRef> items_;
+  MappedArray<Segment> segments_;  // [0] unused: 0 means none
 };
 
 }  // namespace mtrain::trainer

@@ -13,11 +13,12 @@
 // Any other class is kept as an opaque object (never executed).
 //
 // Untrusted input (issue 29): no recursion anywhere (objects live in an arena, freed flat:
-// pickle_objects.hpp, 16 bytes an object, strings as views of the pickle), every object,
-// container slot and copied integer is charged to a budget of 16 × the pickle's bytes (memo
-// references cannot multiply memory), shapes have at most 64 dimensions, storage sizes are
-// non-negative. The arena (about 2.8 × the pickle of a real state dict) is freed before the
-// result is built. Torch-free (the dtype is the storage class's name), so the fuzz build links it.
+// pickle_objects.hpp, 16 bytes an object, strings as views of the pickle); the reader holds at
+// most max(1 MiB, the pickle's size) plus 408 bytes a tensor beyond the pickle, and refuses
+// nesting deeper than 256 and stacks wider than 2^16 (unpickler.hpp); shapes have at most 64
+// dimensions, storage sizes are non-negative. The arena and the entries are mapped arrays, freed
+// (unmapped) before the result is built whatever malloc's state. Torch-free (the dtype is the
+// storage class's name), so the fuzz build links it.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -18,16 +18,19 @@ uint64_t storage_item_size(std::string_view type_name) {
 
 PickleRef Unpickler::run() {
   while (true) {
+    op_pos_ = pos_;
     const unsigned char op = u8();
     if (op == '.') return pop();  // STOP
     if (!(stack_op(op) || container_op(op) || memo_op(op) || scalar_op(op) || object_op(op))) {
       throw bad(fmt::format("pickle opcode 0x{:02x} at byte {} is not one torch.save writes for a "
                             "state dict", op, pos_ - 1));
     }
+    // One opcode adds at most a stack's width of items (kMaxStack × 4 bytes) before this check.
+    check_memory();
   }
 }
 
-TensorEntry Unpickler::entry(std::string_view name, P t, std::vector<int64_t>& dims) const {
+TensorEntry Unpickler::entry(std::string_view name, P t, MappedArray<int64_t>& dims) const {
   const P args = o_.target(t);
   const P pid = o_.target(o_.at(args, 0));
   TensorEntry e{name, o_.name(o_.at(pid, 1)), o_.text(o_.at(pid, 2)), o_.int_value(o_.at(args, 1)),
@@ -41,9 +44,12 @@ bool Unpickler::stack_op(unsigned char op) {
   switch (op) {
     case 0x80: u8(); return true;
     case 0x95: skip(8); return true;
-    case '(': marks_.push_back(stack_.size()); return true;
+    case '(':
+      if (marks_.size() >= kMaxNesting) throw over_limit(fmt::format("opens more than {} MARKs at once", kMaxNesting));
+      marks_.push_back(stack_.size());
+      return true;
     case '0': pop(); return true;
-    case '1': stack_.resize(pop_mark()); return true;
+    case '1': stack_.truncate(pop_mark()); return true;
     case '2': push(top()); return true;
     default: return false;
   }
@@ -52,9 +58,9 @@ bool Unpickler::stack_op(unsigned char op) {
 // Building tuples, lists and dicts.
 bool Unpickler::container_op(unsigned char op) {
   switch (op) {
-    case '}': push(made(o_.make(Kind::Dict))); return true;  // EMPTY_DICT
-    case ']': push(made(o_.make(Kind::List))); return true;  // EMPTY_LIST
-    case ')': push(made(Obj::kEmptyTuple)); return true;     // EMPTY_TUPLE
+    case '}': push(o_.make(Kind::Dict)); return true;  // EMPTY_DICT
+    case ']': push(o_.make(Kind::List)); return true;  // EMPTY_LIST
+    case ')': push(Obj::kEmptyTuple); return true;     // EMPTY_TUPLE
     case 't': {                                               // TUPLE
       const size_t m = pop_mark();
       push(tuple_from(m));
@@ -68,7 +74,7 @@ bool Unpickler::container_op(unsigned char op) {
     }
     case 'l': case 'd': {                                     // LIST, DICT
       const size_t m = pop_mark();
-      const P c = made(o_.make(op == 'l' ? Kind::List : Kind::Dict));
+      const P c = o_.make(op == 'l' ? Kind::List : Kind::Dict);
       if (op == 'l') {
         add_items(c, m);
       } else {
@@ -83,9 +89,7 @@ bool Unpickler::container_op(unsigned char op) {
       if (m < floor() + 1) throw bad("the pickle's stack underflows");
       const P d = stack_[m - 1];
       if (o_.kind(d) != Kind::Dict) throw bad("SETITEMS on something that is not a dict");
-      charge(2);
-      o_.append(d, stack_, m, 2);
-      stack_.resize(m);
+      add_items(d, m);
       return true;
     }
     case 'u': {                                               // SETITEMS
@@ -132,10 +136,10 @@ bool Unpickler::scalar_op(unsigned char op) {
     case 0x8a: push(integer(long_int(u8()))); return true;              // LONG1
     case 0x8b: push(integer(long_int(le(4)))); return true;             // LONG4
     case 'I': push(int_line()); return true;                            // INT (protocol 0)
-    case 'N': push(made(Obj::kNone)); return true;
-    case 0x88: push(made(Obj::kTrue)); return true;                     // NEWTRUE
-    case 0x89: push(made(Obj::kFalse)); return true;                    // NEWFALSE
-    case 'G': skip(8); push(made(Obj::kFloat)); return true;            // BINFLOAT (value unused)
+    case 'N': push(Obj::kNone); return true;
+    case 0x88: push(Obj::kTrue); return true;                     // NEWTRUE
+    case 0x89: push(Obj::kFalse); return true;                    // NEWFALSE
+    case 'G': skip(8); push(Obj::kFloat); return true;            // BINFLOAT (value unused)
     default: return false;
   }
 }
@@ -144,7 +148,6 @@ bool Unpickler::scalar_op(unsigned char op) {
 bool Unpickler::object_op(unsigned char op) {
   switch (op) {
     case 'c': {
-      charge(1);
       const P mod = line_str();
       push(o_.global(mod, line_str()));
       return true;
@@ -152,7 +155,7 @@ bool Unpickler::object_op(unsigned char op) {
     case 0x93: {
       const P name = pop(), mod = pop();
       if (o_.kind(name) != Kind::Str || o_.kind(mod) != Kind::Str) throw bad("STACK_GLOBAL of something that is not a name");
-      push(made(o_.global(mod, name)));
+      push(o_.global(mod, name));
       return true;
     }
     case 'R': case 0x81: case 0x92: {
@@ -180,7 +183,6 @@ unsigned char Unpickler::u8() {
 // Steps over n bytes; where they start.
 uint64_t Unpickler::skip(uint64_t n) {
   if (n > b_.size() - pos_) throw bad("the pickle ends early");
-  charge(n / 8);
   const uint64_t at = pos_;
   pos_ += n;
   return at;
@@ -217,37 +219,55 @@ PickleRef Unpickler::line_str() {
 // INT's argument: a decimal line; "01" and "00" are True and False (protocol 0).
 PickleRef Unpickler::int_line() {
   const std::string_view line = read_line();
-  if (line == "01" || line == "00") return made(line == "01" ? Obj::kTrue : Obj::kFalse);
+  if (line == "01" || line == "00") return line == "01" ? Obj::kTrue : Obj::kFalse;
   int64_t v = 0;
   const auto [end, ec] = std::from_chars(line.data(), line.data() + line.size(), v);
   if (ec != std::errc() || end != line.data() + line.size()) throw bad("an INT that is not a number");
   return integer(v);
 }
 
-PickleRef Unpickler::str(uint64_t n) {
-  charge(1);
-  return o_.str(skip(n), n);
+PickleRef Unpickler::str(uint64_t n) { return o_.str(skip(n), n); }
+
+// The reader's memory beyond the pickle's bytes: the pages its arena, stack and memo have touched.
+uint64_t Unpickler::held() const {
+  return o_.resident_bytes() + stack_.resident_bytes() + memo_.resident_bytes() +
+         kSparseMemoEntryBytes * sparse_memo_.size();
 }
 
-// Every value, container slot and copied integer is charged to a budget proportional to the
-// pickle's size: memo references (BINGET, DUP) are how a 247-byte pickle asked for gigabytes,
-// and each costs input bytes here as anywhere. References are 32-bit: the arena stops at 2^30 objects.
-void Unpickler::charge(uint64_t n) {
-  if (n > budget_) {
-    throw bad(fmt::format("it builds more than {} values from {} bytes (a pickle bomb: memo "
-                          "references copied over and over)", 16 * b_.size() + 65536, b_.size()));
+// A memo reference (BINGET, DUP) is 1–2 bytes of input for a 4-byte slot, an empty tuple 1 byte
+// for a stack slot and an item: without this check a 247-byte pickle asked for gigabytes.
+// References are 32-bit: the arena stops at 2^30 objects.
+void Unpickler::check_memory() const {
+  if (held() > allowed()) {
+    throw over_limit(fmt::format("needs more than {:.1f} MB to hold what it builds from {} bytes and {} tensors "
+                                 "(the limit is max(1 MiB, the pickle's size) + {} bytes a tensor; a "
+                                 "pickle bomb: memo references copied over and over, or values piled up)",
+                                 static_cast<double>(allowed()) / 1e6, b_.size(), tensors_, kTensorAllowance));
   }
   if (o_.objects() + 4 >= Obj::kMaxObjects) throw bad("it builds more than 2^30 objects");
-  budget_ -= n;
 }
 
-PickleRef Unpickler::made(P p) {
-  charge(1);
-  return p;
+// A limit torch.save never reaches: a paragraph naming the opcode and its offset.
+Error Unpickler::over_limit(const std::string& what) const {
+  return Error(fmt::format("{}: cannot read data.pkl: at the opcode 0x{:02x} (byte {}) it {}; torch.save "
+                           "never writes such a pickle for a state dict, so the file was made to "
+                           "exhaust memory or is not a checkpoint",
+                           file_, static_cast<unsigned char>(b_[op_pos_]), op_pos_, what),
+               "if it is a real checkpoint, load it in a trusted Python and save the weights again "
+               "with torch.save(model.state_dict(), path) or safetensors.torch.save_file");
+}
+
+void Unpickler::check_nesting(P container) const {
+  if (o_.depth(container) > kMaxNesting) {
+    throw over_limit(fmt::format("nests containers more than {} deep (a state dict is under 10)", kMaxNesting));
+  }
 }
 
 void Unpickler::push(P p) {
-  charge(1);
+  if (stack_.size() >= kMaxStack) {
+    throw over_limit(fmt::format("leaves more than {} values on the stack (Python's pickler "
+                                 "batches items by 1000)", kMaxStack));
+  }
   stack_.push_back(p);
 }
 
@@ -274,7 +294,6 @@ PickleRef Unpickler::below(size_t m) const {
 }
 
 void Unpickler::put(uint64_t k) {
-  charge(1);
   // Picklers number memo entries 0, 1, 2, …: those live in a deque; any other key in a map.
   if (k < memo_.size()) {
     memo_[k] = top();
@@ -302,18 +321,16 @@ size_t Unpickler::pop_mark() {
 
 // The items [m, end) of the stack as a new tuple, taken off the stack.
 PickleRef Unpickler::tuple_from(size_t m) {
-  const size_t n = stack_.size() - m;
-  charge(1);
-  charge(n);
-  const P t = o_.tuple(stack_, m, n);
-  stack_.resize(m);
+  const P t = o_.tuple(stack_, m, stack_.size() - m);
+  stack_.truncate(m);
+  check_nesting(t);
   return t;
 }
 
 void Unpickler::add_items(P l, size_t m) {
-  charge(stack_.size() - m);
   o_.append(l, stack_, m, stack_.size() - m);
-  stack_.resize(m);
+  stack_.truncate(m);
+  check_nesting(l);
 }
 
 void Unpickler::set_items(P d, size_t m) {
@@ -330,7 +347,6 @@ int64_t Unpickler::as_int(P p, const char* what) const {
 PickleRef Unpickler::dims(P p, const char* what) {
   if (o_.kind(p) != Kind::Tuple && o_.kind(p) != Kind::List) throw bad(fmt::format("{} is not a tuple", what));
   if (o_.size(p) > 64) throw bad(fmt::format("{} has more than 64 dimensions", what));
-  charge(o_.size(p));
   o_.each(p, [&](P x) { as_int(x, what); });
   if (o_.kind(p) == Kind::Tuple) return p;
   std::vector<P> v;
@@ -351,21 +367,21 @@ PickleRef Unpickler::persistent(P pid) {
                 "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
   }
   if (as_int(item(4), "a storage size") < 0) throw bad("a storage of negative size");
-  return made(o_.wrap(Kind::Storage, pid));
+  return o_.wrap(Kind::Storage, pid);
 }
 
 PickleRef Unpickler::reduce(P fn, P args) {
-  if (o_.kind(fn) != Kind::Global) return made(o_.make(Kind::Opaque));
+  if (o_.kind(fn) != Kind::Global) return o_.make(Kind::Opaque);
   const std::string name = fmt::format("{}.{}", o_.module(fn), o_.name(fn));
   const bool tuple_args = o_.kind(args) == Kind::Tuple;
-  if (name == "collections.OrderedDict") return made(o_.make(Kind::Dict));
+  if (name == "collections.OrderedDict") return o_.make(Kind::Dict);
   // LibTorch's pickler (mtrain's model.pt) wraps a typed dict: restore_type_tag(dict, "Dict[str, Tensor]").
   if (name == "torch.jit._pickle.restore_type_tag" && tuple_args && o_.size(args) > 0) return o_.at(args, 0);
   if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") return rebuild_tensor(args);
   if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {
     if (tuple_args && o_.size(args) > 0 && o_.kind(o_.at(args, 0)) == Kind::Tensor) return o_.at(args, 0);
   }
-  return made(o_.make(Kind::Opaque));
+  return o_.make(Kind::Opaque);
 }
 
 // _rebuild_tensor_v2(storage, offset, size, stride, …)
@@ -377,9 +393,10 @@ PickleRef Unpickler::rebuild_tensor(P args) {
   const P shape = dims(o_.at(args, 2), "a tensor size");
   const P stride = dims(o_.at(args, 3), "a tensor stride");
   if (o_.size(shape) != o_.size(stride)) throw bad("a tensor whose size and stride differ in length");
-  if (shape == o_.at(args, 2) && stride == o_.at(args, 3)) return made(o_.wrap(Kind::Tensor, args));
+  ++tensors_;
+  if (shape == o_.at(args, 2) && stride == o_.at(args, 3)) return o_.wrap(Kind::Tensor, args);
   const P frozen[] = {o_.at(args, 0), o_.at(args, 1), shape, stride};
-  return made(o_.wrap(Kind::Tensor, o_.tuple(frozen, 0, 4)));
+  return o_.wrap(Kind::Tensor, o_.tuple(frozen, 0, 4));
 }
 
 }  // namespace mtrain::trainer

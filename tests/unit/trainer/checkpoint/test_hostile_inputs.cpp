@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -155,9 +156,10 @@ void edit_manifest(const fs::path& dir, const std::function<void(nlohmann::json&
 
 }  // namespace
 
-// Item 2's bound on a real state dict. The load needs about 1.7× the file (46–52 MB for 27 MB
-// when run first in the process); after other cases glibc's state (a raised mmap threshold, a
-// fragmented heap) adds up to 19 MB of RSS for the same allocations (65 MB), so the check allows 3×.
+// Item 2's bound on a real state dict. The load needs about 1.7× the file (46–52 MB for 27 MB).
+// It measured 2.1–2.4× after other cases while the reader's arena lived in malloc's heap (glibc's
+// raised mmap threshold, a fragmented heap); the arena and the entries are mapped arrays now
+// (mapped_array.hpp), unmapped whatever malloc's state, so the issue's 2× is checked.
 TEST_CASE("hostile sizes: a torch.save state dict of 10^5 tensors", "[checkpoint][hostile]") {
   const auto d = fresh_dir("hostile_many");
   // 10^5 tensors of 4 floats as torch.save writes them (the same data.pkl, records aligned to 64
@@ -179,7 +181,7 @@ TEST_CASE("hostile sizes: a torch.save state dict of 10^5 tensors", "[checkpoint
   });
   std::cout << fmt::format("10^5 tensors: {:.1f} MB file, peak {:.1f} MB, {:.2f} s\n", many_mb, many.peak_mb, many.seconds);
   INFO("peak " << many.peak_mb << " MB for a " << many_mb << " MB file");
-  CHECK(many.peak_mb < 3 * many_mb);
+  CHECK(many.peak_mb < 2 * many_mb);
   fs::remove(many_pt);
 }
 
@@ -269,30 +271,33 @@ TEST_CASE("hostile torch.save state dicts", "[checkpoint][hostile]") {
   run_case("torch.save", "storage of 10^12 elements declared", "declared as 1000000000000 elements", [&] {
     return load_all(write(d / "huge.pt", zip_of({{"data.pkl", pickle_of(pk_dict({{"w", pk_tensor("0", 1'000'000'000'000, {2})}}))}, {"data/0", w6}})));
   });
-  // Item 4: 10^6 nested tuples in a 1 MB state dict: SIGSEGV (recursive destructor).
-  const Row nested = run_case("torch.save", "10^6 nested tuples (1 MB)", "the saved object is not a dict of tensors", [&] {
-    return load_all(write(d / "nested.pt", zip_of({{"data.pkl", pickle_of(")" + std::string(1'000'000, '\x85'))}, {"data/0", w6}})));
-  });
-  CHECK(nested.peak_mb < 400);
-  // Item 7: memo references multiplied: each BINGET is 2 bytes of input for a reference.
-  const Row memo = run_case("torch.save", "memo: 2·10^6 references to one list", "the saved object is not a dict of tensors", [&] {
-    std::string body("]q\x00(", 4);  // with its length: the literal holds a NUL
-    body.reserve(4'000'010);
-    for (int i = 0; i < 2'000'000; ++i) body += std::string("h\x00", 2);
-    return load_all(write(d / "memo.pt", zip_of({{"data.pkl", pickle_of(body + "e")}, {"data/0", w6}})));
-  });
-  CHECK(memo.peak_mb < 400);
-  // Every value a pickle builds costs it at least one byte; the reader holds objects in an arena
-  // (16 bytes each, strings as views of the pickle) and charges them to a budget of 16 per input
-  // byte. 10^6 empty tuples (CPython's shared ()) cost the pickle's byte and a 4-byte stack slot
-  // each: 117 MB for this 1 MB file when an object cost ~100 bytes.
-  const std::string objects_pt = write(d / "objects.pt", zip_of({{"data.pkl", pickle_of(std::string(1'000'000, ')'))}, {"data/0", w6}}));
-  const double objects_mb = static_cast<double>(fs::file_size(objects_pt)) / (1 << 20);
-  const Row objects = run_case("torch.save", "10^6 empty tuples left on the stack (1 MB)", "the saved object is not a dict of tensors", [&] {
-    return load_all(objects_pt);
-  });
-  INFO("peak " << objects.peak_mb << " MB for a " << objects_mb << " MB file");
-  CHECK(objects.peak_mb < 8 * objects_mb);
+  // Adversarial pickles (items 2, 4, 7): each refused at its first excess opcode, holding at most
+  // the issue's bound: 2× the file, or the reader's 1 MiB floor plus the file for a small one.
+  // Before the structural limits and the budget of max(1 MiB, the pickle) + 408 bytes a tensor
+  // (unpickler.hpp), the reader held 16 × the pickle: these peaked at 4.9–39 MB for 1–4 MB files.
+  auto hostile_pickle = [&](const std::string& name, const std::string& body, const std::string& expect) {
+    const std::string path = write(d / "hostile.pt", zip_of({{"data.pkl", pickle_of(body)}, {"data/0", w6}}));
+    const double file_mb = static_cast<double>(fs::file_size(path)) / (1 << 20);
+    const Row r = run_case("torch.save", name, expect, [&] { return load_all(path); });
+    INFO(name << ": peak " << r.peak_mb << " MB for a " << file_mb << " MB file");
+    CHECK(r.peak_mb <= std::max(2 * file_mb, 1 + file_mb) + 0.0625);  // + 64 KiB: the zip index, the message
+    CHECK_THAT(r.outcome, Catch::Contains("hostile.pt: cannot read data.pkl: at the opcode"));
+  };
+  // Item 4: 10^6 nested tuples in a 1 MB state dict: SIGSEGV (recursive destructor); 24.7 MB.
+  hostile_pickle("10^6 nested tuples (1 MB)", ")" + std::string(1'000'000, '\x85'), "nests containers more than 256 deep");
+  // Item 7: memo references multiplied: each BINGET is 2 bytes of input for a reference; 39 MB.
+  std::string memo("]q\x00(", 4);  // with its length: the literal holds a NUL
+  for (int i = 0; i < 2'000'000; ++i) memo += std::string("h\x00", 2);
+  hostile_pickle("memo: 2·10^6 references to one list", memo + "e", "leaves more than 65536 values on the stack");
+  memo = {};
+  // 10^6 empty tuples (CPython's shared ()) cost the pickle's byte and a 4-byte stack slot each:
+  // 117 MB for this 1 MB file when an object cost ~100 bytes, 4.9 MB with 16-byte objects.
+  hostile_pickle("10^6 empty tuples left on the stack (1 MB)", std::string(1'000'000, ')'), "leaves more than 65536 values on the stack");
+  // Legal structure, as Python's pickler batches it, and no tensors: 4 bytes of list item for
+  // each byte of pickle.
+  std::string appends("]");
+  for (int i = 0; i < 1000; ++i) appends += "(" + std::string(1000, ')') + "e";
+  hostile_pickle("a list of 10^6 empty tuples, APPENDS by 1000 (1 MB)", appends, "needs more than 1.0 MB to hold what it builds");
   // Item 2's memory bound for the index itself: a 26 MB zip that is 400,000 directory entries
   // cost 3-4x its size to index (the whole directory read at once, a std::string and a hash-map
   // node per entry).
@@ -335,7 +340,7 @@ TEST_CASE("hostile tensors data files", "[data][hostile]") {
   run_case("tensors", "storage declared larger than its record", "does not fit its data", [&] {
     return load(write(d / "short.pt", zip_of({{"data.pkl", pair}, {"data/0", x.substr(0, 8)}, {"data/1", y}})));
   });
-  run_case("tensors", "10^6 nested tuples (1 MB)", "holds a tuple of 1 elements", [&] {
+  run_case("tensors", "10^6 nested tuples (1 MB)", "nests containers more than 256 deep", [&] {
     return load(write(d / "nested.pt", zip_of({{"data.pkl", pickle_of(")" + std::string(1'000'000, '\x85'))}, {"data/0", x}})));
   });
   // Item 8: torch.save({"input": X}) was "Unknown opcode 0x73" (SETITEM).
