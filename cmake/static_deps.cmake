@@ -31,6 +31,9 @@ target_compile_features(fmt_static PUBLIC cxx_std_17)
 # LibTorch units alone take about 20 minutes on two cores).
 target_compile_definitions(fmt_static PUBLIC FMT_SHARED)
 add_library(static::fmt ALIAS fmt_static)
+# Debian's LibTorch 1.13 itself calls libfmt.so.9: in the 1.13 line's worker those calls bind to
+# the worker's own copy (the linker exports the fmt symbols a linked library asks for), built from
+# the same fmt 9 headers, so one fmt serves the process.
 
 # mtrain_static_archive(<target> <archive file name> <headers from> <what to install>)
 # An imported target for a system library's static archive, with the include folders of the
