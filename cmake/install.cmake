@@ -50,9 +50,9 @@ install(FILES ${share_out}/completions/mtrain.fish DESTINATION ${CMAKE_INSTALL_D
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/docs/ DESTINATION ${CMAKE_INSTALL_DOCDIR} FILES_MATCHING PATTERN "*.md")
 
-# Debian package. dpkg-shlibdeps derives the library packages (libtorch1.13, libyaml-cpp0.7,
-# libfmt9, libc6, libstdc++6 on bookworm) from what the two
-# binaries link; OpenBLAS is named on top because LibTorch only asks for any libblas.so.3, and the
+# Debian package. dpkg-shlibdeps derives the library packages (libtorch1.13, libc6, libstdc++6
+# and libgcc-s1 for the worker on bookworm; yaml-cpp, fmt and zlib are static: cmake/static_deps.cmake)
+# from what the two binaries link; OpenBLAS is named on top because LibTorch only asks for any libblas.so.3, and the
 # reference BLAS it would otherwise get trains several times slower.
 set(CPACK_GENERATOR DEB)
 set(CPACK_PACKAGE_NAME mtrain)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `cpack -G DEB` builds mtrain_<version>_<arch>.deb: its Depends names the runtime libraries of
-# both binaries (LibTorch, OpenBLAS, yaml-cpp, fmt, Boost.Filesystem), and unpacked into a
+# both binaries (LibTorch, OpenBLAS, the C++ runtime of the worker, glibc; yaml-cpp, fmt and zlib
+# are linked statically: cmake/static_deps.cmake), and unpacked into a
 # throwaway root it has the /usr layout (the worker where mtrain finds it) and runs from there.
 # The package is the Debian LibTorch 1.13 line's (build-1.13 beside a 2.x tree): a worker linked
 # to a PyTorch wheel has no Debian package to depend on.
@@ -18,8 +19,11 @@ deb=$(ls "$WORK"/pkg/mtrain_*.deb 2>/dev/null | head -1)
 dpkg-deb --info "$deb" >"$WORK/info" 2>&1
 depends=$(sed -n 's/^ Depends: //p' "$WORK/info")
 echo "    Depends: $depends"
-for p in libtorch1.13 libopenblas0 libyaml-cpp libfmt libstdc++6 libc6; do  # Boost.Filesystem is linked away (--as-needed)
+for p in libtorch1.13 libopenblas0 libstdc++6 libc6; do  # Boost.Filesystem is linked away (--as-needed)
   case "$depends" in *"$p"*) ok "Depends names $p" ;; *) fail "Depends lacks $p" ;; esac
+done
+for p in libyaml-cpp libfmt zlib1g; do  # static in both binaries: the package must not ask for them
+  case "$depends" in *"$p"*) fail "Depends names $p, which cmake/static_deps.cmake links statically" ;; *) ok "Depends has no $p" ;; esac
 done
 
 # apt resolves every dependency from this machine's package lists (a simulation: nothing installed).
