@@ -23,9 +23,6 @@ bool given(const Resolved& r, const std::string& key) {
   return it != r.provenance.end() && it->second.first != Source::Default;
 }
 
-long long as_int(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
-std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
-
 int effective_zero_stage(const json& job) {
   if (is_auto_strategy(as_text(job, "strategy"))) return static_cast<int>(as_int(job, "zero.stage"));
   const StrategyName strategy = strategy_from_text(as_text(job, "strategy"));

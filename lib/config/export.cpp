@@ -18,11 +18,6 @@ namespace mtrain::config {
 
 namespace {
 
-long long as_int(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
-double as_num(const json& job, const std::string& key) { return get(job, key).get<double>(); }
-std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
-bool as_bool(const json& job, const std::string& key) { return get(job, key).get<bool>(); }
-
 StrategyName strategy_of(const json& job) { return strategy_from_text(as_text(job, "strategy")); }
 
 std::string num_text(double v) { return json(v).dump(); }

@@ -136,6 +136,11 @@ json load_job(const Registry& reg, const json& nested, const std::string& origin
 
 // Nested access by dotted key.
 const json& get(const json& nested, const std::string& key);
+// Typed reads of a resolved job (the registry validated every value's type).
+inline long long as_int(const json& job, const std::string& key) { return get(job, key).get<long long>(); }
+inline double as_num(const json& job, const std::string& key) { return get(job, key).get<double>(); }
+inline std::string as_text(const json& job, const std::string& key) { return get(job, key).get<std::string>(); }
+inline bool as_bool(const json& job, const std::string& key) { return get(job, key).get<bool>(); }
 void set(json& nested, const std::string& key, json value);
 
 // Only the settings the worker consumes (Scope::Job), nested; the launcher hands this to ranks.

@@ -1,6 +1,6 @@
 #include "mtrain/core/environment.hpp"
 
-extern char** environ;
+#include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
 
 namespace mtrain {
 
