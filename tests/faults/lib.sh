@@ -57,6 +57,10 @@ fail() {
 skip() { echo "SKIP: $*"; record "(scenario)" "" "$*" SKIP; exit 77; }
 
 # Pids (other than ours) whose environment holds this scenario's tag.
+# A pid no process can have: the kernel allocates pids below pid_max only. An exited child's pid
+# is not enough — with pid_max 32768 and the suite spawning thousands of processes in parallel, the
+# number is soon reused by a live process of another test, and a lock naming it is rightly refused.
+dead_pid() { echo $(( $(cat /proc/sys/kernel/pid_max) + 1 )); }
 tagged_pids() {
   grep -lsxzF "MTRAIN_TEST_TAG=$TAG" /proc/[0-9]*/environ 2>/dev/null | sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p'
 }

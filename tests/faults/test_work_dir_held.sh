@@ -33,7 +33,7 @@ expect_in "$WORK/c.out" "is in use by job ghost (host other-node.example, pid 42
 grep -q '^\[' "$WORK/c.out" && fail "no rank started for the other host's holder" "none" "rank output" \
   || ok "no rank started for the other host's holder" "none" "none"
 # A dead holder on this host: the job runs, rank 0 takes the lock over with its notice.
-dead=$(sh -c 'echo $$')
+dead=$(dead_pid)
 printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"%s","pid":%s,"started":"2026-01-01T00:00:00Z"}\n' "$(hostname)" "$dead" >"$wd/.mtrain.lock"
 run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 0 "dead holder on this host: taken over"

@@ -34,7 +34,7 @@ else ok "no partial save left" "none" "none"; fi
 stale() {  # HOST PID
   printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"%s","pid":%s,"started":"2026-01-01T00:00:00Z"}\n' "$1" "$2" >"$wd/.mtrain.lock"
 }
-dead=$(sh -c 'echo $$')  # a pid that has exited
+dead=$(dead_pid)
 stale "$(hostname)" "$dead"
 run_mtrain 120 "$WORK/c.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 0 "dead holder on this host: taken over"
