@@ -9,7 +9,12 @@
 . "$(dirname "$0")/lib.sh"
 need_worker
 wd=$WORK/W
-"${tagged[@]}" timeout -k 5 120 "$MTRAIN" launch $(trainer_args "$wd" --master-port 0 --job-id jobA --max-steps 100000) \
+# Job A is stopped with SIGTERM below. A rank still joining the group, or finishing its step and
+# its checkpoint, may take the launcher's whole grace period (5 s) before it is SIGKILLed: the
+# bound's own SIGKILL must come later than that (-k 30), or it kills the launcher first, its ranks
+# die afterwards by PDEATHSIG, and rank 0 still holds the work dir's lock when the next case runs
+# (seen once in a parallel run: "Killed", then the dead-holder case refused).
+"${tagged[@]}" timeout -k 30 120 "$MTRAIN" launch $(trainer_args "$wd" --master-port 0 --job-id jobA --max-steps 100000) \
   >"$WORK/a.out" 2>&1 &
 a=$!
 # Job A holds the lock once its rank 0 has recorded itself in it.
@@ -23,7 +28,9 @@ expect_in "$WORK/b.out" "is in use by job jobA (host $(hostname), pid "
 if grep -q '^\[' "$WORK/b.out" || [ -d "$WORK/logs/jobB/attempt_0" ]; then
   fail "no rank of job B started" "no rank output, no rank log" "$(grep '^\[' "$WORK/b.out" | head -2; ls "$WORK/logs/jobB" 2>&1)"
 else ok "no rank of job B started" "no rank output, no rank log" "none"; fi
-kill -TERM "$a" 2>/dev/null; wait "$a"
+kill -TERM "$a" 2>/dev/null; wait "$a"; rc=$?
+expect_rc 143 "job A stopped by SIGTERM (its own teardown, every rank reaped)"
+no_survivors 10
 
 # A live holder on another host (its heartbeat fresh): refused by the launcher too.
 printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"other-node.example","pid":4242,"started":"2026-01-01T00:00:00Z"}\n' >"$wd/.mtrain.lock"
