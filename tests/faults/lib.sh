@@ -56,11 +56,18 @@ fail() {
 }
 skip() { echo "SKIP: $*"; record "(scenario)" "" "$*" SKIP; exit 77; }
 
-# Pids (other than ours) whose environment holds this scenario's tag.
 # A pid no process can have: the kernel allocates pids below pid_max only. An exited child's pid
 # is not enough — with pid_max 32768 and the suite spawning thousands of processes in parallel, the
 # number is soon reused by a live process of another test, and a lock naming it is rightly refused.
 dead_pid() { echo $(( $(cat /proc/sys/kernel/pid_max) + 1 )); }
+
+# plant_lock WORK_DIR HOST PID: a work-dir lock (lib/core/work_dir_lock) recorded by job "ghost".
+plant_lock() {
+  printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"%s","pid":%s,"started":"2026-01-01T00:00:00Z"}\n' \
+    "$2" "$3" >"$1/.mtrain.lock"
+}
+
+# Pids (other than ours) whose environment holds this scenario's tag.
 tagged_pids() {
   grep -lsxzF "MTRAIN_TEST_TAG=$TAG" /proc/[0-9]*/environ 2>/dev/null | sed -n 's|^/proc/\([0-9]*\)/environ$|\1|p'
 }
@@ -78,10 +85,16 @@ no_survivors() {
   kill_tagged KILL
 }
 
+# A bound's SIGKILL comes this long after its SIGTERM: later than the launcher's grace period
+# (5 s), so a launcher stopped by the bound finishes its own teardown. With -k 5 the two raced: the
+# launcher was killed first, its ranks died a moment later by PDEATHSIG, and rank 0 still held the
+# work dir's lock when the next case ran.
+KILL_AFTER=30
+
 # run_mtrain SECONDS OUTFILE ARGS...: mtrain, tagged, with a hard bound; output to OUTFILE; sets rc.
 run_mtrain() {
   local secs=$1 out=$2; shift 2
-  timeout -k 5 "$secs" env MTRAIN_TEST_TAG="$TAG" "$MTRAIN" "$@" >"$out" 2>&1
+  timeout -k "$KILL_AFTER" "$secs" env MTRAIN_TEST_TAG="$TAG" "$MTRAIN" "$@" >"$out" 2>&1
   rc=$?
 }
 

@@ -9,12 +9,10 @@
 . "$(dirname "$0")/lib.sh"
 need_worker
 wd=$WORK/W
-# Job A is stopped with SIGTERM below. A rank still joining the group, or finishing its step and
-# its checkpoint, may take the launcher's whole grace period (5 s) before it is SIGKILLed: the
-# bound's own SIGKILL must come later than that (-k 30), or it kills the launcher first, its ranks
-# die afterwards by PDEATHSIG, and rank 0 still holds the work dir's lock when the next case runs
-# (seen once in a parallel run: "Killed", then the dead-holder case refused).
-"${tagged[@]}" timeout -k 30 120 "$MTRAIN" launch $(trainer_args "$wd" --master-port 0 --job-id jobA --max-steps 100000) \
+# Job A is stopped with SIGTERM below; a rank still joining the group, or finishing its step and
+# its checkpoint, may take the launcher's whole grace period (KILL_AFTER in lib.sh says why that
+# matters).
+"${tagged[@]}" timeout -k "$KILL_AFTER" 120 "$MTRAIN" launch $(trainer_args "$wd" --master-port 0 --job-id jobA --max-steps 100000) \
   >"$WORK/a.out" 2>&1 &
 a=$!
 # Job A holds the lock once its rank 0 has recorded itself in it.
@@ -33,15 +31,14 @@ expect_rc 143 "job A stopped by SIGTERM (its own teardown, every rank reaped)"
 no_survivors 10
 
 # A live holder on another host (its heartbeat fresh): refused by the launcher too.
-printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"other-node.example","pid":4242,"started":"2026-01-01T00:00:00Z"}\n' >"$wd/.mtrain.lock"
+plant_lock "$wd" other-node.example 4242
 run_mtrain 60 "$WORK/c.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 2 "live holder on another host"
 expect_in "$WORK/c.out" "is in use by job ghost (host other-node.example, pid 4242"
 grep -q '^\[' "$WORK/c.out" && fail "no rank started for the other host's holder" "none" "rank output" \
   || ok "no rank started for the other host's holder" "none" "none"
 # A dead holder on this host: the job runs, rank 0 takes the lock over with its notice.
-dead=$(dead_pid)
-printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"%s","pid":%s,"started":"2026-01-01T00:00:00Z"}\n' "$(hostname)" "$dead" >"$wd/.mtrain.lock"
+plant_lock "$wd" "$(hostname)" "$(dead_pid)"
 run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 0 "dead holder on this host: taken over"
 expect_in "$WORK/d.out" "no longer running; taking the lock over"

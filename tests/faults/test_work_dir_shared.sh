@@ -31,19 +31,15 @@ if ls -a "$wd/checkpoints" | grep -q '^\.tmp_step_'; then fail "no partial save 
 else ok "no partial save left" "none" "none"; fi
 
 # Stale locks: a dead pid on this host; another host silent for 10 minutes; another host alive.
-stale() {  # HOST PID
-  printf '{"mtrain_work_dir_lock":1,"job_id":"ghost","host":"%s","pid":%s,"started":"2026-01-01T00:00:00Z"}\n' "$1" "$2" >"$wd/.mtrain.lock"
-}
-dead=$(dead_pid)
-stale "$(hostname)" "$dead"
+plant_lock "$wd" "$(hostname)" "$(dead_pid)"
 run_mtrain 120 "$WORK/c.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 0 "dead holder on this host: taken over"
 expect_in "$WORK/c.out" "no longer running; taking the lock over"
-stale other-node.example 4242; touch -d '-10 min' "$wd/.mtrain.lock"
+plant_lock "$wd" other-node.example 4242; touch -d '-10 min' "$wd/.mtrain.lock"
 run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc 0 "silent holder on another host: taken over"
 expect_in "$WORK/d.out" "heartbeat stopped"
-stale other-node.example 4242
+plant_lock "$wd" other-node.example 4242
 run_mtrain 120 "$WORK/e.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
 expect_rc_not "live holder on another host"
 expect_in "$WORK/e.out" "is in use by job ghost (host other-node.example, pid 4242"
