@@ -59,7 +59,7 @@ def main():
             json.dump({"step_time_median_s": figures[0].item(), "peak_memory_bytes": int(figures[1].item()),
                        "final_loss": loss.item()}, f)
     dist.barrier()
-    dist.destroy_process_group()
+    peers_wrap.end_process()
 
 
 if __name__ == "__main__":

@@ -92,7 +92,7 @@ def main():
             print(f"train_reference {mode} {opt_name} world {world}: losses", " ".join(f"{v:.6f}" for v in losses),
                   flush=True)
         dist.barrier()
-    dist.destroy_process_group()
+    peers_wrap.end_process()
 
 
 if __name__ == "__main__":
