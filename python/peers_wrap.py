@@ -62,7 +62,7 @@ def end_process(code=0):
     (which holds the earlier all-gathers' tensors, Python objects) only after the barrier has returned.
     When that drop falls in finalization the thread cannot take the GIL, unwinds through a noexcept
     destructor and the rank aborts ("terminate called without an active exception", SIGABRT) after
-    its results were written: seen 1 in ~40 world-3 FSDP2 runs on a loaded machine (PyTorch 2.15,
+    its results were written: seen 2 in 39 world-3 FSDP2 runs on a loaded machine (PyTorch 2.15,
     tests/e2e/peers/test_numerics FLAKY). Every file is written and closed before this is called.
     """
     dist.destroy_process_group()

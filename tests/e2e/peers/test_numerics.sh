@@ -26,12 +26,13 @@ pairs=(ddp:ddp fsdp:fsdp2 zero3:fsdp2 zero1:zero1 zero2:zero2 zero3:zero3)
 for world in 2 3; do
   port=$(free_port)
   for peer in "${peers[@]}"; do
-    run_peer "$WORK/ref_${peer}_$world.out" 300 torchrun --nproc_per_node "$world" --master_port "$port" \
+    ref_out=$WORK/ref_${peer}_$world.out
+    run_peer "$ref_out" 300 torchrun --nproc_per_node "$world" --master_port "$port" \
       "$PEERS_DIR/train_reference.py" "$WORK" "$peer" sgd,adamw "$WORK/peer_${peer}_$world"
     expect_rc 0 "PyTorch $peer sgd,adamw world $world (torchrun)"
     # On failure: the first error lines (an abort's cause comes before torchrun's long report), then the end.
-    [ "$rc" -eq 0 ] || { grep -m 8 -E "terminate called|Fatal Python error|Error|error:" "$WORK/ref_${peer}_$world.out"
-      grep -v Warning "$WORK/ref_${peer}_$world.out" | tail -15; } | sed 's/^/    | /'
+    [ "$rc" -eq 0 ] || { grep -m 8 -E "terminate called|Fatal Python error|Error|error:" "$ref_out"
+      grep -v Warning "$ref_out" | tail -15; } | sed 's/^/    | /'
   done
   for OPT in sgd adamw; do
     if [ "$OPT" = sgd ]; then lr=0.1; tol=1e-6; else lr=1e-3; tol=1e-4; fi
