@@ -15,9 +15,9 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/console_write.hpp"
 #include "mtrain/launch/stderr_tail.hpp"
-#include "mtrain/launch/visible_text.hpp"
+#include "mtrain/core/visible_text.hpp"
 
-namespace mtrain::launch {
+namespace mtrain {
 
 namespace {
 
@@ -208,4 +208,4 @@ void RankOutput::to_console(int i, const std::string& line) {
   if (write_all(fd, out.data(), out.size()) == WriteResult::Gone) console_went_away(i, opt_.log_dir);
 }
 
-}  // namespace mtrain::launch
+}  // namespace mtrain

@@ -8,9 +8,9 @@
 
 #include "mtrain/core/error_file.hpp"
 #include "mtrain/core/input_limits.hpp"
-#include "mtrain/launch/visible_text.hpp"
+#include "mtrain/core/visible_text.hpp"
 
-namespace mtrain::launch {
+namespace mtrain {
 
 static std::string error_file_message(const std::string& path) {
   // torch.distributed.elastic's @record and mtrain-worker write {"message": {"message": "...",
@@ -77,4 +77,4 @@ void print_report(std::FILE* out, const plan::LaunchPlan& plan, const Failure& f
   std::fflush(out);
 }
 
-}  // namespace mtrain::launch
+}  // namespace mtrain

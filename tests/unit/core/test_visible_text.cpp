@@ -1,13 +1,13 @@
-// Rank output shown to a person with its control characters visible (lib/launch/visible_text.cpp).
+// Rank output shown to a person with its control characters visible (lib/core/visible_text.cpp).
 #include <catch2/catch.hpp>
 
 #include <string>
 
-#include "mtrain/launch/visible_text.hpp"
+#include "mtrain/core/visible_text.hpp"
 
-using namespace mtrain::launch;
+using namespace mtrain;
 
-TEST_CASE("control characters are shown visibly", "[launch][visible]") {
+TEST_CASE("control characters are shown visibly", "[core][visible]") {
   CHECK(visible_text("plain text, tabs\tand UTF-8 é ✓") == "plain text, tabs\tand UTF-8 é ✓");
   CHECK(visible_text("\x1b]0;PWNED\x07") == "^[]0;PWNED^G");
   CHECK(visible_text("\x1b[2J") == "^[[2J");

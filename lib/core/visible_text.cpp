@@ -1,8 +1,8 @@
-#include "mtrain/launch/visible_text.hpp"
+#include "mtrain/core/visible_text.hpp"
 
 #include <fmt/format.h>
 
-namespace mtrain::launch {
+namespace mtrain {
 
 std::string visible_text(std::string_view line) {
   std::string out;
@@ -23,4 +23,4 @@ std::string visible_text(std::string_view line) {
   return out;
 }
 
-}  // namespace mtrain::launch
+}  // namespace mtrain
