@@ -17,7 +17,7 @@
 #include "mtrain/launch/stderr_tail.hpp"
 #include "mtrain/core/visible_text.hpp"
 
-namespace mtrain {
+namespace mtrain::launch {
 
 namespace {
 
@@ -208,4 +208,4 @@ void RankOutput::to_console(int i, const std::string& line) {
   if (write_all(fd, out.data(), out.size()) == WriteResult::Gone) console_went_away(i, opt_.log_dir);
 }
 
-}  // namespace mtrain
+}  // namespace mtrain::launch

@@ -10,7 +10,7 @@
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/visible_text.hpp"
 
-namespace mtrain {
+namespace mtrain::launch {
 
 static std::string error_file_message(const std::string& path) {
   // torch.distributed.elastic's @record and mtrain-worker write {"message": {"message": "...",
@@ -77,4 +77,4 @@ void print_report(std::FILE* out, const plan::LaunchPlan& plan, const Failure& f
   std::fflush(out);
 }
 
-}  // namespace mtrain
+}  // namespace mtrain::launch
