@@ -1,5 +1,6 @@
 // mtrain-worker --job FILE [--set key=value …]: one rank of the bundled trainer.
 // mtrain-worker checkpoint …: the offline checkpoint tools `mtrain checkpoint` execs.
+// mtrain-worker model-check FILE: the TorchScript trust and compatibility check `mtrain launch` asks for.
 // mtrain-worker bench-comm …: the rank side of `mtrain bench comm`; build-info: what
 // LibTorch/CUDA/NCCL it was built with, as JSON (read by `mtrain env`).
 #include <sys/stat.h>
@@ -16,6 +17,7 @@
 #include "mtrain/trainer/estimate/probe.hpp"
 #include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/worker.hpp"
+#include "mtrain/trainer/model/model_check_command.hpp"
 
 namespace {
 const char* kUsage =
@@ -24,6 +26,7 @@ const char* kUsage =
     "       mtrain-worker bench-comm --ops OPS --sizes BYTES,... [--iters N] [--warmup W] [--out FILE]\n"
     "       mtrain-worker build-info [--facts FILE [--set key=value]...]\n"
     "       mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]\n"
+    "       mtrain-worker model-check FILE\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";
@@ -68,6 +71,10 @@ int main(int argc, char** argv) {
       std::cout << mtrain::trainer::run_estimate_probe(mtrain::trainer::parse_estimate_probe_args(args)).dump() << std::endl;
       return 0;
     });
+  }
+  if (argc > 1 && std::strcmp(argv[1], "model-check") == 0) {  // for `mtrain launch` (model_check_command.hpp)
+    const std::vector<std::string> args(argv + 2, argv + argc);
+    return guarded("", [&] { return mtrain::trainer::run_model_check_command(args, std::cout); });
   }
   if (argc > 1 && std::strcmp(argv[1], "checkpoint") == 0) {
     const std::vector<std::string> args(argv + 2, argv + argc);

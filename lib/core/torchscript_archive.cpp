@@ -1,26 +1,24 @@
 #include "mtrain/core/torchscript_archive.hpp"
 
-#include <cctype>
-#include <unordered_set>
+#include <unordered_map>
 
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/core/zip_reader.hpp"
 
 namespace mtrain {
 
 namespace {
 
-bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
-
-// The identifier starting at `i`, or "" (advances nothing).
-std::string ident_at(const std::string& s, size_t i) {
-  size_t j = i;
-  if (j >= s.size() || std::isdigit(static_cast<unsigned char>(s[j]))) return "";
-  while (j < s.size() && ident_char(s[j])) ++j;
-  return s.substr(i, j - i);
+// miniz's MZ_TOLOWER: ASCII only, as LibTorch's record lookup compares names.
+std::string ascii_folded(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  return out;
 }
 
 }  // namespace
@@ -31,78 +29,9 @@ std::string TorchScriptArchive::saved_by() const {
                        : fmt::format("PyTorch 1.x ({}, no byteorder record)", v);
 }
 
-std::vector<OperatorUse> operators_in_code(const std::string& code, const std::string& file) {
-  std::vector<OperatorUse> out;
-  std::unordered_set<std::string> seen;
-  int line = 1;
-  auto add = [&](std::string name) {
-    if (seen.insert(name).second) out.push_back({std::move(name), fmt::format("{}:{}", file, line)});
-  };
-  for (size_t i = 0; i < code.size(); ++i) {
-    const char c = code[i];
-    if (c == '\n') {
-      ++line;
-      continue;
-    }
-    if (c == '#') {  // a comment runs to the end of the line
-      while (i + 1 < code.size() && code[i + 1] != '\n') ++i;
-      continue;
-    }
-    if (c == '"' || c == '\'') {  // string literals (printed with escapes, one line each)
-      for (++i; i < code.size() && code[i] != c && code[i] != '\n'; ++i)
-        if (code[i] == '\\') ++i;
-      continue;
-    }
-    if (!ident_char(c) || (i > 0 && (ident_char(code[i - 1]) || code[i - 1] == '.'))) continue;
-    const std::string head = ident_at(code, i);
-    if (head.empty()) continue;
-    size_t j = i + head.size();
-    if (head == "torch" || head == "ops") {
-      if (j >= code.size() || code[j] != '.') { i = j - 1; continue; }
-      std::string ns = "aten", name = ident_at(code, j + 1);
-      size_t k = j + 1 + name.size();
-      if (head == "ops" || name == "ops") {  // ops.<ns>.<name> (torch.ops.<ns>.<name> in user-written code)
-        if (head == "torch") {
-          if (k >= code.size() || code[k] != '.') { i = k - 1; continue; }
-          name = ident_at(code, k + 1), k += 1 + name.size();
-        }
-        ns = name;
-        if (k >= code.size() || code[k] != '.') { i = k - 1; continue; }
-        name = ident_at(code, k + 1), k += 1 + name.size();
-      }
-      if (!name.empty() && !ns.empty() && k < code.size() && code[k] == '(') add(ns + "::" + name);
-      i = k - 1;
-    } else {
-      i = j - 1;
-    }
-  }
-  return out;
-}
-
-std::vector<SetStateMethod> setstate_methods(const std::string& code, const std::string& file) {
-  std::vector<SetStateMethod> out;
-  const auto lines = str::split(code, '\n');
-  auto indent = [](const std::string& l) { return l.find_first_not_of(' '); };
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const size_t at = lines[i].find("def __setstate__(");
-    if (at == std::string::npos || indent(lines[i]) != at) continue;
-    // The body: the following lines indented deeper than `def` (the signature may wrap).
-    std::string body;
-    size_t j = i + 1;
-    for (; j < lines.size(); ++j) {
-      const size_t ind = indent(lines[j]);
-      if (ind != std::string::npos && ind <= at) break;
-      body += lines[j] + "\n";
-    }
-    SetStateMethod m{fmt::format("{}:{}", file, i + 1), operators_in_code(body, file)};
-    for (auto& c : m.calls) {  // operators_in_code counts from the body's first line
-      const auto colon = c.where.rfind(':');
-      c.where = fmt::format("{}:{}", file, i + 1 + std::stoul(c.where.substr(colon + 1)));
-    }
-    out.push_back(std::move(m));
-    i = j - 1;
-  }
-  return out;
+bool is_code_record(std::string_view name) {
+  const std::string f = ascii_folded(name);
+  return str::starts_with(f, "code/") && str::ends_with(f, ".py");
 }
 
 TorchScriptArchive read_torchscript_archive(const std::string& path) {
@@ -113,8 +42,17 @@ TorchScriptArchive read_torchscript_archive(const std::string& path) {
 TorchScriptArchive scan_torchscript_archive(ZipReader& zip) {
   TorchScriptArchive a;
   a.prefix = zip.prefix().empty() ? "" : zip.prefix().substr(0, zip.prefix().size() - 1);
+  std::unordered_map<std::string, std::string_view> folded;
   bool has_code = false;
-  for (const auto& r : zip.records()) has_code = has_code || str::starts_with(zip.name(r), "code/");
+  for (const auto& r : zip.records()) {
+    const std::string_view name = zip.name(r);
+    if (auto [at, fresh] = folded.emplace(ascii_folded(name), name); !fresh)
+      throw Error(fmt::format("'{}' has two records whose names differ only in case ({} and {}): LibTorch finds "
+                              "records case-insensitively, so which one it would load cannot be known",
+                              zip.path(), visible_text(at->second), visible_text(name)),
+                  "a file written by torch.jit.save never has such names; use a model file from a source you trust");
+    has_code = has_code || is_code_record(name);
+  }
   const bool no_pickle = a.prefix.empty() || zip.find("data.pkl") == nullptr;
   if (no_pickle || !has_code)
     throw Error(fmt::format("'{}' is not a TorchScript archive: the zip has no {}", zip.path(),
@@ -127,14 +65,11 @@ TorchScriptArchive scan_torchscript_archive(ZipReader& zip) {
     break;
   }
   a.has_byteorder = zip.find("byteorder") != nullptr;
-  std::unordered_set<std::string> seen;
   for (const auto& r : zip.records()) {
-    const std::string name(zip.name(r));
-    if (!str::starts_with(name, "code/") || !str::ends_with(name, ".py")) continue;
-    const std::string code = zip.read_all(name, kMaxTorchScriptRecord);
-    for (auto& use : operators_in_code(code, name))
-      if (seen.insert(use.name).second) a.operators.push_back(std::move(use));
-    for (auto& m : setstate_methods(code, name)) a.setstates.push_back(std::move(m));
+    std::string name(zip.name(r));
+    if (!is_code_record(name)) continue;
+    std::string text = zip.read_all(name, kMaxTorchScriptRecord);
+    a.code.push_back({std::move(name), std::move(text)});
   }
   return a;
 }

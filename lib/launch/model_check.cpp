@@ -1,31 +1,45 @@
 #include "mtrain/launch/model_check.hpp"
 
+#include <chrono>
+
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
+#include "mtrain/core/child_process.hpp"
 #include "mtrain/core/strings.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
+#include "mtrain/core/visible_text.hpp"
 
 namespace mtrain::launch {
 
+WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const std::string& json_text) {
+  WorkerModelCheck out;
+  try {
+    const auto j = nlohmann::json::parse(json_text);
+    for (const auto& u : j.at("unknown")) out.unknown.push_back({u.at("name").get<std::string>(), u.at("where").get<std::string>()});
+    for (const auto& f : j.at("findings")) out.findings.push_back({f.at("what").get<std::string>(), f.at("where").get<std::string>()});
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(fmt::format("'{} model-check' answered something other than its JSON ({}): {}", worker_path, e.what(),
+                            visible_text(json_text.substr(0, 200))),
+                "the mtrain-worker beside this mtrain is from another build; reinstall mtrain (both binaries)",
+                kExitFailure);
+  }
+  return out;
+}
+
 std::optional<Error> torchscript_incompatibility(const std::string& model_path, const TorchScriptArchive& archive,
-                                                 const WorkerFacts& facts,
-                                                 const std::unordered_set<std::string>& operators) {
-  std::vector<const OperatorUse*> unknown;
-  if (!operators.empty())
-    for (const auto& use : archive.operators)
-      if (!operators.count(use.name)) unknown.push_back(&use);
+                                                 const WorkerFacts& facts, const std::vector<OperatorUse>& unknown) {
   const bool too_new = facts.file_format_max >= 0 && archive.format_version > facts.file_format_max;
   if (unknown.empty() && !too_new) return std::nullopt;
 
   std::string why;
   if (!unknown.empty()) {
-    why = fmt::format("it calls {} ({}), which this worker's {} does not have", unknown.front()->name,
-                      unknown.front()->where, facts.describe());
+    why = fmt::format("it calls {} ({}), which this worker's {} does not have", unknown.front().name,
+                      unknown.front().where, facts.describe());
     if (unknown.size() > 1) {
       std::vector<std::string> rest;
-      for (size_t i = 1; i < unknown.size() && i < 6; ++i) rest.push_back(unknown[i]->name);
+      for (size_t i = 1; i < unknown.size() && i < 6; ++i) rest.push_back(unknown[i].name);
       why += fmt::format(" ({} unknown operators in all; also {}{})", unknown.size(), str::join(rest, ", "),
                          unknown.size() > 6 ? ", …" : "");
     }
@@ -36,22 +50,54 @@ std::optional<Error> torchscript_incompatibility(const std::string& model_path, 
   const std::string mine = facts.torch_line == "python" ? "the PyTorch you scripted it with"
                                                         : "your PyTorch (2.x)";
   return Error(fmt::format("the TorchScript model '{}' cannot run in this mtrain-worker: it was saved by {}, and {}",
-                           model_path, archive.saved_by(), why),
+                           model_path, archive.saved_by(), visible_text(why)),
                fmt::format("build mtrain against {}: `{}` (then launch with that tree's mtrain), or script the "
                            "model with PyTorch {}",
                            mine, facts.build_against_python_command(), facts.libtorch))
       .at("model.path");
 }
 
+namespace {
+
+// The worker's answer; its own refusal (a file that does not parse, a damaged zip) is relayed as
+// it is, with the worker's exit code.
+WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path) {
+  ChildOptions o;
+  o.deadline = std::chrono::seconds(kModelCheckDeadlineSeconds);
+  o.max_stdout = 32u << 20;
+  const ChildResult r = run_child({worker_path, "model-check", model_path}, o);
+  if (!r.started)
+    throw Error(fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
+                "reinstall mtrain (mtrain-worker is installed beside mtrain or in libexec/mtrain)", kExitFailure);
+  if (r.timed_out)
+    throw Error(fmt::format("'{} model-check {}' did not answer within {} s", worker_path, model_path,
+                            kModelCheckDeadlineSeconds),
+                "the machine may be overloaded; try again", kExitFailure);
+  if (r.exit_code != 0) {
+    std::string said = str::trim(r.err);
+    const std::string tag = "error: ";
+    if (str::starts_with(said, tag)) said = said.substr(tag.size());
+    throw Error(fmt::format("checking the TorchScript model '{}' with '{}' failed (exit {}): {}", model_path,
+                            worker_path, r.exit_code, visible_text(said)),
+                "", r.exit_code == kExitUsage ? kExitUsage : kExitFailure)
+        .at("model.path");
+  }
+  return parse_worker_model_check(worker_path, r.out);
+}
+
+}  // namespace
+
 void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code) {
   const TorchScriptArchive archive = read_torchscript_archive(model_path);
-  check_torchscript_trust(model_path, archive, trust_code);
   if (worker_path.empty()) return;
+  const WorkerModelCheck answer = ask_worker(model_path, worker_path);
+  check_torchscript_trust(model_path, answer.findings, trust_code);
   const auto facts = read_worker_facts(worker_path);
   if (!facts) return;
-  if (auto refusal = torchscript_incompatibility(model_path, archive, *facts, read_worker_operators(worker_path)))
-    throw *refusal;
+  if (auto refusal = torchscript_incompatibility(model_path, archive, *facts, answer.unknown)) throw *refusal;
 }
+
+}  // namespace mtrain::launch
 
 }  // namespace mtrain::launch
 

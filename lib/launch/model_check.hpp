@@ -1,29 +1,46 @@
 #pragma once
-// Can this mtrain-worker run the user's TorchScript model? Decided before any rank starts, from
-// the archive's own records (core/torchscript_archive.hpp: read, never executed) and the worker's
-// build facts (core/worker_facts.hpp), so that a model scripted by a newer PyTorch than the
+// May and can this mtrain-worker run the user's TorchScript model? Decided before any rank starts:
+// the launcher reads the archive (core/torchscript_archive.hpp: the zip's checks, never executed)
+// and asks the worker itself (`mtrain-worker model-check FILE`), whose LibTorch parses the code
+// with TorchScript's own parser and knows its own operators — the launcher links no LibTorch, and
+// only the consumer's parser says what the consumer will run (issue 40 item 1). So code beyond the
+// allowlist is refused unless model.trust_code, and a model scripted by a newer PyTorch than the
 // worker's LibTorch is one paragraph and exit 2 — not a rank dying in torch::jit::load.
 #include <optional>
 #include <string>
-#include <unordered_set>
+#include <vector>
 
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/torchscript_archive.hpp"
+#include "mtrain/core/torchscript_trust.hpp"
 #include "mtrain/core/worker_facts.hpp"
 
 namespace mtrain::launch {
 
-// Pure: the refusal for `archive` (read from `model_path`) on a worker with `facts` and
-// `operators`, or nullopt when nothing stands in the way. An empty operator list (facts written
-// by an older build) checks the file format only.
-std::optional<Error> torchscript_incompatibility(const std::string& model_path, const TorchScriptArchive& archive,
-                                                 const WorkerFacts& facts,
-                                                 const std::unordered_set<std::string>& operators);
+// What `mtrain-worker model-check` answered (trainer/model/model_check_command.hpp).
+struct WorkerModelCheck {
+  std::vector<OperatorUse> unknown;     // operators the worker's LibTorch does not have
+  std::vector<TrustFinding> findings;   // code beyond the allowlist
+};
 
-// Effects at the edge: reads the archive, refuses code that reaches outside the model unless
-// `trust_code` (core/torchscript_trust.hpp), then checks it against the facts beside
-// `worker_path` (skipped when the worker has none: built before they were recorded).
+// Parses the worker's answer; throws mtrain::Error naming the worker when it is not that JSON.
+WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const std::string& json_text);
+
+// Pure: the refusal for `archive` (read from `model_path`) on a worker with `facts` that lacks the
+// `unknown` operators, or nullopt when nothing stands in the way.
+std::optional<Error> torchscript_incompatibility(const std::string& model_path, const TorchScriptArchive& archive,
+                                                 const WorkerFacts& facts, const std::vector<OperatorUse>& unknown);
+
+// Effects at the edge: reads the archive, runs `worker_path model-check` on it (a deadline of
+// kModelCheckDeadline), refuses code beyond the allowlist unless `trust_code`, then operators and
+// a file format the worker lacks. Without a worker (empty path) only the archive is read: the
+// worker makes the same check before it loads the file.
+void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
+
+// Parsing a model's code takes the worker well under a second; loading LibTorch a few on a busy
+// node. Past this the launch stops with the worker's own words rather than waiting.
+inline constexpr int kModelCheckDeadlineSeconds = 120;
 void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
 
 // The bundled trainer's model file, before any rank starts on this host: for model.name

@@ -28,6 +28,7 @@
 #include "mtrain/trainer/model/models.hpp"
 #include "mtrain/trainer/model/scripted_recompute.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
+#include "mtrain/trainer/model/torchscript_code_check.hpp"
 #include "mtrain/trainer/model/traced_module.hpp"
 #include "mtrain/trainer/strategy/wrap_policy.hpp"
 
@@ -357,8 +358,10 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                 fmt::format("check model.path; {}", kExport))
         .at("model.path");
   torch::jit::Module m;
-  // Read, never run, before LibTorch loads it: loading runs the file's __setstate__ code.
-  check_torchscript_trust(path, read_torchscript_archive(path), s.trust_code);
+  // Parsed, never run, before LibTorch loads it: loading runs the file's __setstate__ code
+  // (torchscript_code_check.hpp). A trusted file is not parsed: LibTorch reports its own errors.
+  const TorchScriptArchive archive = read_torchscript_archive(path);
+  if (!s.trust_code) check_torchscript_trust(path, check_torchscript_code(archive.code).findings, false);
   try {
     m = torch::jit::load(path, at::kCPU);
   } catch (const std::exception& e) {  // c10::Error, and torch::jit::ErrorReport (a std::exception)

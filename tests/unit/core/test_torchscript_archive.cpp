@@ -12,36 +12,12 @@ using mtrain::testing::TempDir;
 using mtrain::testing::zip_bytes;
 
 namespace {
-std::vector<std::string> names(const std::vector<OperatorUse>& uses) {
+std::vector<std::string> names(const std::vector<CodeRecord>& code) {
   std::vector<std::string> out;
-  for (const auto& u : uses) out.push_back(u.name);
+  for (const auto& r : code) out.push_back(r.name);
   return out;
 }
 }  // namespace
-
-TEST_CASE("operators_in_code: aten calls, other namespaces, in order of first use", "[torchscript_archive]") {
-  // As PyTorch 2.x prints a scripted attention block.
-  const std::string code =
-      "class A(Module):\n"
-      "  def forward(s: __torch__.A,\n"
-      "    x: Tensor) -> Tensor:\n"
-      "    q, k, v, = torch.split((s.l).forward(x, ), 8, 2)\n"
-      "    y = torch.scaled_dot_product_attention(q, k, v, None, 0., True)\n"
-      "    _0 = __torch__.torch.nn.functional.linear(y, s.w, )\n"
-      "    d = ops.prim.device(y)\n"
-      "    z = torch.ops.mylib.fused(y)\n"
-      "    t = torch.float32  # torch.not_a_call(x)\n"
-      "    torch.warn(\"torch.in_a_string(x)\")\n"
-      "    return torch.split(y, 2)\n";
-  const auto uses = operators_in_code(code, "code/__torch__.py");
-  CHECK(names(uses) == std::vector<std::string>{"aten::split", "aten::scaled_dot_product_attention", "prim::device",
-                                                "mylib::fused", "aten::warn"});
-  CHECK(uses[1].where == "code/__torch__.py:5");
-  CHECK(operators_in_code("", "x").empty());
-  CHECK(operators_in_code("torch.", "x").empty());       // cut short: no crash
-  CHECK(operators_in_code("ops.aten.", "x").empty());
-  CHECK(operators_in_code("\"unterminated", "x").empty());
-}
 
 TEST_CASE("read_torchscript_archive: version, the 2.x byteorder record and the operators", "[torchscript_archive]") {
   TempDir d;
@@ -57,8 +33,8 @@ TEST_CASE("read_torchscript_archive: version, the 2.x byteorder record and the o
   CHECK(a.format_version == 3);
   CHECK(a.has_byteorder);
   CHECK(a.saved_by() == "PyTorch 2.x (file format 3, with the byteorder record 2.x writes)");
-  CHECK(names(a.operators) == std::vector<std::string>{"aten::linear", "aten::scaled_dot_product_attention"});
-  CHECK(a.operators[1].where == "code/__torch__/m.py:1");
+  CHECK(names(a.code) == std::vector<std::string>{"code/__torch__.py", "code/__torch__/m.py"});
+  CHECK(a.code[0].text == "y = torch.linear(x, w)\n");
 }
 
 TEST_CASE("read_torchscript_archive: a torch.save file is named as such", "[torchscript_archive]") {
@@ -77,6 +53,32 @@ TEST_CASE("read_torchscript_archive: a real PyTorch 2.x archive, its code deflat
   CHECK(a.prefix == "scripted_linear_2x");
   CHECK(a.format_version >= 3);
   CHECK(a.has_byteorder);
-  CHECK(names(a.operators) == std::vector<std::string>{"aten::relu", "aten::linear"});
-  CHECK(a.setstates.empty());
+  REQUIRE(a.code.size() == 1);
+  CHECK(a.code[0].text.find("torch.linear") != std::string::npos);
+}
+
+TEST_CASE("read_torchscript_archive: code records are found as LibTorch finds them, whatever their case", "[torchscript_archive]") {
+  // LibTorch's reader (miniz, no case-sensitive flag) serves `CODE/__torch__.PY` when asked for
+  // `code/__torch__.py`: the old scan read only `code/*.py` and let such code run unread (issue 40).
+  TempDir d;
+  const std::string p = d.str() + "/net.pt";
+  std::ofstream(p, std::ios::binary) << zip_bytes({{"net/data.pkl", "x"},
+                                                    {"net/CODE/__torch__.PY", "class A(Module):\n  pass\n"},
+                                                    {"net/code/__torch__/b.Py", "def f(x: int) -> int:\n  return x\n"}});
+  CHECK(names(read_torchscript_archive(p).code) == std::vector<std::string>{"CODE/__torch__.PY", "code/__torch__/b.Py"});
+  CHECK(is_code_record("Code/x.pY"));
+  CHECK_FALSE(is_code_record("code/x.py.debug_pkl"));
+  CHECK_FALSE(is_code_record("constants.pkl"));
+}
+
+TEST_CASE("read_torchscript_archive: two records that differ only in case are refused", "[torchscript_archive]") {
+  TempDir d;
+  const std::string p = d.str() + "/net.pt";
+  std::ofstream(p, std::ios::binary) << zip_bytes({{"net/data.pkl", "x"},
+                                                    {"net/code/__torch__.py", "class A(Module):\n  pass\n"},
+                                                    {"net/code/__torch__.PY", "class A(Module):\n  pass\n"}});
+  CHECK_THAT(error_text([&] { read_torchscript_archive(p); }),
+             Catch::Contains("differ only in case") && Catch::Contains("code/__torch__.PY"));
+  std::ofstream(p, std::ios::binary) << zip_bytes({{"net/data.pkl", "x"}, {"net/DATA.PKL", "y"}, {"net/code/a.py", ""}});
+  CHECK_THAT(error_text([&] { read_torchscript_archive(p); }), Catch::Contains("differ only in case"));
 }

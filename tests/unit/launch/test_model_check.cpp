@@ -13,21 +13,21 @@ WorkerFacts debian_113() {
   f.source_dir = "/src/mtrain";
   return f;
 }
-TorchScriptArchive scripted_by_2x(std::vector<OperatorUse> ops) {
+TorchScriptArchive scripted_by_2x() {
   TorchScriptArchive a;
   a.prefix = "vit";
   a.format_version = 3;
   a.has_byteorder = true;
-  a.operators = std::move(ops);
   return a;
 }
 }  // namespace
 
 TEST_CASE("model check: an operator the worker lacks is refused with versions and the build command", "[model_check]") {
-  const auto a = scripted_by_2x({{"aten::linear", "code/__torch__.py:3"},
-                                 {"aten::scaled_dot_product_attention", "code/__torch__/torch/nn/functional.py:120"},
-                                 {"aten::_native_multi_head_attention", "code/__torch__/torch/nn/functional.py:300"}});
-  const auto e = launch::torchscript_incompatibility("vit.pt", a, debian_113(), {"aten::linear", "prim::device"});
+  // As the 1.13 worker's model-check answers for a ViT scripted by 2.x: the operators it lacks.
+  const auto e = launch::torchscript_incompatibility(
+      "vit.pt", scripted_by_2x(), debian_113(),
+      {{"aten::scaled_dot_product_attention", "code/__torch__/torch/nn/functional.py:120"},
+       {"aten::_native_multi_head_attention", "code/__torch__/torch/nn/functional.py:300"}});
   REQUIRE(e.has_value());
   CHECK(e->exit_code() == kExitUsage);
   const std::string p = e->paragraph();
@@ -40,16 +40,30 @@ TEST_CASE("model check: an operator the worker lacks is refused with versions an
 }
 
 TEST_CASE("model check: a model whose operators all exist passes", "[model_check]") {
-  const auto a = scripted_by_2x({{"aten::linear", "x:1"}, {"prim::device", "x:2"}});
-  CHECK_FALSE(launch::torchscript_incompatibility("m.pt", a, debian_113(), {"aten::linear", "prim::device"}));
-  // No operator list (facts of an older build): only the file format is checked.
-  CHECK_FALSE(launch::torchscript_incompatibility("m.pt", a, debian_113(), {}));
+  CHECK_FALSE(launch::torchscript_incompatibility("m.pt", scripted_by_2x(), debian_113(), {}));
 }
 
 TEST_CASE("model check: a file format newer than the worker reads is refused", "[model_check]") {
-  auto a = scripted_by_2x({});
+  auto a = scripted_by_2x();
   a.format_version = 11;
   const auto e = launch::torchscript_incompatibility("m.pt", a, debian_113(), {});
   REQUIRE(e.has_value());
   CHECK_THAT(e->paragraph(), Catch::Contains("file format 11 is newer than the 10"));
+}
+
+TEST_CASE("model check: the worker's answer is parsed, and anything else is named", "[model_check]") {
+  const auto w = launch::parse_worker_model_check(
+      "w", R"({"saved_by":"x","format_version":3,"operators":[],"unknown":[{"name":"aten::a","where":"c:1"}],)"
+           R"("findings":[{"what":"calls aten::save","where":"code/__torch__.py:4"}]})");
+  REQUIRE(w.unknown.size() == 1);
+  CHECK(w.unknown[0].name == "aten::a");
+  REQUIRE(w.findings.size() == 1);
+  CHECK(w.findings[0].where == "code/__torch__.py:4");
+  try {
+    launch::parse_worker_model_check("/opt/w", "Segmentation fault\x1b[2J");
+    FAIL("no error");
+  } catch (const Error& e) {
+    CHECK(e.exit_code() == kExitFailure);
+    CHECK_THAT(e.paragraph(), Catch::Contains("/opt/w model-check") && Catch::Contains("^[[2J"));
+  }
 }
