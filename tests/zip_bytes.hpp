@@ -102,7 +102,8 @@ inline void append_end_records(std::string& out, uint64_t dir_offset, uint64_t e
 
 // With `align`, each record's data starts at a multiple of it, padded by an extra field in its
 // local header ("FB", then 'Z's), as PyTorch's writer aligns records to 64 bytes.
-inline std::string zip_bytes(const std::vector<ZipRecord>& records, uint64_t align = 0) {
+// With `zip64`, zip64 end records even for 65535 records or fewer.
+inline std::string zip_bytes(const std::vector<ZipRecord>& records, uint64_t align = 0, bool zip64 = false) {
   std::string out, dir;
   for (const auto& r : records) {
     const uint64_t offset = out.size();
@@ -122,28 +123,18 @@ inline std::string zip_bytes(const std::vector<ZipRecord>& records, uint64_t ali
   }
   const uint64_t dir_offset = out.size();
   out += dir;
-  append_end_records(out, dir_offset, records.size(), records.size() > 0xffff);
+  append_end_records(out, dir_offset, records.size(), zip64 || records.size() > 0xffff);
   return out;
 }
 
-// `records`, then `extra` more central-directory entries named `<extra_prefix><i>` that all point
-// at the last record's local header with no bytes of their own: a zip that is nearly all central
-// directory (the most index per byte of file a hostile archive can ask for), closed by zip64 end
-// records since it holds more than 65535 entries.
-inline std::string directory_heavy_zip(const std::vector<ZipRecord>& records, uint64_t extra,
-                                       const std::string& extra_prefix) {
-  std::string out = zip_bytes(records);
-  // Cut the plain end record (22 bytes, no comment) and re-read where its directory starts.
-  const std::string eocd = out.substr(out.size() - 22);
-  out.resize(out.size() - 22);
-  uint64_t dir_offset = 0;
-  for (int i = 0; i < 4; ++i) dir_offset |= static_cast<uint64_t>(static_cast<unsigned char>(eocd[16 + i])) << (8 * i);
-  uint64_t last_offset = 0;
-  for (size_t i = 0; i + 1 < records.size(); ++i) last_offset += 30 + records[i].name.size() + records[i].data.size();
-  for (uint64_t i = 0; i < extra; ++i)  // stored, no bytes (CRC 0), at the last record's header
-    append_zip_header(out, true, extra_prefix + std::to_string(i), 0, 0, 0, 0, last_offset);
-  append_end_records(out, dir_offset, records.size() + extra, true);
-  return out;
+// `records`, then `extra` more records named `<extra_prefix><i>`, stored and empty: a zip that is
+// nearly all headers (46 + 30 + two copies of the name per entry, the most index per byte of file
+// an archive whose records own their bytes can ask for), closed by zip64 end records since it
+// may hold more than 65535 entries.
+inline std::string directory_heavy_zip(std::vector<ZipRecord> records, uint64_t extra, const std::string& extra_prefix) {
+  records.reserve(records.size() + extra);
+  for (uint64_t i = 0; i < extra; ++i) records.push_back({extra_prefix + std::to_string(i), ""});
+  return zip_bytes(records, 0, /*zip64=*/true);
 }
 
 }  // namespace mtrain::testing

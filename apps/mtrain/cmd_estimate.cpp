@@ -16,6 +16,7 @@
 #include "mtrain/estimate/estimate_job.hpp"
 #include "mtrain/estimate/world.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/model_check.hpp"
 #include "mtrain/topology/hostfile.hpp"
 
 namespace mtrain::app {
@@ -78,6 +79,10 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     o.weights = f->weights;
     o.worker_path = launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string());
     const nlohmann::json spec = config::job_spec(config::job_registry(), job);
+    // The model file is checked as `mtrain launch` checks it before any rank starts (the archive's
+    // records, the trust check, the worker's LibTorch), so the probe never loads what launch would
+    // refuse, and the refusal is the launcher's paragraph with exit 2.
+    if (o.weights.empty()) launch::check_trainer_files(spec, o.worker_path);
     const auto e = estimate::estimate_job(spec, o);
     const std::string out = f->format == "json" ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
     std::fwrite(out.data(), 1, out.size(), stdout);

@@ -3,8 +3,9 @@
 // accelerate configs) goes through it, so each refusal has one shape and one position style.
 //
 // In order: UTF-8 (yaml-cpp passes any bytes through, but values become JSON, whose dump throws
-// on bad UTF-8), the size before parsing, YAML syntax, then depth and the node count after alias
-// expansion (yaml-cpp shares an aliased node, so loading is linear, but every reader that walks
+// on bad UTF-8), the size before parsing, depth and the node count while parsing (before the tree
+// is built, with the line where the limit was passed: yaml_input.cpp), YAML syntax, then depth
+// and the node count after alias expansion (yaml-cpp shares an aliased node, so loading is linear, but every reader that walks
 // the tree — conversion to JSON, validation — expands each alias again: 9 levels of 9 aliases is
 // 387 million nodes). The walk that counts stops at the first node past a limit, so its own cost
 // is bounded by the limit (input_limits.hpp).

@@ -8,6 +8,7 @@
 #include <zlib.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/visible_text.hpp"
 
 namespace mtrain {
 
@@ -76,8 +77,9 @@ ZipReader::ZipReader(std::string path, std::string bytes, ZipFormat format)
   index();
 }
 
+// `what` names records, whose names come from the file: made visible (no terminal escapes).
 void ZipReader::fail(const std::string& what) const {
-  throw Error(fmt::format("{}: the {} is not a valid zip archive: {}", path_, format_.what, what),
+  throw Error(fmt::format("{}: the {} is not a valid zip archive: {}", path_, format_.what, visible_text(what)),
               fmt::format("the file is damaged (an interrupted download?), or it was re-packed by another zip "
                           "tool; write it again with {}", format_.writer));
 }
@@ -151,6 +153,7 @@ void ZipReader::index() {
   }
   window_ = {};
   sort_names();
+  check_disjoint();
 }
 
 // `n` bytes of the central directory from file offset `at` (n <= kWindow, inside the directory).
@@ -174,6 +177,37 @@ void ZipReader::sort_names() {
       fail(fmt::format("record {}{} appears twice", prefix_, name(records_[sorted_[i]])));
     }
   }
+}
+
+// Every entry owns its bytes: sorted by local header offset, each one's local header (30 bytes at
+// least) and compressed data end before the next one's header starts. Entries that overlap, or
+// share one record, would let a small file stand for any number of records: 2,000 directory
+// entries pointing at one 64 KiB deflate record each inflated to 64 MiB (a 192 KB file kept the
+// launcher busy past 120 s, issue 40 item 7). The exact end of each record, which needs its local
+// header, is checked against the next entry's offset when the record is first read (need()).
+void ZipReader::check_disjoint() {
+  by_offset_.resize(records_.size());
+  for (size_t i = 0; i < by_offset_.size(); ++i) by_offset_[i] = static_cast<uint32_t>(i);
+  std::sort(by_offset_.begin(), by_offset_.end(),
+            [&](uint32_t a, uint32_t b) { return records_[a].header_offset < records_[b].header_offset; });
+  for (size_t i = 1; i < by_offset_.size(); ++i) {
+    const ZipRecord& a = records_[by_offset_[i - 1]];
+    const ZipRecord& b = records_[by_offset_[i]];
+    if (b.header_offset - a.header_offset < kLocalBytes + a.compressed_size) {
+      fail(fmt::format("records {} and {} {} (bytes [{}, +{}) and [{}, +{})): every record must have bytes of its own",
+                       prefix_ + std::string(name(a)), prefix_ + std::string(name(b)),
+                       a.header_offset == b.header_offset ? "point at the same data" : "overlap", a.header_offset,
+                       kLocalBytes + a.compressed_size, b.header_offset, kLocalBytes + b.compressed_size));
+    }
+  }
+}
+
+// Where the record that starts at `header_offset` must end: the next record's local header, or the
+// central directory.
+uint64_t ZipReader::next_record_offset(uint64_t header_offset) const {
+  const auto it = std::upper_bound(by_offset_.begin(), by_offset_.end(), header_offset,
+                                   [&](uint64_t off, uint32_t i) { return off < records_[i].header_offset; });
+  return it == by_offset_.end() ? cd_offset_ : records_[*it].header_offset;
 }
 
 // One central directory entry at `c` (`room` bytes left in the directory): checked and added.
@@ -250,7 +284,7 @@ const ZipRecord* ZipReader::find(std::string_view wanted) const {
 ZipRecord& ZipReader::need(const std::string& name) {
   const ZipRecord* found = find(name);
   if (found == nullptr) {
-    throw Error(fmt::format("{}: the {} has no record {}{}", path_, format_.what, prefix_, name),
+    throw Error(fmt::format("{}: the {} has no record {}", path_, format_.what, visible_text(prefix_ + name)),
                 fmt::format("the file is damaged or not a {}; write it again with {}", format_.what, format_.writer));
   }
   ZipRecord& r = records_[static_cast<size_t>(found - records_.data())];
@@ -260,9 +294,10 @@ ZipRecord& ZipReader::need(const std::string& name) {
       fail(fmt::format("record {}: no local header at byte {}", name, r.header_offset));
     }
     const uint64_t start = r.header_offset + kLocalBytes + le(h + 26, 2) + le(h + 28, 2);
-    if (start > cd_offset_ || r.compressed_size > cd_offset_ - start) {
-      fail(fmt::format("record {}: its {} bytes at byte {} run into the central directory (byte {})", name,
-                       r.compressed_size, start, cd_offset_));
+    const uint64_t end = next_record_offset(r.header_offset);
+    if (start > end || r.compressed_size > end - start) {
+      fail(fmt::format("record {}: its {} bytes at byte {} run into {} (byte {})", name, r.compressed_size,
+                       start, end == cd_offset_ ? "the central directory" : "the next record", end));
     }
     r.data_offset = start;
   }
@@ -283,6 +318,12 @@ std::string ZipReader::read_all(const std::string& name, uint64_t limit) {
   }
   std::string out;
   if (r.method == kDeflate) {
+    if (r.size > kMaxInflatedBytes - inflated_) {
+      fail(fmt::format("record {} would make the archive's deflated records inflate to more than {} bytes in all ({} "
+                       "so far); no PyTorch file needs as much",
+                       name, kMaxInflatedBytes, inflated_));
+    }
+    inflated_ += r.size;
     out = inflate(r);
   } else {
     out.assign(r.size, '\0');
@@ -334,8 +375,9 @@ std::string ZipReader::inflate(const ZipRecord& r) {
 const ZipRecord& ZipReader::stored(const std::string& name) {
   ZipRecord& r = need(name);
   if (r.method != kStored) {
-    throw Error(fmt::format("{}: record {}{} is compressed ({}, method {}); tensor data is read in place, and "
-                            "PyTorch stores it uncompressed", path_, prefix_, name, method_name(r.method), r.method),
+    throw Error(fmt::format("{}: record {} is compressed ({}, method {}); tensor data is read in place, and "
+                            "PyTorch stores it uncompressed", path_, visible_text(prefix_ + name), method_name(r.method),
+                            r.method),
                 fmt::format("write the file again with {} (not re-packed by a zip tool)", format_.writer));
   }
   return r;
@@ -344,13 +386,13 @@ const ZipRecord& ZipReader::stored(const std::string& name) {
 void ZipReader::read_range(const std::string& name, uint64_t offset, uint64_t n, void* out) {
   const ZipRecord& r = stored(name);
   if (offset > r.size || n > r.size - offset) {
-    throw Error(fmt::format("{}: bytes [{}, {}) of record {}{} lie past its end ({} bytes): the "
+    throw Error(fmt::format("{}: bytes [{}, {}) of record {} lie past its end ({} bytes): the "
                             "tensor's storage is declared larger than its record",
-                            path_, offset, offset + n, prefix_, name, r.size),
+                            path_, offset, offset + n, visible_text(prefix_ + name), r.size),
                 fmt::format("the file is damaged or was edited; write it again with {}", format_.writer));
   }
   if (n > 0 && !pread(out, n, r.data_offset + offset)) {
-    throw Error(fmt::format("{}: reading record {}{} failed ({})", path_, prefix_, name,
+    throw Error(fmt::format("{}: reading record {} failed ({})", path_, visible_text(prefix_ + name),
                             errno != 0 ? std::strerror(errno) : "the file shrank"),
                 "the file changed or is damaged");
   }

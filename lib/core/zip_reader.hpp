@@ -11,7 +11,8 @@
 // directory record (zip64 too) lies inside the file, the central directory lies before it and
 // holds at most size/46 entries; every entry's name is unique and under the archive's folder, it
 // is unencrypted, a stored entry's two sizes agree, its compressed bytes lie before the central
-// directory, and so does its local header's data. Records are read by range (pread) in place —
+// directory, and so does its local header's data; no two entries share or overlap bytes (local
+// header and data), and all deflated records of one reader inflate to kMaxInflatedBytes at most. Records are read by range (pread) in place —
 // only stored records: a range of a compressed record has no place in the file, so tensor data
 // that is compressed is refused (torch.save never compresses) — or whole (read_all: data.pkl,
 // TorchScript code), where a deflated record is inflated with its output bounded by the size the
@@ -34,8 +35,9 @@ struct ZipFormat {
 inline const ZipFormat kTorchSaveZip{"torch.save file", "torch.save(obj, path)"};
 inline const ZipFormat kTorchScriptZip{"TorchScript model", "torch.jit.save(torch.jit.script(module), path)"};
 
-// 48 bytes a record, its name in the reader's one name buffer (ZipReader::name): an archive that
-// is all central directory (46 + name bytes an entry) then costs about its own size to index.
+// 48 bytes a record (and 8 of index), its name in the reader's one name buffer (ZipReader::name):
+// an archive that is all central directory (46 + name bytes an entry) then costs about its own
+// size to index.
 struct ZipRecord {
   uint64_t header_offset = 0;   // of the local header
   uint64_t size = 0;            // bytes once read (inflated)
@@ -87,6 +89,8 @@ class ZipReader {
   void read_zip64_extra(const unsigned char* x, uint64_t len, std::string_view name, ZipRecord& r);
   void add_record(std::string_view full_name, ZipRecord r, uint64_t i);
   void sort_names();
+  void check_disjoint();
+  uint64_t next_record_offset(uint64_t header_offset) const;
   bool pread(void* buf, uint64_t n, uint64_t off) const;
   ZipRecord& need(const std::string& name);
   const unsigned char* directory_bytes(uint64_t at, uint64_t n);
@@ -106,7 +110,17 @@ class ZipReader {
   std::vector<ZipRecord> records_;
   std::string names_;            // every record's name, back to back
   std::vector<uint32_t> sorted_; // record indices in name order (find's binary search)
+  std::vector<uint32_t> by_offset_;  // record indices in file order (where each record must end)
+  uint64_t inflated_ = 0;        // bytes inflated by read_all so far (kMaxInflatedBytes)
 };
+
+// The most all of an archive's deflated records may inflate to, together, in one reader: each
+// record is bounded by its caller's limit (64 MiB for TorchScript code), but an archive of many
+// deflated records multiplies it (deflate inflates up to ~1000x, so a 10 MB file could stand for
+// 10 GB of code to inflate and scan). 256 MiB is the largest data.pkl the tensor reader takes
+// (kMaxPickleBytes), hundreds of times the code of any real model (kilobytes per module), and about
+// a second of inflating.
+inline constexpr uint64_t kMaxInflatedBytes = 256ull << 20;
 
 // CRC-32 (zip's polynomial), continued from `crc`.
 uint32_t zip_crc32(uint32_t crc, const void* data, size_t n);

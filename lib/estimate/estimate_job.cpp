@@ -1,20 +1,21 @@
 #include "mtrain/estimate/estimate_job.hpp"
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
+#include "mtrain/core/child_process.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/estimate/activation_scaling.hpp"
 #include "mtrain/estimate/probe_cache.hpp"
 #include "mtrain/estimate/world.hpp"
@@ -26,29 +27,37 @@ namespace {
 int64_t num(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<int64_t>(); }
 std::string txt(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<std::string>(); }
 
-// Runs argv, returns stdout; throws with stderr's tail when it fails.
+// How long one probe may run: it builds the model and runs forward+backward on this CPU, and a
+// pass of a 7B-wide gpt slice (measure_slices) takes minutes; half an hour is far beyond any
+// model the probe measures whole and still ends a probe stuck in a hung load. Then SIGTERM, and
+// SIGKILL 10 s later (core/child_process.hpp).
+constexpr std::chrono::minutes kProbeDeadline{30};
+constexpr std::chrono::seconds kProbeGrace{10};
+
+// Runs argv (no shell; stdout and stderr through pipes, core/child_process.hpp), returns stdout;
+// throws with stderr's tail when it fails. A probe that exits 2 refused its input (the model or
+// the job: the worker's usage errors), which is the user's to fix: exit 2 as well.
 std::string capture(const std::vector<std::string>& argv) {
-  const std::string err_path = fmt::format("{}/mtrain-estimate-{}.err", std::getenv("TMPDIR") ? std::getenv("TMPDIR") : "/tmp", getpid());
-  const std::string cmd = str::shell_join(argv) + " 2>" + str::shell_quote(err_path);
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) throw Error("estimate: cannot start " + argv[0], "", kExitFailure);
-  std::string out;
-  char buf[65536];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  std::ifstream ef(err_path);
-  std::stringstream err;
-  err << ef.rdbuf();
-  std::remove(err_path.c_str());
-  if (st != 0) {
-    std::string e = str::trim(err.str());
-    if (e.size() > 1500) e = "…" + e.substr(e.size() - 1500);
-    throw Error(fmt::format("estimate: `{}` failed: {}", str::shell_join(argv), e.empty() ? "no message" : e),
-                "check that the model and data settings train (the probe builds the model and runs one step on the CPU)",
-                kExitFailure);
+  ChildOptions co;
+  co.deadline = kProbeDeadline;
+  co.grace = kProbeGrace;
+  co.max_stderr = 1500;
+  const ChildResult r = run_child(argv, co);
+  if (!r.started) {
+    throw Error(fmt::format("estimate: cannot start {}: {}", argv[0], r.exec_error),
+                "build or install mtrain-worker beside mtrain", kExitFailure);
   }
-  return out;
+  if (r.exit_code != 0 || r.timed_out || r.out_truncated) {
+    std::string e = visible_text(str::trim(r.err));
+    if (r.err_truncated) e = "…" + e;
+    if (r.timed_out) e = fmt::format("stopped after {} minutes{}", kProbeDeadline.count(), e.empty() ? "" : ": " + e);
+    if (r.out_truncated) e = fmt::format("printed more than {} bytes", co.max_stdout);
+    throw Error(fmt::format("estimate: `{}` failed (exit {}): {}", str::shell_join(argv), r.exit_code,
+                            e.empty() ? "no message" : e),
+                "check that the model and data settings train (the probe builds the model and runs one step on the CPU)",
+                r.exit_code == kExitUsage && !r.timed_out ? kExitUsage : kExitFailure);
+  }
+  return r.out;
 }
 
 nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, const std::string& batches, bool warmup) {
@@ -261,14 +270,23 @@ Measured measure(const nlohmann::json& job, const Settings& s, const std::string
   return m;
 }
 
+namespace {
+
+// nvidia-smi's CSV lines for `fields` (no shell; empty without the driver).
+std::string nvidia_smi(const std::string& fields) {
+  ChildOptions co;
+  co.deadline = std::chrono::seconds(20);
+  co.max_stdout = 1u << 20;
+  const ChildResult r = run_child({"nvidia-smi", "--query-gpu=" + fields, "--format=csv,noheader,nounits"}, co);
+  return r.started && r.exit_code == 0 ? r.out : "";
+}
+
+}  // namespace
+
 int count_gpus() {
-  FILE* p = popen("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
-  if (!p) return 0;
   int n = 0;
-  char buf[256];
-  while (fgets(buf, sizeof buf, p))
-    if (str::parse_uint(str::trim(buf))) ++n;
-  pclose(p);
+  for (const auto& line : str::split(nvidia_smi("memory.total"), '\n'))
+    if (str::parse_uint(str::trim(line))) ++n;
   return n;
 }
 
@@ -281,14 +299,7 @@ Target detect_target(const JobEstimateOptions& o) {
     return t;
   }
   if (o.device != config::DeviceKind::Cpu) {
-    FILE* p = popen("nvidia-smi --query-gpu=name,memory.total --format=csv,noheader,nounits 2>/dev/null", "r");
-    std::string out;
-    if (p) {
-      char buf[4096];
-      size_t n;
-      while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-      pclose(p);
-    }
+    const std::string out = nvidia_smi("name,memory.total");
     double least = 0;
     std::string name;
     int gpus = 0;

@@ -3,6 +3,10 @@
 // refusal naming the file.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <string>
 
 #include "mtrain/core/error.hpp"
@@ -87,4 +91,68 @@ TEST_CASE("yaml_input: aliases count once per use, and the refusal says so", "[c
   }
   lim.max_nodes = 100;
   CHECK_NOTHROW(load_yaml_document(text, "bomb.yaml", lim));
+}
+
+namespace {
+
+// Peak resident memory (MiB) of a child that runs read_yaml_document over `text`; the child exits
+// 0 when the document was refused with a message containing `expect`.
+long child_peak_mib(const std::string& text, const std::string& expect, int* status) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const auto d = read_yaml_document(text, "bomb.yaml");
+    ::_exit(d.problem && d.problem->message.find(expect) != std::string::npos ? 0 : 1);
+  }
+  rusage u{};
+  ::wait4(pid, status, 0, &u);
+  return u.ru_maxrss / 1024;
+}
+
+}  // namespace
+
+// Issue 40 item 8: the tree was built whole before the limits were checked: 16 MiB of `[` peaked
+// at 3.9 GB and was then refused as "bad file" (yaml-cpp's own recursion guard).
+TEST_CASE("yaml_input: nesting and values are bounded while parsing, in bounded memory", "[core][yaml_input]") {
+  const std::string brackets(16u << 20, '[');
+  const auto d = read_yaml_document("a: 1\nb: " + brackets.substr(0, 100), "deep.yaml");
+  REQUIRE(d.problem);
+  CHECK(d.problem->line == 2);
+  CHECK(d.problem->column == 4 + 64);  // the 65th `[`
+  CHECK_THAT(d.problem->message, Catch::Contains("nested more than 64 levels"));
+  CHECK_THROWS_WITH(load_yaml_document(brackets, "deep.yaml"),
+                    Catch::Contains("deep.yaml:1:65: values are nested more than 64 levels deep"));
+  int status = 0;
+  CHECK(child_peak_mib(brackets, "nested more than 64 levels", &status) < 200);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // Block nesting, which has no brackets: refused from the parser's events.
+  std::string block;
+  for (int i = 0; i < 100; ++i) block += std::string(static_cast<size_t>(i), ' ') + "k:\n";
+  const auto b = read_yaml_document(block, "block.yaml");
+  REQUIRE(b.problem);
+  CHECK(b.problem->line == 65);
+  CHECK_THAT(b.problem->message, Catch::Contains("nested more than 64 levels"));
+  // 4 million one-line values (16 MiB): refused by the count before a tree of them is built.
+  std::string lines;
+  lines.reserve(16u << 20);
+  while (lines.size() + 4 <= (16u << 20)) lines += "- a\n";
+  CHECK(child_peak_mib(lines, "more than 100000 values", &status) < 200);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+  // A flat flow list the scanner must queue whole (it could be a mapping key): stopped when it has
+  // read far past the last value.
+  std::string flat = "[";
+  while (flat.size() + 11 <= (16u << 20)) flat += "1234567890,";
+  CHECK(child_peak_mib(flat, "flow collection", &status) < 200);
+  CHECK((WIFEXITED(status) && WEXITSTATUS(status) == 0));
+}
+
+TEST_CASE("yaml_input: brackets in quoted and plain values and comments are not nesting", "[core][yaml_input]") {
+  const std::string many(100, '[');
+  const auto n = load_yaml_document("a: \"" + many + "\"\nb: '" + many + "'\nc: x" + many + "\n# " + many +
+                                        "\nd: [1, '" + many + "', \"]]\"]\n",
+                                    "ok.yaml");
+  CHECK(n["a"].as<std::string>() == many);
+  CHECK(n["b"].as<std::string>() == many);
+  CHECK(n["c"].as<std::string>() == "x" + many);
+  CHECK(n["d"][1].as<std::string>() == many);
+  CHECK(n["d"][2].as<std::string>() == "]]");
 }

@@ -1,6 +1,7 @@
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <fstream>
 
 #include "error_text.hpp"
@@ -145,8 +146,102 @@ TEST_CASE("zip reader: a zip64 archive of many entries is indexed across its dir
   CHECK(z.find("x/20000") == nullptr);
   CHECK(z.find("x/") == nullptr);
   CHECK(z.read_all("data.pkl", 3) == "PKL");
-  CHECK(z.read_all("x/12345", 0).empty());  // an entry with no bytes of its own, at the last record's header
+  CHECK(z.read_all("x/12345", 0).empty());  // an empty record
   // A duplicate among them is still found (the sorted index's neighbours).
   std::string dup = mtrain::testing::directory_heavy_zip({{"m/x/777", "D"}, {"m/last", "L"}}, 1'000, "m/x/");
   CHECK_THAT(error_text([&] { ZipReader("dup.pt", dup, kTorchScriptZip); }), Catch::Contains("m/x/777 appears twice"));
+}
+
+namespace {
+
+// One deflated record `data` of `name`, then `aliases` more central-directory entries, each named
+// `<alias_prefix><i>`, pointing at the same local header and data.
+std::string shared_record_zip(const Rec& data, int aliases, const std::string& alias_prefix) {
+  std::string out;
+  mtrain::testing::append_zip_header(out, false, data.name, data.method, static_cast<uint64_t>(data.crc),
+                                     data.data.size(), static_cast<uint64_t>(data.declared_size), 0);
+  out += data.data;
+  const uint64_t dir = out.size();
+  mtrain::testing::append_zip_header(out, true, data.name, data.method, static_cast<uint64_t>(data.crc),
+                                     data.data.size(), static_cast<uint64_t>(data.declared_size), 0);
+  for (int i = 0; i < aliases; ++i)
+    mtrain::testing::append_zip_header(out, true, alias_prefix + std::to_string(i), data.method,
+                                       static_cast<uint64_t>(data.crc), data.data.size(),
+                                       static_cast<uint64_t>(data.declared_size), 0);
+  mtrain::testing::append_end_records(out, dir, static_cast<uint64_t>(aliases) + 1, false);
+  return out;
+}
+
+}  // namespace
+
+// Issue 40 item 7: 2,000 directory entries pointing at one deflate record that inflates to the
+// 64 MiB a code record may hold kept the launcher busy past 120 s; refused when indexed, at once.
+TEST_CASE("zip reader: entries that share one record are refused before anything is inflated", "[zip_reader]") {
+  const Rec big = deflated("m/code/__torch__.py", std::string(64u << 20, '#'));
+  const std::string bytes = shared_record_zip(big, 2'000, "m/code/x");
+  CHECK(bytes.size() < (300u << 10));
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string why = error_text([&] { ZipReader z("alias.pt", bytes, kTorchScriptZip); });
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_THAT(why, Catch::Contains("alias.pt") && Catch::Contains("point at the same data") &&
+                      Catch::Contains("every record must have bytes of its own"));
+  CHECK(took < 0.25);
+  // A record name with terminal escapes is shown made visible.
+  const std::string esc = shared_record_zip(deflated("m/code/a.py", "x"), 1, "m/code/\x1b]0;owned\x07");
+  const std::string shown = error_text([&] { ZipReader z("esc.pt", esc, kTorchScriptZip); });
+  CHECK_THAT(shown, Catch::Contains("m/code/^[]0;owned^G0"));
+  CHECK(shown.find('\x1b') == std::string::npos);
+}
+
+TEST_CASE("zip reader: a record whose bytes run into another record's is refused", "[zip_reader]") {
+  using mtrain::testing::append_end_records;
+  using mtrain::testing::append_zip_header;
+  // b's directory entry starts inside a's data.
+  {
+    std::string out;
+    const std::string a(100, 'a');
+    append_zip_header(out, false, "m/a", 0, zip_crc32(0, a.data(), a.size()), a.size(), a.size(), 0);
+    out += a;
+    const uint64_t dir = out.size();
+    append_zip_header(out, true, "m/a", 0, zip_crc32(0, a.data(), a.size()), a.size(), a.size(), 0);
+    append_zip_header(out, true, "m/b", 0, zip_crc32(0, a.data(), 10), 10, 10, 50);
+    append_end_records(out, dir, 2, false);
+    CHECK_THAT(error_text([&] { ZipReader z("overlap.pt", out, kTorchScriptZip); }),
+               Catch::Contains("records m/a and m/b overlap"));
+  }
+  // a's local header is longer than its directory entry says (an extra field), so its declared 25
+  // bytes run into b's header: found when a is read.
+  {
+    std::string out;
+    const std::string a(25, 'a');
+    append_zip_header(out, false, "m/a", 0, zip_crc32(0, a.data(), a.size()), a.size(), a.size(), 0,
+                      "XY" + std::string("\x10\x00", 2) + std::string(16, 'Z'));
+    out += a.substr(0, 10);
+    const uint64_t b_at = out.size();
+    append_zip_header(out, false, "m/b", 0, zip_crc32(0, "b", 1), 1, 1, b_at);
+    out += "b";
+    const uint64_t dir = out.size();
+    append_zip_header(out, true, "m/a", 0, zip_crc32(0, a.data(), a.size()), a.size(), a.size(), 0);
+    append_zip_header(out, true, "m/b", 0, zip_crc32(0, "b", 1), 1, 1, b_at);
+    append_end_records(out, dir, 2, false);
+    ZipReader z("into.pt", out, kTorchScriptZip);
+    CHECK(z.read_all("b", 1) == "b");
+    CHECK_THAT(error_text([&] { (void)z.read_all("a", 100); }), Catch::Contains("run into the next record"));
+  }
+}
+
+TEST_CASE("zip reader: the deflated records of one archive inflate to kMaxInflatedBytes in all", "[zip_reader]") {
+  const std::string text(64u << 20, '\0');
+  const Rec one = deflated("m/code/0.py", text);
+  std::vector<Rec> recs;
+  const int n = static_cast<int>(kMaxInflatedBytes / text.size()) + 1;
+  for (int i = 0; i < n; ++i) {
+    Rec r = one;
+    r.name = "m/code/" + std::to_string(i) + ".py";
+    recs.push_back(r);
+  }
+  ZipReader z("many.pt", zip_bytes(recs), kTorchScriptZip);
+  for (int i = 0; i + 1 < n; ++i) CHECK(z.read_all("code/" + std::to_string(i) + ".py", text.size()).size() == text.size());
+  CHECK_THAT(error_text([&] { (void)z.read_all("code/" + std::to_string(n - 1) + ".py", text.size()); }),
+             Catch::Contains("inflate to more than 268435456 bytes in all"));
 }

@@ -3,12 +3,16 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 
 #include "mtrain/core/error.hpp"
 
 #include "mtrain/config/registry.hpp"
 #include "mtrain/estimate/estimate_job.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::estimate;
 namespace config = mtrain::config;
@@ -76,4 +80,77 @@ TEST_CASE("a safetensors file's shapes come from its header, blocks as units", "
   std::ofstream(path) << "not safetensors at all";
   CHECK_THROWS_AS(safetensors_shape(path), mtrain::Error);
   std::remove(path.c_str());
+}
+
+namespace {
+
+// A stand-in for mtrain-worker whose estimate-probe writes `stderr_text` and exits `code`.
+std::string fake_worker(const mtrain::testing::TempDir& d, const std::string& stderr_text, int code) {
+  const std::string path = d.write("fake-worker", "#!/bin/sh\nprintf '%s\\n' '" + stderr_text + "' >&2\nexit " +
+                                                       std::to_string(code) + "\n");
+  std::filesystem::permissions(path, std::filesystem::perms::owner_all);
+  return path;
+}
+
+nlohmann::json small_gpt() {
+  nlohmann::json job = config::job_spec(config::job_registry(), config::resolve(config::job_registry(), {}).job);
+  config::set(job, "model.name", "gpt");
+  return job;
+}
+
+// TMPDIR and the probe cache pointed at `d` while a test runs.
+struct ProbeEnv {
+  explicit ProbeEnv(const mtrain::testing::TempDir& d) {
+    ::setenv("TMPDIR", d.str().c_str(), 1);
+    ::setenv("MTRAIN_CACHE_DIR", (d.str() + "/cache").c_str(), 1);
+  }
+  ~ProbeEnv() {
+    ::unsetenv("TMPDIR");
+    ::unsetenv("MTRAIN_CACHE_DIR");
+  }
+};
+
+}  // namespace
+
+// Issue 40 item 4: the probe's stderr went through a shell `2>` to $TMPDIR/mtrain-estimate-<pid>.err,
+// so a symbolic link planted there had its target truncated and filled with the probe's output.
+TEST_CASE("the probe's stderr comes back through a pipe: a link at the old temp path is untouched", "[estimate]") {
+  mtrain::testing::TempDir d("est_probe");
+  ProbeEnv env(d);
+  const std::string victim = d.write("victim.txt", "precious\n");
+  const std::string planted = d.str() + "/mtrain-estimate-" + std::to_string(::getpid()) + ".err";
+  std::filesystem::create_symlink(victim, planted);
+  const nlohmann::json job = small_gpt();
+  const Settings s = settings_from_job(job, 1, 1);
+  std::string message;
+  int code = 0;
+  try {
+    (void)measure(job, s, fake_worker(d, "probe failed: \x1b]0;owned\x07 bad model", 1));
+  } catch (const mtrain::Error& e) {
+    message = e.message();
+    code = e.exit_code();
+  }
+  CHECK_THAT(message, Catch::Contains("probe failed:"));
+  CHECK_THAT(message, Catch::Contains("^[]0;owned^G"));  // the child's text, made visible
+  CHECK(message.find('\x1b') == std::string::npos);
+  CHECK(code == mtrain::kExitFailure);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text == "precious\n");
+  CHECK(std::filesystem::is_symlink(planted));
+}
+
+// Issue 40 item 12: a probe that refuses its input (the worker's usage errors exit 2) makes
+// `mtrain estimate` exit 2 too, not 1.
+TEST_CASE("a probe that refuses the model (exit 2) is a usage error", "[estimate]") {
+  mtrain::testing::TempDir d("est_probe");
+  ProbeEnv env(d);
+  const nlohmann::json job = small_gpt();
+  try {
+    (void)measure(job, settings_from_job(job, 1, 1), fake_worker(d, "error: the model is refused", 2));
+    FAIL("the probe's refusal was not an error");
+  } catch (const mtrain::Error& e) {
+    CHECK(e.exit_code() == mtrain::kExitUsage);
+    CHECK_THAT(e.message(), Catch::Contains("the model is refused"));
+  }
 }
