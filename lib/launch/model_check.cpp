@@ -97,12 +97,6 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
   if (auto refusal = torchscript_incompatibility(model_path, archive, *facts, answer.unknown)) throw *refusal;
 }
 
-}  // namespace mtrain::launch
-
-}  // namespace mtrain::launch
-
-namespace mtrain::launch {
-
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
   if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Torchscript)
     check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
