@@ -85,7 +85,9 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     if (o.weights.empty()) launch::check_trainer_files(spec, o.worker_path);
     const auto e = estimate::estimate_job(spec, o);
     const std::string out = f->format == "json" ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
+      throw Error("estimate: cannot write to standard output",
+                  "standard output is closed, on a full disk or a pipe whose reader is gone", kExitFailure);
     exit.code = 0;
   });
 }

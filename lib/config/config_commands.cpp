@@ -1,9 +1,13 @@
 #include "mtrain/config/config_commands.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
-#include <fstream>
+#include <cstdlib>
+#include <cstring>
 #include <ostream>
 
 #include <fmt/format.h>
@@ -17,23 +21,72 @@
 #include "mtrain/config/validate.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/visible_text.hpp"
 
 namespace mtrain::config {
 
+namespace {
+
+[[noreturn]] void cannot_write(const std::string& path, int err) {
+  throw Error(fmt::format("cannot write {}: {}", path, std::strerror(err)),
+              "Check that the folder exists and is writable and that the disk has room; nothing else was changed.",
+              kExitFailure);
+}
+
+// Every byte of `text` to `fd`, or the errno of the write that failed (ENOSPC for a short write
+// that made no progress).
+int write_all(int fd, const std::string& text) {
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return errno;
+    if (n == 0) return ENOSPC;
+    done += static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+}  // namespace
+
 void write_file(const std::string& path, const std::string& text, bool force) {
   struct stat st {};
-  if (!force && ::stat(path.c_str(), &st) == 0)
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (!force && exists)
     throw Error(fmt::format("{} already exists; nothing was changed", path),
                 "Pass --force to overwrite it, or -o to write another file.");
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp);
-    f << text;
-    f.close();
-    if (!f) throw Error(fmt::format("cannot write {}", path), "Check that the folder exists and is writable.");
+  if (exists && !S_ISREG(st.st_mode)) {
+    // A device or a FIFO (-o /dev/stdout): written in place; a rename would replace the node.
+    const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
+    if (fd < 0) cannot_write(path, errno);
+    const int err = write_all(fd, text);
+    const int closed = ::close(fd) == 0 ? 0 : errno;
+    if (err != 0 || closed != 0) cannot_write(path, err != 0 ? err : closed);
+    return;
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    throw Error(fmt::format("cannot write {}", path), "Check that the folder exists and is writable.");
+  // A temporary file of a name nobody can guess, created O_EXCL (mkstemp) beside the target, so
+  // that the rename is atomic and a link planted at a fixed "<path>.tmp" is never followed.
+  std::string tmp = path + ".XXXXXX";
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) cannot_write(path, errno);
+  ::fchmod(fd, 0644);
+  int err = write_all(fd, text);
+  if (err == 0 && ::fsync(fd) != 0) err = errno;
+  if (::close(fd) != 0 && err == 0) err = errno;
+  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
+  if (err != 0) {
+    ::unlink(tmp.c_str());
+    cannot_write(path, err);
+  }
+}
+
+void write_stdout(std::ostream& out, const std::string& text) {
+  out << text;
+  out.flush();
+  if (!out)
+    throw Error(fmt::format("cannot write to standard output ({} bytes)", text.size()),
+                "Standard output is closed, a full disk or a pipe whose reader is gone; write to a file with -o.",
+                kExitFailure);
 }
 
 int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, std::ostream& err) {
@@ -42,10 +95,10 @@ int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, 
   JobInputs in{opt.job_file, opt.flags, opt.sets, opt.env, opt.user_file};
   Resolved r = resolve_job(reg, in);
   if (opt.format == "json") {
-    out << show_json(reg, r, opt.sources).dump(2) << "\n";
+    write_stdout(out, show_json(reg, r, opt.sources).dump(2) + "\n");
     for (const auto& w : r.warnings) err << "warning: " << w << "\n";
   } else {
-    out << show_yaml(reg, r, opt.sources);
+    write_stdout(out, show_yaml(reg, r, opt.sources));
   }
   return kExitOk;
 }
@@ -71,13 +124,14 @@ int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& o
   const std::string text = import_yaml(reg, r);
   const std::string name = opt.output.empty() ? "imported job" : opt.output;
   ValidateReport rep = validate_text(reg, text, name);
-  for (const auto& w : r.warnings) err << "warning: " << r.origin << ": " << w << "\n";
+  // A warning quotes the source's keys and values: made visible (no terminal escapes from the file).
+  for (const auto& w : r.warnings) err << "warning: " << r.origin << ": " << visible_text(w) << "\n";
   if (!rep.ok())
     throw Error(fmt::format("{} imports to a job that is not valid:\n{}", opt.file, format_report(rep)),
                 "Fix those values in the source file and import it again.");
-  for (const auto& i : rep.issues) err << i.text() << "\n";
+  for (const auto& i : rep.issues) err << visible_text(i.text()) << "\n";
   if (opt.output.empty()) {
-    out << text;
+    write_stdout(out, text);
   } else {
     write_file(opt.output, text, opt.force);
     err << fmt::format("Wrote {} from {} ({} settings, {} not imported). Check it with: mtrain config "
@@ -139,7 +193,7 @@ int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& o
   if (!left.empty())
     err << fmt::format("warning: a {} config has no place for: {}\n", opt.to == "deepspeed" ? "DeepSpeed" : "accelerate",
                        str::join(left, ", "));
-  if (opt.output.empty()) out << text;
+  if (opt.output.empty()) write_stdout(out, text);
   else write_file(opt.output, text, opt.force);
   return kExitOk;
 }
@@ -151,7 +205,7 @@ int config_init(const Registry& reg, const InitOptions& opt, std::istream& in, s
 
 int config_docs(const Registry& reg, const DocsOptions& opt, std::ostream& out) {
   const std::string md = settings_markdown(reg);
-  if (opt.output.empty()) out << md;
+  if (opt.output.empty()) write_stdout(out, md);
   else write_file(opt.output, md, true);
   return kExitOk;
 }

@@ -54,7 +54,13 @@ struct DocsOptions {
 };
 int config_docs(const Registry& reg, const DocsOptions& opt, std::ostream& out);
 
-// Writes text to path via a temporary file; refuses an existing file unless force.
+// Writes text to path via a temporary file (mkstemp beside it, fsync, rename); refuses an existing
+// file unless force; a device or FIFO is written in place. Every write is checked: a failure
+// throws mtrain::Error (exit 1) naming the path, and leaves the old file as it was.
 void write_file(const std::string& path, const std::string& text, bool force);
+
+// `text` to `out` (standard output), flushed and checked: a failed write (a full disk, a closed
+// descriptor) throws mtrain::Error (exit 1) saying "standard output".
+void write_stdout(std::ostream& out, const std::string& text);
 
 }  // namespace mtrain::config

@@ -8,6 +8,7 @@
 
 #include "mtrain/config/render.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/yaml_input.hpp"
 #include "mtrain/core/strings.hpp"
@@ -22,7 +23,8 @@ void Importer::set(const std::string& foreign_path, const std::string& key, cons
   try {
     out_.values[key] = reg_.check_value(reg_.require(key), value);
   } catch (Error& e) {
-    throw Error(fmt::format("{}: {} → {}: {}", out_.origin, foreign_path, key, e.message()), e.hint());
+    // foreign_path is the source's own keys: made visible (no terminal escapes from the file).
+    throw Error(fmt::format("{}: {} → {}: {}", out_.origin, visible_text(foreign_path), key, e.message()), e.hint());
   }
 }
 

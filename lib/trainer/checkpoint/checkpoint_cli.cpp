@@ -60,6 +60,18 @@ Args parse(const std::vector<std::string>& a) {
   return r;
 }
 
+// The exit code once what was printed has reached standard output: a full disk or a closed
+// descriptor (`checkpoint verify > /dev/full`) is an error, not an "ok" nobody could read.
+int flushed(std::ostream& out, int code) {
+  out.flush();
+  if (!out) {
+    throw Error("checkpoint: cannot write to standard output",
+                "standard output is closed, on a full disk or a pipe whose reader is gone; redirect it to a "
+                "file with room", kExitFailure);
+  }
+  return code;
+}
+
 }  // namespace
 
 int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& out, std::ostream& err) {
@@ -75,12 +87,12 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     out << fmt::format("wrote {} ({}; {} tensors, {} parameters, {} bytes, {}; at most one tensor of "
                        "{} bytes in memory)\n",
                        a.output, format, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
-    return 0;
+    return flushed(out, 0);
   }
   if (a.verb == "inspect") {
     const auto j = inspect_checkpoint(a.dir);
     out << (a.format == "json" ? j.dump(2) + "\n" : format_inspection(j));
-    return j["verification"]["ok"].get<bool>() ? 0 : 1;
+    return flushed(out, j["verification"]["ok"].get<bool>() ? 0 : 1);
   }
   require_checkpoint_dir(a.dir);
   const VerifyReport rep = verify_checkpoint(a.dir);
@@ -96,7 +108,7 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     out << fmt::format("{}: ok ({} files, {} bytes, {})\n", a.dir, rep.files.size(), bytes,
                        rep.checksummed ? "sizes and CRC-32C match the manifest"
                                        : "format 1: no checksums, files readable");
-    return 0;
+    return flushed(out, 0);
   }
   bool named = false;
   for (const auto& f : rep.files) {
@@ -105,7 +117,7 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     named = true;
   }
   if (!named) err << "error: " << rep.problem() << "\n";
-  return 1;
+  return flushed(out, 1);
 }
 
 }  // namespace mtrain::trainer
