@@ -113,13 +113,23 @@ std::string load_all(const std::string& path) {
   return fmt::format("{} tensors, sum {}", w->entries().size(), sum);
 }
 
-// A checkpoint folder written directly: one shard holding `tensors` (each one piece, or `pieces`
-// single-element pieces of one record for the first tensor), a checksummed manifest, COMPLETE.
+// A checkpoint folder written directly: one shard holding `tensors` (each one piece, or, for the
+// first tensor, `pieces` single-element pieces, each its own record), a checksummed manifest,
+// COMPLETE.
 fs::path write_checkpoint(const fs::path& dir, const std::vector<std::pair<std::string, at::Tensor>>& tensors,
                           int format = kCheckpointFormatVersion, bool checksum = true, int64_t pieces = 0) {
   fs::create_directories(dir);
   std::vector<std::pair<std::string, at::Tensor>> flat;
-  for (const auto& [n, t] : tensors) flat.emplace_back(n, pieces > 0 ? t.reshape({-1}).narrow(0, 0, 1) : t.reshape({-1}));
+  std::vector<size_t> first_key;  // per tensor: the index of its first record
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const auto& [n, t] = tensors[i];
+    first_key.push_back(flat.size());
+    if (pieces > 0 && i == 0) {
+      for (int64_t p = 0; p < pieces; ++p) flat.emplace_back(fmt::format("{}#{}", n, p), t.reshape({-1}).narrow(0, p, 1));
+    } else {
+      flat.emplace_back(n, t.reshape({-1}));
+    }
+  }
   const ArchiveWritten w = write_tensor_file((dir / "shard_rank0.pt").string(), flat);
   Manifest m;
   m.strategy = "ddp";
@@ -131,10 +141,11 @@ fs::path write_checkpoint(const fs::path& dir, const std::vector<std::pair<std::
     TensorMeta meta;
     meta.shape = t.sizes().vec();
     meta.dtype = dtype_name(t.scalar_type());
-    if (pieces > 0) {
-      for (int64_t p = 0; p < pieces; ++p) meta.pieces.push_back({0, "shard_rank0.pt", p, 1, w.keys[i]});
+    if (pieces > 0 && i == 0) {
+      for (int64_t p = 0; p < pieces; ++p)
+        meta.pieces.push_back({0, "shard_rank0.pt", p, 1, w.keys[first_key[i] + static_cast<size_t>(p)]});
     } else {
-      meta.pieces.push_back({0, "shard_rank0.pt", 0, t.numel(), w.keys[i]});
+      meta.pieces.push_back({0, "shard_rank0.pt", 0, t.numel(), w.keys[first_key[i]]});
     }
     m.tensors[name] = meta;
     m.order.push_back(name);
@@ -445,6 +456,62 @@ TEST_CASE("hostile checkpoint folders", "[checkpoint][hostile]") {
     run_case("consolidate", "-o a hard link to a shard", "the checkpoint's own file", [&] { return cons((d / "hard.pt").string()); });
     run_case("consolidate", "-o a new file", "", [&] { return cons((d / "model.pt").string()); });
     CHECK(load_all((d / "model.pt").string()) == "1 tensors, sum 66");
+  }
+}
+
+// Issue 40 item 9: a manifest that names one shard record many times passed verify, and
+// consolidate wrote a 375 KB shard out as a 657 MB file.
+TEST_CASE("a manifest may name each shard record once", "[checkpoint][hostile]") {
+  at::set_num_threads(1);
+  const auto d = fresh_dir("hostile_reuse");
+  auto refused_by_both = [&](const fs::path& ck, const std::string& name) {
+    run_case("checkpoint", "verify: " + name, "each record of a shard holds one piece of one tensor", [&] {
+      const VerifyReport rep = verify_checkpoint(ck.string());
+      if (!rep.ok()) throw mtrain::Error(rep.problem());
+      return std::string("verified");
+    });
+    run_case("consolidate", name, "each record of a shard holds one piece of one tensor", [&] {
+      ConsolidateOptions o;
+      o.dir = ck.string();
+      o.output = (d / (name.substr(0, 5) + ".pt")).string();
+      consolidate_checkpoint(o);
+      return std::string("wrote it");
+    });
+    CHECK_FALSE(fs::exists(d / (name.substr(0, 5) + ".pt")));
+  };
+  // 20,000 tensors naming the piece of the first.
+  {
+    const auto ck = write_checkpoint(d / "many", {{"model/w", at::ones({3, 4})}});
+    edit_manifest(ck, [](nlohmann::json& j) {
+      const nlohmann::json t = j["tensors"]["model/w"];
+      for (int i = 0; i < 20000; ++i) {
+        j["tensors"][fmt::format("model/copy{}", i)] = t;
+        j["order"].push_back(fmt::format("model/copy{}", i));
+      }
+      j["checksum"] = manifest_checksum(j);
+    });
+    refused_by_both(ck, "20,000 tensors naming one piece");
+  }
+  // One tensor listing its piece 10,000 times.
+  {
+    const auto ck = write_checkpoint(d / "again", {{"model/w", at::ones({3, 4})}});
+    edit_manifest(ck, [](nlohmann::json& j) {
+      const nlohmann::json p = j["tensors"]["model/w"]["pieces"][0];
+      for (int i = 0; i < 9999; ++i) j["tensors"]["model/w"]["pieces"].push_back(p);
+      j["checksum"] = manifest_checksum(j);
+    });
+    refused_by_both(ck, "one tensor listing a piece 10,000 times");
+  }
+  // A tensor name with terminal escapes is shown made visible.
+  {
+    const auto ck = write_checkpoint(d / "esc", {{"model/w", at::ones({2})}});
+    edit_manifest(ck, [](nlohmann::json& j) {
+      j["tensors"]["model/\x1b]0;owned\x07"] = j["tensors"]["model/w"];
+      j["checksum"] = manifest_checksum(j);
+    });
+    const std::string why = verify_checkpoint(ck.string()).problem();
+    CHECK_THAT(why, Catch::Contains("model/^[]0;owned^G"));
+    CHECK(why.find('\x1b') == std::string::npos);
   }
 }
 
