@@ -245,7 +245,19 @@ class Rewriter {
     }
     finish();
     CompatRewrite out;
-    for (const auto& it : items_) out.args.push_back(it.value ? it.flag + "=" + *it.value : it.flag);
+    for (const auto& it : items_) {
+      if (!it.value) {
+        out.args.push_back(it.flag);
+      } else if (it.value->empty()) {
+        // CLI11 reads "--flag=" as a flag without its value and takes the next word instead
+        // (`--model-path "" --max-steps 5` set model.path to "--max-steps"): an empty value
+        // travels as a word of its own.
+        out.args.push_back(it.flag);
+        out.args.push_back("");
+      } else {
+        out.args.push_back(it.flag + "=" + *it.value);
+      }
+    }
     out.args.insert(out.args.end(), args.begin() + static_cast<long>(i), args.end());
     out.notes = notes_;
     return out;

@@ -151,7 +151,14 @@ void import_scheduler(Importer& im, const json& sch) {
       } else {
         im.set(path, "sched.start_factor", 1.0);
         im.set(path, "sched.end_factor", 0.0);
-        im.set(path, "sched.total_iters", std::max<long long>(0, v.get<long long>() - warmup));
+        // Only a whole number in range is cast (1e300 cast to long long printed as
+        // -9223372036854775808); anything else goes to the registry as it is, which refuses it
+        // with the value and the range.
+        const bool whole = v.is_number_integer() ||
+                           (v.is_number_float() && std::floor(v.get<double>()) == v.get<double>() &&
+                            std::fabs(v.get<double>()) < 9.0e15);
+        if (!whole) im.set(path, "sched.total_iters", v);
+        else im.set(path, "sched.total_iters", std::max<long long>(0, static_cast<long long>(v.get<double>()) - warmup));
       }
     } else if (it.key() == "total_num_steps" && type == "WarmupCosineLR") {
       im.warn(path, "the cosine schedule spans the whole run (train.max_steps); not imported");

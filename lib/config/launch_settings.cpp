@@ -66,6 +66,11 @@ std::string check_size(const std::string& t) {
     if (c != ' ') unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static const std::vector<std::string> units = {"", "b", "k", "kb", "kib", "m", "mb", "mib", "g", "gb", "gib", "t", "tb", "tib"};
   if (i == 0 || std::find(units.begin(), units.end(), unit) == units.end()) return "not a size";
+  // 0 is not "detect it" (that is leaving the setting out): a fit check against 0 bytes would
+  // refuse every job, and reading it as auto silently ignored what was written.
+  if (t.find_first_not_of("0.") >= i)
+    return "0 bytes; give the memory each rank may use, e.g. 80GiB, or leave it out to use each GPU's "
+           "memory (nvidia-smi) or this host's RAM";
   return "";
 }
 

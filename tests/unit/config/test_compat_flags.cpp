@@ -158,3 +158,10 @@ TEST_CASE("flag_spellings: every spelling of a launch flag, from the registry an
     if (c.action == CompatAction::Rename && c.target == "--node-rank")
       for (const auto& s : c.spellings) CHECK_THAT(flag_spellings("launch.node_rank"), Catch::VectorContains(s));
 }
+
+// Issue 40 item 12: `--set ""` (any value flag given an empty value) came out as "--set=", which
+// CLI11 reads as the flag alone, taking the next word as its value.
+TEST_CASE("an empty value stays a value of its own, not the next flag's", "[config][compat]") {
+  CHECK(rewrite({"--log-dir", "", "--strategy", "ddp", "t.py"}) == Words{"--log-dir", "", "--strategy=ddp", "t.py"});
+  CHECK(rewrite({"--log-dir=", "--strategy", "ddp", "t.py"}) == Words{"--log-dir", "", "--strategy=ddp", "t.py"});
+}

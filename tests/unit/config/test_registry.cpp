@@ -161,3 +161,14 @@ TEST_CASE("fsdp.wrap_module_types takes a YAML list, bracketed text or comma tex
   CHECK(reg.parse_text(reg.require("slurm.setup"), "a, b\nc") == json::array({"a, b", "c"}));
   CHECK_THAT(describe_type(s), Catch::Contains("[Block, Linear]"));
 }
+
+// Issue 40 item 12: --device-memory 0 passed the check and then read as "detect it".
+TEST_CASE("a device memory of 0 is refused, not read as auto", "[config]") {
+  const auto& reg = job_registry();
+  for (const char* zero : {"0", "0GiB", "0.0 MB", "00"})
+    CHECK_THROWS_WITH(reg.parse_text(reg.require("launch.device_memory"), zero),
+                      Catch::Contains("0 bytes") && Catch::Contains("leave it out"));
+  CHECK(reg.parse_text(reg.require("launch.device_memory"), "80GiB") == "80GiB");
+  CHECK(reg.parse_text(reg.require("launch.device_memory"), "0.5GiB") == "0.5GiB");
+  CHECK(reg.parse_text(reg.require("launch.device_memory"), "") == "");
+}

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Issue 40 item 12: `mtrain estimate` checks the model file as `mtrain launch` does before any
+# probe runs (the archive's records, the trust check, the worker's LibTorch), so a model launch
+# would refuse is refused here too, with the same paragraph and exit 2 — before, the probe loaded
+# it (or failed) and estimate exited 1. And `--model-path ""` is a value, not a way to swallow
+# the next flag.
+. "$(dirname "$0")/../lib.sh"
+
+# A zip that is no TorchScript archive (a torch.save-like folder without code/).
+"$PY" - "$WORK/state.pt" <<'PYEOF'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1], "w") as z:
+    z.writestr("state/data.pkl", b"\x80\x02}q\x00.")
+    z.writestr("state/version", b"3\n")
+PYEOF
+run_mtrain "$WORK/ts.out" estimate --model torchscript --model-path "$WORK/state.pt" --device-memory 1GiB
+expect_rc 2 "estimate of a file that is no TorchScript archive"
+expect_in "$WORK/ts.out" "is not a TorchScript archive"
+
+# An empty --model-path is the empty value: the torchscript model then has no file (exit 2, the
+# setting named), and --batch-size after it is still read as a flag.
+run_mtrain "$WORK/empty.out" estimate --model torchscript --model-path "" --batch-size 4 --device-memory 1GiB
+expect_rc 2 "estimate --model-path \"\""
+expect_in "$WORK/empty.out" "model.path"
+expect_not_in "$WORK/empty.out" "--batch-size' is not"
+# launch rewrote it as "--model-path=", which CLI11 reads as the flag alone, taking --max-steps as
+# the path and 7 as the program.
+run_mtrain "$WORK/launch.out" launch --model-path "" --max-steps 7 --dry-run --nproc-per-node 1 -- true
+expect_rc 0 "launch --model-path \"\" --max-steps 7 --dry-run"
+expect_in "$WORK/launch.out" "model.path=, train.max_steps=7"
+
+# --device-memory 0 is refused, not read as "detect it".
+run_mtrain "$WORK/zero.out" estimate --model mlp --device-memory 0
+expect_rc 2 "estimate --device-memory 0"
+expect_in "$WORK/zero.out" "0 bytes"
+finish
