@@ -1,7 +1,8 @@
 #pragma once
-// Run a program to completion with a deadline, capturing stdout and stderr: the one subprocess
-// helper of mtrain's reports and benchmarks (nvidia-smi, sinfo, mtrain-worker build-info,
-// `mtrain launch` per benchmark cell). Without a PATH lookup when argv[0] contains a '/'.
+// Run a program to completion with a deadline, capturing stdout and stderr: the reports' and
+// benchmarks' shape (nvidia-smi, sinfo, mtrain-worker build-info, `mtrain launch` per benchmark
+// cell) of core's child-process facility (core/child_process.hpp). Without a PATH lookup when
+// argv[0] contains a '/'.
 #include <map>
 #include <optional>
 #include <string>

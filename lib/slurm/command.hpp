@@ -21,7 +21,8 @@ class CommandRunner {
   virtual CommandResult run(const std::vector<std::string>& argv, double timeout_s) = 0;
 };
 
-// fork/exec with pipes; the child gets its own process group, killed whole on timeout.
+// core/child_process.hpp: no shell, pipes; the child gets its own process group, which gets
+// SIGTERM at the timeout and SIGKILL 2 s later.
 class SystemRunner : public CommandRunner {
  public:
   CommandResult run(const std::vector<std::string>& argv, double timeout_s) override;
