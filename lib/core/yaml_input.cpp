@@ -184,10 +184,11 @@ void check_while_parsing(const std::string& text, const InputLimits& lim) {
 YamlProblem limit_problem(const LimitAt& at, const std::string& origin, const InputLimits& lim) {
   const Error e = at.kind == LimitAt::Depth   ? input_too_deep(origin, lim)
                   : at.kind == LimitAt::Nodes ? input_too_many_nodes(origin, false, lim)
-                                              : Error(fmt::format("{}: a flow collection ([…] or {{…}}) runs on for more "
-                                                                  "than {} KiB without a value the parser can take; not "
-                                                                  "reading it", origin, kMaxLookahead >> 10),
-                                                      "Write long lists as block sequences, one \"- item\" a line.");
+                                              : Error(fmt::format("{}: more than {} KiB without a value the parser can "
+                                                                  "take (a flow collection [...] or {{...}}, or one value, "
+                                                                  "that long); not reading it", origin, kMaxLookahead >> 10),
+                                                      "Configuration values are short: check that this is the file you "
+                                                      "meant, and write long lists as block sequences, one \"- item\" a line.");
   const std::string& m = e.message();
   return {at.line + 1, at.column + 1, str::starts_with(m, origin + ": ") ? m.substr(origin.size() + 2) : m, e.hint()};
 }
