@@ -21,9 +21,6 @@
 #include "mtrain/core/worker_facts.hpp"
 #include "mtrain/trainer/bench/build_info.hpp"
 #include "mtrain/trainer/comm/compat.hpp"
-#ifdef MTRAIN_WITH_CUDA
-#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
-#endif
 
 namespace mtrain::trainer {
 
@@ -66,11 +63,11 @@ nlohmann::json build_facts() {
   using nlohmann::json;
   json cuda = {{"compiled", false}, {"version", nullptr}};
   json nccl = {{"compiled", compat::nccl_available()}, {"version", nullptr}};
-#ifdef MTRAIN_WITH_CUDA
-  cuda["compiled"] = true;
-  cuda["version"] = compat::cuda_compiled_version();
-  nccl["version"] = c10d::getNcclVersion();
-#endif
+  if (const std::string v = compat::cuda_compiled_version(); !v.empty()) {
+    cuda["compiled"] = true;
+    cuda["version"] = v;
+    nccl["version"] = compat::nccl_version();
+  }
   return {{"libtorch", TORCH_VERSION},
           {"cuda", cuda},
           {"nccl", nccl},
@@ -80,11 +77,7 @@ nlohmann::json build_facts() {
 
 nlohmann::json build_info() {
   nlohmann::json info = build_facts();
-  info["cuda"]["devices"] = 0;
-#ifdef MTRAIN_WITH_CUDA
-  const auto& hooks = at::detail::getCUDAHooks();
-  if (hooks.hasCUDA()) info["cuda"]["devices"] = hooks.getNumGPUs();
-#endif
+  info["cuda"]["devices"] = compat::cuda_device_count();
   info["threads"] = at::get_num_threads();
   info["blas"] = loaded_blas();
   return info;

@@ -13,9 +13,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
-#ifdef MTRAIN_WITH_CUDA
-#include <c10/cuda/CUDAFunctions.h>
-#endif
+#include "mtrain/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 
@@ -35,13 +33,7 @@ int env_int(const std::map<std::string, std::string>& env, const char* k, int de
   return static_cast<int>(*v);
 }
 
-void device_sync(const at::Device& d) {
-#ifdef MTRAIN_WITH_CUDA
-  if (d.is_cuda()) c10::cuda::device_synchronize();
-#else
-  (void)d;
-#endif
-}
+void device_sync(const at::Device& d) { compat::device_synchronize(d); }
 
 // The value every rank can predict: element i of rank r's input is (r+1)·(1 + i mod 7); small
 // integers, so every sum below is exact in float32.

@@ -69,9 +69,27 @@ std::string cuda_compiled_version() {
 
 int cuda_device_count() {
 #ifdef MTRAIN_WITH_CUDA
+  // Asked only when a driver answers: without one, device_count() warns on stderr.
+  if (!at::detail::getCUDAHooks().hasCUDA()) return 0;
   return static_cast<int>(c10::cuda::device_count());
 #else
   return 0;
+#endif
+}
+
+std::string nccl_version() {
+#ifdef MTRAIN_WITH_CUDA
+  return c10d::getNcclVersion();
+#else
+  return "";
+#endif
+}
+
+void device_synchronize(const at::Device& device) {
+#ifdef MTRAIN_WITH_CUDA
+  if (device.is_cuda()) c10::cuda::device_synchronize();
+#else
+  (void)device;
 #endif
 }
 

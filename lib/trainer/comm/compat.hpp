@@ -80,6 +80,10 @@ void select_cuda_device(int index);
 std::string cuda_compiled_version();
 // CUDA devices this process can see (CUDA_VISIBLE_DEVICES applied); 0 in CPU builds.
 int cuda_device_count();
+// The NCCL version compiled in ("2.27.3"); "" in CPU builds.
+std::string nccl_version();
+// Waits for every kernel queued on `device`; no-op for CPU devices and in CPU builds.
+void device_synchronize(const at::Device& device);
 
 // Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
 int64_t device_peak_bytes(const at::Device& device);
