@@ -1,13 +1,42 @@
 // `mtrain runs [DIR]`: the bundled trainer's runs (one folder each under a work dir) with
 // strategy, world, steps, final loss and validation, duration and state; `mtrain runs plot RUN…
 // -o loss.png|svg` draws their loss curves on one chart. Flags → options → lib/runs, lib/bench.
-#include <iostream>
+// What a run folder could not give (a skipped run, a bad metrics line) is a warning on stderr;
+// the listing itself goes to stdout, and a failed write there is an error (exit 1).
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include <fmt/format.h>
 
 #include "commands.hpp"
 #include "mtrain/bench/runs_plot.hpp"
+#include "mtrain/core/error.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/runs/catalog.hpp"
 
 namespace mtrain::app {
+
+namespace {
+
+void warn_all(const std::vector<std::string>& skipped, const std::vector<runs::Run>& runs) {
+  // Every text here is visible text already (catalog.hpp).
+  for (const auto& w : skipped) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  for (const auto& r : runs)
+    for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+}
+
+// Writes and flushes: a full disk, /dev/full or a closed pipe is an error, not a silent exit 0.
+void print(const std::string& text) {
+  errno = 0;
+  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    const int e = errno ? errno : EIO;
+    throw Error(fmt::format("cannot write to standard output: {}", std::strerror(e)),
+                "Check where the output goes (a full disk, a closed pipe).", kExitFailure);
+  }
+}
+
+}  // namespace
 
 void build_runs(CLI::App* sub, Exit& exit) {
   struct Flags {
@@ -19,11 +48,14 @@ void build_runs(CLI::App* sub, Exit& exit) {
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
   sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "
-              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto.");
+              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run whose "
+              "files cannot be read, and a malformed metrics line, are skipped and named on stderr.");
   sub->callback([f, sub, &exit] {
     if (sub->got_subcommand("plot")) return;
-    const auto runs = runs::list_runs(f->dir);
-    std::cout << (f->format == "json" ? runs::runs_json(runs, false).dump(2) + "\n" : runs::runs_table(runs));
+    std::vector<std::string> skipped;
+    const auto runs = runs::list_runs(f->dir, &skipped);
+    warn_all(skipped, runs);
+    print(f->format == "json" ? runs::runs_json_text(runs::runs_json(runs, false)) + "\n" : runs::runs_table(runs));
     exit.code = 0;
   });
 
@@ -36,14 +68,16 @@ void build_runs(CLI::App* sub, Exit& exit) {
       ->default_str("text");
   plot->callback([f, &exit] {
     std::vector<runs::Run> runs;
-    for (const auto& r : f->plot_runs) runs.push_back(runs::resolve_run(r));
+    std::vector<std::string> skipped;
+    for (const auto& r : f->plot_runs) runs.push_back(runs::resolve_run(r, &skipped));
+    warn_all(skipped, runs);
     bench::plot_runs(runs, f->output, f->plotter);
     if (f->format == "json") {
       auto j = runs::runs_json(runs, true);
       j["output"] = f->output;
-      std::cout << j.dump(2) << "\n";
+      print(runs::runs_json_text(j) + "\n");
     } else {
-      std::cout << "wrote " << f->output << " (" << runs.size() << " run" << (runs.size() == 1 ? "" : "s") << ")\n";
+      print(fmt::format("wrote {} ({} run{})\n", visible_text(f->output), runs.size(), runs.size() == 1 ? "" : "s"));
     }
     exit.code = 0;
   });

@@ -1,16 +1,21 @@
 #include "mtrain/bench/plot.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/untrusted_file.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/envreport/run_command.hpp"
 
 namespace fs = std::filesystem;
@@ -19,24 +24,110 @@ namespace mtrain::bench {
 
 namespace {
 
+const char* kImportMatplotlib = "import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; import matplotlib";
+
 const char* kInstall = "Install one: `apt-get install gnuplot-nox` or `apt-get install python3-matplotlib`.";
 
-std::string gp_quote(const std::string& s) {  // gnuplot single-quoted string: '' is a quote
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
-  return out + "'";
+bool write_whole(int fd, const char* data, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, data, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) {
+      if (w == 0) errno = EIO;
+      return false;
+    }
+    data += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// One text as a line of a gnuplot data block: control characters (newline included) made
+// visible, so the line cannot end early; framed by '|', so it never starts with the block's
+// terminator "EOD" (gnuplot ends a block at any line that starts with it) nor ends in a '\'.
+std::string data_line(const std::string& text) { return "|" + visible_text(text) + "|\n"; }
+
+// A folder only this process uses (mkdtemp: 0700, a fresh random name), removed with its files.
+struct PrivateDir {
+  std::string path;
+  PrivateDir() {
+    const char* tmp = std::getenv("TMPDIR");
+    std::string templ = std::string(tmp && *tmp ? tmp : "/tmp") + "/mtrain-plot-XXXXXX";
+    if (!::mkdtemp(templ.data()))
+      throw Error(visible_text(fmt::format("cannot create a temporary folder in {} for the plot: {}",
+                                           fs::path(templ).parent_path().string(), std::strerror(errno))),
+                  "Set TMPDIR to a writable folder.", kExitFailure);
+    path = templ;
+  }
+  ~PrivateDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+  PrivateDir(const PrivateDir&) = delete;
+  PrivateDir& operator=(const PrivateDir&) = delete;
+
+  // Writes a new file `name` (O_EXCL, never through a link) holding `text`; returns its path.
+  std::string put(const std::string& name, const std::string& text) const {
+    const std::string p = path + "/" + name;
+    int e = 0;
+    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) {
+      e = errno;
+    } else {
+      if (!write_whole(fd, text.data(), text.size())) e = errno;
+      if (::close(fd) != 0 && e == 0) e = errno;
+    }
+    if (e != 0)
+      throw Error(visible_text(fmt::format("cannot write the plot's temporary file {}: {}", p, std::strerror(e))),
+                  "Set TMPDIR to a writable folder with room.", kExitFailure);
+    return p;
+  }
+};
+
+// The drawn chart from the private folder to where it was asked for, every write checked:
+// a full disk, /dev/full or a failed close is an error naming the path, not "wrote …".
+void copy_chart(const std::string& from, const std::string& to, const std::string& kind) {
+  std::string why;
+  UntrustedFile in = open_untrusted(from, &why);
+  if (in.fd() < 0 || in.size() == 0)
+    throw Error(fmt::format("{} exited 0 but drew nothing{}", kind, in.fd() < 0 ? " (" + why + ")" : ""),
+                "Check the tool's installation (its PNG and SVG terminals).", kExitFailure);
+  std::string bytes(in.size(), '\0');
+  if (!in.pread_exact(bytes.data(), bytes.size(), 0))
+    throw Error(fmt::format("cannot read the chart {} drew: {}", kind, std::strerror(errno ? errno : EIO)), "", kExitFailure);
+  auto fail = [&](int e) {
+    return Error(visible_text(fmt::format("cannot write the chart to {}: {}", to, std::strerror(e))),
+                 "Check that its folder exists, is writable and has room.", kExitFailure);
+  };
+  const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
+  if (fd < 0) throw fail(errno);
+  if (!write_whole(fd, bytes.data(), bytes.size())) {
+    const int e = errno;
+    ::close(fd);
+    throw fail(e);
+  }
+  struct stat st {};
+  // fsync reports a delayed write error of a regular file; devices and pipes have nothing to sync.
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw fail(e);
+  }
+  if (::close(fd) != 0) throw fail(errno);
 }
 
 std::string suffix_of(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
   if (ext != ".png" && ext != ".svg")
-    throw Error(fmt::format("--plot {}: the file must end in .png or .svg", path), "e.g. --plot busbw.png");
+    throw Error(fmt::format("--plot {}: the file must end in .png or .svg", visible_text(path)), "e.g. --plot busbw.png");
   return ext.substr(1);
 }
 
 bool python_has_matplotlib(const envreport::SystemProbe& probe, const std::string& py) {
   if (probe.which(py).empty()) return false;
-  auto r = probe.run({py, "-c", "import matplotlib"}, 30000);
+  // Not from the current folder (sys.path[0] of `-c` is ''): a matplotlib.py planted in a work
+  // dir must not run when someone plots from there.
+  auto r = probe.run({py, "-c", kImportMatplotlib}, 30000);
   return r.started && r.rc == 0;
 }
 
@@ -66,10 +157,14 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& out_path) {
   std::string s;
   const bool svg = suffix_of(out_path) == "svg";
   s += svg ? "set terminal svg size 900,560 noenhanced\n" : "set terminal pngcairo size 900,560 noenhanced\n";
-  s += "set output " + gp_quote(out_path) + "\n";
-  s += "set title " + gp_quote(spec.title) + "\n";
-  s += "set xlabel " + gp_quote(spec.xlabel) + "\n";
-  s += "set ylabel " + gp_quote(spec.ylabel) + "\n";
+  s += "set output ARG1\n";
+  // The texts, one framed line each: $text[1] title, [2] xlabel, [3] ylabel, [4 + i] series i.
+  s += "$text << EOD\n";
+  for (const std::string* t : {&spec.title, &spec.xlabel, &spec.ylabel}) s += data_line(*t);
+  for (const auto& se : spec.series) s += data_line(se.name);
+  s += "EOD\n";
+  s += "str_at(i) = $text[i][2:strlen($text[i])-1]\n";
+  s += "set title str_at(1)\nset xlabel str_at(2)\nset ylabel str_at(3)\n";
   s += "set grid\nset key top left\n";
   if (spec.logx) s += "set logscale x 2\n";
   for (size_t i = 0; i < spec.series.size(); ++i) {
@@ -80,51 +175,64 @@ std::string gnuplot_script(const PlotSpec& spec, const std::string& out_path) {
   std::vector<std::string> parts;
   for (size_t i = 0; i < spec.series.size(); ++i)
     if (!spec.series[i].points.empty())
-      parts.push_back(fmt::format("$d{} using 1:2 with linespoints lw 2 pt 7 title {}", i, gp_quote(spec.series[i].name)));
+      parts.push_back(fmt::format("$d{} using 1:2 with linespoints lw 2 pt 7 title str_at({})", i, i + 4));
   if (parts.empty()) parts.push_back("NaN notitle");
   s += "plot " + str::join(parts, ", \\\n     ") + "\n";
   return s;
 }
 
-std::string matplotlib_script(const PlotSpec& spec, const std::string& out_path) {
-  nlohmann::json j = {{"title", spec.title}, {"xlabel", spec.xlabel}, {"ylabel", spec.ylabel},
-                      {"logx", spec.logx}, {"out", out_path}, {"series", nlohmann::json::array()}};
-  for (const auto& se : spec.series) j["series"].push_back({{"name", se.name}, {"points", se.points}});
-  suffix_of(out_path);
-  return "import json\n"
-         "import matplotlib\n"
-         "matplotlib.use('Agg')\n"
-         "import matplotlib.pyplot as plt\n"
-         "spec = json.loads(" + nlohmann::json(j.dump()).dump() + ")\n"
-         "fig, ax = plt.subplots(figsize=(9, 5.6))\n"
-         "for s in spec['series']:\n"
-         "    if s['points']:\n"
-         "        xs, ys = zip(*s['points'])\n"
-         "        ax.plot(xs, ys, marker='o', linewidth=2, label=s['name'])\n"
-         "if spec['logx']:\n"
-         "    ax.set_xscale('log', base=2)\n"
-         "ax.set_title(spec['title']); ax.set_xlabel(spec['xlabel']); ax.set_ylabel(spec['ylabel'])\n"
-         "ax.grid(True, alpha=0.4)\n"
-         "ax.legend(loc='upper left')\n"
-         "fig.tight_layout()\n"
-         "fig.savefig(spec['out'])\n";
+const std::string& matplotlib_script() {
+  static const std::string script =
+      "import json, sys\n"
+      "import matplotlib\n"
+      "matplotlib.use('Agg')\n"
+      "import matplotlib.pyplot as plt\n"
+      "with open(sys.argv[1], encoding='utf-8') as f:\n"
+      "    spec = json.load(f)\n"
+      "fig, ax = plt.subplots(figsize=(9, 5.6))\n"
+      "for s in spec['series']:\n"
+      "    if s['points']:\n"
+      "        xs, ys = zip(*s['points'])\n"
+      "        ax.plot(xs, ys, marker='o', linewidth=2, label=s['name'])\n"
+      "if spec['logx']:\n"
+      "    ax.set_xscale('log', base=2)\n"
+      "ax.set_title(spec['title']); ax.set_xlabel(spec['xlabel']); ax.set_ylabel(spec['ylabel'])\n"
+      "ax.grid(True, alpha=0.4)\n"
+      "ax.legend(loc='upper left')\n"
+      "fig.tight_layout()\n"
+      "fig.savefig(sys.argv[2], format=sys.argv[3])\n";
+  return script;
+}
+
+std::string matplotlib_data(const PlotSpec& spec) {
+  nlohmann::json j = {{"title", visible_text(spec.title)}, {"xlabel", visible_text(spec.xlabel)},
+                      {"ylabel", visible_text(spec.ylabel)}, {"logx", spec.logx}, {"series", nlohmann::json::array()}};
+  for (const auto& se : spec.series) j["series"].push_back({{"name", visible_text(se.name)}, {"points", se.points}});
+  return j.dump(-1, ' ', true, nlohmann::json::error_handler_t::replace);
 }
 
 void draw(const PlotSpec& spec, const std::string& out_path, const Plotter& plotter) {
-  const std::string script = plotter.kind == "gnuplot" ? gnuplot_script(spec, out_path) : matplotlib_script(spec, out_path);
-  const char* tmp = std::getenv("TMPDIR");
-  fs::path dir = fs::path(tmp && *tmp ? tmp : "/tmp") / fmt::format("mtrain-plot-{}", ::getpid());
-  fs::create_directories(dir);
-  fs::path file = dir / (plotter.kind == "gnuplot" ? "plot.gp" : "plot.py");
-  std::ofstream(file) << script;
+  const std::string suffix = suffix_of(out_path);
+  const bool gnuplot = plotter.kind == "gnuplot";
+  PrivateDir dir;
+  const std::string program = dir.put(gnuplot ? "plot.gp" : "plot.py", gnuplot ? gnuplot_script(spec, out_path) : matplotlib_script());
+  const std::string chart = dir.path + "/chart." + suffix;
+  std::vector<std::string> argv;
+  if (gnuplot) {
+    argv = {plotter.program, "-c", program, chart};
+  } else {
+    argv = {plotter.program, program, dir.put("spec.json", matplotlib_data(spec)), chart, suffix};
+  }
   envreport::RunOptions ro;
   ro.timeout_ms = 120000;
-  auto r = envreport::run_command({plotter.program, file.string()}, ro);
-  std::error_code ec;
-  fs::remove_all(dir, ec);
-  if (!r.started || r.rc != 0)
-    throw Error(fmt::format("{} failed to draw {} (exit {}): {}", plotter.kind, out_path, r.rc, str::trim(r.err)),
-                "Check that the folder of the plot file exists and is writable.", kExitFailure);
+  auto r = envreport::run_command(argv, ro);
+  if (!r.started || r.rc != 0) {
+    std::string err = str::trim(r.err);
+    if (err.size() > 2000) err = "…" + err.substr(err.size() - 2000);
+    throw Error(visible_text(fmt::format("{} failed to draw {} (exit {}): {}", plotter.kind, out_path, r.rc, err)),
+                "Run it again with --plotter naming the other tool, or check the tool's installation.", kExitFailure);
+  }
+  copy_chart(chart, out_path, plotter.kind);
 }
 
 }  // namespace mtrain::bench

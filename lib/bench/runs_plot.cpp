@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/visible_text.hpp"
 
 namespace mtrain::bench {
 
@@ -24,7 +25,7 @@ PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs) {
 void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, const std::string& want) {
   const std::string ext = std::filesystem::path(out_path).extension().string();
   if (ext != ".png" && ext != ".svg")
-    throw Error(fmt::format("-o {}: the chart file must end in .png or .svg", out_path), "e.g. -o loss.png");
+    throw Error(fmt::format("-o {}: the chart file must end in .png or .svg", visible_text(out_path)), "e.g. -o loss.png");
   size_t points = 0;
   for (const auto& r : runs) points += r.loss.size() + r.val.size();
   if (points == 0)

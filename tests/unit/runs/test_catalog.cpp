@@ -1,9 +1,13 @@
 // `mtrain runs`: run folders read back (state, steps, losses, duration), found under a work dir
-// or a folder of work dirs, resolved for `runs plot`, and shown as a table and JSON.
+// or a folder of work dirs, resolved for `runs plot`, and shown as a table and JSON. A work dir is
+// untrusted: special files skip their run by name, bad lines and values are skipped by name, and
+// control characters never leave as raw bytes (issue 40 items 6, 8, 10, 11, 12).
 #include <catch2/catch.hpp>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -178,4 +182,194 @@ TEST_CASE("runs: process_alive knows this process and no other host", "[runs]") 
   CHECK(process_alive(::getpid(), host));
   CHECK_FALSE(process_alive(::getpid(), std::string(host) + "-elsewhere"));
   CHECK_FALSE(process_alive(0, host));
+}
+
+namespace {
+
+// The warnings joined, for matchers.
+std::string joined(const std::vector<std::string>& w) {
+  std::string s;
+  for (const auto& x : w) s += x + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("runs: a special file in a run folder skips that run by name, the others are listed", "[runs][hostile]") {
+  // A FIFO opened without O_NONBLOCK blocks until a writer comes; /dev/zero and /dev/urandom read
+  // without end. Each is refused on the open descriptor before a byte is read.
+  for (const std::string file : {"run.json", "summary.json", "metrics.jsonl"}) {
+    for (const std::string kind : {"fifo", "zero", "urandom", "folder"}) {
+      DYNAMIC_SECTION(file << " as " << kind) {
+        TempDir t("mtrain_test_catalog");
+        make_run(t.path / "wd", "20261123_150401", kInfo, kMetrics, json{{"steps", 3}});
+        const fs::path bad = make_run(t.path / "wd", "20261123_160000", kInfo, kMetrics, json{{"steps", 3}});
+        fs::remove(bad / file);
+        std::string what;
+        if (kind == "fifo") {
+          REQUIRE(::mkfifo((bad / file).c_str(), 0600) == 0);
+          what = "is a FIFO (named pipe), not a regular file";
+        } else if (kind == "folder") {
+          fs::create_directories(bad / file);
+          what = "is a folder, not a regular file";
+        } else {
+          fs::create_symlink("/dev/" + kind, bad / file);
+          what = "is a symbolic link to /dev/" + kind + " (a character device), not a regular file";
+        }
+        CHECK_THROWS_WITH(read_run(bad.string(), "x", never_alive), Catch::Contains((bad / file).string() + " " + what));
+        std::vector<std::string> skipped;
+        const auto runs = list_runs((t.path / "wd").string(), &skipped);
+        REQUIRE(runs.size() == 1);
+        CHECK(runs[0].name == "20261123_150401");
+        REQUIRE(skipped.size() == 1);
+        CHECK_THAT(skipped[0], Catch::StartsWith("run 20261123_160000 skipped: ") && Catch::Contains(what));
+        // `runs plot` of that run names it too (exit 2); of the work dir it takes the newest readable run.
+        CHECK_THROWS_WITH(resolve_run(bad.string()), Catch::Contains(what));
+        std::vector<std::string> skipped2;
+        CHECK(resolve_run((t.path / "wd").string(), &skipped2).path == (t.path / "wd" / "20261123_150401").string());
+        CHECK(skipped2.size() == 1);
+      }
+    }
+  }
+}
+
+TEST_CASE("runs: a JSON file over its limit skips the run, metrics.jsonl is read up to its limit", "[runs][hostile]") {
+  TempDir t("mtrain_test_catalog");
+  const fs::path d = make_run(t.path, "20261123_150401", kInfo, kMetrics, json{{"steps", 3}, {"strategy", "ddp"}});
+  RunFileLimits lim;
+  lim.max_json_bytes = 16;
+  CHECK_THROWS_WITH(read_run(d.string(), "x", never_alive, lim),
+                    Catch::Contains("run.json is") && Catch::Contains("more than a run's JSON file may be"));
+  lim = RunFileLimits();
+  lim.max_metrics_bytes = 50;  // the first line (41 bytes) and part of the second
+  const Run r = read_run(d.string(), "x", never_alive, lim);
+  CHECK(r.loss.size() == 1);
+  CHECK(r.val.empty());  // cut by the limit: unterminated, skipped without a word
+  CHECK_THAT(joined(r.warnings), Catch::Contains("metrics.jsonl: larger than 0 MiB; only its first 0 MiB read"));
+}
+
+TEST_CASE("runs: a metrics line over the line limit is skipped by name, without holding it", "[runs][hostile]") {
+  TempDir t("mtrain_test_catalog");
+  const std::string huge = R"({"mode": "train", "step": 5, "loss": 1.0, "pad": ")" + std::string(200000, 'x') + "\"}\n";
+  const fs::path d = make_run(t.path, "20261123_150401", kInfo,
+                              R"({"mode": "train", "step": 1, "loss": 2.0})" "\n" + huge +
+                                  R"({"mode": "train", "step": 9, "loss": 1.5})" "\n");
+  const Run r = read_run(d.string(), "x", never_alive);
+  REQUIRE(r.loss.size() == 2);
+  CHECK(r.loss[1] == std::make_pair(9.0, 1.5));
+  CHECK(joined(r.warnings) == (d / "metrics.jsonl").string() + ":2: longer than 64 KiB; line skipped\n");
+}
+
+TEST_CASE("runs: bad metrics lines are skipped and named (file:line: what), the run is still listed", "[runs][hostile]") {
+  TempDir t("mtrain_test_catalog");
+  const std::string lines =
+      R"({"mode": "train", "step": 1, "loss": 2.5})" "\n"
+      R"({"mode": "train", "step": "one", "loss": 2.0})" "\n"     // 2: the probe's type_error.302
+      "[1, 2]\n"                                                  // 3
+      R"({"mode": "train", "step": 3, "lo)" "\n"                  // 4: cut, then more lines
+      R"({"mode": "train", "step": 1e300, "loss": 2.0})" "\n"     // 5
+      R"({"mode": "train", "step": 6, "loss": "low"})" "\n"       // 6
+      R"({"mode": 7, "step": 7, "loss": 1.0})" "\n"               // 7
+      R"({"mode": "train", "step": 8, "loss": null})" "\n"        // 8: a NaN loss as written: silent
+      R"({"mode": "train", "step": 9})" "\n"                      // 9
+      R"({"mode": "val", "step": 10, "loss": 1.75})" "\n"
+      R"({"mode": "train", "step": 10, "loss": 1.5})" "\n";
+  const fs::path d = make_run(t.path / "wd", "20261123_160000", kInfo, lines);
+  make_run(t.path / "wd", "20261123_150401", kInfo, kMetrics);
+  std::vector<std::string> skipped;
+  const auto runs = list_runs((t.path / "wd").string(), &skipped);
+  CHECK(skipped.empty());
+  REQUIRE(runs.size() == 2);
+  const Run& r = runs[1];
+  CHECK(r.loss == std::vector<std::pair<double, double>>{{1, 2.5}, {10, 1.5}});
+  CHECK(r.val.size() == 1);
+  CHECK(r.steps == 10);
+  const std::string m = (d / "metrics.jsonl").string();
+  REQUIRE(r.warnings.size() == 6);  // lines 2–7 by name (max_named_lines 5, then a count)
+  CHECK(r.warnings[0] == m + ":2: \"step\" is \"one\", not a step count (a whole number from 0 to 2^53); line skipped");
+  CHECK(r.warnings[1] == m + ":3: not a JSON object; line skipped");
+  CHECK_THAT(r.warnings[2], Catch::StartsWith(m + ":4: not JSON (syntax error at byte"));
+  CHECK_THAT(r.warnings[3], Catch::StartsWith(m + ":5: \"step\" is 1e+300, not a step count"));
+  CHECK(r.warnings[4] == m + ":6: \"loss\" is \"low\", not a finite number; line skipped");
+  CHECK(r.warnings[5] == m + ": 2 more bad lines skipped");  // 7 (mode) and 9 (no loss)
+
+  // A run whose every line is bad is listed all the same, with no curve.
+  write(d / "metrics.jsonl", R"({"step": "one", "loss": 1})" "\n");
+  const Run only_bad = read_run(d.string(), "x", never_alive);
+  CHECK(only_bad.loss.empty());
+  CHECK(only_bad.state == "failed");
+  CHECK(only_bad.warnings.size() == 1);
+}
+
+TEST_CASE("runs: values of the wrong type or range are ignored with a warning, never thrown or wrapped", "[runs][hostile]") {
+  TempDir t("mtrain_test_catalog");
+  json info = kInfo;
+  info["total_steps"] = 1e300;
+  info["world_size"] = "four";
+  info["started"] = -5;
+  json summary = {{"steps", 1e300}, {"world_size", 1LL << 40}, {"strategy", 3}, {"final_loss", "low"},
+                  {"final_val", {{"loss", "high"}}}};
+  const fs::path d = make_run(t.path, "20261123_150401", info, kMetrics, summary);
+  Run r;
+  REQUIRE_NOTHROW(r = read_run(d.string(), "x", never_alive));
+  CHECK(r.steps == 20);        // from metrics.jsonl: the summary's 1e300 is not a step count
+  CHECK(r.total_steps == 0);
+  CHECK(r.world == 0);
+  CHECK(r.strategy == "zero2");  // the summary's 3 is not text: run.json's
+  CHECK(r.final_loss == Approx(2.0));  // the last logged loss stands
+  CHECK(r.final_val == Approx(2.7));
+  CHECK(r.duration_s == 0);
+  const std::string w = joined(r.warnings);
+  CHECK_THAT(w, Catch::Contains("summary.json: \"steps\" is 1e+300, not a step count (a whole number from 0 to 2^53); ignored"));
+  CHECK_THAT(w, Catch::Contains("run.json: \"total_steps\" is 1e+300") && Catch::Contains("run.json: \"world_size\" is \"four\"") &&
+                    Catch::Contains("summary.json: \"world_size\" is 1099511627776, not a world size") &&
+                    Catch::Contains("summary.json: \"strategy\" is 3, not text") &&
+                    Catch::Contains("summary.json: \"final_loss\" is \"low\"") &&
+                    Catch::Contains("summary.json: \"final_val.loss\" is \"high\"") &&
+                    Catch::Contains("run.json: \"started\" is -5"));
+  CHECK_THAT(runs_table({r}), !Catch::Contains("-9223372036854775808"));
+
+  write(d / "summary.json", "{\"steps\": ");
+  const Run cut = read_run(d.string(), "x", never_alive);
+  CHECK(cut.state == "failed");  // read as absent
+  CHECK_THAT(joined(cut.warnings), Catch::Contains("summary.json: not JSON (syntax error at byte") && Catch::Contains("read as absent"));
+}
+
+TEST_CASE("runs: escape sequences in names and values never leave as raw bytes", "[runs][hostile]") {
+  TempDir t("mtrain_test_catalog");
+  const std::string osc = "\x1b]0;owned\x07";
+  const fs::path d = make_run(t.path / ("exp" + osc), "20261123_150401", kInfo,
+                              "{\"mode\": \"train\", \"step\": \"" + osc + "\", \"loss\": 1}\n"  // raw: not JSON
+                              R"({"mode": "train", "step": "\u001b]0;owned\u0007", "loss": 1})" "\n" + kMetrics,
+                              json{{"strategy", "ddp" + osc}, {"stopped_by", "SIG" + osc}, {"model", "\xc2\x9b" "2J"}});
+  std::vector<std::string> skipped;
+  const auto runs = list_runs(t.path.string(), &skipped);
+  REQUIRE(runs.size() == 1);
+  CHECK(runs[0].strategy == "ddp" + osc);  // kept as data
+  const std::string table = runs_table(runs);
+  CHECK(table.find('\x1b') == std::string::npos);
+  CHECK(table.find('\x07') == std::string::npos);
+  CHECK_THAT(table, Catch::Contains("exp^[]0;owned^G/20261123_150401") && Catch::Contains("ddp^[]0;owned^G") &&
+                        Catch::Contains("stopped (SIG^[]0;owned^G)"));
+  const std::string w = joined(runs[0].warnings);
+  CHECK(w.find('\x1b') == std::string::npos);
+  CHECK_THAT(w, Catch::Contains("exp^[]0;owned^G/20261123_150401/metrics.jsonl:1: not JSON") &&
+                    Catch::Contains("exp^[]0;owned^G/20261123_150401/metrics.jsonl:2: \"step\" is \"\\u001b]0;owned\\u0007\""));
+
+  // JSON: the same values, every control written as an escape (C1 and DEL too, which JSON itself
+  // would leave raw), bytes that are not UTF-8 replaced instead of aborting the dump.
+  Run odd = runs[0];
+  odd.name = std::string("bad\xff") + "\x7f";
+  const std::string text = runs_json_text(runs_json({odd}, false));
+  CHECK(text.find('\x1b') == std::string::npos);
+  CHECK(text.find('\x7f') == std::string::npos);
+  CHECK(text.find("\xc2\x9b") == std::string::npos);
+  CHECK_THAT(text, Catch::Contains(R"(\u001b]0;owned\u0007)") && Catch::Contains(R"(\u009b2J)") && Catch::Contains(R"(\u007f)"));
+  const json back = json::parse(text);
+  CHECK(back["runs"][0]["strategy"] == "ddp" + osc);
+  CHECK(back["runs"][0]["model"] == "\xc2\x9b" "2J");
+  CHECK(back["runs"][0]["run"] == "bad\xef\xbf\xbd\x7f");
+  // A well-formed listing is dump(2) byte for byte.
+  const json plain = runs_json({}, false);
+  CHECK(runs_json_text(plain) == plain.dump(2));
 }
