@@ -96,8 +96,14 @@ ScriptError split_script_error(const std::string& text) {
   const std::string message = lines[err].substr(lines[err].find(": ") + 2);
   for (std::size_t i = err + 1; i < lines.size(); ++i)
     if (lines[i] != message && !lines[i].empty()) out.error += "\n" + lines[i];
-  std::vector<std::string> tb(lines.begin() + 1, lines.begin() + static_cast<std::ptrdiff_t>(err));
-  while (!tb.empty() && tb.back().empty()) tb.pop_back();
+  // A model saved with its debug info has two tracebacks: the serialized code ("code/__torch__.py")
+  // and the user's own Python source; the user's is the one they can act on.
+  auto from = lines.begin() + 1;
+  for (auto it = from; it != lines.begin() + static_cast<std::ptrdiff_t>(err); ++it)
+    if (it->rfind("Traceback of TorchScript, original code", 0) == 0) from = it;
+  std::vector<std::string> tb;
+  for (auto it = from; it != lines.begin() + static_cast<std::ptrdiff_t>(err); ++it)
+    if (!it->empty()) tb.push_back(*it);
   if (tb.size() > kMaxTracebackLines) {
     // The innermost calls are nearest the error: the head (the user's own call) and the tail kept.
     const std::size_t head = kMaxTracebackLines / 3, tail = kMaxTracebackLines - head;

@@ -24,7 +24,8 @@ std::string backtrace_of(const std::string& what);
 // "The following operation failed in the TorchScript interpreter.", "Traceback of TorchScript
 // (most recent call last):", the user's source lines with "<--- HERE" under the call, and last
 // PyTorch's own error ("RuntimeError: mat1 and mat2 shapes cannot be multiplied (4x10 and 8x3)");
-// an ATen error outside the interpreter is that message alone. `error` is PyTorch's error (its
+// an ATen error outside the interpreter is that message alone. A model saved with its debug info
+// has two tracebacks, of the serialized code and of the original source: the original is kept. `error` is PyTorch's error (its
 // first line first), `traceback` the TorchScript traceback (empty for an ATen error), at most
 // kMaxTracebackLines lines: a user's file is untrusted text of any length.
 struct ScriptError {

@@ -73,8 +73,11 @@ fails() {
 # Inside the interpreter: PyTorch's error and the TorchScript lines it points at.
 fails wide fsdp 2 net wide "mat1 and mat2 shapes cannot be multiplied (4x10 and 8x8)" "input float32 [4x10], target int64 [4]" \
   --set fsdp.wrap_module_types=Block
-expect_in "$WORK/out-wide" "Traceback of TorchScript"
+# The user's own source lines (the file's debug info), not the serialized code's.
+expect_in "$WORK/out-wide" "Traceback of TorchScript, original code"
+expect_in "$WORK/out-wide" "return x + torch.relu(self.fc(x))"
 expect_in "$WORK/out-wide" "<--- HERE"
+expect_not_in "$WORK/out-wide" "serialized code"
 fails float-labels ddp 1 net float_labels "expected target dtype to be Long or Byte, but got Float" \
   "input float32 [4x8], target float32 [4]"
 fails f64 ddp 1 net f64 "mat1 and mat2 must have the same dtype, but got Double and Float" "input float64 [4x8]"
@@ -82,6 +85,23 @@ fails f64 ddp 1 net f64 "mat1 and mat2 must have the same dtype, but got Double 
 fails class7 ddp 1 plain class7 "Target 7 is out of bounds" "input float32 [4x8], target int64 [4]" \
   --set model.loss=cross_entropy
 expect_in "$WORK/out-class7" "failed in model.loss cross_entropy on forward()'s output"
+
+# A flag left out (issue 45 item 4): refused by the launcher before any rank starts, naming the flag,
+# and by `config validate` for the same job in a file. Before: gpt trained on the model path's
+# neighbours and every rank failed "gpt expects token ids…" / "synthetic data has no task…".
+refused "model.path '$WORK/net.pt' is set but model.name is gpt (the default), which does not read it" \
+  --nproc-per-node 2 --model-path "$WORK/net.pt" --data tensors --data-path "$WORK/good.pt" --work-dir "$WORK/wd-nomodel"
+expect_in "$WORK/refused.out" "Add --model torchscript"
+[ ! -e "$WORK/wd-nomodel" ] && ok "no rank started (no work dir)" || fail "a work dir was made"
+refused "data.path '$WORK/good.pt' is set but data.name is auto, which for model 'torchscript' is synthetic data" \
+  --nproc-per-node 2 --model torchscript --model-path "$WORK/net.pt" --data-path "$WORK/good.pt" --work-dir "$WORK/wd-nodata"
+expect_in "$WORK/refused.out" "--data tensors"
+expect_not_in "$WORK/refused.out" "[$(hostname):"
+printf 'model:\n  name: torchscript\n  path: %s\ndata:\n  path: %s\n' "$WORK/net.pt" "$WORK/good.pt" >"$WORK/job.yaml"
+run_mtrain "$WORK/validate.out" config validate "$WORK/job.yaml"
+[ "$rc" -ne 0 ] && ok "config validate: invalid (exit $rc)" || fail "config validate called it valid"
+expect_in "$WORK/validate.out" "job.yaml:5:"
+expect_in "$WORK/validate.out" "which for model 'torchscript' is synthetic data"
 
 # FSDP with one unit: said once, on rank 0, naming the setting and the classes; not with blocks.
 retry_port_clash "$WORK/out-one" launch --nproc-per-node 2 --master-port 0 --strategy fsdp --max-steps 2 \

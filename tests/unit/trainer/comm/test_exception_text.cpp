@@ -41,6 +41,24 @@ TEST_CASE("a TorchScript failure: PyTorch's error, the source lines it points at
   CHECK(backtrace_of("plain message") == "");
 }
 
+TEST_CASE("of the serialized and the original traceback, the user's own source is kept", "[trainer][comm]") {
+  const ScriptError e = split_script_error(
+      "The following operation failed in the TorchScript interpreter.\n"
+      "Traceback of TorchScript, serialized code (most recent call last):\n"
+      "  File \"code/__torch__.py\", line 21, in loss\n"
+      "    _1 = _0((self).forward(x, ), y, None, None, -100, None, \"mean\", 0., )\n"
+      "\n"
+      "Traceback of TorchScript, original code (most recent call last):\n"
+      "  File \"make.py\", line 23, in loss\n"
+      "      return F.cross_entropy(self.forward(x), y)\n"
+      "                             ~~~~~~~~~~~~ <--- HERE\n"
+      "RuntimeError: addmm: mat1 and mat2 shapes cannot be multiplied (4x10 and 8x8)\n");
+  CHECK(e.error == "RuntimeError: addmm: mat1 and mat2 shapes cannot be multiplied (4x10 and 8x8)");
+  REQUIRE(e.traceback.size() == 4);
+  CHECK(e.traceback[0] == "Traceback of TorchScript, original code (most recent call last):");
+  CHECK(e.traceback[1] == "  File \"make.py\", line 23, in loss");
+}
+
 TEST_CASE("an ATen error outside the interpreter is its message, whole", "[trainer][comm]") {
   try {
     TORCH_CHECK_INDEX(false, "Target ", 7, " is out of bounds.");
