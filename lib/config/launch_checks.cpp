@@ -93,8 +93,12 @@ std::vector<Problem> earlier_run_problems(const json& job) {
 
 void check_before_launch(const json& job, long long world) {
   std::vector<Problem> all;
-  for (auto* f : {&data_model_problems, &work_dir_problems, &resume_problems, &earlier_run_problems})
+  for (auto* f : {&data_model_problems, &work_dir_problems, &resume_problems})
     for (auto& p : f(job)) all.push_back(std::move(p));
+  // A node that joins through the rendezvous (world 0) may be scaling up a running job, whose
+  // checkpoints these are: there rank 0 checks when a fresh run starts (trainer/loop/worker.cpp).
+  if (world > 0)
+    for (auto& p : earlier_run_problems(job)) all.push_back(std::move(p));
   for (auto& p : data_file_problems(job, true)) all.push_back(std::move(p));
   for (auto& p : batch_problems(job, world)) all.push_back(std::move(p));
   std::vector<std::string> lines;
