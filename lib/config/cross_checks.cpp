@@ -39,7 +39,8 @@ bool ranks_run_here(const json& job) {
 }
 
 // Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
-std::vector<Problem> model_file_problems(const json& job) {
+// `model_given`: model.name was set (not its default), for the message.
+std::vector<Problem> model_file_problems(const json& job, bool model_given) {
   std::vector<Problem> out;
   const ModelName model = model_from_text(as_text(job, "model.name"));
   // Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
@@ -56,9 +57,18 @@ std::vector<Problem> model_file_problems(const json& job) {
                    "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
                    "checkpoint folder (relative paths are from the current folder)."});
   }
-  if (model != ModelName::Torchscript) return out;
-  // The TorchScript file: checked here so a typo fails before any rank starts.
   const std::string path = as_text(job, "model.path");
+  // `--model-path net.pt` alone would train the built-in gpt, and every rank fail on the data.
+  if (model != ModelName::Torchscript) {
+    if (!path.empty())
+      out.push_back({true, {"model.path", "model.name"},
+                     fmt::format("model.path '{}' is set but model.name is {}{}, which does not read it", path,
+                                 as_text(job, "model.name"), model_given ? "" : " (the default)"),
+                     "Add --model torchscript (model.name: torchscript in a job file) to train the TorchScript "
+                     "module in model.path, or drop model.path."});
+    return out;
+  }
+  // The TorchScript file: checked here so a typo fails before any rank starts.
   const char* fix = "Set model.path (--model-path) to the file written by torch.jit.save(torch.jit.script(module), PATH).";
   if (path.empty()) {
     out.push_back({true, {"model.path"}, "model.path is empty but model.name is torchscript", fix});
@@ -270,7 +280,7 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& r) {
   }
   append(out, loss_scaling_problems(reg, r));
   append(out, model_shape_problems(job));
-  append(out, model_file_problems(job));
+  append(out, model_file_problems(job, given(r, "model.name")));
   // The dataset's files, from the one table (data_checks.cpp): here what the settings alone show
   // (a needed path left empty); the files themselves on the host whose ranks read them, before
   // any rank starts (check_before_launch, check_data_files), since a job file is often checked

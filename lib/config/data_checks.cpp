@@ -49,6 +49,27 @@ struct DataRule {
 
 std::vector<Problem> none(const json&) { return {}; }
 
+// Synthetic data reads no file and has a task only for the built-in models: a data.path beside it
+// (`--data-path train.pt` without `--data tensors`) or the user's own model would otherwise reach
+// the ranks, which fail after start-up ("synthetic data has no task for model 'torchscript'").
+std::vector<Problem> synthetic_model(const json& job) {
+  const std::string path = text(job, "data.path");
+  const std::string which = choice_at<DataName>(job, "data.name") == DataName::Auto
+                                ? fmt::format("data.name is auto, which for model '{}' is synthetic data", text(job, "model.name"))
+                                : std::string("data.name is synthetic");
+  if (!path.empty())
+    return {{true, {"data.name", "data.path"}, fmt::format("data.path '{}' is set but {}, which reads no file", path, which),
+             "Name the file's format: --data tensors for a torch.save({\"input\": X, \"target\": Y}) file, "
+             "--data tokens for a token file (train.bin), --data text or cifar10 for the built-in models "
+             "(data.name in a job file); or drop data.path."}};
+  if (model_of(job) == ModelName::Torchscript)
+    return {{true, {"data.name", "model.name"}, fmt::format("{}, which has no task for your own model (model torchscript)", which),
+             "Give the data to train on: --data tensors --data-path FILE for a torch.save({\"input\": X, "
+             "\"target\": Y}) file, or --data tokens --data-path train.bin for a language model (data.name "
+             "and data.path in a job file)."}};
+  return {};
+}
+
 std::vector<Problem> text_model(const json& job) {
   const std::string model = text(job, "model.name");
   if (model_of(job) != ModelName::Gpt)
@@ -105,7 +126,7 @@ constexpr const char* kValHint = "Point data.val_path at an existing file, or le
 // one row; every data check below walks it.
 const std::vector<DataRule>& data_rules() {
   static const std::vector<DataRule> rules = {
-      {DataName::Synthetic, none, {}},
+      {DataName::Synthetic, synthetic_model, {}},
       {DataName::Text, text_model,
        {{"data.path", FileKind::Text, false,
          "Give a text file (any bytes; it is read as byte-level tokens), or leave data.path empty for the "

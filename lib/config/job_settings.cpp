@@ -143,6 +143,11 @@ void add_checkpoint_and_comm_settings(Registry& r) {
   r.add(text("checkpoint.resume", "", "Resume from 'auto' (the newest complete checkpoint in "
                                       "work_dir) or a checkpoint folder.",
              "resume"));
+  r.add(boolean("checkpoint.overwrite", false,
+                "Start afresh in a work_dir that holds another run's checkpoints: this run removes them when it "
+                "starts. Without it such a launch is refused unless it resumes (checkpoint.resume), so two runs' "
+                "checkpoints never mix.",
+                "overwrite"));
 
   // Communication.
   r.add(number("comm.timeout_s", 300, 1, 86400, "Timeout of every collective, in seconds."));

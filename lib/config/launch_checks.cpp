@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -65,10 +66,39 @@ std::vector<Problem> resume_problems(const json& job) {
   return {};
 }
 
+std::vector<Problem> earlier_run_problems(const json& job) {
+  if (!get(job, "checkpoint.resume").get<std::string>().empty() || get(job, "checkpoint.overwrite").get<bool>()) return {};
+  const std::string dir = get(job, "train.work_dir").get<std::string>();
+  std::error_code ec;
+  std::vector<std::pair<long long, std::string>> steps;
+  for (const auto& e : fs::directory_iterator(fs::path(dir) / "checkpoints", ec)) {
+    const std::string name = e.path().filename().string();
+    const auto n = str::starts_with(name, "step_") ? str::parse_uint(name.substr(5)) : std::nullopt;
+    if (n && fs::exists(e.path() / "COMPLETE", ec)) steps.emplace_back(*n, name);
+  }
+  if (steps.empty()) return {};
+  std::sort(steps.rbegin(), steps.rend());
+  std::vector<std::string> names;
+  for (size_t i = 0; i < steps.size() && i < 3; ++i) names.push_back(steps[i].second);
+  if (steps.size() > 3) names.push_back("…");
+  return {{true, {"train.work_dir", "checkpoint.resume", "checkpoint.overwrite"},
+           fmt::format("train.work_dir '{}' holds another run's checkpoints ({}) and this run would start afresh "
+                       "beside them (a later --resume auto would pick whichever step is newest, of either run)",
+                       dir, str::join(names, ", ")),
+           fmt::format("Continue that run with --resume auto (from step {}; raise --max-steps to train further), "
+                       "train into a fresh --work-dir, or pass --overwrite (checkpoint.overwrite: true) to remove its "
+                       "checkpoints and start afresh.",
+                       steps.front().first)}};
+}
+
 void check_before_launch(const json& job, long long world) {
   std::vector<Problem> all;
   for (auto* f : {&data_model_problems, &work_dir_problems, &resume_problems})
     for (auto& p : f(job)) all.push_back(std::move(p));
+  // A node that joins through the rendezvous (world 0) may be scaling up a running job, whose
+  // checkpoints these are: there rank 0 checks when a fresh run starts (trainer/loop/worker.cpp).
+  if (world > 0)
+    for (auto& p : earlier_run_problems(job)) all.push_back(std::move(p));
   for (auto& p : data_file_problems(job, true)) all.push_back(std::move(p));
   for (auto& p : batch_problems(job, world)) all.push_back(std::move(p));
   std::vector<std::string> lines;

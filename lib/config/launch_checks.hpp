@@ -17,8 +17,13 @@ std::vector<Problem> work_dir_problems(const json& job);
 // COMPLETE marker the trainer writes last. (The ranks still verify every file's checksum.)
 std::vector<Problem> resume_problems(const json& job);
 
+// A fresh run (checkpoint.resume empty, checkpoint.overwrite off) in a work dir whose checkpoints/
+// holds a complete step_<N> of an earlier run: refused, so two runs never mix (issue 45).
+std::vector<Problem> earlier_run_problems(const json& job);
+
 // Every problem above, the data checks (data_checks.hpp, on disk) and batch_problems(job, world) (world 0: not known
-// before the rendezvous), as one mtrain::Error (exit 2). `job` is the job spec the ranks get.
+// before the rendezvous; then earlier_run_problems is left to the trainer's rank 0, since a joining
+// node may scale up a running job whose checkpoints they are), as one mtrain::Error (exit 2). `job` is the job spec the ranks get.
 void check_before_launch(const json& job, long long world);
 
 }  // namespace mtrain::config

@@ -350,20 +350,22 @@ LaunchDecision plan_and_check(LaunchDecision d, LaunchOptions opt, const EnvMap&
     d.options = std::move(opt);
     return d;
   }
-  // Input checks that touch the system, before anything starts.
+  // Input checks that touch the system, before anything starts. Rank 0 of the bundled trainer
+  // runs here: a work dir held by a live job refuses first (what it holds, its checkpoints
+  // included, is that job's); rank 0 still takes the lock itself (and takes over a stale one).
+  const bool rank0_here = !joining && d.plan.nodes.at(0).node_rank == 0;
+  if (p.program.empty() && rank0_here)
+    probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());
   if (p.program.empty()) probes.check_job(opt.job_spec_json, joining ? 0 : d.plan.world_size);
   d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
     throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
                 "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
-  if (!joining && d.plan.nodes.at(0).node_rank == 0) {
+  if (rank0_here) {
     probes.check_port_free(d.plan.master_addr, d.plan.master_port);
     // Node 0 holds the restarts' store: a taken port is refused now, not met by a node agent
     // that would take someone else's listener for its store.
     if (agent) probes.check_port_free(d.agent->endpoint.host, d.agent->endpoint.port);
-    // Rank 0 of the bundled trainer runs here: a work dir held by a live job refuses now, before
-    // any rank starts; rank 0 still takes the lock itself (and takes over a stale one).
-    if (p.program.empty()) probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());
   }
   d.options = std::move(opt);
   return d;

@@ -37,9 +37,10 @@ expect_rc 2 "live holder on another host"
 expect_in "$WORK/c.out" "is in use by job ghost (host other-node.example, pid 4242"
 grep -q '^\[' "$WORK/c.out" && fail "no rank started for the other host's holder" "none" "rank output" \
   || ok "no rank started for the other host's holder" "none" "none"
-# A dead holder on this host: the job runs, rank 0 takes the lock over with its notice.
+# A dead holder on this host: the job runs, rank 0 takes the lock over with its notice. (Job A's
+# SIGTERM left its checkpoint there: a fresh run beside it needs --overwrite, issue 45.)
 plant_lock "$wd" "$(hostname)" "$(dead_pid)"
-run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
+run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2 --overwrite)
 expect_rc 0 "dead holder on this host: taken over"
 expect_in "$WORK/d.out" "no longer running; taking the lock over"
 no_survivors

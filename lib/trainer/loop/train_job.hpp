@@ -42,6 +42,7 @@ struct TrainJob {
   int64_t checkpoint_interval = 0;
   int64_t checkpoint_keep = 2;
   std::string resume;
+  bool overwrite = false;   // checkpoint.overwrite: a fresh run removes the work dir's old checkpoints
   std::string init;         // model.init: pretrained weights ("" = none)
   bool init_strict = true;  // model.init_strict
   nlohmann::json settings;  // the resolved job this was made from, every key present (model.safetensors metadata)

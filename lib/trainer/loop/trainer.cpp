@@ -16,6 +16,8 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/run_folder.hpp"
+#include "mtrain/core/strings.hpp"
+#include "mtrain/core/visible_text.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
@@ -34,6 +36,7 @@
 #include "mtrain/trainer/loop/run_summary.hpp"
 #include "mtrain/trainer/loop/step_figures.hpp"
 #include "mtrain/trainer/loop/weights_export.hpp"
+#include "mtrain/trainer/strategy/wrap_policy.hpp"
 
 namespace mtrain::trainer {
 
@@ -42,6 +45,11 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+// Settings that define what a run trains, kept in its checkpoints (trainer_state "settings").
+// Not the strategy, the world or the batch split: a resume may change those (resharding).
+constexpr const char* kRunSettings[] = {"model.name", "model.path", "data.name", "data.path", "train.max_steps",
+                                        "train.max_epochs", "train.seed", "optim.lr"};
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -125,6 +133,7 @@ class Loop {
     auto init = job_.init.empty() ? std::optional<InitPlan>()
                                   : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
     fs::create_directories(job_.work_dir);
+    note_single_fsdp_unit();
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     expected_state_ = expected_state(*parts_.model, optimizer_state_names(job_.strat.optim));
     strategy_->setup(parts_.model);
@@ -417,7 +426,35 @@ class Loop {
                          {"drop_last", job_.data.drop_last}}},
             {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
             {"last_loss", last_loss_},
-            {"optimizer", config::to_string(job_.strat.optim.name)}};
+            {"optimizer", config::to_string(job_.strat.optim.name)},
+            {"settings", run_settings()}};
+  }
+
+  // What a run trains, whatever the strategy and world (those may change on resume, resharding):
+  // kept in the checkpoint so that a resume under other values says so (issue 45).
+  json run_settings() const {
+    json s = json::object();
+    for (const char* key : kRunSettings) {
+      const json* v = &job_.settings;  // nested, every key present (a job made in code may have none)
+      for (const auto& part : str::split(key, '.')) v = v && v->is_object() && v->contains(part) ? &v->at(part) : nullptr;
+      if (v) s[key] = *v;
+    }
+    return s;
+  }
+
+  // The settings in kRunSettings that differ between the checkpoint and this run, as
+  // "train.max_steps 50 (now 10)"; none for a checkpoint written before they were kept.
+  std::vector<std::string> changed_settings(const json& state) const {
+    std::vector<std::string> out;
+    const auto saved = state.find("settings");
+    if (saved == state.end() || !saved->is_object()) return out;
+    const json now = run_settings();
+    for (const char* key : kRunSettings) {
+      const auto was = saved->find(key);
+      if (was == saved->end() || !now.contains(key) || *was == now.at(key)) continue;
+      out.push_back(fmt::format("{} {} (now {})", key, visible_text(was->dump()), visible_text(now.at(key).dump())));
+    }
+    return out;
   }
 
   void save() {
@@ -463,10 +500,71 @@ class Loop {
     }
     console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", dir, step_,
                               reader.manifest().world_size));
+    if (const auto changed = changed_settings(reader.manifest().state); !changed.empty())
+      console_.line(fmt::format("note: {} was saved by a run with other settings: {}; training goes on with this "
+                                "run's (a fresh run: --overwrite or a new --work-dir)",
+                                dir, str::join(changed, ", ")));
+    refuse_finished(dir);
     if (!job_.init.empty()) {
       console_.line(fmt::format("model.init {} not loaded: the resumed checkpoint takes precedence", job_.init));
     }
     return true;
+  }
+
+  // FSDP over the user's TorchScript model without blocks named in fsdp.wrap_module_types cuts it
+  // into one unit: every parameter is gathered at once, so sharding saves nothing while the model
+  // computes. Said once (rank 0's console), with the module classes there are to name (issue 45).
+  void note_single_fsdp_unit() {
+    if (job_.strategy != config::StrategyName::Fsdp || job_.model.name != config::ModelName::Torchscript) return;
+    ParamList p;
+    for (const auto& np : parts_.model->named_parameters()) {
+      p.names.push_back(np.key());
+      p.numels.push_back(np.value().numel());
+    }
+    const auto& f = job_.strat.fsdp;
+    if (fsdp_units(p, f.wrap_policy, parts_.model->block_prefixes(), f.min_num_params).size() > 1) return;
+    std::map<std::string, int> classes;  // the mirror modules carry the TorchScript class names
+    for (const auto& m : parts_.model->modules(/*include_self=*/false)) ++classes[m->name()];
+    std::vector<std::string> names;
+    for (const auto& [name, n] : classes) {
+      if (names.size() == 12) {
+        names.push_back("…");
+        break;
+      }
+      names.push_back(n > 1 ? fmt::format("{} (x{})", visible_text(name), n) : visible_text(name));
+    }
+    int64_t numel = 0;
+    for (int64_t n : p.numels) numel += n;
+    const std::string why = f.wrap_policy == config::WrapPolicy::Size
+                                ? fmt::format("fsdp.wrap_policy size found no subtree of fsdp.min_num_params {}", f.min_num_params)
+                                : std::string("fsdp.wrap_module_types names no block of it");
+    console_.line(fmt::format(
+        "note: fsdp: the model is one unit ({}): all {} parameters are gathered at once, so FSDP saves no memory "
+        "over ddp while the model computes. Name its blocks in fsdp.wrap_module_types (--set "
+        "fsdp.wrap_module_types=CLASS); the module classes in {}: {}",
+        why, numel, job_.model.path, names.empty() ? std::string("none (the model has no submodules)") : str::join(names, ", ")));
+  }
+
+  // A resumed checkpoint at or past this run's last step: nothing is trained. At the last step (the
+  // same command run again) the model is exported again and that is said; past it (another run's
+  // checkpoint, or max_steps lowered) the run is refused: exporting would pass off a model trained
+  // for more steps than asked (issue 45: "Iter(val) [50/10]", exit 0).
+  void refuse_finished(const std::string& dir) {
+    if (step_ < total_) return;
+    const std::string goal = by_epochs_ ? fmt::format("{} steps (max_epochs {})", total_, job_.max_epochs)
+                                        : fmt::format("max_steps {}", total_);
+    if (step_ == total_) {
+      console_.line(fmt::format("already trained: step {} of {} ({}); nothing left to train, so its model is only "
+                                "exported again (raise --max-steps to train further)",
+                                step_, goal, dir));
+      return;
+    }
+    throw Error(fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
+                            "nothing to train (--resume {} picked it)",
+                            step_, goal, dir, job_.resume),
+                fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
+                            "--overwrite without --resume to remove the work dir's checkpoints.",
+                            step_));
   }
 
   // Pretrained weights before step 0; every rank reads its own part of the file.

@@ -2,6 +2,7 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/launch_checks.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
@@ -116,13 +118,41 @@ struct RemoveIfOnlyLock {
   }
 };
 
+// checkpoint.overwrite: every step_<N> of an earlier run goes, each renamed to a .del_step_ folder
+// first, so a crash midway leaves only what remove_abandoned_saves clears at the next start.
+void remove_earlier_checkpoints(const std::string& root, std::ostream& console) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return;
+  std::vector<std::string> removed;
+  for (const auto& e : fs::directory_iterator(root, ec)) {
+    const std::string name = e.path().filename().string();
+    if (name.rfind("step_", 0) == 0 && e.is_directory(ec)) removed.push_back(name);
+  }
+  std::sort(removed.begin(), removed.end());
+  for (const auto& name : removed) {
+    const fs::path trash = fs::path(root) / (".del_" + name + ".overwrite");
+    fs::remove_all(trash, ec);
+    fs::rename(fs::path(root) / name, trash, ec);
+    if (ec)
+      throw Error(fmt::format("checkpoint.overwrite: cannot remove {}/{}: {}", root, name, ec.message()),
+                  "check the work dir's permissions, or train into a fresh --work-dir", kExitFailure);
+    fs::remove_all(trash, ec);
+  }
+  if (!removed.empty())
+    console << fmt::format("mtrain-worker: checkpoint.overwrite: removed the earlier run's checkpoints from {} ({})\n",
+                           root, str::join(removed, ", "));
+}
+
 // One job per work dir (work_dir_lock.hpp): rank 0 holds the lock for the whole run, and
 // saves interrupted by a dead job's crash are removed only once the lock is ours. The members'
 // order is the protocol: the lock is released before the cleanup looks at the dir, also when
 // taking the lock throws.
 class WorkDirClaim {
  public:
-  WorkDirClaim(const std::string& work_dir, int rank, const std::string& job_id, std::ostream& console) {
+  // `overwrite`: a fresh run with checkpoint.overwrite, whose launch accepted the earlier run's
+  // checkpoints only because they go now (config/launch_checks.hpp, earlier_run_problems).
+  WorkDirClaim(const std::string& work_dir, int rank, const std::string& job_id, bool overwrite, std::ostream& console) {
     if (rank != 0) return;
     std::error_code exists_ec;
     if (!std::filesystem::exists(work_dir, exists_ec)) cleanup_.dir = work_dir;
@@ -130,6 +160,7 @@ class WorkDirClaim {
     lock_ = WorkDirLock::acquire(work_dir, job_id, &notice);
     if (!notice.empty()) console << "mtrain-worker: notice: " << notice << "\n";
     remove_abandoned_saves(work_dir + "/checkpoints");
+    if (overwrite) remove_earlier_checkpoints(work_dir + "/checkpoints", console);
   }
   WorkDirClaim(const WorkDirClaim&) = delete;
   WorkDirClaim& operator=(const WorkDirClaim&) = delete;
@@ -241,7 +272,14 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   const std::vector<std::string> restart_notes = apply_restart(tj, place.world, restart);
   if (place.rank == 0)
     for (const auto& n : restart_notes) console << "mtrain-worker: " << n << "\n";
-  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), console);
+  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), tj.overwrite && tj.resume.empty(),
+                           console);
+  // A fresh run (not resumed, not a restarted attempt: apply_restart resumes those) beside another
+  // run's checkpoints: the launcher refuses it before any rank starts, except on a node that joins
+  // through the rendezvous (config/launch_checks.hpp); rank 0 of such a job refuses it here.
+  if (place.rank == 0 && tj.resume.empty() && !tj.overwrite)
+    for (const auto& p : config::earlier_run_problems(tj.settings))
+      if (p.error) throw Error(p.message, p.hint);
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
 

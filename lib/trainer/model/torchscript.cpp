@@ -24,6 +24,8 @@
 #include "mtrain/core/torchscript_archive.hpp"
 #include "mtrain/core/torchscript_trust.hpp"
 #include "mtrain/core/worker_facts.hpp"
+#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/comm/exception_text.hpp"
 #include "mtrain/trainer/model/load_failure.hpp"
 #include "mtrain/trainer/model/models.hpp"
 #include "mtrain/trainer/model/scripted_recompute.hpp"
@@ -40,6 +42,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <set>
 #include <sstream>
 
@@ -169,7 +172,8 @@ class ScriptedModel : public TaskModel {
   at::Tensor loss(const Batch& b) override {
     reject_recompute();
     if (own_loss_) return as_tensor(run("loss", {b.input, b.target}), "loss");
-    return builtin_loss(forward(b.input), b.target);
+    const at::Tensor out = forward(b.input);
+    return reported(builtin_loss_name(), {b.input, b.target}, [&] { return builtin_loss(out, b.target); });
   }
 
   EvalStats evaluate(const Batch& b) override {
@@ -179,13 +183,15 @@ class ScriptedModel : public TaskModel {
       const bool classes = out.dim() == b.target.dim() + 1 && !at::isFloatingType(b.target.scalar_type());
       if (own_loss_ || spec_.loss == config::LossName::Mse) {
         const at::Tensor l = own_loss_ ? as_tensor(run("loss", {b.input, b.target}), "loss")
-                                       : builtin_loss(out, b.target);
+                                       : reported(builtin_loss_name(), {b.input, b.target},
+                                                  [&] { return builtin_loss(out, b.target); });
         s.count = classes ? b.target.numel() : b.size();
         s.loss_sum = l.item<double>() * static_cast<double>(s.count);
         if (classes) s.correct = out.argmax(-1).eq(b.target).sum().item<int64_t>();
         return s;
       }
-      return classifier_stats(out.reshape({-1, out.size(-1)}), class_ids(b.target));
+      return reported(builtin_loss_name(), {b.input, b.target},
+                      [&] { return classifier_stats(out.reshape({-1, out.size(-1)}), class_ids(b.target)); });
     });
   }
 
@@ -259,38 +265,47 @@ class ScriptedModel : public TaskModel {
         .at("fsdp.activation_checkpointing");
   }
 
-  c10::IValue run(const std::string& method, std::vector<c10::IValue> args) {
-    const std::string shape = args.front().isTensor() ? shape_of(args.front().toTensor()) : "?";
+  c10::IValue run(const std::string& method, const std::vector<c10::IValue>& args) {
+    return reported(method + "()", args, [&] { return module_.get_method(method)(args); });
+  }
+
+  // `fn` (a call of the user's code, or the built-in loss on its output); a failure becomes one
+  // paragraph: PyTorch's own error first, the TorchScript lines it points at, what went in (shape
+  // and dtype), then the hint. The C++ backtrace goes to the rank's stderr alone, which the launcher
+  // keeps in the rank's log and folds to one line on the console (launch/stderr_tail.hpp).
+  template <class Fn>
+  auto reported(const std::string& what, const std::vector<c10::IValue>& args, Fn&& fn) -> decltype(fn()) {
     try {
-      return module_.get_method(method)(std::move(args));
+      return fn();
     } catch (const mtrain::Error&) {
       throw;
     } catch (const std::exception& e) {
-      throw Error(fmt::format("the TorchScript model '{}' failed in {}() on an input of shape {}: {}",
-                              spec_.path, method, shape, error_line(e.what())),
+      if (const std::string bt = backtrace_of(e.what()); !bt.empty()) std::cerr << bt << std::endl;
+      const ScriptError pe = script_error(e);
+      std::string message = fmt::format("the TorchScript model '{}' failed in {}: {}", spec_.path, what, pe.error);
+      for (const auto& l : pe.traceback) message += "\n  " + l;
+      std::vector<std::string> in;
+      const char* names[] = {"input", "target"};
+      for (std::size_t i = 0; i < args.size() && i < 2; ++i)
+        if (args[i].isTensor())
+          in.push_back(fmt::format("{} {} {}", names[i], dtype_name(args[i].toTensor().scalar_type()),
+                                   shape_of(args[i].toTensor())));
+      message += fmt::format("\n  {}", in.empty() ? std::string("no tensor input") : str::join(in, ", "));
+      throw Error(message,
                   traced_
                       ? fmt::format("'{}' was made by torch.jit.trace, which froze the example "
                                     "input's shapes and control flow into the file: export it "
                                     "with torch.jit.save(torch.jit.script(model), PATH) instead "
                                     "(and check that the data matches what the model expects)",
                                     spec_.path)
-                      : "check that the data matches what the model expects (shape, dtype); a "
-                        "module made with torch.jit.trace has the example input's shapes and "
-                        "control flow frozen in — use torch.jit.script for a model with "
-                        "data-dependent control flow or varying shapes")
+                      : "check that the data matches what the model expects: the input's shape and "
+                        "dtype (float32 for a float model: torch.save the tensors with .float()), "
+                        "class ids as int64 in [0, classes) for cross-entropy; a module made with "
+                        "torch.jit.trace has the example input's shapes and control flow frozen in "
+                        "— use torch.jit.script for a model with data-dependent control flow or "
+                        "varying shapes")
           .at("model.path");
     }
-  }
-
-  // The interpreter's message is a TorchScript traceback whose last line is the error itself;
-  // a c10::Error's first line is its message (a C++ backtrace may follow).
-  static std::string error_line(const std::string& s) {
-    std::vector<std::string> lines;
-    for (const auto& l : str::split(s, '\n'))
-      if (!str::trim(l).empty()) lines.push_back(str::trim(l));
-    if (lines.empty()) return s;
-    return s.find("failed in the TorchScript interpreter") != std::string::npos ? lines.back()
-                                                                                : lines.front();
   }
 
   at::Tensor as_tensor(const c10::IValue& v, const char* method) const {
@@ -300,6 +315,10 @@ class ScriptedModel : public TaskModel {
                   "return a single Tensor (the logits, or the scalar loss)")
           .at("model.path");
     return v.toTensor();
+  }
+
+  std::string builtin_loss_name() const {
+    return fmt::format("model.loss {} on forward()'s output", config::to_string(spec_.loss));
   }
 
   at::Tensor builtin_loss(const at::Tensor& out, const at::Tensor& target) const {

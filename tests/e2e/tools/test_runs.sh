@@ -12,7 +12,8 @@ train() {  # train OUT ARGS...: a short mlp run into $WD
 }
 train "$WORK/run1" --max-steps 4
 expect_rc 0 "first run"
-train "$WORK/run2" --strategy zero1 --nproc-per-node 2 --max-steps 6
+# A fresh run beside the first one's checkpoints says so: --overwrite (issue 45).
+train "$WORK/run2" --strategy zero1 --nproc-per-node 2 --max-steps 6 --overwrite
 expect_rc 0 "second run (zero1, 2 ranks)"
 
 runs=$(find "$WD" -mindepth 1 -maxdepth 1 -type d -regextype posix-extended -regex '.*/[0-9]{8}_[0-9]{6}(_[0-9]+)?' | sort)

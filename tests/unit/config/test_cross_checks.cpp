@@ -9,6 +9,13 @@ std::vector<Problem> check(std::map<std::string, json> values) {
   const auto& reg = job_registry();
   return cross_check(reg, resolve(reg, {Layer{Source::JobFile, "job.yaml", std::move(values)}}));
 }
+// A TorchScript model with data it can train on (a tensors file), plus `values`.
+std::map<std::string, json> own(std::map<std::string, json> values) {
+  values.emplace("model.name", "torchscript");
+  values.emplace("data.name", "tensors");
+  values.emplace("data.path", std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt");
+  return values;
+}
 size_t errors(const std::vector<Problem>& ps) {
   size_t n = 0;
   for (const auto& p : ps) n += p.error;
@@ -53,28 +60,27 @@ TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
 
 TEST_CASE("torchscript and data: files must exist before any rank starts", "[config]") {
   const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
-  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here}})) == 0);
-  auto none = check({{"model.name", "torchscript"}});
+  CHECK(errors(check(own({{"model.path", here}}))) == 0);
+  auto none = check(own({}));
   REQUIRE(errors(none) == 1);
   CHECK_THAT(none[0].message, Catch::Contains("model.path is empty"));
-  auto missing = check({{"model.name", "torchscript"}, {"model.path", "/nonexistent/net.pt"}});
+  auto missing = check(own({{"model.path", "/nonexistent/net.pt"}}));
   REQUIRE(errors(missing) == 1);
   CHECK_THAT(missing[0].message, Catch::Contains("'/nonexistent/net.pt' does not exist"));
   // On other hosts the path is the node's: not checked here.
-  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", "/nonexistent/net.pt"},
-                      {"launch.launcher", "ssh"}, {"launch.hostfile", here}})) == 0);
+  CHECK(errors(check(own({{"model.path", "/nonexistent/net.pt"}, {"launch.launcher", "ssh"},
+                          {"launch.hostfile", here}}))) == 0);
   // Activation checkpointing needs blocks: named, or FSDP's size units.
-  auto no_blocks = check({{"model.name", "torchscript"}, {"model.path", here},
-                          {"fsdp.activation_checkpointing", true}});
+  auto no_blocks = check(own({{"model.path", here}, {"fsdp.activation_checkpointing", true}}));
   REQUIRE(errors(no_blocks) == 1);
   CHECK_THAT(no_blocks[0].message, Catch::Contains("fsdp.wrap_module_types is empty"));
-  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here},
-                      {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_module_types", "Block"}})) == 0);
-  CHECK(errors(check({{"model.name", "torchscript"}, {"model.path", here},
-                      {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_policy", "size"}})) == 0);
+  CHECK(errors(check(own({{"model.path", here}, {"fsdp.activation_checkpointing", true},
+                          {"fsdp.wrap_module_types", "Block"}}))) == 0);
+  CHECK(errors(check(own({{"model.path", here}, {"fsdp.activation_checkpointing", true},
+                          {"fsdp.wrap_policy", "size"}}))) == 0);
   // Under ddp the block names still matter (checkpointing): no "has no effect" warning.
-  CHECK(check({{"model.name", "torchscript"}, {"model.path", here}, {"strategy", "ddp"},
-               {"fsdp.activation_checkpointing", true}, {"fsdp.wrap_module_types", "Block"}})
+  CHECK(check(own({{"model.path", here}, {"strategy", "ddp"}, {"fsdp.activation_checkpointing", true},
+                   {"fsdp.wrap_module_types", "Block"}}))
             .empty());
   // A dataset's file settings: here what the settings show (data_checks.cpp's table); the files
   // themselves on the host whose ranks read them (test_launch_checks.cpp).
@@ -83,6 +89,34 @@ TEST_CASE("torchscript and data: files must exist before any rank starts", "[con
   CHECK_THAT(no_data[0].message, Catch::Contains("data.path is empty but data.name is tensors"));
   CHECK(errors(check({{"data.name", "tensors"}, {"data.path", here}})) == 0);
   CHECK(errors(check({{"data.name", "cifar10"}, {"model.name", "resnet18"}})) == 1);
+}
+
+// Issue 45: `--model-path net.pt` without `--model torchscript` trained the built-in gpt and
+// `--data-path train.pt` without `--data tensors` fed synthetic data; both failed in every rank
+// after start-up. Now both are refused here, which `config validate` and every launch run.
+TEST_CASE("a model or data path the chosen model or dataset does not read is refused, naming the flag", "[config]") {
+  const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";
+  auto gpt = check({{"model.path", here}});
+  REQUIRE(errors(gpt) == 1);
+  CHECK(gpt[0].keys[0] == "model.path");
+  CHECK_THAT(gpt[0].message, Catch::Contains("model.name is gpt (the default), which does not read it"));
+  CHECK_THAT(gpt[0].hint, Catch::Contains("--model torchscript"));
+  auto mlp = check({{"model.name", "mlp"}, {"model.path", here}});
+  REQUIRE(errors(mlp) == 1);
+  CHECK_THAT(mlp[0].message, Catch::Contains("model.name is mlp, which"));
+
+  auto data = check({{"model.name", "torchscript"}, {"model.path", here}, {"data.path", here}});
+  REQUIRE(errors(data) == 1);
+  CHECK(data[0].keys[0] == "data.name");
+  CHECK_THAT(data[0].message, Catch::Contains("data.name is auto, which for model 'torchscript' is synthetic data"));
+  CHECK_THAT(data[0].hint, Catch::Contains("--data tensors"));
+  auto no_data = check({{"model.name", "torchscript"}, {"model.path", here}});
+  REQUIRE(errors(no_data) == 1);
+  CHECK_THAT(no_data[0].message, Catch::Contains("has no task for your own model"));
+  CHECK(errors(check({{"model.name", "mlp"}, {"data.name", "synthetic"}, {"data.path", here}})) == 1);
+  // What trains stays accepted: gpt on a text file, mlp on synthetic data.
+  CHECK(errors(check({{"data.path", here}})) == 0);
+  CHECK(errors(check({{"model.name", "mlp"}})) == 0);
 }
 
 TEST_CASE("strategy auto: the strategy checks wait for the launcher's choice; the rest still run", "[config]") {

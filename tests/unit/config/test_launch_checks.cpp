@@ -138,6 +138,32 @@ TEST_CASE("resume PATH needs a complete checkpoint", "[config][launch_checks]") 
   CHECK(resume_problems(job({{"checkpoint.resume", (d.path / "step_10").string()}})).empty());
 }
 
+// Issue 45: a fresh run into a work dir that held a finished run's checkpoints mixed with them.
+TEST_CASE("a fresh run beside another run's checkpoints is refused; resume and overwrite pass", "[config][launch_checks]") {
+  TempDir d;
+  const std::string wd = (d.path / "wd").string();
+  CHECK(earlier_run_problems(job({{"train.work_dir", wd}})).empty());  // no work dir yet
+  fs::create_directories(d.path / "wd" / "checkpoints" / "step_40");
+  fs::create_directories(d.path / "wd" / "checkpoints" / "step_50");
+  fs::create_directories(d.path / "wd" / "checkpoints" / "step_60");  // interrupted: no COMPLETE
+  fs::create_directories(d.path / "wd" / "checkpoints" / ".tmp_step_70");
+  CHECK(earlier_run_problems(job({{"train.work_dir", wd}})).empty());  // nothing complete
+  std::ofstream(d.path / "wd" / "checkpoints" / "step_40" / "COMPLETE") << "step 40\n";
+  std::ofstream(d.path / "wd" / "checkpoints" / "step_50" / "COMPLETE") << "step 50\n";
+  auto mixed = earlier_run_problems(job({{"train.work_dir", wd}}));
+  REQUIRE(mixed.size() == 1);
+  CHECK(mixed[0].error);
+  CHECK_THAT(mixed[0].message, Catch::Contains("holds another run's checkpoints (step_50, step_40)"));
+  CHECK_THAT(mixed[0].hint, Catch::Contains("--resume auto (from step 50") && Catch::Contains("a fresh --work-dir") &&
+                                Catch::Contains("--overwrite"));
+  CHECK_THAT(paragraph_of(job({{"train.work_dir", wd}}), 2),
+             Catch::Contains("holds another run's checkpoints") && Catch::Contains("(nothing was started)"));
+  // A node joining through the rendezvous (world 0) may scale up the running job they belong to.
+  CHECK(paragraph_of(job({{"train.work_dir", wd}}), 0).empty());
+  CHECK(earlier_run_problems(job({{"train.work_dir", wd}, {"checkpoint.resume", "auto"}})).empty());
+  CHECK(earlier_run_problems(job({{"train.work_dir", wd}, {"checkpoint.overwrite", true}})).empty());
+}
+
 TEST_CASE("the planned world must divide the global batch", "[config][launch_checks]") {
   const json j = job({{"train.batch_size", 4}, {"train.global_batch_size", 12}});
   CHECK(batch_problems(j, 3).empty());

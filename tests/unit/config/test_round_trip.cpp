@@ -46,7 +46,7 @@ json sample(const Setting& s) {
       if (s.key == "launch.ranks_filter") return "0,3";
       if (s.key == "slurm.time") return "1-02:00:00";
       // Read before any rank starts: must name a file that exists.
-      if (s.key == "model.init") return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
+      if (s.key == "model.init" || s.key == "model.path") return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
       return "some value/with space";
   }
   return nullptr;
@@ -94,8 +94,13 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
 
       // Each layer wins over the ones below, and provenance names it.
       // ZeRO knobs need a ZeRO strategy to pass the cross-field checks.
+      // A model.path is read by model torchscript only, which trains on data of its own (issue 45).
+      const std::string readme = std::string(MTRAIN_SOURCE_DIR) + "/README.md";
       const std::vector<std::string> companions =
-          s.key.rfind("zero.", 0) == 0 ? std::vector<std::string>{"strategy=zero3"} : std::vector<std::string>{};
+          s.key.rfind("zero.", 0) == 0 ? std::vector<std::string>{"strategy=zero3"}
+          : s.key == "model.path"      ? std::vector<std::string>{"model.name=torchscript", "data.name=tensors",
+                                                                  "data.path=" + readme}
+                                       : std::vector<std::string>{};
       JobInputs in;
       in.user_file = "/nonexistent/mtrain-user.yaml";
       in.sets = companions;

@@ -97,7 +97,8 @@ TEST_CASE("torchscript asks for the model file and the data files, and checks th
   std::string t;
   // launcher, nproc: Enter; model torchscript; a missing file, then net; loss cross_entropy;
   // data tensors; data.path Enter (refused: empty), then data; val_path missing, then Enter; rest Enter.
-  auto a = drive("\n\ntorchscript\n/nonexistent/net.pt\n" + net + "\ncross_entropy\ntensors\n\n" + data +
+  // data.name: Enter (auto, which has no task for a TorchScript model: refused), then tensors.
+  auto a = drive("\n\ntorchscript\n/nonexistent/net.pt\n" + net + "\ncross_entropy\n\ntensors\n\n" + data +
                      "\n/nonexistent/val.pt\n\n" + std::string(12, '\n'),
                  &t);
   CHECK(a.at("model.name") == "torchscript");
@@ -108,6 +109,7 @@ TEST_CASE("torchscript asks for the model file and the data files, and checks th
   CHECK(a.at("data.val_path") == "");
   CHECK(a.count("model.n_layer") == 0);
   CHECK_THAT(t, Catch::Contains("not accepted: model.path '/nonexistent/net.pt' does not exist"));
+  CHECK_THAT(t, Catch::Contains("not accepted: data.name is auto, which for model 'torchscript' is synthetic data"));
   CHECK_THAT(t, Catch::Contains("not accepted: data.path is empty but data.name is tensors"));
   CHECK_THAT(t, Catch::Contains("not accepted: data.val_path '/nonexistent/val.pt' does not exist"));
   // Tokens: the file is checked as the launcher checks it (a raw file of an odd size is refused).

@@ -79,6 +79,27 @@ TEST_CASE("valid files pass, warnings do not fail", "[config]") {
   CHECK(dotted.settings == 1);
 }
 
+// Issue 45: the wizard wrote `data.name: auto` for a TorchScript model, which validate called valid
+// and which failed in every rank; a model.path beside the default model trained gpt. validate runs
+// the launch's model/data checks (cross_check), each pointed at the line of the setting.
+TEST_CASE("validate refuses what the launch refuses: a model or data path nothing reads", "[config]") {
+  const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";
+  ValidateReport auto_data =
+      validate_text(job_registry(), "model:\n  name: torchscript\n  path: " + here + "\ndata:\n  name: auto\n", "j.yaml");
+  CHECK_FALSE(auto_data.ok());
+  REQUIRE(auto_data.issues.size() == 1);
+  CHECK(auto_data.issues[0].where.line == 5);
+  CHECK_THAT(auto_data.issues[0].text(), Catch::Contains("no task for your own model") && Catch::Contains("--data tensors"));
+  ValidateReport gpt = validate_text(job_registry(), "model:\n  path: " + here + "\n", "j.yaml");
+  REQUIRE(gpt.issues.size() == 1);
+  CHECK(gpt.issues[0].where.line == 2);
+  CHECK_THAT(gpt.issues[0].text(), Catch::Contains("model.name is gpt (the default)") && Catch::Contains("--model torchscript"));
+  CHECK(validate_text(job_registry(),
+                      "model:\n  name: torchscript\n  path: " + here + "\ndata:\n  name: tensors\n  path: " + here + "\n",
+                      "j.yaml")
+            .ok());
+}
+
 TEST_CASE("fsdp.wrap_module_types: a list of names from a YAML list or comma-separated text", "[config]") {
   const auto& reg = job_registry();
   YamlLayer flow = parse_yaml_layer(reg, "fsdp:\n  wrap_module_types: [Block, Linear]\n", "job.yaml",

@@ -49,7 +49,7 @@ json fields(const TrainJob& t) {
       {"data", {d.name, d.path, d.val_path, d.num_samples, d.val_fraction, d.shuffle, d.drop_last}},
       {"loop", {t.max_steps, t.max_epochs, t.batch_size, t.grad_accum, t.global_batch_size, t.seed,
                 t.work_dir, t.log_interval, t.timing_warmup_steps, t.val_interval, t.val_steps, t.threads,
-                t.checkpoint_interval, t.checkpoint_keep, t.resume, t.init, t.init_strict, t.comm_timeout_s,
+                t.checkpoint_interval, t.checkpoint_keep, t.resume, t.overwrite, t.init, t.init_strict, t.comm_timeout_s,
                 t.comm_shared_memory, t.cpu_memory_pool}},
   };
 }

@@ -255,8 +255,17 @@ TEST_CASE("torchscript: modules that cannot be trained get one paragraph", "[tor
   CHECK_THAT(error_text([&] { m->loss({at::randn({2, 4}), at::zeros({2}, at::kLong)}); }),
              Catch::Contains("no submodule of the TorchScript model"));
   m->set_activation_checkpointing(false);
-  CHECK_THAT(error_text([&] { m->loss({at::randn({2, 5}), at::zeros({2}, at::kLong)}); }),
-             Catch::Contains("failed in forward() on an input of shape [2x5]"));
+  // PyTorch's own error first, the TorchScript lines it points at, what went in; no C++ frames
+  // (issue 45: the message was "… on an input of shape [2x5]: frame #16: <unknown function> …").
+  const std::string wide = error_text([&] { m->loss({at::randn({2, 5}), at::zeros({2}, at::kLong)}); });
+  CHECK_THAT(wide, Catch::Contains("failed in forward(): RuntimeError: addmm: mat1 and mat2 shapes cannot be "
+                                   "multiplied (2x5 and 4x4)"));
+  CHECK_THAT(wide, Catch::Contains("<--- HERE") && Catch::Contains("input float32 [2x5]"));
+  CHECK_THAT(wide, !Catch::Contains("frame #") && !Catch::Contains("Exception raised from"));
+  // The built-in loss on the model's output: an out-of-range class is PyTorch's text too.
+  const std::string range = error_text([&] { m->loss({at::randn({2, 4}), at::full({2}, 7, at::kLong)}); });
+  CHECK_THAT(range, Catch::Contains("failed in model.loss cross_entropy on forward()'s output: Target 7 is out of bounds"));
+  CHECK_THAT(range, Catch::Contains("input float32 [2x4], target int64 [2]"));
 }
 
 TEST_CASE("tensors data: rows of a saved dict, val tail or val_path, clear errors",
