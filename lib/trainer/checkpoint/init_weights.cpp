@@ -18,7 +18,7 @@ namespace mtrain::trainer {
 namespace {
 
 
-std::string shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
+std::string init_shape_text(const std::vector<int64_t>& s) { return fmt::format("[{}]", fmt::join(s, ", ")); }
 
 // The file's tensors the match accepted, under the "model/<name>" names strategies look up,
 // as fp32 (floating) or int64 (integer) — the TensorSource contract.
@@ -129,9 +129,9 @@ std::string format_init_mismatch(const InitMatch& m, size_t max_rows) {
     std::string problem, name, model, file;
   };
   std::vector<Row> rows;
-  for (const auto& x : m.missing) rows.push_back({"missing", x.name, shape_text(x.shape), "-"});
-  for (const auto& x : m.unexpected) rows.push_back({"unexpected", x.name, "-", shape_text(x.shape)});
-  for (const auto& x : m.wrong_shape) rows.push_back({"wrong shape", x.name, shape_text(x.model), shape_text(x.file)});
+  for (const auto& x : m.missing) rows.push_back({"missing", x.name, init_shape_text(x.shape), "-"});
+  for (const auto& x : m.unexpected) rows.push_back({"unexpected", x.name, "-", init_shape_text(x.shape)});
+  for (const auto& x : m.wrong_shape) rows.push_back({"wrong shape", x.name, init_shape_text(x.model), init_shape_text(x.file)});
   size_t w = 6;
   for (size_t i = 0; i < rows.size() && i < max_rows; ++i) w = std::max(w, rows[i].name.size());
   std::string out = fmt::format("  {:<12} {:<{}} {:<18} {}\n", "problem", "tensor", w, "model shape", "file shape");
