@@ -25,7 +25,7 @@ std::vector<std::pair<std::string, at::Tensor>> sample() {
           {"scalar", at::tensor(2.5, at::kDouble).reshape({})},
           {"ids", at::arange(70000, at::kLong)},  // numel past BININT2
           {"half", at::randn({5}).to(at::kHalf)},
-          {"flags", at::tensor({true, false, true})},
+          {"flags", at::tensor({1, 0, 1}).to(at::kBool)},
           {"bf", at::randn({2, 2}).to(at::kBFloat16)}};
 }
 
