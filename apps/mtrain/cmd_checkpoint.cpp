@@ -17,7 +17,9 @@ namespace {
 
 struct CheckpointFlags {
   std::string dir, output, dtype = "fp32", format = "text";
-  std::string weights_format;  // consolidate: pt | safetensors ("" = from -o's extension)
+  std::string weights_format;  // consolidate: pt | safetensors | hf ("" = from -o's extension)
+  std::string hf_config, hf_prefix;
+  bool hf_prefix_given = false;
 };
 
 [[noreturn]] void exec_worker(const std::vector<std::string>& words) {
@@ -51,16 +53,26 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
       "consolidate", "Stream a checkpoint's shards into one torch.load-able state dict or .safetensors "
                      "file, one tensor at a time");
   con->add_option("DIR", f->dir, "Checkpoint folder (<work_dir>/checkpoints/step_<N>)")->required();
-  con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt)")->required();
+  con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt; a folder for --format hf)")
+      ->required();
   con->add_option("--dtype", f->dtype, "Dtype of floating tensors")
       ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
       ->capture_default_str();
   con->add_option("--format", f->weights_format,
-                  "pt (torch.load-able) or safetensors; default: safetensors for a .safetensors output, else pt")
-      ->check(CLI::IsMember({"pt", "safetensors"}));
+                  "pt (torch.load-able), safetensors, or hf (a folder Hugging Face's from_pretrained "
+                  "reads); default: safetensors for a .safetensors output, else pt")
+      ->check(CLI::IsMember({"pt", "safetensors", "hf"}));
+  con->add_option("--hf-config", f->hf_config,
+                  "--format hf: the Hugging Face model's config.json, copied beside model.safetensors");
+  con->add_option("--hf-prefix", f->hf_prefix,
+                  "--format hf: the wrapper's prefix to strip from every name (e.g. model; '' for "
+                  "none); default: the first name component when all names share it")
+      ->each([f](const std::string&) { f->hf_prefix_given = true; });
   con->callback([f] {
     std::vector<std::string> words{"consolidate", f->dir, "-o", f->output, "--dtype", f->dtype};
     if (!f->weights_format.empty()) words.insert(words.end(), {"--format", f->weights_format});
+    if (!f->hf_config.empty()) words.insert(words.end(), {"--hf-config", f->hf_config});
+    if (f->hf_prefix_given) words.insert(words.end(), {"--hf-prefix", f->hf_prefix});
     exec_worker(words);
   });
 

@@ -47,6 +47,13 @@ void add_model_settings(Registry& r) {
   r.add(boolean("model.init_strict", true,
                 "model.init must name exactly the model's tensors with their shapes; false loads "
                 "the ones that match and keeps the initial values of the rest (a new head)."));
+  r.add(text("model.hf_config", "",
+             "A Hugging Face model's config.json: at the end of training <work_dir>/hf/ gets "
+             "model.safetensors under the model's own names (the wrapper's prefix stripped, a tied "
+             "duplicate left out) and this config.json, the folder from_pretrained reads."));
+  r.add(text("model.hf_prefix", "auto",
+             "With model.hf_config: the wrapper's prefix to strip from every tensor name (e.g. "
+             "model); auto: the first name component when every name has the same one; empty: none."));
 }
 
 void add_data_settings(Registry& r) {

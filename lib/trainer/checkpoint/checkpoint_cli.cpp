@@ -1,5 +1,7 @@
 #include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
 
+#include <optional>
+
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -12,13 +14,15 @@ namespace {
 
 const char* kUsage =
     "usage: mtrain-worker checkpoint consolidate DIR -o FILE [--dtype fp32|bf16|fp16]\n"
-    "                     [--format pt|safetensors]\n"
+    "                     [--format pt|safetensors|hf] [--hf-config config.json] [--hf-prefix P]\n"
     "       mtrain-worker checkpoint inspect DIR [--format text|json]\n"
     "       mtrain-worker checkpoint verify DIR\n";
 
 struct Args {
   std::string verb, dir, output, dtype = "fp32", format = "text";
-  std::string weights_format;  // consolidate --format (pt | safetensors; "" = from -o's extension)
+  std::string weights_format;  // consolidate --format (pt | safetensors | hf; "" = from -o's extension)
+  std::string hf_config;
+  std::optional<std::string> hf_prefix;
 };
 
 Args parse(const std::vector<std::string>& a) {
@@ -40,6 +44,10 @@ Args parse(const std::vector<std::string>& a) {
       r.dtype = value(w);
     } else if (w == "--format" && r.verb == "consolidate") {
       r.weights_format = value(w);
+    } else if (w == "--hf-config" && r.verb == "consolidate") {
+      r.hf_config = value(w);
+    } else if (w == "--hf-prefix" && r.verb == "consolidate") {
+      r.hf_prefix = value(w);
     } else if (w == "--format" && r.verb == "inspect") {
       r.format = value(w);
       if (r.format != "text" && r.format != "json") {
@@ -82,8 +90,16 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     o.output = a.output;
     o.dtype = a.dtype;
     o.format = a.weights_format;
+    o.hf_config = a.hf_config;
+    o.hf_prefix = a.hf_prefix;
     const std::string format = consolidate_format(o);
     const ConsolidateResult r = consolidate_checkpoint(o);
+    if (format == "hf") {
+      out << fmt::format("wrote {}/model.safetensors and config.json (hf; {} tensors, {} parameters, {} "
+                         "bytes, {}; names without '{}')\n",
+                         a.output, r.tensors, r.elements, r.bytes, a.dtype, r.hf_prefix);
+      return 0;
+    }
     out << fmt::format("wrote {} ({}; {} tensors, {} parameters, {} bytes, {}; at most one tensor of "
                        "{} bytes in memory)\n",
                        a.output, format, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);

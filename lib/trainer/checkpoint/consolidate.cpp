@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,6 +15,7 @@
 #include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/hf_weights.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/checkpoint/part_file_signals.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
@@ -89,12 +92,20 @@ void require_checkpoint_dir(const std::string& dir) {
 }
 
 std::string consolidate_format(const ConsolidateOptions& o) {
-  if (o.format.empty()) return fs::path(o.output).extension() == ".safetensors" ? "safetensors" : "pt";
-  if (o.format != "pt" && o.format != "safetensors") {
-    throw Error(fmt::format("--format '{}' is not pt or safetensors", o.format),
-                "pt writes a torch.load-able state dict, safetensors a .safetensors file");
+  const std::string f =
+      !o.format.empty() ? o.format : fs::path(o.output).extension() == ".safetensors" ? "safetensors" : "pt";
+  if (f != "pt" && f != "safetensors" && f != "hf") {
+    throw Error(fmt::format("--format '{}' is not pt, safetensors or hf", o.format),
+                "pt writes a torch.load-able state dict, safetensors a .safetensors file, hf a folder "
+                "Hugging Face's from_pretrained reads (with --hf-config)");
   }
-  return o.format;
+  if ((f == "hf") != !o.hf_config.empty() || (o.hf_prefix && f != "hf")) {
+    throw Error(f == "hf" ? std::string("--format hf needs --hf-config config.json (the Hugging Face model's "
+                                        "config, copied beside the weights)")
+                          : std::string("--hf-config and --hf-prefix go with --format hf"),
+                "e.g. mtrain checkpoint consolidate CKPT -o hf_model --format hf --hf-config config.json");
+  }
+  return f;
 }
 
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
@@ -102,6 +113,11 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   check_output_path(fs::absolute(o.output), o.dir);  // before the (long) verification
   const at::ScalarType want = output_dtype(o.dtype);
   const std::string format = consolidate_format(o);
+  std::optional<HfConfig> hf_config;
+  if (format == "hf") {
+    hf_config = read_hf_config(o.hf_config);
+    for (const char* f : {"model.safetensors", "config.json"}) check_output_path(fs::absolute(o.output) / f, o.dir);
+  }
   if (o.verify) {
     const VerifyReport rep = verify_checkpoint(o.dir);
     if (!rep.ok()) {
@@ -134,6 +150,25 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
     throw Error(fmt::format("{}/manifest.json lists no model/ tensors", o.dir),
                 "the folder is not a checkpoint of a model", kExitFailure);
   }
+  const std::map<std::string, std::string> meta = {
+      {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(m.step)}, {"strategy", m.strategy}};
+  if (format == "hf") {
+    std::vector<std::string> names;
+    for (const auto& e : entries) names.push_back(e.name);
+    // A checkpoint holds a tied tensor once (under its first name): nothing to leave out.
+    const HfNames hf = hf_names(names, {}, o.hf_prefix, *hf_config);
+    for (const char* f : {"model.safetensors", "config.json"}) check_output_path(fs::absolute(o.output) / f, o.dir);
+    const std::string dir = fs::absolute(o.output).string();
+    make_hf_folder(dir);
+    RemovePartOnSignal cleanup;
+    DurableWriter w((fs::path(dir) / "model.safetensors").string());
+    cleanup.arm(w.part());
+    res.bytes = write_hf_weights(w, entries, hf, meta);
+    w.commit();
+    write_hf_config(dir, *hf_config);
+    res.hf_prefix = hf.prefix;
+    return res;
+  }
   const fs::path out = fs::absolute(o.output);
   check_output_path(out, o.dir);
   if (!out.parent_path().empty()) fs::create_directories(out.parent_path());
@@ -141,8 +176,7 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   DurableWriter w(out.string());
   cleanup.arm(w.part());
   if (format == "safetensors") {
-    res.bytes = write_safetensors(w, entries, {{"format", "pt"}, {"producer", "mtrain"},
-                                               {"step", std::to_string(m.step)}, {"strategy", m.strategy}});
+    res.bytes = write_safetensors(w, entries, meta);
   } else {
     res.bytes = write_tensor_archive(w, entries).bytes;
   }

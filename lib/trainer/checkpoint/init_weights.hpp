@@ -9,6 +9,7 @@
 // (its shard under ZeRO/FSDP) and the model's buffers (replicated, small) — so no rank ever
 // holds the model twice.
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,9 @@ struct NamedShape {
   std::string name;
   std::vector<int64_t> shape;
   bool buffer = false;  // a model buffer (BatchNorm statistics), not a parameter
+  // The earlier name of the same tensor when the model ties weights (lm_head.weight is
+  // transformer.wte.weight in a GPT-2 with tied embeddings); "" when it is its own.
+  std::string tied_to = {};
 };
 
 struct InitMatch {
@@ -37,14 +41,26 @@ struct InitMatch {
   std::vector<NamedShape> missing_buffers;
   std::vector<NamedShape> unexpected;  // in the file only
   std::vector<WrongShape> wrong_shape;
+  // Model name → file name where they differ: a tied tensor read under its twin's name (a Hugging
+  // Face file leaves the tied duplicate out; a file may hold the other name of the two).
+  std::map<std::string, std::string> file_name;
+  std::vector<std::string> tied;  // tied names taken from their twin (for the notice)
   bool exact() const { return missing.empty() && unexpected.empty() && wrong_shape.empty(); }
 };
 
-// The model's parameters then buffers, by name, as a state dict lists them. Take it before the
-// strategy's setup (a sharded strategy may replace parameters by flat shards).
+// The model's parameters then buffers, by name, as a state dict lists them, tied names marked
+// (tied_to). Take it before the strategy's setup (a sharded strategy may replace parameters by
+// flat shards).
 std::vector<NamedShape> model_layout(const torch::nn::Module& model);
 
+// A tied name absent from the file is not missing when its twin is there (either of the two).
 InitMatch match_init(const std::vector<NamedShape>& model, const std::vector<NamedShape>& file);
+
+// The file's names as the model's when they are the model's without its wrapper's first component
+// (a Hugging Face model.safetensors — "transformer.h.0…" — for a module that holds the HF model as
+// `model`: "model.transformer.h.0…"): the prefix ("model.") when adding it back matches more
+// tensors than the names as they are, else "".
+std::string wrapper_prefix_to_add(const std::vector<NamedShape>& model, const std::vector<NamedShape>& file);
 
 // The mismatch table, one row per tensor (at most `max_rows`, then a count of the rest).
 std::string format_init_mismatch(const InitMatch& m, size_t max_rows = 40);
@@ -64,6 +80,7 @@ class WeightsFile;
 struct InitPlan {
   std::shared_ptr<const WeightsFile> file;
   std::vector<std::string> matched;
+  std::map<std::string, std::string> file_name;  // model name → the file's, where they differ
   InitReport report;
 };
 

@@ -3,12 +3,13 @@
 #include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -21,50 +22,120 @@ namespace mtrain::trainer {
 
 namespace {
 
-// A tensor with the entry's dtype and shape over a storage of the right byte size that owns no
-// memory: all the pickler reads is metadata (dtype, sizes, strides, storage size and identity).
-at::Tensor stand_in(const ArchiveEntry& e) {
-  const int64_t n = numel_of(e.shape);
-  const size_t nbytes = static_cast<size_t>(n) * c10::elementSize(e.dtype);
-  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
-                       c10::DataPtr(nullptr, c10::Device(c10::kCPU)), nullptr, false);
-  at::Tensor t = at::empty({0}, at::TensorOptions().dtype(e.dtype));
-  t.set_(storage, 0, e.shape, c10::contiguous_strides(e.shape));
-  return t;
+// The storage class torch.save names for a dtype (torch.FloatStorage, …): what both Python
+// unpicklers accept, PyTorch ≥ 2.6's weights-only one included.
+const char* storage_class(at::ScalarType t) {
+  switch (t) {
+    case at::kFloat: return "FloatStorage";
+    case at::kDouble: return "DoubleStorage";
+    case at::kHalf: return "HalfStorage";
+    case at::kBFloat16: return "BFloat16Storage";
+    case at::kLong: return "LongStorage";
+    case at::kInt: return "IntStorage";
+    case at::kShort: return "ShortStorage";
+    case at::kChar: return "CharStorage";
+    case at::kByte: return "ByteStorage";
+    case at::kBool: return "BoolStorage";
+    default: return nullptr;
+  }
 }
+
+// data.pkl as Python's torch.save writes a state dict (pickle protocol 2): an
+// collections.OrderedDict whose values are torch._utils._rebuild_tensor_v2(storage, 0, size,
+// stride, False, OrderedDict()) over persistent ids ('storage', torch.<T>Storage, key, 'cpu',
+// numel), storage i under key "i". Written by hand because LibTorch's pickler tags the dict with
+// torch.jit._pickle.restore_type_tag, a global PyTorch ≥ 2.6's torch.load refuses by default
+// (weights_only=True): every user's first torch.load(model.pt) failed. Only globals that
+// unpickler allows appear here, and 1.13's unpickler reads them too.
+class StateDictPickler {
+ public:
+  std::string take(const std::vector<ArchiveEntry>& entries) {
+    op(0x80), op(2);                                   // PROTO 2
+    global(kOrderedDict, "collections", "OrderedDict");
+    op(')'), op('R');                                  // OrderedDict()
+    for (size_t i = 0; i < entries.size(); ++i) {
+      // Python's pickler batches SETITEMS by 1000; mtrain's reader bounds the stack likewise.
+      if (i % 1000 == 0) op('(');
+      const ArchiveEntry& e = entries[i];
+      const char* cls = storage_class(e.dtype);
+      if (cls == nullptr) {
+        throw Error(fmt::format("internal: tensor '{}' has dtype {}, which torch.save's format has no "
+                                "storage class for", e.name, c10::toString(e.dtype)), "", kExitFailure);
+      }
+      text(e.name);
+      global(kRebuild, "torch._utils", "_rebuild_tensor_v2");
+      op('(');
+      op('(');                                         // the persistent id
+      text("storage");
+      global(std::string(cls), "torch", cls);
+      text(std::to_string(i));
+      text("cpu");
+      integer(numel_of(e.shape));
+      op('t'), op('Q');                                // TUPLE, BINPERSID
+      integer(0);                                      // storage offset
+      ints(e.shape);
+      ints(c10::contiguous_strides(e.shape));
+      op(0x89);                                        // requires_grad False
+      global(kOrderedDict, "collections", "OrderedDict");
+      op(')'), op('R');                                // backward hooks: OrderedDict()
+      op('t'), op('R');
+      if (i % 1000 == 999 || i + 1 == entries.size()) op('u');  // SETITEMS
+    }
+    op('.');
+    return std::move(b_);
+  }
+
+ private:
+  static constexpr const char* kOrderedDict = "OrderedDict";
+  static constexpr const char* kRebuild = "_rebuild_tensor_v2";
+
+  void op(int c) { b_.push_back(static_cast<char>(c)); }
+  void le(uint64_t v, int n) {
+    for (int k = 0; k < n; ++k) op(static_cast<int>((v >> (8 * k)) & 0xff));
+  }
+  void text(const std::string& s) {  // BINUNICODE (the names are UTF-8, as Python's str)
+    op('X');
+    le(s.size(), 4);
+    b_ += s;
+  }
+  void integer(int64_t v) {
+    if (v >= 0 && v < 256) {
+      op('K'), op(static_cast<int>(v));                // BININT1
+    } else if (v >= 0 && v < 65536) {
+      op('M'), le(static_cast<uint64_t>(v), 2);        // BININT2
+    } else if (v >= INT32_MIN && v <= INT32_MAX) {
+      op('J'), le(static_cast<uint32_t>(static_cast<int32_t>(v)), 4);  // BININT
+    } else {
+      op(0x8a), op(8), le(static_cast<uint64_t>(v), 8);  // LONG1, 8 bytes two's complement
+    }
+  }
+  void ints(at::IntArrayRef v) {
+    op('(');
+    for (const int64_t x : v) integer(x);
+    op('t');
+  }
+  // A global once by GLOBAL (memoised), then by BINGET, as Python's pickler does.
+  void global(const std::string& key, const char* module, const char* name) {
+    const auto it = memo_.find(key);
+    if (it != memo_.end()) {
+      op('h'), op(static_cast<int>(it->second));
+      return;
+    }
+    op('c');
+    b_ += fmt::format("{}\n{}\n", module, name);
+    const size_t k = memo_.size();  // < 16 storage classes + 2: one byte
+    memo_[key] = k;
+    op('q'), op(static_cast<int>(k));
+  }
+
+  std::string b_;
+  std::map<std::string, size_t> memo_;
+};
 
 }  // namespace
 
 ArchiveWritten write_tensor_archive(DurableWriter& out, const std::vector<ArchiveEntry>& entries) {
-  c10::Dict<std::string, at::Tensor> dict;
-  std::vector<at::Tensor> stand_ins;
-  for (const auto& e : entries) {
-    stand_ins.push_back(stand_in(e));
-    dict.insert(e.name, stand_ins.back());
-  }
-  std::vector<char> pkl;
-  torch::jit::Pickler pickler([&](const char* b, size_t n) { pkl.insert(pkl.end(), b, b + n); });
-  pickler.protocol();
-  pickler.pushIValue(c10::IValue(dict));
-  pickler.stop();
-  // Every stand-in has its own storage, so the pickler names them "0", "1", … in dict order;
-  // check rather than assume, since the record keys must match what the pickle refers to.
-  const auto& order = pickler.tensorData();
-  if (order.size() != entries.size()) {
-    throw Error(fmt::format("internal: the pickler saw {} storages for {} tensors", order.size(),
-                            entries.size()), "", kExitFailure);
-  }
-  std::vector<size_t> entry_of(entries.size());
-  for (size_t k = 0; k < order.size(); ++k) {
-    size_t i = 0;
-    while (i < stand_ins.size() &&
-           stand_ins[i].storage().unsafeGetStorageImpl() != order[k].storage().unsafeGetStorageImpl()) {
-      ++i;
-    }
-    if (i == stand_ins.size()) throw Error("internal: a pickled storage matches no tensor", "", kExitFailure);
-    entry_of[k] = i;
-  }
-
+  const std::string pkl = StateDictPickler().take(entries);
   // Short writes never reach the zip writer (DurableWriter swallows bytes after an error): it
   // would otherwise throw from its destructor. The error surfaces after writeEndOfFile.
   caffe2::serialize::PyTorchStreamWriter zip([&](const void* b, size_t n) -> size_t {
@@ -73,17 +144,20 @@ ArchiveWritten write_tensor_archive(DurableWriter& out, const std::vector<Archiv
   });
   ArchiveWritten w;
   w.keys.resize(entries.size());
+  // torch.save's records: data.pkl, byteorder (PyTorch ≥ 2.1 reads it; 1.13 ignores it), one
+  // data/<key> per storage; the writer adds version and the serialization id.
   zip.writeRecord("data.pkl", pkl.data(), pkl.size());
-  for (size_t k = 0; k < order.size() && !out.failed(); ++k) {
-    const ArchiveEntry& e = entries[entry_of[k]];
-    w.keys[entry_of[k]] = std::to_string(k);
+  zip.writeRecord("byteorder", "little", 6);
+  for (size_t k = 0; k < entries.size() && !out.failed(); ++k) {
+    const ArchiveEntry& e = entries[k];
+    w.keys[k] = std::to_string(k);
     at::Tensor t = e.data();
     if (!t.defined() || t.numel() != numel_of(e.shape) || t.scalar_type() != e.dtype) {
       throw Error(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name),
                   "", kExitFailure);
     }
     t = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
-    zip.writeRecord("data/" + std::to_string(k), t.data_ptr(), t.nbytes());
+    zip.writeRecord("data/" + w.keys[k], t.data_ptr(), t.nbytes());
   }
   zip.writeEndOfFile();
   out.throw_if_failed();

@@ -1,11 +1,14 @@
 #pragma once
 // torch.load-able files of name → tensor, written and read one tensor at a time.
 //
-// The file is the zip torch::pickle_save / torch.save write: data.pkl (a pickled dict whose
-// tensors refer to storages by key) plus one uncompressed record data/<key> per storage. Writing:
-// the dict is pickled with stand-in tensors whose storages have the right byte size but no
-// memory, so the pickle (and each key) is known before any tensor data exists; then each entry's
-// data is produced, written as its record and dropped. Reading: records are stored, not
+// The file is the zip torch.save writes for a state dict: data.pkl (a pickled
+// collections.OrderedDict whose tensors refer to storages by key, exactly as Python's torch.save
+// pickles them, so that torch.load with PyTorch ≥ 2.6's defaults (weights_only=True) and 1.13's
+// both read it) plus one uncompressed record data/<key> per storage. Writing: the pickle needs
+// only names, dtypes and shapes, so it is written before any tensor data exists; then each
+// entry's data is produced, written as its record and dropped. Files written before issue 44
+// (LibTorch's pickler: a typed dict under torch.jit._pickle.restore_type_tag) are still read.
+// Reading: records are stored, not
 // compressed, so an element range of one tensor is a pread at the record's offset — a shard is
 // never loaded whole to read a piece of it.
 #include <cstdint>

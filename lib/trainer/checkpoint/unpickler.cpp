@@ -375,7 +375,7 @@ PickleRef Unpickler::reduce(P fn, P args) {
   const std::string name = fmt::format("{}.{}", o_.module(fn), o_.name(fn));
   const bool tuple_args = o_.kind(args) == Kind::Tuple;
   if (name == "collections.OrderedDict") return o_.make(Kind::Dict);
-  // LibTorch's pickler (mtrain's model.pt) wraps a typed dict: restore_type_tag(dict, "Dict[str, Tensor]").
+  // LibTorch's pickler (mtrain's model.pt and shards before issue 44) wraps a typed dict: restore_type_tag(dict, "Dict[str, Tensor]").
   if (name == "torch.jit._pickle.restore_type_tag" && tuple_args && o_.size(args) > 0) return o_.at(args, 0);
   if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") return rebuild_tensor(args);
   if (name == "torch._utils._rebuild_parameter" || name == "torch._utils._rebuild_parameter_with_state") {

@@ -181,6 +181,8 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.overwrite = r.flag("checkpoint.overwrite");
   t.init = r.text("model.init");
   t.init_strict = r.flag("model.init_strict");
+  t.hf_config = r.text("model.hf_config");
+  if (r.text("model.hf_prefix") != "auto") t.hf_prefix = r.text("model.hf_prefix");
   t.comm_timeout_s = r.number("comm.timeout_s");
   t.comm_shared_memory = r.flag("comm.shared_memory");
   t.settings = full;

@@ -8,6 +8,7 @@
 // with it), the precision is strat.precision, shuffle/drop_last are data.*. The struct defaults
 // mirror the registry's; tests/unit/trainer/loop/test_train_job.cpp holds them together.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -45,6 +46,8 @@ struct TrainJob {
   bool overwrite = false;   // checkpoint.overwrite: a fresh run removes the work dir's old checkpoints
   std::string init;         // model.init: pretrained weights ("" = none)
   bool init_strict = true;  // model.init_strict
+  std::string hf_config;    // model.hf_config: also write <work_dir>/hf/ ("" = no)
+  std::optional<std::string> hf_prefix;  // model.hf_prefix (nullopt: auto)
   nlohmann::json settings;  // the resolved job this was made from, every key present (model.safetensors metadata)
   double comm_timeout_s = 300;
   bool comm_shared_memory = true;

@@ -20,6 +20,7 @@
 #include "mtrain/core/visible_text.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/hf_weights.hpp"
 #include "mtrain/trainer/checkpoint/init_weights.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/state_match.hpp"
@@ -132,6 +133,14 @@ class Loop {
     // before anything is written, and before a sharded strategy replaces the parameters.
     auto init = job_.init.empty() ? std::optional<InitPlan>()
                                   : check_init_weights({job_.init, job_.init_strict}, model_layout(*parts_.model));
+    // model.hf_config is read now, not after the training it would fail at the end of.
+    if (!job_.hf_config.empty()) {
+      hf_ = HfExport{read_hf_config(job_.hf_config), job_.hf_prefix};
+      std::vector<std::string> names;
+      for (const auto& p : model_layout(*parts_.model))
+        if (!p.buffer) names.push_back(p.name);
+      hf_names(names, {}, hf_->prefix, hf_->config);  // a prefix the names lack: refused now
+    }
     fs::create_directories(job_.work_dir);
     note_single_fsdp_unit();
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
@@ -257,7 +266,8 @@ class Loop {
     outside_training("export", [&] {
       average_buffers();
       // model.pt, model.safetensors (and model.scripted.pt): streamed, no rank holds the model.
-      export_model(*strategy_, comm_, *parts_.model, job_.work_dir, step_, job_.settings.dump());
+      export_model(*strategy_, comm_, *parts_.model, job_.work_dir, step_, job_.settings.dump(),
+                   hf_ ? &*hf_ : nullptr);
     });
     return finish(comm_.counters(), start_step, 0);
   }
@@ -628,6 +638,7 @@ class Loop {
   std::string last_checkpoint_;
   std::unique_ptr<Strategy> strategy_;
   std::vector<ExpectedTensor> expected_state_;  // what resume must find in a checkpoint
+  std::optional<HfExport> hf_;  // model.hf_config, read at set-up
   std::unique_ptr<MetricsLog> metrics_;
   std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/core/run_folder.hpp)
   SamplerOptions sampler_;

@@ -16,6 +16,7 @@
 #include "mtrain/core/error.hpp"
 
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/init_weights.hpp"
 #include "mtrain/trainer/checkpoint/safetensors.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
@@ -155,7 +156,7 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::v
 }
 
 void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, const std::string& work_dir,
-                  int64_t step, const std::string& job_settings) {
+                  int64_t step, const std::string& job_settings, const HfExport* hf) {
   std::vector<std::pair<std::string, at::Tensor>> kept;
   const bool scripted = is_scripted_model(model);
   const std::map<std::string, std::string> meta = {{"format", "pt"},
@@ -163,12 +164,29 @@ void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, cons
                                                    {"step", std::to_string(step)},
                                                    {"strategy", strategy.name()},
                                                    {"job", job_settings}};
-  write_streamed_weights(
-      strategy, comm,
-      {{work_dir + "/model.pt", [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); }},
-       {work_dir + "/model.safetensors",
-        [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_safetensors(out, e, meta); }}},
-      scripted ? &kept : nullptr);
+  std::vector<WeightsFile> files = {
+      {work_dir + "/model.pt", [](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_tensor_archive(out, e); }},
+      {work_dir + "/model.safetensors",
+       [&meta](DurableWriter& out, const std::vector<ArchiveEntry>& e) { write_safetensors(out, e, meta); }}};
+  const std::string hf_dir = work_dir + "/hf";
+  if (hf && comm.rank() == 0) {
+    // A tied tensor is one TensorImpl under several names (model_layout's tied_to): written once.
+    // The prefix was checked against the model's names at set-up (trainer.cpp).
+    std::map<std::string, std::string> tied;
+    for (const auto& p : model_layout(model)) tied[p.name] = p.tied_to;
+    make_hf_folder(hf_dir);
+    files.push_back({hf_dir + "/model.safetensors",
+                     [&meta, hf, tied](DurableWriter& out, const std::vector<ArchiveEntry>& e) {
+                       std::vector<std::string> names, tied_to;
+                       for (const auto& x : e) {
+                         names.push_back(x.name);
+                         tied_to.push_back(tied.count(x.name) ? tied.at(x.name) : std::string());
+                       }
+                       write_hf_weights(out, e, hf_names(names, tied_to, hf->prefix, hf->config), meta);
+                     }});
+  }
+  write_streamed_weights(strategy, comm, files, scripted ? &kept : nullptr);
+  if (hf && comm.rank() == 0) write_hf_config(hf_dir, hf->config);
   if (scripted && comm.rank() == 0) {
     DurableWriter w(work_dir + "/model.scripted.pt");
     DurableStreambuf sb(w);

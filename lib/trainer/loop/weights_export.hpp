@@ -11,6 +11,7 @@
 #include <torch/nn/module.h>
 
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "mtrain/trainer/checkpoint/hf_weights.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/model/model.hpp"
@@ -38,8 +39,11 @@ void write_streamed_weights(Strategy& strategy, Communicator& comm, const std::v
 // model also gets model.scripted.pt (the user's module with these weights). A torch.jit.save
 // archive cannot be streamed, so while model.pt is written rank 0 keeps a CPU copy of each
 // exported tensor for it (one full model, on rank 0 only, at the end of the run). Collective.
+// With `hf` (model.hf_config), also <work_dir>/hf/: model.safetensors under the Hugging Face
+// model's own names (hf_weights.hpp; tied names found from the model's shared tensors) and
+// config.json, streamed in the same pass.
 void export_model(Strategy& strategy, Communicator& comm, TaskModel& model, const std::string& work_dir,
-                  int64_t step, const std::string& job_settings);
+                  int64_t step, const std::string& job_settings, const HfExport* hf = nullptr);
 
 // Replaces every rank's floating-point buffers (BatchNorm running statistics) by their average
 // over ranks. Collective; nothing to do at world 1.

@@ -431,14 +431,17 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
         .at("model.loss");
   // A trace froze each dropout/BatchNorm layer's mode: training and validation would both run
   // in the mode it was traced in (BatchNorm updating its statistics in validation, or dropout
-  // never applied), silently. Other traced modules train; a shape the trace froze fails loudly.
+  // never applied), silently. Other traced modules train (dropout with p = 0 included: the
+  // identity in both modes); a shape the trace froze fails loudly.
   const TraceFacts trace = trace_facts(m);
   if (!trace.frozen_mode_ops.empty())
     throw Error(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded "
                             "the training/evaluation mode of its layers as constants ({}): they "
                             "would act the same in training and in validation",
                             path, str::join(trace.frozen_mode_ops, ", ")),
-                fmt::format("script the module instead of tracing it: {}", kExport))
+                fmt::format("script the module instead of tracing it: {}; or, for dropout, set "
+                            "its p to 0.0 before tracing (a dropout with p = 0 is the identity in "
+                            "both modes and is accepted)", kExport))
         .at("model.path");
   return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == config::LossName::Auto, trace.traced);
 }

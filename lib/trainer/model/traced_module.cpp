@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 namespace mtrain::trainer {
 namespace {
@@ -16,6 +18,16 @@ const std::map<std::string, size_t>& mode_ops() {
       {"aten::alpha_dropout", 2}, {"aten::feature_alpha_dropout", 2},
       {"aten::batch_norm", 5},   {"aten::instance_norm", 5}};
   return ops;
+}
+
+// Dropout's probability is its input 1. With p = 0 a dropout is the identity in both modes
+// (GPT-2's, BERT's and most Hugging Face configs' dropouts are 0.0 for fine-tuning), so the mode
+// the trace froze changes nothing: not a frozen mode op. A p that is not a constant (computed in
+// the graph) is taken as nonzero.
+bool identity_dropout(const torch::jit::Node* n, const std::string& op) {
+  if (op.find("dropout") == std::string::npos || n->inputs().size() < 2) return false;
+  const auto p = torch::jit::toIValue(n->input(1));
+  return p && (p->isDouble() || p->isInt()) && p->toScalar().toDouble() == 0.0;
 }
 
 bool made_by_tracer(const torch::jit::Node* n) {
@@ -37,7 +49,7 @@ void visit(const torch::jit::Module& m, std::set<const c10::ClassType*>& seen, T
     each_node(method.graph()->block(), [&](const torch::jit::Node* n) {
       if (!out.traced && made_by_tracer(n)) out.traced = true;
       const auto op = mode_ops().find(n->kind().toQualString());
-      if (op == mode_ops().end() || n->inputs().size() <= op->second) return;
+      if (op == mode_ops().end() || n->inputs().size() <= op->second || identity_dropout(n, op->first)) return;
       const auto mode = torch::jit::toIValue(n->input(op->second));
       if (mode && mode->isBool())
         out.frozen_mode_ops.push_back(op->first + " (training=" +
@@ -56,5 +68,7 @@ TraceFacts trace_facts(const torch::jit::Module& m) {
   if (!out.traced) out.frozen_mode_ops.clear();  // a scripted constant is the user's choice
   return out;
 }
+
+std::vector<std::string> frozen_mode_ops(const torch::jit::Module& m) { return trace_facts(m).frozen_mode_ops; }
 
 }  // namespace mtrain::trainer

@@ -11,7 +11,9 @@
 //
 // What the trace froze: dropout and batch/instance norm take `training` as an argument; a
 // scripted module passes self.training, a trace records the value it had while tracing as a
-// constant, so train()/eval() no longer change what these layers do.
+// constant, so train()/eval() no longer change what these layers do. A dropout whose p is the
+// constant 0 is the identity in both modes and is not counted (issue 44: GPT-2 and BERT configs
+// for fine-tuning have every dropout at 0.0); BatchNorm and any other dropout are.
 #include <string>
 #include <vector>
 
@@ -26,5 +28,10 @@ struct TraceFacts {
 };
 
 TraceFacts trace_facts(const torch::jit::Module& m);
+
+// trace_facts(m).frozen_mode_ops: what makes a traced module train wrongly in one of its two
+// phases, empty when none does (or the module was scripted). The predicate both the trainer's
+// model loading and a launcher-side model check use.
+std::vector<std::string> frozen_mode_ops(const torch::jit::Module& m);
 
 }  // namespace mtrain::trainer
