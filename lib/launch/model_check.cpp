@@ -61,11 +61,13 @@ namespace {
 
 // The worker's answer; its own refusal (a file that does not parse, a damaged zip) is relayed as
 // it is, with the worker's exit code.
-WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path) {
+WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path, bool trust_code) {
   ChildOptions o;
   o.deadline = std::chrono::seconds(kModelCheckDeadlineSeconds);
   o.max_stdout = 32u << 20;
-  const ChildResult r = run_child({worker_path, "model-check", model_path}, o);
+  std::vector<std::string> argv = {worker_path, "model-check", model_path};
+  if (trust_code) argv.insert(argv.begin() + 2, "--trusted");
+  const ChildResult r = run_child(argv, o);
   if (!r.started)
     throw Error(fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
                 "reinstall mtrain (mtrain-worker is installed beside mtrain or in libexec/mtrain)", kExitFailure);
@@ -73,15 +75,18 @@ WorkerModelCheck ask_worker(const std::string& model_path, const std::string& wo
     throw Error(fmt::format("'{} model-check {}' did not answer within {} s", worker_path, model_path,
                             kModelCheckDeadlineSeconds),
                 "the machine may be overloaded; try again", kExitFailure);
-  if (r.exit_code != 0) {
-    std::string said = str::trim(r.err);
-    const std::string tag = "error: ";
-    if (str::starts_with(said, tag)) said = said.substr(tag.size());
+  // The worker's paragraph is its last line that starts "error: " (LibTorch may warn before it).
+  std::string said = str::trim(r.err);
+  const std::string tag = "error: ";
+  if (const size_t at = said.rfind("\n" + tag); at != std::string::npos) said = said.substr(at + 1);
+  if (str::starts_with(said, tag)) said = said.substr(tag.size());
+  // Exit 2 is the worker's refusal of the model, already one paragraph naming the file and the fix.
+  if (r.exit_code == kExitUsage) throw Error(visible_text(said));
+  if (r.exit_code != 0)
     throw Error(fmt::format("checking the TorchScript model '{}' with '{}' failed (exit {}): {}", model_path,
                             worker_path, r.exit_code, visible_text(said)),
-                "", r.exit_code == kExitUsage ? kExitUsage : kExitFailure)
+                "", kExitFailure)
         .at("model.path");
-  }
   return parse_worker_model_check(worker_path, r.out);
 }
 
@@ -90,7 +95,7 @@ WorkerModelCheck ask_worker(const std::string& model_path, const std::string& wo
 void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code) {
   const TorchScriptArchive archive = read_torchscript_archive(model_path);
   if (worker_path.empty()) return;
-  const WorkerModelCheck answer = ask_worker(model_path, worker_path);
+  const WorkerModelCheck answer = ask_worker(model_path, worker_path, trust_code);
   check_torchscript_trust(model_path, answer.findings, trust_code);
   const auto facts = read_worker_facts(worker_path);
   if (!facts) return;

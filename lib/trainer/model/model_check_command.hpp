@@ -5,7 +5,10 @@
 // (torchscript_code_check.hpp). Printed as one JSON object (lib/launch/model_check.cpp reads it):
 //   {"saved_by": "...", "format_version": 3, "operators": [{"name", "where"}],
 //    "unknown": [{"name", "where"}], "findings": [{"what", "where"}]}
-// A file that is not a TorchScript archive, or does not parse, is an mtrain::Error (exit 2).
+// When the code may run (no findings, or `--trusted`: model.trust_code), the module is loaded and a
+// trace that froze a layer's training/evaluation mode is refused (torchscript.hpp,
+// check_trace_modes). A file that is not a TorchScript archive, does not parse, or is such a trace
+// is an mtrain::Error (exit 2): its paragraph is the launcher's refusal.
 #include <string>
 #include <vector>
 
@@ -13,7 +16,7 @@
 
 namespace mtrain::trainer {
 
-nlohmann::json run_model_check(const std::string& path);
+nlohmann::json run_model_check(const std::string& path, bool trusted);
 
 // Parses the subcommand's arguments (one FILE) and returns the process's exit code.
 int run_model_check_command(const std::vector<std::string>& args, std::ostream& out);

@@ -434,16 +434,20 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
   // never applied), silently. Other traced modules train (dropout with p = 0 included: the
   // identity in both modes); a shape the trace froze fails loudly.
   const TraceFacts trace = trace_facts(m);
-  if (!trace.frozen_mode_ops.empty())
+  check_trace_modes(path, trace.frozen_mode_ops);
+  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == config::LossName::Auto, trace.traced);
+}
+
+void check_trace_modes(const std::string& path, const std::vector<std::string>& frozen) {
+  if (!frozen.empty())
     throw Error(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded "
                             "the training/evaluation mode of its layers as constants ({}): they "
                             "would act the same in training and in validation",
-                            path, str::join(trace.frozen_mode_ops, ", ")),
+                            path, str::join(frozen, ", ")),
                 fmt::format("script the module instead of tracing it: {}; or, for dropout, set "
                             "its p to 0.0 before tracing (a dropout with p = 0 is the identity in "
                             "both modes and is accepted)", kExport))
         .at("model.path");
-  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == config::LossName::Auto, trace.traced);
 }
 
 void save_scripted_model(TaskModel& model,

@@ -2,7 +2,7 @@
 # A traced module whose dropouts all have p = 0 trains (issue 44 item 1): aten::dropout(x, 0.0,
 # training) is the identity in both modes, so the mode the trace froze is harmless — traced in
 # train mode and in eval mode alike, it trains and validates. With p = 0.1 (and with BatchNorm) the
-# trace is still refused with one paragraph, exit 2, nothing in the work dir.
+# trace is still refused with one paragraph, exit 2, by the launcher before any rank starts.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../trainer/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
@@ -49,4 +49,8 @@ expect_in "$WORK/out" "'$WORK/p01.pt' was made by torch.jit.trace"
 expect_in "$WORK/out" "aten::dropout (training=true)"
 expect_in "$WORK/out" "a dropout with p = 0 is the identity"
 [ ! -e "$WORK/wd-p01/model.pt" ] && ok "p01: no model.pt" || fail "p01: $(ls -R "$WORK/wd-p01")"
+# The launcher refuses it (mtrain-worker model-check), before any rank starts: no rank's words, no
+# run folder (issue 44 item 1: the ranks never find it first).
+expect_not_in "$WORK/out" "[rank"
+[ ! -e "$WORK/wd-p01" ] && ok "p01: no rank started (no work dir)" || fail "p01: a rank started: $(ls -R "$WORK/wd-p01")"
 finish
