@@ -10,13 +10,17 @@
 # every rank, start-up included, divided by the steps run), samples/s, peak memory per rank, model-state
 # bytes per rank (params+grads+optimizer, the fullest rank), the strategy's transient peaks
 # (summary "memory": gathered parameter units; gathered units + unsharded gradients at the same
-# moment), comm bytes per step, and the command line of each run.
+# moment — the transient high-water mark), comm bytes per step, and the command line of each run.
 #
 # usage: bench/strategies/run.sh [BUILD_DIR]
 #   env: STRATEGIES ("ddp zero1 zero2 zero3 fsdp")  WORLDS ("1 2 4")  STEPS (10, timed)
 #        WARMUP (2)  ROUNDS (3)  BATCH (1)
 #        N_EMBD (640)  N_LAYER (8)  VOCAB (8192)  BLOCK (32)  THREADS (1)  PRECISION (fp32)
-#        DEVICE (cpu)  EXTRA (more --set key=value arguments)
+#        DEVICE (cpu)  ZERO_BUCKET (auto)  EXTRA (more --set key=value arguments)
+# ZERO_BUCKET is zero.reduce_bucket_size for the zero1/2/3 cells. 'auto' (n_embd² elements) is
+# what the Hugging Face DeepSpeed integration sets; DeepSpeed's own default (5e8 elements) makes
+# every model under 500M parameters a single reduce bucket, so ZeRO-2 would hold a whole fp32
+# gradient unreduced (its bound is two buckets: the one being reduced, the one being filled).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:-$here/../../build}
@@ -27,7 +31,7 @@ WORLDS=${WORLDS:-"1 2 4"}
 STEPS=${STEPS:-10} WARMUP=${WARMUP:-2} ROUNDS=${ROUNDS:-3} BATCH=${BATCH:-1} THREADS=${THREADS:-1}
 total_steps=$((WARMUP + STEPS))
 N_EMBD=${N_EMBD:-640} N_LAYER=${N_LAYER:-8} VOCAB=${VOCAB:-8192} BLOCK=${BLOCK:-32}
-PRECISION=${PRECISION:-fp32} DEVICE=${DEVICE:-cpu} EXTRA=${EXTRA:-}
+PRECISION=${PRECISION:-fp32} DEVICE=${DEVICE:-cpu} EXTRA=${EXTRA:-} ZERO_BUCKET=${ZERO_BUCKET:-auto}
 for b in mtrain mtrain-worker; do
   [ -x "$build/bin/$b" ] || { echo "run.sh: $build/bin/$b not found; build with: ninja -C $build mtrain mtrain-worker" >&2; exit 2; }
 done
@@ -51,6 +55,7 @@ for s in $STRATEGIES; do
          --set train.timing_warmup_steps="$WARMUP"
          --set train.log_interval="$total_steps" --set train.threads="$THREADS" --set train.precision="$PRECISION"
          --set launch.device="$DEVICE" --set train.work_dir="$wd" --set checkpoint.interval=0)
+    case $s in zero*) cmd+=(--set zero.reduce_bucket_size="$ZERO_BUCKET") ;; esac
     # shellcheck disable=SC2206
     extra=($EXTRA)
     for e in "${extra[@]}"; do cmd+=(--set "$e"); done

@@ -119,7 +119,14 @@ Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_n
                                                                      "fsdp.sharding_strategy");
   s.strategy = text(job, "strategy");
   s.ddp_bucket_mb = at_key(job, "ddp.bucket_cap_mb").get<double>();
-  if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) s.zero_reduce_bucket = v;
+  // 'auto' is n_embd², as the trainer resolves it (lib/trainer/loop/train_job.cpp).
+  if (at_key(job, "zero.reduce_bucket_size").is_string()) {
+    const int64_t embd = integer(job, "model.n_embd");
+    if (embd > 0) s.zero_reduce_bucket = embd * embd;
+  } else if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) {
+    s.zero_reduce_bucket = v;
+  }
+  if (const auto& ov = at_key(job, "zero.overlap_comm"); ov.is_boolean()) s.zero2_overlap = ov.get<bool>();
   if (const int64_t v = integer(job, "zero.stage3_param_persistence_threshold"); v > 0) s.zero_persistence_threshold = v;
   if (const int64_t v = integer(job, "zero.stage3_max_live_parameters"); v > 0) s.zero_max_live = v;
   s.memory_pool = at_key(job, "train.cpu_memory_pool").get<bool>();
@@ -209,7 +216,11 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
   Layout l;
   // ZeRO-1/2 reduce-scatter the gradients and all-gather the updated parameters in place, in
   // the resident flat buffers (lib/trainer/strategy/sharded_engine.cpp): no staging buffer.
-  const double reduce_unit = std::min<double>(static_cast<double>(s.zero_reduce_bucket), psi);
+  // A reduce bucket holds whole parameters: one larger than reduce_bucket_size is a bucket alone.
+  int64_t largest_param = 0;
+  for (const auto& p : m.params) largest_param = std::max(largest_param, p.numel);
+  const double reduce_unit =
+      std::min<double>(static_cast<double>(std::max(s.zero_reduce_bucket, largest_param)), psi);
   switch (c.strategy) {
     case StrategyName::Ddp:
       // Gradients are views of the flat buckets; one bucket (ddp.bucket_cap_mb) is in flight
@@ -227,9 +238,11 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
     case StrategyName::Zero2: {
       l.grads_sharded = l.optim_sharded = true;
       // One reduce bucket of autograd's unsharded gradients and the reduced shard it yields
-      // (nothing to reduce on one rank).
+      // (nothing to reduce on one rank); with overlap_comm the next bucket fills while one is
+      // reduced, and the engine keeps the two within two buckets (sharded_engine.hpp).
       const double bucket = gb * reduce_unit;
       l.buckets = bucket * (n > 1 ? 1 + 1 / static_cast<double>(n) : 1);
+      if (n > 1 && s.zero2_overlap) l.buckets = 2 * bucket;
       l.grads_in_flight = bucket;
       if (mixed(s)) l.export_unit = reduce_unit;
       l.comm_elems = 2 * psi * ratio;

@@ -65,6 +65,7 @@ struct Settings {
   std::string strategy = "ddp";  // the job's, possibly "auto"
   double ddp_bucket_mb = 25;
   int64_t zero_reduce_bucket = 500000000;     // elements
+  bool zero2_overlap = false;  // zero.overlap_comm for stage 2 ('auto': off, DeepSpeed's rule)
   int64_t zero_persistence_threshold = 100000;
   int64_t zero_max_live = 1000000000;  // elements ZeRO-3 keeps gathered in the forward
   bool memory_pool = true;

@@ -139,6 +139,11 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
   slot_of_param_.assign(params_.size(), 0);
   units_.reserve(plans.size());
   for (const auto& plan : plans) build_unit(plan);
+  if (c_.grads_sharded) {
+    int64_t largest = 0;
+    for (const auto& u : units_) largest = std::max(largest, u.padded);
+    grad_limit_ = 2 * largest * static_cast<int64_t>(c10::elementSize(prec_.reduce));
+  }
 
   // Buffers (BatchNorm statistics) are replicated: rank 0's everywhere.
   for (auto& b : model_->buffers(/*recurse=*/true)) {

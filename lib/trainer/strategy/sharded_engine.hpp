@@ -47,6 +47,10 @@
 // Reductions (sharded gradients): the previous unit's reduction is completed when the next one
 // is launched, so at most one unit's reduction is in flight (overlapping the next unit's
 // backward) beside the unit being filled; overlap_comm off: none, each is waited for at launch.
+// It is completed earlier if the unit being filled would otherwise take the unsharded gradients
+// past two reduce buckets (twice the largest unit: ZeRO-1/2's units are its reduce buckets), so
+// with contiguous_gradients they never exceed that: the bucket being reduced (with the shard it
+// yields) and the bucket being filled, as DeepSpeed's double-buffered IPG bucket.
 // On the CPU the flat buffers of reductions, the gathered units and the export's gathers all take
 // their memory from one block pool (comm/block_pool.hpp), which keeps released memory for the
 // next buffer of any size (split and merged as needed) but never holds more than the most memory
@@ -188,6 +192,9 @@ class ShardedEngine final : public Strategy {
   void enforce_live_limit(size_t current);
   void on_grad(size_t param);
   void copy_into_flat(size_t unit, size_t param);
+  // Completes reductions in flight, oldest first, until `bytes` more unreduced gradient fit
+  // under grad_limit_ (or none is left in flight).
+  void make_room(int64_t bytes);
   // Whether unit u's gradients go to the reduce-scatter as they are (shared memory, fp32), with
   // no flat copy: Communicator::reduce_scatter_pieces.
   bool reduce_from_grads(const Unit& u) const;
@@ -236,6 +243,9 @@ class ShardedEngine final : public Strategy {
   int64_t clock_ = 0;
   int64_t gathered_bytes_ = 0, grad_bytes_ = 0;  // held now
   int64_t gathered_peak_ = 0, grad_peak_ = 0, transient_peak_ = 0;
+  // Two reduce buckets (the largest unit, reduce dtype): the most unsharded gradient bytes held
+  // while a reduction is in flight (sharded-gradient modes, contiguous_gradients).
+  int64_t grad_limit_ = std::numeric_limits<int64_t>::max();
 };
 
 }  // namespace detail

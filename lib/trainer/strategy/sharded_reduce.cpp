@@ -18,11 +18,25 @@ void ShardedEngine::on_grad(size_t i) {
   if (c_.grads_sharded) {
     at::Tensor& g = params_[i].mutable_grad();
     if (g.defined()) {
+      const Unit& u = units_[ui];
+      const bool flat = c_.contiguous_gradients && !reduce_from_grads(u);
+      // What taking this gradient in adds: itself and, for a unit's first one, its flat buffer.
+      int64_t incoming = g.numel() * g.element_size();
+      if (flat && !u.gflat.defined()) incoming += u.padded * c10::elementSize(prec_.reduce);
+      make_room(incoming);
       count_grads(g.numel() * g.element_size());
-      if (c_.contiguous_gradients && !reduce_from_grads(units_[ui])) copy_into_flat(ui, i);
+      if (flat) copy_into_flat(ui, i);
     }
   }
   if (--units_[ui].waiting == 0) unit_done(ui);
+}
+
+void ShardedEngine::make_room(int64_t bytes) {
+  // The reduction in flight is given its input and output back before the next bucket outgrows
+  // the bound, so the bucket being filled and the one being reduced stay within two buckets —
+  // DeepSpeed's double-buffered IPG bucket under overlap_comm. Waiting earlier than launch
+  // changes no collective's order: every rank has issued the reduction it waits for.
+  while (!inflight_.empty() && grad_bytes_ + bytes > grad_limit_) finish_oldest();
 }
 
 bool ShardedEngine::reduce_from_grads(const Unit& u) const {

@@ -5,6 +5,10 @@
 //            all-gathered. Units = reduce buckets of reduce_bucket_size elements.
 //   stage 2: + gradients reduce-scattered to their owner shard bucket by bucket while backward
 //            runs (every micro-step, into the shard accumulator); only the owner keeps them.
+//            At most two buckets of unreduced gradients exist (the one being reduced, the one
+//            being filled; sharded_engine.hpp), so reduce_bucket_size is the memory knob:
+//            DeepSpeed's default 5e8 makes any model under 500M parameters one bucket, a whole
+//            gradient held at once; 'auto' (n_embd², the Hugging Face integration's) does not.
 //   stage 3: + parameters sharded: one unit per module's own parameters (DeepSpeed fetches per
 //            submodule), gathered on first use and released after (3Ψ(N−1)/N per step);
 //            parameters under stage3_param_persistence_threshold form one persistent unit that

@@ -94,6 +94,14 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
   // ZeRO-2: one reduce bucket of unsharded gradients and its reduced shard.
   s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2) * 1.5));
+  // A parameter larger than the bucket is a bucket of its own (the mlp matrices, 4C²).
+  s.zero_reduce_bucket = 1000;
+  CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (4.0 * 256 * 256) * 1.5));
+  s.zero_reduce_bucket = static_cast<int64_t>(psi / 2);
+  // overlap_comm: the bucket being filled beside the one being reduced, two buckets at most.
+  s.zero2_overlap = true;
+  CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2) * 2));
+  s.zero2_overlap = false;
   // ZeRO-1 reduce-scatters and all-gathers in place in its resident buffers: no staging buffer.
   CHECK(estimate_row(cand(StrategyName::Zero1), s, m, t).buckets == 0);
   s.world = s.ranks_per_node = 1;

@@ -58,6 +58,12 @@ TEST_CASE("settings come from the job", "[estimate]") {
   CHECK_FALSE(s.scripted_export);
   config::set(job, "model.name", "torchscript");
   CHECK(settings_from_job(job, 1, 1).scripted_export);
+  // zero.reduce_bucket_size 'auto' is n_embd², as the trainer resolves it (not DeepSpeed's 5e8).
+  config::set(job, "model.n_embd", 1280);
+  config::set(job, "zero.reduce_bucket_size", "auto");
+  CHECK(settings_from_job(job, 4, 4).zero_reduce_bucket == 1280 * 1280);
+  config::set(job, "zero.reduce_bucket_size", 1000);
+  CHECK(settings_from_job(job, 4, 4).zero_reduce_bucket == 1000);
 }
 
 TEST_CASE("a safetensors file's shapes come from its header, blocks as units", "[estimate]") {

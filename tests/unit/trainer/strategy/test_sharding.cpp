@@ -357,3 +357,59 @@ TEST_CASE("HYBRID_SHARD takes its shard group from StrategyOptions only, not LOC
     ::unsetenv("LOCAL_WORLD_SIZE");
   }
 }
+
+TEST_CASE("ZeRO-2 never holds more than two reduce buckets of unreduced gradients",
+          "[trainer][strategy][memory]") {
+  // DeepSpeed's bound: one bucket being reduced while the next one fills. The bucket here is
+  // as large as the largest parameter (a gradient autograd hands over whole is the floor), and
+  // much smaller than the model, over Gloo and shared memory, with and without overlap, with
+  // gradient accumulation (every micro-step reduces into the shard accumulator).
+  at::set_num_threads(1);
+  const ModelSpec spec = tiny_gpt(32, 2);
+  int64_t psi = 0, largest = 0;
+  {
+    auto m = make_model(spec, 3);
+    for (const auto& p : m->parameters()) {
+      psi += p.numel();
+      largest = std::max<int64_t>(largest, p.numel());
+    }
+  }
+  const int64_t bucket = largest;
+  REQUIRE(psi > 4 * bucket);  // several buckets
+  for (int world : {2, 4}) {
+    for (int64_t shm : {int64_t{0}, int64_t{64}}) {
+      for (bool overlap : {true, false}) {
+        StrategyOptions o = base_options();
+        o.zero.reduce_bucket_size = bucket;
+        o.zero.overlap_comm = overlap;
+        std::mutex mu;
+        std::vector<int64_t> peaks, gathered;
+        run_ranks(world, [&](Communicator& comm) {
+          auto model = make_model(spec, 3);
+          auto s = make_strategy("zero2", o, comm);
+          s->setup(model);
+          for (int step = 0; step < 2; ++step) {
+            Batch b = gpt_batch(step, comm.rank(), world, spec);
+            const int64_t m = b.size() / 2;
+            for (int a = 0; a < 2; ++a) {
+              Batch part{b.input.narrow(0, a * m, m), b.target.narrow(0, a * m, m)};
+              s->forward_backward([&] { return model->loss(part); }, a == 1, 0.5);
+            }
+            s->step(1e-3);
+          }
+          const MemoryLedger led = s->memory();
+          std::lock_guard<std::mutex> lock(mu);
+          peaks.push_back(led.unsharded_grads_peak);
+          gathered.push_back(led.transient_peak - led.unsharded_grads_peak);
+        }, shm);
+        INFO("world " << world << " shm " << shm << " overlap " << overlap << ", bucket " << 4 * bucket
+                      << " bytes");
+        for (size_t r = 0; r < peaks.size(); ++r) {
+          INFO("rank " << r << " peak " << peaks[r] << " bytes");
+          CHECK(peaks[r] <= 2 * 4 * bucket);
+          CHECK(gathered[r] == 0);  // nothing is gathered: the transient is the gradients
+        }
+      }
+    }
+  }
+}
