@@ -250,7 +250,17 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   if (m.rdzv_endpoint.empty())
     throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
                 "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
-  a.endpoint = endpoint_of(m);
+  if (m.rdzv_backend == config::RdzvBackend::Etcd) {
+    // The cluster's members; credentials from the environment, never the command line.
+    a.etcd = true;
+    a.etcd_client.endpoints = rendezvous::parse_etcd_endpoints(m.rdzv_endpoint);
+    a.endpoint = a.etcd_client.endpoints.front();
+    auto user = env.find("MTRAIN_ETCD_USERNAME"), pass = env.find("MTRAIN_ETCD_PASSWORD");
+    if (user != env.end()) a.etcd_client.username = user->second;
+    if (pass != env.end()) a.etcd_client.password = pass->second;
+  } else {
+    a.endpoint = endpoint_of(m);
+  }
   a.nnodes = rendezvous::parse_nnodes(m.nnodes.empty() ? std::to_string(hosts ? hosts->size() : 1) : m.nnodes);
   a.node_name = m.node_name;
   auto tok = env.find(rendezvous::kTokenEnv);
