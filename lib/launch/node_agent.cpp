@@ -365,9 +365,17 @@ bool job_reforms(const AgentRun& run, int round) {
   try {
     now = run.report()->heartbeat();
   } catch (const Error& e) {
-    // The store is gone or no longer knows this node: nothing to re-join.
-    std::fprintf(stderr, "mtrain: node %s: cannot learn from the rendezvous store whether the job re-forms: %s\n",
-                 run.node.c_str(), e.message().c_str());
+    // The store is gone or no longer knows this node: nothing to re-join. With the mtrain store
+    // that is its host lost (or stopped): say so, naming it, not as one unanswered connection.
+    if (run.a.etcd)
+      std::fprintf(stderr, "mtrain: node %s: cannot learn from etcd whether the job re-forms: %s\n", run.node.c_str(),
+                   e.message().c_str());
+    else
+      std::fprintf(stderr,
+                   "mtrain: node %s: the rendezvous store's host %s (%s) is lost: it held the store, so the job "
+                   "cannot re-form without it (%s). Keep the rendezvous in etcd (--rdzv-backend etcd, "
+                   "docs/multinode.md) where the loss of any node must be survived.\n",
+                   run.node.c_str(), run.a.endpoint.host.c_str(), run.a.endpoint.str().c_str(), e.message().c_str());
     return false;
   }
   if (now.phase == rendezvous::Phase::failed || now.round <= round) return false;
