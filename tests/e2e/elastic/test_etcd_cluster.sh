@@ -6,6 +6,7 @@
 #   3. the etcd member the nodes talk to first is killed mid-run: the job does not notice;
 #   4. the node that joined first is SIGKILLed (agent and rank): the survivor re-forms alone
 #      (round 1) within the node timeout and finishes;
+#   4b. etcd with auth enabled: nodes with MTRAIN_ETCD_USERNAME/PASSWORD form the job, one without is refused;
 #   5. the whole etcd cluster is lost: every node stops its ranks within the node timeout and
 #      says why in one paragraph naming the members.
 . "$(dirname "$0")/../lib.sh"
@@ -75,6 +76,21 @@ te=$(date +%s.%N)
 [ "$rc1" = 0 ] && grep -q "rank 0 of 1 round 1" "$WORK/lose.node1" && ok "survivor re-formed alone (round 1) and finished, $(echo "$te - $tk" | bc) s after the kill" \
   || { fail "survivor: exit $rc1"; show lose; }
 grep -q "n0 lost" "$WORK/lose.node1" && ok "the restart names the lost node n0" || fail "lost node not named"
+
+# 4b. username/password: etcd with auth enabled; a user allowed the prefix forms the job, none is refused.
+ctl() { etcdctl --endpoints "$ETCD_ENDPOINTS" "$@" >/dev/null; }
+ctl user add root:root-pw && ctl user add mt:mt-pw && ctl role add root && ctl user grant-role root root && ctl role add mt \
+  && ctl role grant-permission mt --prefix=true readwrite /mtrain/ && ctl user grant-role mt mt && ctl auth enable \
+  || fail "could not enable etcd auth"
+MTRAIN_ETCD_USERNAME=mt MTRAIN_ETCD_PASSWORD=mt-pw start_node auth 0 2 1 0
+MTRAIN_ETCD_USERNAME=mt MTRAIN_ETCD_PASSWORD=mt-pw start_node auth 1 2 1 0
+wait "$agent0"; rc0=$?; wait "$agent1"; rc1=$?
+[ "$rc0 $rc1" = "0 0" ] && ok "with etcd auth: the job formed as user mt and finished" || { fail "auth job: $rc0 $rc1"; show auth; }
+start_node noauth 0 1 1 0
+wait "$agent0"; rc0=$?
+[ "$rc0" != 0 ] && ok "without credentials the node is refused (exit $rc0): $(grep -m1 -o "etcd at [^:]*:[0-9]* refused[^.]*" "$WORK/noauth.node0")" \
+  || { fail "no-credentials node: exit $rc0"; show noauth; }
+ctl --user root:root-pw auth disable
 
 # 5. the whole cluster is lost.
 start_node gone 0 2 60 0
