@@ -90,7 +90,7 @@ _mtrain_values() {
     'mtrain launch|--hostfile') _mtrain_kind=files ;;
     'mtrain launch|--master-addr') _mtrain_kind=hosts ;;
     'mtrain launch|--master-port') _mtrain_kind=none ;;
-    'mtrain launch|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain launch|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain launch|--rdzv-port') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-id') _mtrain_kind=none ;;
@@ -313,7 +313,7 @@ _mtrain_values() {
     'mtrain config show|--hostfile') _mtrain_kind=files ;;
     'mtrain config show|--master-addr') _mtrain_kind=hosts ;;
     'mtrain config show|--master-port') _mtrain_kind=none ;;
-    'mtrain config show|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain config show|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain config show|--rdzv-port') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-id') _mtrain_kind=none ;;
@@ -354,7 +354,7 @@ _mtrain_values() {
     'mtrain estimate|--hostfile') _mtrain_kind=files ;;
     'mtrain estimate|--master-addr') _mtrain_kind=hosts ;;
     'mtrain estimate|--master-port') _mtrain_kind=none ;;
-    'mtrain estimate|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain estimate|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain estimate|--rdzv-port') _mtrain_kind=none ;;
     'mtrain estimate|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain estimate|--rdzv-id') _mtrain_kind=none ;;

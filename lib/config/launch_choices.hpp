@@ -29,13 +29,14 @@ struct ChoiceTable<DeviceKind> {
 };
 
 // launch.rdzv_backend. c10d is torchrun's name for the dynamic rendezvous, which mtrain's store
-// serves: the launcher takes it as mtrain (launch_decision.cpp).
-enum class RdzvBackend { Static, Mtrain, C10d };
+// serves: the launcher takes it as mtrain (launch_decision.cpp). etcd: the same rendezvous kept
+// in an etcd cluster the user runs (lib/rendezvous/etcd_rendezvous.hpp).
+enum class RdzvBackend { Static, Mtrain, C10d, Etcd };
 template <>
 struct ChoiceTable<RdzvBackend> {
   static constexpr const char* what = "rendezvous backend";
   static constexpr ChoiceRow<RdzvBackend> rows[] = {
-      {RdzvBackend::Static, "static"}, {RdzvBackend::Mtrain, "mtrain"}, {RdzvBackend::C10d, "c10d"}};
+      {RdzvBackend::Static, "static"}, {RdzvBackend::Mtrain, "mtrain"}, {RdzvBackend::C10d, "c10d"}, {RdzvBackend::Etcd, "etcd"}};
 };
 
 // launch.scale_up: how a node's ranks leave their round for an arriving node

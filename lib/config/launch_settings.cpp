@@ -157,8 +157,9 @@ void add_rendezvous_settings(Registry& r) {
   port.allow_auto = true;  // the same values --master-port takes
   r.add(port);
   r.add(choice("launch.rdzv_backend", to_string(RdzvBackend::Static), choice_names<RdzvBackend>(),
-               "Rendezvous: static (node ranks fixed by host order) or mtrain (nodes join the "
-               "launcher's store and agree on ranks; c10d is taken as mtrain).",
+               "Rendezvous: static (node ranks fixed by host order), mtrain (nodes join the "
+               "launcher's store and agree on ranks; c10d is taken as mtrain) or etcd (the same, kept in "
+               "the etcd cluster --rdzv-endpoint lists: no node holds the store).",
                "rdzv-backend"));
   r.add(integer("launch.rdzv_port", 29400, 1, 65535,
                 "Port of the node-level rendezvous store: the one the ssh launcher's store listens on, "

@@ -193,7 +193,7 @@ Gathered gather(LaunchOptions& opt, const EnvMap& env, LaunchProbes& probes, Lau
   Gathered g;
   if (m.rdzv_backend == config::RdzvBackend::C10d) m.rdzv_backend = config::RdzvBackend::Mtrain;
   g.slurm_store_here = apply_slurm_elastic(opt, env);
-  g.node_rendezvous = m.rdzv_backend == config::RdzvBackend::Mtrain;
+  g.node_rendezvous = m.rdzv_backend == config::RdzvBackend::Mtrain || m.rdzv_backend == config::RdzvBackend::Etcd;
   const bool agent = m.ssh_agent || g.node_rendezvous;
   d.job_id_source = "--job-id / MTRAIN_JOB_ID / launch.job_id";
   if (!agent) {
@@ -414,7 +414,7 @@ LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const La
   d.agent = agent_options(opt, d.hosts, environment.vars);
   if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
   p.master_addr = master_addr_given;  // else node 0's address, from the agreement
-  p.rdzv_backend = config::RdzvBackend::Mtrain;
+  p.rdzv_backend = d.agent->etcd ? config::RdzvBackend::Etcd : config::RdzvBackend::Mtrain;
   p.rdzv_endpoint = d.agent->endpoint.str();
   return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, true);
 }

@@ -247,15 +247,30 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
                            const EnvMap& env) {
   const auto& m = opt.multi;
   AgentOptions a;
+  const bool etcd = m.rdzv_backend == config::RdzvBackend::Etcd;
+  if (m.rdzv_endpoint.empty() && etcd)
+    throw Error("--rdzv-backend etcd needs --rdzv-endpoint with the etcd cluster's members",
+                "Give every node the same list, e.g. --rdzv-endpoint etcd-1:2379,etcd-2:2379,etcd-3:2379.");
   if (m.rdzv_endpoint.empty())
     throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
                 "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
-  a.endpoint = endpoint_of(m);
+  if (etcd) {
+    // The cluster's members; credentials from the environment, never the command line.
+    a.etcd = true;
+    a.etcd_client.endpoints = rendezvous::parse_etcd_endpoints(m.rdzv_endpoint);
+    a.endpoint = a.etcd_client.endpoints.front();
+    auto user = env.find("MTRAIN_ETCD_USERNAME"), pass = env.find("MTRAIN_ETCD_PASSWORD");
+    if (user != env.end()) a.etcd_client.username = user->second;
+    if (pass != env.end()) a.etcd_client.password = pass->second;
+  } else {
+    a.endpoint = endpoint_of(m);
+  }
   a.nnodes = rendezvous::parse_nnodes(m.nnodes.empty() ? std::to_string(hosts ? hosts->size() : 1) : m.nnodes);
   a.node_name = m.node_name;
   auto tok = env.find(rendezvous::kTokenEnv);
   if (tok == env.end() || tok->second.empty())
-    throw Error(fmt::format("--rdzv-backend mtrain needs the job token in {} on every node", rendezvous::kTokenEnv),
+    throw Error(fmt::format("--rdzv-backend {} needs the job token in {} on every node", etcd ? "etcd" : "mtrain",
+                            rendezvous::kTokenEnv),
                 fmt::format("Set the same value on every node, e.g. `export {}={}` (any 16+ random characters); "
                             "the store refuses nodes without it.",
                             rendezvous::kTokenEnv, rendezvous::generate_token()));

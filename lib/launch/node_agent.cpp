@@ -19,6 +19,8 @@
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/net_address.hpp"
 #include "mtrain/rendezvous/client.hpp"
+#include "mtrain/rendezvous/etcd_http.hpp"
+#include "mtrain/rendezvous/etcd_rendezvous.hpp"
 #include "mtrain/rendezvous/heartbeat.hpp"
 #include "mtrain/rendezvous/server.hpp"
 
@@ -35,9 +37,26 @@ using rendezvous::Duration;
 // (it failed, or the store opened a new round to restart it) the attempt is stopped on the
 // supervisor's loop. A local failure is reported over a second connection
 // (the heartbeat thread owns the first).
+// The registered node's second handle on the rendezvous, for reports from another thread: a
+// second connection to the mtrain store; the same object for etcd (its calls are independent).
+using SecondMembership = std::function<std::unique_ptr<rendezvous::Membership>()>;
+
+class SameMembership final : public rendezvous::Membership {
+ public:
+  explicit SameMembership(rendezvous::Membership& m) : m_(m) {}
+  rendezvous::JoinResult join() override { return m_.join(); }
+  rendezvous::JobState heartbeat() override { return m_.heartbeat(); }
+  rendezvous::JobState report_failure(const std::string& reason) override { return m_.report_failure(reason); }
+  rendezvous::JobState leave() override { return m_.leave(); }
+  const std::string& node_id() const override { return m_.node_id(); }
+
+ private:
+  rendezvous::Membership& m_;
+};
+
 class RendezvousWatcher : public AttemptWatcher {
  public:
-  RendezvousWatcher(rendezvous::Client& hb_client, rendezvous::ClientOptions report_opt, Duration interval,
+  RendezvousWatcher(rendezvous::Membership& hb_client, SecondMembership report_opt, Duration interval,
                     Duration give_up, int round, ScaleUp scale_up)
       : hb_client_(hb_client), report_opt_(std::move(report_opt)), interval_(interval), give_up_(give_up), round_(round),
         scale_up_(scale_up) {}
@@ -75,8 +94,7 @@ class RendezvousWatcher : public AttemptWatcher {
 
   void rank_failed(const std::string& what) override {
     try {
-      rendezvous::Client c(report_opt_);
-      c.report_failure(what);
+      report_opt_()->report_failure(what);
     } catch (const Error& e) {
       std::fprintf(stderr, "mtrain: could not tell the rendezvous store about the failure: %s\n", e.message().c_str());
     }
@@ -90,8 +108,8 @@ class RendezvousWatcher : public AttemptWatcher {
   }
 
  private:
-  rendezvous::Client& hb_client_;
-  rendezvous::ClientOptions report_opt_;
+  rendezvous::Membership& hb_client_;
+  SecondMembership report_opt_;
   Duration interval_, give_up_;
   int round_;
   ScaleUp scale_up_;
@@ -249,6 +267,26 @@ rendezvous::ClientOptions report_options(rendezvous::ClientOptions co, const std
   return co;
 }
 
+// The same node, registered in etcd instead of the mtrain store (rendezvous/etcd_rendezvous.hpp).
+rendezvous::EtcdRendezvousOptions etcd_options(const AgentOptions& a, const plan::PlanOptions& p,
+                                               const rendezvous::ClientOptions& co) {
+  rendezvous::EtcdRendezvousOptions eo;
+  eo.run_id = p.rdzv_id.empty() ? p.job_id : p.rdzv_id;
+  eo.token = a.token;
+  eo.host = co.host;
+  eo.addr = co.addr;
+  eo.slots = co.slots;
+  eo.min_nodes = a.nnodes.min;
+  eo.max_nodes = a.nnodes.max;
+  eo.max_restarts = a.max_restarts;
+  eo.master_port = p.master_port;
+  eo.join_timeout = a.join_timeout;
+  eo.last_call = a.last_call;
+  eo.node_timeout = a.node_timeout;
+  eo.on_progress = co.on_progress;
+  return eo;
+}
+
 // A first assignment that contradicts --node-rank is refused: the user fixed it by hand.
 void check_node_rank(const rendezvous::JoinResult& joined, const AgentOptions& a, const std::string& node) {
   if (joined.round == 0 && a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
@@ -268,7 +306,7 @@ plan::PlanOptions round_options(plan::PlanOptions rp, const rendezvous::JoinResu
   if (rp.master_addr.empty()) rp.master_addr = joined.assignment.master_addr;
   rp.master_port = joined.assignment.master_port;
   rp.node_name = node;
-  rp.rdzv_backend = config::RdzvBackend::Mtrain;
+  rp.rdzv_backend = a.etcd ? config::RdzvBackend::Etcd : config::RdzvBackend::Mtrain;
   rp.rdzv_endpoint = a.endpoint.str();
   // A restarted program learns that the job re-formed and why (the bundled trainer resumes
   // and names the lost node: lib/trainer/loop/elastic_resume.hpp).
@@ -287,8 +325,8 @@ struct AgentRun {
   ProcessRunner& runner;
   const std::string& node;
   AttemptWatcher* stdin_watch;  // null unless a.watch_stdin
-  rendezvous::Client& client;   // registered; joins each round
-  rendezvous::ClientOptions report;
+  rendezvous::Membership& client;  // registered; joins each round
+  SecondMembership report;
   Duration interval;            // between heartbeats
 };
 
@@ -325,11 +363,19 @@ int run_round(const AgentRun& run, const rendezvous::JoinResult& joined) {
 bool job_reforms(const AgentRun& run, int round) {
   rendezvous::JobState now;
   try {
-    now = rendezvous::Client(run.report).heartbeat();
+    now = run.report()->heartbeat();
   } catch (const Error& e) {
-    // The store is gone or no longer knows this node: nothing to re-join.
-    std::fprintf(stderr, "mtrain: node %s: cannot learn from the rendezvous store whether the job re-forms: %s\n",
-                 run.node.c_str(), e.message().c_str());
+    // The store is gone or no longer knows this node: nothing to re-join. With the mtrain store
+    // that is its host lost (or stopped): say so, naming it, not as one unanswered connection.
+    if (run.a.etcd)
+      std::fprintf(stderr, "mtrain: node %s: cannot learn from etcd whether the job re-forms: %s\n", run.node.c_str(),
+                   e.message().c_str());
+    else
+      std::fprintf(stderr,
+                   "mtrain: node %s: the rendezvous store's host %s (%s) is lost: it held the store, so the job "
+                   "cannot re-form without it (%s). Keep the rendezvous in etcd (--rdzv-backend etcd, "
+                   "docs/multinode.md) where the loss of any node must be survived.\n",
+                   run.node.c_str(), run.a.endpoint.host.c_str(), run.a.endpoint.str().c_str(), e.message().c_str());
     return false;
   }
   if (now.phase == rendezvous::Phase::failed || now.round <= round) return false;
@@ -378,11 +424,20 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   p.max_restarts = 0;
 
   const int slots = local_slots(p, facts);
-  std::unique_ptr<rendezvous::Server> server = host_store_if_ours(a, p);
+  std::unique_ptr<rendezvous::Server> server = a.etcd ? nullptr : host_store_if_ours(a, p);
   const rendezvous::ClientOptions co = join_options(a, node, slots);
-  rendezvous::Client client(co);
-  const AgentRun run{p, facts, a, so, runner, node, a.watch_stdin ? &stdin_watch : nullptr, client,
-                     report_options(co, client.node_id()),
+  std::unique_ptr<rendezvous::Membership> membership;
+  SecondMembership second;
+  if (a.etcd) {
+    membership = std::make_unique<rendezvous::EtcdRendezvous>(etcd_options(a, p, co),
+                                                                std::make_shared<rendezvous::EtcdHttp>(a.etcd_client));
+    second = [m = membership.get()] { return std::make_unique<SameMembership>(*m); };
+  } else {
+    membership = std::make_unique<rendezvous::Client>(co);
+    second = [report = report_options(co, membership->node_id())] { return std::make_unique<rendezvous::Client>(report); };
+  }
+  rendezvous::Membership& client = *membership;
+  const AgentRun run{p, facts, a, so, runner, node, a.watch_stdin ? &stdin_watch : nullptr, client, second,
                      std::max(Duration(200), std::min(Duration(2000), a.node_timeout / 5))};
 
   int rc = 0;

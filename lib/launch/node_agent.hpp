@@ -21,6 +21,7 @@
 #include "mtrain/launch/scale_up.hpp"
 #include "mtrain/launch/supervisor.hpp"
 #include "mtrain/plan/plan.hpp"
+#include "mtrain/rendezvous/etcd_http.hpp"
 #include "mtrain/rendezvous/clock.hpp"
 #include "mtrain/rendezvous/endpoint.hpp"
 
@@ -42,6 +43,8 @@ struct AgentOptions {
   int expected_node_rank = -1;              // --node-rank given: the agreement must match it
   std::string record_dir;                   // where the pgid record goes; empty: none
   ScaleUp scale_up = ScaleUp::checkpoint;   // --scale-up: arrivals while running (scale_up.hpp)
+  bool etcd = false;                        // --rdzv-backend etcd: the rendezvous is kept there
+  rendezvous::EtcdOptions etcd_client;      // its members (endpoint above: the first, for routes)
 };
 
 // Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.

@@ -50,26 +50,38 @@ struct JobState {
   bool membership_change = false;  // the new round takes in waiting nodes (scale up), not a failure
 };
 
-class Client {
+// What a node agent does with the rendezvous, whatever keeps it: the mtrain store (Client) or
+// an etcd cluster (EtcdRendezvous). Errors are mtrain::Error (exit 1), as Client's say below.
+class Membership {
+ public:
+  virtual ~Membership() = default;
+  virtual JoinResult join() = 0;
+  virtual JobState heartbeat() = 0;
+  virtual JobState report_failure(const std::string& reason) = 0;
+  virtual JobState leave() = 0;
+  virtual const std::string& node_id() const = 0;
+};
+
+class Client final : public Membership {
  public:
   explicit Client(ClientOptions options);
-  ~Client();
+  ~Client() override;
 
   // Join and block until the job forms. mtrain::Error (exit 1) when the rendezvous fails or
   // times out (naming the missing nodes), when the store refuses this node, or when it cannot
   // be reached before join_timeout.
-  JoinResult join();
+  JoinResult join() override;
   // One keep-alive; returns the job's phase ("failed" carries the reason naming the node).
-  JobState heartbeat();
+  JobState heartbeat() override;
   // Tell the store this node's ranks failed; every node sees "failed" on its next heartbeat.
-  JobState report_failure(const std::string& reason);
+  JobState report_failure(const std::string& reason) override;
   // This node is done (its ranks exited 0).
-  JobState leave();
+  JobState leave() override;
 
   // One raw request (token and node id are added) with the op deadline; for the above and tests.
   nlohmann::json request(nlohmann::json message);
 
-  const std::string& node_id() const;
+  const std::string& node_id() const override;
 
  private:
   class Conn;

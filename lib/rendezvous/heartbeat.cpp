@@ -6,7 +6,7 @@
 
 namespace mtrain::rendezvous {
 
-HeartbeatLoop::HeartbeatLoop(Client& client, Duration interval, Duration give_up_after,
+HeartbeatLoop::HeartbeatLoop(Membership& client, Duration interval, Duration give_up_after,
                              std::function<void(const JobState&)> on_end, int round)
     : client_(client), interval_(interval), give_up_(give_up_after), round_(round), on_end_(std::move(on_end)) {
   thread_ = std::thread([this] { run(); });

@@ -19,14 +19,14 @@ namespace mtrain::rendezvous {
 
 class HeartbeatLoop {
  public:
-  HeartbeatLoop(Client& client, Duration interval, Duration give_up_after, std::function<void(const JobState&)> on_end,
+  HeartbeatLoop(Membership& client, Duration interval, Duration give_up_after, std::function<void(const JobState&)> on_end,
                 int round = 0);
   ~HeartbeatLoop();  // stops the thread (waits at most one op_timeout)
   void stop();
 
  private:
   void run();
-  Client& client_;
+  Membership& client_;
   Duration interval_, give_up_;
   int round_;
   std::function<void(const JobState&)> on_end_;

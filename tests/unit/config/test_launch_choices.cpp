@@ -18,7 +18,7 @@ TEST_CASE("launch choices: launch.device", "[config][choices]") {
 }
 
 TEST_CASE("launch choices: launch.rdzv_backend", "[config][choices]") {
-  check_choice_table<RdzvBackend>("launch.rdzv_backend", {RdzvBackend::Static, RdzvBackend::Mtrain, RdzvBackend::C10d});
+  check_choice_table<RdzvBackend>("launch.rdzv_backend", {RdzvBackend::Static, RdzvBackend::Mtrain, RdzvBackend::C10d, RdzvBackend::Etcd});
 }
 
 TEST_CASE("launch choices: launch.scale_up", "[config][choices]") {

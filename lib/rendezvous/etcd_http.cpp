@@ -1,0 +1,297 @@
+#include "mtrain/rendezvous/etcd_http.hpp"
+
+#include <chrono>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/core/detail/base64.hpp>
+#include <boost/beast/http.hpp>
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+
+namespace mtrain::rendezvous {
+
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using asio::ip::tcp;
+using nlohmann::json;
+
+namespace {
+
+// The member did not answer usefully (refused, reset, timed out, no leader): try the next one.
+struct EtcdUnreachable : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+// A streaming reply (watch) did not show what we wait for within its time: not an error.
+struct EtcdStreamIdle {};
+// etcd said our auth token is no longer valid (it expires; the member restarted).
+struct EtcdAuthExpired {};
+
+constexpr size_t kEtcdMaxReplyBytes = 64u << 20;  // a range over 4096 nodes' keys is a few MB
+
+std::string etcd_b64(const std::string& s) {
+  std::string out(beast::detail::base64::encoded_size(s.size()), '\0');
+  out.resize(beast::detail::base64::encode(out.data(), s.data(), s.size()));
+  return out;
+}
+
+std::string etcd_unb64(const std::string& s) {
+  std::string out(beast::detail::base64::decoded_size(s.size()), '\0');
+  out.resize(beast::detail::base64::decode(out.data(), s.data(), s.size()).first);
+  return out;
+}
+
+// The end of the key range holding every key that starts with `prefix`.
+std::string etcd_prefix_end(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
+  if (prefix.empty()) return std::string(1, '\0');
+  prefix.back() = static_cast<char>(prefix.back() + 1);
+  return prefix;
+}
+
+// The gateway writes int64 fields as strings and omits zero values.
+int64_t etcd_i64(const json& j, const char* field) {
+  auto it = j.find(field);
+  if (it == j.end()) return 0;
+  if (it->is_string()) return std::stoll(it->get<std::string>());
+  if (it->is_number()) return it->get<int64_t>();
+  return 0;
+}
+
+KeyValue etcd_kv_of(const json& j) {
+  KeyValue kv;
+  kv.key = etcd_unb64(j.value("key", ""));
+  kv.value = etcd_unb64(j.value("value", ""));
+  kv.create_revision = etcd_i64(j, "create_revision");
+  kv.mod_revision = etcd_i64(j, "mod_revision");
+  kv.lease = etcd_i64(j, "lease");
+  return kv;
+}
+
+json etcd_put_request(const std::string& key, const std::string& value, int64_t lease) {
+  json p = {{"key", etcd_b64(key)}, {"value", etcd_b64(value)}};
+  if (lease != 0) p["lease"] = std::to_string(lease);
+  return p;
+}
+
+// The first JSON object of a streamed reply (the gateway writes one per line).
+json etcd_first_message(const std::string& body, const std::string& until) {
+  size_t at = body.find(until);
+  size_t start = body.rfind('\n', at);
+  start = start == std::string::npos ? 0 : start + 1;
+  size_t end = body.find('\n', at);
+  return json::parse(body.substr(start, end == std::string::npos ? std::string::npos : end - start));
+}
+
+}  // namespace
+
+std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what) {
+  std::vector<Endpoint> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    for (const char* scheme : {"http://", "https://"})
+      if (part.rfind(scheme, 0) == 0) part = part.substr(std::string(scheme).size());
+    if (part.empty())
+      throw Error(fmt::format("{} '{}': an empty member in the list", what, text),
+                  "give the etcd members as host1:2379,host2:2379,host3:2379");
+    Endpoint ep = parse_endpoint(part, what);
+    const bool has_port = part.back() != ']' && part.find(':', part.rfind(']') == std::string::npos ? 0 : part.rfind(']')) != std::string::npos;
+    if (!has_port) ep.port = kDefaultEtcdPort;
+    out.push_back(ep);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
+  if (opt_.endpoints.empty()) throw Error("etcd: no endpoint given", "--rdzv-endpoint host1:2379,host2:2379,host3:2379");
+}
+
+std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, const std::string& path,
+                               const std::string& body, const std::string& until, Duration wait) {
+  asio::io_context io;
+  beast::tcp_stream stream(io);
+  beast::error_code ec;
+  tcp::resolver resolver(io);
+  auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
+  if (ec) throw EtcdUnreachable(fmt::format("cannot resolve: {}", ec.message()));
+  stream.expires_after(opt_.op_timeout);
+  auto run = [&](const char* step) {
+    io.restart();
+    io.run();
+    if (ec == beast::error::timeout) throw EtcdUnreachable(fmt::format("{} timed out after {}", step, format_duration(opt_.op_timeout)));
+    if (ec && ec != http::error::end_of_stream) throw EtcdUnreachable(fmt::format("{}: {}", step, ec.message()));
+  };
+  stream.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  run("connect");
+
+  http::request<http::string_body> req{method == "GET" ? http::verb::get : http::verb::post, path, 11};
+  req.set(http::field::host, ep.str());
+  req.set(http::field::content_type, "application/json");
+  if (!auth_token_.empty()) req.set(http::field::authorization, auth_token_);
+  req.body() = body;
+  req.prepare_payload();
+  http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+  run("request");
+
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kEtcdMaxReplyBytes);
+  http::async_read_header(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+  run("reply");
+  const unsigned status = parser.get().result_int();
+  if (until.empty() || status != 200) {
+    http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+    run("reply");
+  } else {
+    // A stream: read what arrives until the awaited message shows or `wait` passes.
+    stream.expires_after(wait);
+    while (!parser.is_done() && parser.get().body().find(until) == std::string::npos) {
+      http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+      io.restart();
+      io.run();
+      if (ec == beast::error::timeout) throw EtcdStreamIdle{};
+      if (ec) throw EtcdUnreachable(fmt::format("stream: {}", ec.message()));
+    }
+  }
+  std::string out = std::move(parser.get().body());
+  if (status == 200) return out;
+  json err = json::parse(out, nullptr, false);
+  const std::string msg = err.is_object() ? err.value("message", err.value("error", out)) : out;
+  if (msg.find("auth token") != std::string::npos || (err.is_object() && err.value("code", 0) == 16)) throw EtcdAuthExpired{};
+  if (status >= 500 || msg.find("no leader") != std::string::npos || msg.find("leader changed") != std::string::npos)
+    throw EtcdUnreachable(fmt::format("HTTP {}: {}", status, msg));
+  throw Error(fmt::format("etcd at {} refused {}: {}", ep.str(), path, msg),
+              "check the etcd user's permissions on the job's prefix (--rdzv-conf) and the etcd version (3.4 or newer)", 1);
+}
+
+void EtcdHttp::authenticate_locked(const Endpoint& ep) {
+  auth_token_.clear();
+  const std::string body = json{{"name", opt_.username}, {"password", opt_.password}}.dump();
+  json reply = json::parse(exchange(ep, "POST", "/v3/auth/authenticate", body, "", opt_.op_timeout));
+  auth_token_ = reply.value("token", "");
+  if (auth_token_.empty())
+    throw Error(fmt::format("etcd at {} did not authenticate user '{}'", ep.str(), opt_.username),
+                "check the etcd user and password given for the rendezvous", 1);
+}
+
+json EtcdHttp::call_streaming(const std::string& path, const json& body, const std::string& until, Duration wait,
+                              bool* timed_out) {
+  std::lock_guard lock(mu_);
+  std::vector<std::string> failures;
+  const std::string text = body.dump();
+  for (size_t k = 0; k < opt_.endpoints.size(); ++k) {
+    const size_t i = (preferred_ + k) % opt_.endpoints.size();
+    const Endpoint& ep = opt_.endpoints[i];
+    try {
+      for (int attempt = 0;; ++attempt) {
+        try {
+          if (!opt_.username.empty() && auth_token_.empty()) authenticate_locked(ep);
+          std::string reply = exchange(ep, path == "/version" ? "GET" : "POST", path, text, until, wait);
+          preferred_ = i;
+          return until.empty() ? json::parse(reply) : etcd_first_message(reply, until);
+        } catch (const EtcdAuthExpired&) {
+          if (attempt > 0 || opt_.username.empty())
+            throw Error(fmt::format("etcd at {} refused the rendezvous' credentials", ep.str()),
+                        "give the etcd user and password (--rdzv-conf username=…,password=…)", 1);
+          auth_token_.clear();
+        }
+      }
+    } catch (const EtcdStreamIdle&) {
+      preferred_ = i;
+      if (timed_out) *timed_out = true;
+      return json::object();
+    } catch (const EtcdUnreachable& e) {
+      failures.push_back(fmt::format("{}: {}", ep.str(), e.what()));
+      auth_token_.clear();  // tokens are per member unless etcd uses JWT
+    } catch (const json::exception& e) {
+      failures.push_back(fmt::format("{}: malformed reply ({})", ep.str(), e.what()));
+    }
+  }
+  std::string all;
+  for (const auto& f : failures) all += (all.empty() ? "" : "; ") + f;
+  throw Error(fmt::format("no member of the etcd cluster answered {}: {}", path, all),
+              "the rendezvous is kept in etcd: check that its members run and are reachable from this node "
+              "(etcdctl --endpoints … endpoint health)",
+              1);
+}
+
+json EtcdHttp::call(const std::string& path, const json& body) { return call_streaming(path, body, "", opt_.op_timeout, nullptr); }
+
+json EtcdHttp::version() { return call("/version", json::object()); }
+
+RangeResult EtcdHttp::range_prefix(const std::string& prefix) {
+  json r = call("/v3/kv/range", {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}});
+  RangeResult out;
+  out.revision = etcd_i64(r.value("header", json::object()), "revision");
+  for (const auto& kv : r.value("kvs", json::array())) out.kvs.push_back(etcd_kv_of(kv));
+  return out;
+}
+
+std::optional<KeyValue> EtcdHttp::get(const std::string& key) {
+  json r = call("/v3/kv/range", {{"key", etcd_b64(key)}});
+  auto kvs = r.value("kvs", json::array());
+  if (kvs.empty()) return std::nullopt;
+  return etcd_kv_of(kvs[0]);
+}
+
+std::optional<KeyValue> EtcdHttp::create(const std::string& key, const std::string& value, int64_t lease) {
+  json r = call("/v3/kv/txn", {{"compare", {{{"target", "CREATE"}, {"key", etcd_b64(key)}, {"result", "EQUAL"}, {"create_revision", "0"}}}},
+                               {"success", {{{"request_put", etcd_put_request(key, value, lease)}}}},
+                               {"failure", {{{"request_range", {{"key", etcd_b64(key)}}}}}}});
+  if (r.value("succeeded", false)) return std::nullopt;
+  for (const auto& resp : r.value("responses", json::array())) {
+    auto kvs = resp.value("response_range", json::object()).value("kvs", json::array());
+    if (!kvs.empty()) return etcd_kv_of(kvs[0]);
+  }
+  // Deleted between the compare and the range: etcd's txn is atomic, so this cannot happen.
+  throw Error(fmt::format("etcd: key {} neither created nor found", key), {}, 1);
+}
+
+bool EtcdHttp::compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) {
+  json r = call("/v3/kv/txn",
+                {{"compare", {{{"target", "MOD"}, {"key", etcd_b64(key)}, {"result", "EQUAL"}, {"mod_revision", std::to_string(mod_revision)}}}},
+                 {"success", {{{"request_put", etcd_put_request(key, value, 0)}}}}});
+  return r.value("succeeded", false);
+}
+
+void EtcdHttp::put(const std::string& key, const std::string& value, int64_t lease) {
+  call("/v3/kv/put", etcd_put_request(key, value, lease));
+}
+
+void EtcdHttp::delete_prefix(const std::string& prefix) {
+  call("/v3/kv/deleterange", {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}});
+}
+
+int64_t EtcdHttp::grant_lease(Duration ttl) {
+  const auto seconds = std::max<int64_t>(1, (ttl.count() + 999) / 1000);
+  json r = call("/v3/lease/grant", {{"TTL", std::to_string(seconds)}});
+  if (!r.value("error", "").empty())
+    throw Error(fmt::format("etcd refused a lease: {}", r.value("error", "")), {}, 1);
+  return etcd_i64(r, "ID");
+}
+
+bool EtcdHttp::keep_alive(int64_t lease) {
+  bool idle = false;
+  json r = call_streaming("/v3/lease/keepalive", {{"ID", std::to_string(lease)}}, "\"result\"", opt_.op_timeout, &idle);
+  if (idle) throw Error("etcd did not answer a lease keep-alive in time", {}, 1);
+  return etcd_i64(r.value("result", json::object()), "TTL") > 0;
+}
+
+void EtcdHttp::revoke(int64_t lease) { call("/v3/lease/revoke", {{"ID", std::to_string(lease)}}); }
+
+bool EtcdHttp::watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) {
+  bool idle = false;
+  json create = {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}, {"start_revision", std::to_string(from_revision)}};
+  // The first message only confirms the watch; "events" (or a cancel after compaction: the
+  // caller reads again anyway) is the change.
+  call_streaming("/v3/watch", {{"create_request", create}}, "\"events\"", timeout, &idle);
+  return !idle;
+}
+
+}  // namespace mtrain::rendezvous

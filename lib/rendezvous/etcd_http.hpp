@@ -1,0 +1,65 @@
+#pragma once
+// EtcdKv over etcd's v3 JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/…, /v3/watch;
+// keys and values base64) with Boost.Beast. Every call has a deadline; a member that does not
+// answer (refused, reset, timed out) is skipped for the next one of the list, and the one that
+// answered is tried first next time. Only when no member answers is the call an mtrain::Error
+// (exit 1) naming every endpoint and what each said. Username/password: the token from
+// /v3/auth/authenticate goes in each request's Authorization header (renewed once when etcd
+// says it is no longer valid). Plain HTTP: TLS to etcd is not implemented (docs/multinode.md).
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "mtrain/rendezvous/endpoint.hpp"
+#include "mtrain/rendezvous/etcd_kv.hpp"
+
+namespace mtrain::rendezvous {
+
+inline constexpr uint16_t kDefaultEtcdPort = 2379;
+
+struct EtcdOptions {
+  std::vector<Endpoint> endpoints;  // the cluster's client URLs, in the order to try them
+  std::string username, password;   // empty username: no auth
+  Duration op_timeout{3000};        // one request and its reply, per endpoint
+};
+
+// "host1:2379,host2:2379,[::1]:2379" (port defaults to 2379); an mtrain::Error naming `what`.
+std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what = "--rdzv-endpoint");
+
+class EtcdHttp final : public EtcdKv {
+ public:
+  explicit EtcdHttp(EtcdOptions options);
+  RangeResult range_prefix(const std::string& prefix) override;
+  std::optional<KeyValue> get(const std::string& key) override;
+  std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease) override;
+  bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) override;
+  void put(const std::string& key, const std::string& value, int64_t lease) override;
+  void delete_prefix(const std::string& prefix) override;
+  int64_t grant_lease(Duration ttl) override;
+  bool keep_alive(int64_t lease) override;
+  void revoke(int64_t lease) override;
+  bool watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) override;
+
+  // GET /version of the first member that answers: {"etcdserver":…, "etcdcluster":…}.
+  nlohmann::json version();
+  // One gateway call (path like "/v3/kv/range") with failover; for the above and tests.
+  nlohmann::json call(const std::string& path, const nlohmann::json& body);
+
+ private:
+  // `stream_until`: for streaming replies (watch, keep-alive), stop reading once the body so far
+  // contains it; an empty string reads the whole reply. `wait`: how long a streaming reply may take.
+  std::string exchange(const Endpoint& ep, const std::string& method, const std::string& path, const std::string& body,
+                       const std::string& stream_until, Duration wait);
+  nlohmann::json call_streaming(const std::string& path, const nlohmann::json& body, const std::string& until, Duration wait,
+                                bool* timed_out);
+  void authenticate_locked(const Endpoint& ep);
+
+  EtcdOptions opt_;
+  std::mutex mu_;
+  size_t preferred_ = 0;      // the member that answered last
+  std::string auth_token_;
+};
+
+}  // namespace mtrain::rendezvous

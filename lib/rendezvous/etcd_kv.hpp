@@ -1,0 +1,47 @@
+#pragma once
+// The part of etcd's v3 key-value API the etcd rendezvous uses: ranges under a prefix, puts
+// bound to a lease, create-if-absent and compare-and-swap transactions on a key's revision,
+// leases (grant, keep-alive, revoke) and a blocking watch. EtcdHttp speaks it to a real
+// cluster (its JSON gateway); MemoryKv is the in-memory twin the protocol's unit tests run on.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mtrain/rendezvous/clock.hpp"
+
+namespace mtrain::rendezvous {
+
+struct KeyValue {
+  std::string key, value;
+  int64_t create_revision = 0;  // the store revision that created it: join order
+  int64_t mod_revision = 0;     // the revision of its last change: compare-and-swap
+  int64_t lease = 0;
+};
+
+struct RangeResult {
+  std::vector<KeyValue> kvs;  // sorted by key
+  int64_t revision = 0;       // the store's revision when read: watch from revision + 1
+};
+
+class EtcdKv {
+ public:
+  virtual ~EtcdKv() = default;
+  virtual RangeResult range_prefix(const std::string& prefix) = 0;
+  virtual std::optional<KeyValue> get(const std::string& key) = 0;
+  // Create `key` unless it exists; returns the existing value when it does (nothing written).
+  virtual std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease = 0) = 0;
+  // Write `key` only if its mod_revision is still `mod_revision` (0: only if absent).
+  virtual bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) = 0;
+  virtual void put(const std::string& key, const std::string& value, int64_t lease = 0) = 0;
+  virtual void delete_prefix(const std::string& prefix) = 0;
+  virtual int64_t grant_lease(Duration ttl) = 0;
+  // Refresh the lease; false when it already expired (its keys are gone).
+  virtual bool keep_alive(int64_t lease) = 0;
+  virtual void revoke(int64_t lease) = 0;
+  // Block until a key under `prefix` changes at or after `from_revision`, or `timeout` passes.
+  // Returns whether something changed (then the caller reads again).
+  virtual bool watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) = 0;
+};
+
+}  // namespace mtrain::rendezvous

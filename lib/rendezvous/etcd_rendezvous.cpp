@@ -1,0 +1,253 @@
+#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+
+#include <algorithm>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/rendezvous/etcd_mac.hpp"
+#include "mtrain/rendezvous/token.hpp"
+
+namespace mtrain::rendezvous {
+
+using nlohmann::json;
+
+namespace {
+
+bool etcd_starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
+
+std::string etcd_hosts_line(const std::vector<std::string>& hosts) {
+  std::string out;
+  for (size_t i = 0; i < hosts.size() && i < kListedHosts; ++i) out += (i ? ", " : "") + hosts[i];
+  if (hosts.size() > kListedHosts) out += fmt::format(" and {} more", hosts.size() - kListedHosts);
+  return out;
+}
+
+}  // namespace
+
+EtcdRendezvous::EtcdRendezvous(EtcdRendezvousOptions options, std::shared_ptr<EtcdKv> kv, const Clock& clock)
+    : opt_(std::move(options)), kv_(std::move(kv)), clock_(clock) {
+  if (opt_.node_id.empty()) opt_.node_id = generate_token().substr(0, 16);
+  if (opt_.addr.empty()) opt_.addr = opt_.host;
+  if (opt_.token.empty()) throw Error("the etcd rendezvous needs the job token", fmt::format("set {}", kTokenEnv));
+  if (opt_.run_id.empty() || opt_.run_id.find('/') != std::string::npos)
+    throw Error(fmt::format("the etcd rendezvous needs a run id without '/' (got '{}')", opt_.run_id), "give --rdzv-id ID");
+  job_ = opt_.prefix + opt_.run_id + "/";
+}
+
+EtcdRendezvous::~EtcdRendezvous() = default;
+
+std::string EtcdRendezvous::round_prefix(int round) const { return fmt::format("{}r/{}/", job_, round); }
+
+void EtcdRendezvous::check_guard() {
+  const std::string mac = hmac_sha256_hex(opt_.token, job_);
+  auto held = kv_->create(job_ + "guard", mac, 0);
+  if (held && !tokens_equal(held->value, mac))
+    throw Error(fmt::format("etcd prefix {} belongs to another job: its token is not this node's {}", job_, kTokenEnv),
+                "give every node of one job the same token; for a second job pick another --rdzv-id", kExitFailure);
+}
+
+EtcdRendezvous::State EtcdRendezvous::read_state() {
+  const std::string key = job_ + "state";
+  auto kv = kv_->get(key);
+  if (!kv) {
+    kv_->create(key, json{{"round", 0}, {"restarts", 0}}.dump(), 0);
+    kv = kv_->get(key);
+    if (!kv) throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {}, kExitFailure);
+  }
+  json j = json::parse(kv->value, nullptr, false);
+  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", key), "remove the prefix with etcdctl del --prefix", kExitFailure);
+  State s;
+  s.round = j.value("round", 0);
+  s.restarts = j.value("restarts", 0);
+  s.reason = j.value("reason", "");
+  s.membership_change = j.value("membership_change", false);
+  s.failed = j.value("failed", false);
+  s.mod_revision = kv->mod_revision;
+  return s;
+}
+
+void EtcdRendezvous::keep_lease() {
+  if (lease_ == 0) {
+    lease_ = kv_->grant_lease(opt_.node_timeout);
+  } else if (!kv_->keep_alive(lease_)) {
+    throw Error(fmt::format("node '{}' kept no lease alive in etcd for {}: the job counted it lost", opt_.host,
+                            format_duration(opt_.node_timeout)),
+                "", kExitFailure);
+  }
+  lease_refreshed_ = clock_.now();
+}
+
+JobState EtcdRendezvous::job_state(const State& s) const {
+  JobState out;
+  out.round = s.round;
+  out.restart_reason = s.reason;
+  out.membership_change = s.membership_change;
+  if (s.failed) {
+    out.phase = Phase::failed;
+    out.reason = s.reason;
+  } else {
+    out.phase = s.round == round_ ? Phase::running : Phase::joining;
+  }
+  return out;
+}
+
+JoinResult EtcdRendezvous::join() {
+  check_guard();
+  keep_lease();
+  const TimePoint deadline = clock_.now() + opt_.join_timeout;
+  std::string last_progress;
+  for (;;) {
+    State s = read_state();
+    if (s.failed) throw Error(fmt::format("the job under etcd prefix {} has failed: {}", job_, s.reason), "", kExitFailure);
+    const int r = s.round;
+    const std::string rp = round_prefix(r);
+    kv_->put(rp + "n/" + opt_.node_id, json{{"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}}.dump(), lease_);
+    std::optional<TimePoint> last_call_at;
+    for (;;) {
+      const RangeResult rng = kv_->range_prefix(rp);
+      const State now_state = read_state();
+      if (now_state.failed || now_state.round != r) break;
+      std::vector<const KeyValue*> members;
+      const KeyValue* agreed = nullptr;
+      for (const auto& kv : rng.kvs) {
+        if (etcd_starts_with(kv.key, rp + "n/")) members.push_back(&kv);
+        if (kv.key == rp + "agreed") agreed = &kv;
+      }
+      if (agreed) {
+        json wrapped = json::parse(agreed->value, nullptr, false);
+        const std::string body = wrapped.is_object() ? wrapped.value("body", "") : "";
+        if (!tokens_equal(wrapped.is_object() ? wrapped.value("mac", "") : "", hmac_sha256_hex(opt_.token, body)))
+          throw Error(fmt::format("etcd: {}agreed is not signed with this job's token", rp),
+                      "another writer changed the job's keys; remove the prefix and start again", kExitFailure);
+        json j = json::parse(body);
+        Assignment a = assignment_from_json(j.at("assignment"));
+        const auto ids = j.at("ids").get<std::vector<std::string>>();
+        auto it = std::find(ids.begin(), ids.end(), opt_.node_id);
+        if (it == ids.end()) {
+          // The round formed without this node (it came late, or the job is full): the next one.
+          if (!s.failed && opt_.on_progress) opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
+          kv_->watch_prefix(job_ + "state", rng.revision + 1, std::max(Duration(1), std::chrono::duration_cast<Duration>(
+                                                                                         std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
+          if (clock_.now() >= deadline) throw Error(fmt::format("no round of the job under etcd prefix {} took node '{}' in within {}", job_, opt_.host, format_duration(opt_.join_timeout)), "", kExitFailure);
+          keep_lease();
+          continue;
+        }
+        round_ = r;
+        nnodes_ = static_cast<int>(ids.size());
+        ids_ = ids;
+        hosts_.clear();
+        for (const auto& n : a.nodes) hosts_.push_back(n.host);
+        JoinResult out;
+        out.node_rank = static_cast<int>(it - ids.begin());
+        out.assignment = for_node(a, out.node_rank);
+        out.round = r;
+        out.restarts = s.restarts;
+        out.restart_reason = s.reason;
+        return out;
+      }
+      std::sort(members.begin(), members.end(), [](auto* x, auto* y) { return x->create_revision < y->create_revision; });
+      const int count = static_cast<int>(members.size());
+      const TimePoint now = clock_.now();
+      if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
+      if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
+        std::vector<AssignedNode> nodes;
+        json ids = json::array();
+        for (int i = 0; i < std::min(count, opt_.max_nodes); ++i) {
+          json m = json::parse(members[i]->value);
+          AssignedNode n;
+          n.host = m.value("host", "");
+          n.addr = m.value("addr", n.host);
+          n.local_world_size = m.value("slots", 1);
+          nodes.push_back(n);
+          ids.push_back(members[i]->key.substr(rp.size() + 2));
+        }
+        const std::string body = json{{"assignment", to_json(assign_ranks(nodes, opt_.master_port, opt_.run_id))}, {"ids", ids}}.dump();
+        if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) && r > 0)
+          kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
+        continue;
+      }
+      std::vector<std::string> hosts;
+      for (auto* m : members) hosts.push_back(json::parse(m->value).value("host", ""));
+      const std::string progress =
+          opt_.min_nodes == opt_.max_nodes
+              ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, etcd_hosts_line(hosts))
+              : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes, opt_.max_nodes, job_, etcd_hosts_line(hosts));
+      if (progress != last_progress && opt_.on_progress) opt_.on_progress(progress);
+      last_progress = progress;
+      if (now >= deadline)
+        throw Error(fmt::format("the rendezvous under etcd prefix {} did not form within {}: {} of at least {} nodes joined ({})", job_,
+                                format_duration(opt_.join_timeout), count, opt_.min_nodes, hosts.empty() ? "none" : etcd_hosts_line(hosts)),
+                    "start the missing nodes with the same --rdzv-endpoint and --rdzv-id, or lower --nnodes", kExitFailure);
+      TimePoint until = std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3);
+      if (last_call_at) until = std::min(until, *last_call_at);
+      if (until > now) kv_->watch_prefix(job_, rng.revision + 1, std::chrono::duration_cast<Duration>(until - now) + Duration(1));
+      if (clock_.now() >= lease_refreshed_ + opt_.node_timeout / 3) keep_lease();
+    }
+  }
+}
+
+EtcdRendezvous::State EtcdRendezvous::fail_or_restart(const std::string& reason) {
+  for (;;) {
+    State s = read_state();
+    if (s.failed || s.round != round_) return s;
+    bool someone_done = !kv_->range_prefix(round_prefix(round_) + "done/").kvs.empty();
+    json next = {{"round", s.round}, {"restarts", s.restarts}, {"reason", reason}};
+    const bool restart = s.restarts < opt_.max_restarts && !someone_done;
+    if (restart) {
+      next["round"] = s.round + 1;
+      next["restarts"] = s.restarts + 1;
+    } else {
+      next["failed"] = true;
+      if (someone_done) next["reason"] = reason + " (after another node finished: its work cannot be redone)";
+    }
+    if (kv_->compare_and_put(job_ + "state", s.mod_revision, next.dump())) {
+      if (!restart) {
+        // A failed job's keys go: the state and guard only after every agent had time to read why.
+        const int64_t linger = kv_->grant_lease(2 * opt_.node_timeout);
+        kv_->put(job_ + "state", next.dump(), linger);
+        kv_->put(job_ + "guard", hmac_sha256_hex(opt_.token, job_), linger);
+        kv_->delete_prefix(job_ + "r/");
+      }
+      return read_state();
+    }
+  }
+}
+
+JobState EtcdRendezvous::heartbeat() {
+  keep_lease();
+  State s = read_state();
+  if (s.failed || s.round != round_) return job_state(s);
+  std::set<std::string> present;
+  const std::string rp = round_prefix(round_);
+  for (const auto& kv : kv_->range_prefix(rp).kvs) {
+    const std::string rest = kv.key.substr(rp.size());
+    if (etcd_starts_with(rest, "n/")) present.insert(rest.substr(2));
+    if (etcd_starts_with(rest, "done/")) present.insert(rest.substr(5));
+  }
+  std::vector<std::string> lost;
+  for (size_t i = 0; i < ids_.size(); ++i)
+    if (!present.count(ids_[i])) lost.push_back(hosts_[i]);
+  if (lost.empty()) return job_state(s);
+  return job_state(fail_or_restart(fmt::format("node{} {} lost: no lease keep-alive in etcd for {}", lost.size() > 1 ? "s" : "",
+                                               etcd_hosts_line(lost), format_duration(opt_.node_timeout))));
+}
+
+JobState EtcdRendezvous::report_failure(const std::string& reason) {
+  return job_state(fail_or_restart(fmt::format("node '{}' reported a failure: {}", opt_.host, reason)));
+}
+
+JobState EtcdRendezvous::leave() {
+  const std::string rp = round_prefix(round_);
+  kv_->put(rp + "done/" + opt_.node_id, opt_.host, 0);
+  if (static_cast<int>(kv_->range_prefix(rp + "done/").kvs.size()) >= nnodes_) kv_->delete_prefix(job_);
+  if (lease_ != 0) kv_->revoke(lease_);
+  lease_ = 0;
+  JobState out;
+  out.phase = Phase::finished;
+  out.round = round_;
+  return out;
+}
+
+}  // namespace mtrain::rendezvous

@@ -1,0 +1,87 @@
+#pragma once
+// The node rendezvous kept in an etcd cluster (--rdzv-backend etcd): no agent holds state the
+// job cannot lose. Every agent runs this protocol against the cluster (through EtcdKv):
+//
+//   P = <prefix><run id>/         the job's keys; all removed when the job finishes
+//   P guard                       HMAC(token, P): a job with another token is refused here
+//   P state                       {"round","restarts","reason","membership_change","failed"}
+//   P r/<round>/n/<node id>       {host, addr, slots}; bound to the node's lease, so a node
+//                                 that stops keeping its lease alive (heartbeats) disappears
+//   P r/<round>/agreed            the round's assignment, with an HMAC under the token
+//   P r/<round>/done/<node id>    the node's ranks finished
+//
+// Join order is the member keys' create revision. The round forms when MAX nodes are in, or
+// when the last-call window that opens once MIN are in has passed: the first agent to see it
+// creates "agreed" in a transaction (create revision 0), every other agent reads that one.
+// Waiting is an etcd watch on P (wakes on any change), bounded by the time the lease needs
+// its next keep-alive and by the deadlines; no polling loop.
+// A node whose member key is gone while the round runs is lost; a node reporting its ranks
+// failed likewise opens the next round: "state" moves from round r to r+1 by compare-and-swap
+// on its mod revision (one winner), while restarts are left; else state says failed, with the
+// reason naming the node(s). A node that arrives while a round runs waits for the next round.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "mtrain/rendezvous/client.hpp"
+#include "mtrain/rendezvous/etcd_kv.hpp"
+
+namespace mtrain::rendezvous {
+
+inline constexpr const char* kDefaultEtcdPrefix = "/mtrain/rdzv/";
+
+struct EtcdRendezvousOptions {
+  std::string prefix = kDefaultEtcdPrefix;
+  std::string run_id;   // the job's keys live under prefix + run_id + "/"
+  std::string token;
+  std::string node_id;  // empty: a random id
+  std::string host, addr;
+  int slots = 1;
+  int min_nodes = 1, max_nodes = 1;
+  int max_restarts = 0;
+  int master_port = 29500;
+  Duration join_timeout{600000};
+  Duration last_call{30000};
+  Duration node_timeout{30000};  // the lease's TTL: silence after which a node is lost
+  std::function<void(const std::string&)> on_progress;
+};
+
+class EtcdRendezvous final : public Membership {
+ public:
+  // `kv` is shared with other objects of the same process (the report connection).
+  EtcdRendezvous(EtcdRendezvousOptions options, std::shared_ptr<EtcdKv> kv, const Clock& clock = real_clock());
+  ~EtcdRendezvous() override;
+  JoinResult join() override;
+  JobState heartbeat() override;
+  JobState report_failure(const std::string& reason) override;
+  JobState leave() override;
+  const std::string& node_id() const override { return opt_.node_id; }
+  std::string job_prefix() const { return job_; }
+
+ private:
+  struct State {
+    int round = 0, restarts = 0;
+    std::string reason;
+    bool membership_change = false, failed = false;
+    int64_t mod_revision = 0;
+  };
+  State read_state();
+  void check_guard();
+  void keep_lease();
+  JobState job_state(const State& s) const;
+  // Open the next round or fail the job (one writer wins); returns the state after.
+  State fail_or_restart(const std::string& reason);
+  std::string round_prefix(int round) const;
+
+  EtcdRendezvousOptions opt_;
+  std::shared_ptr<EtcdKv> kv_;
+  const Clock& clock_;
+  std::string job_;
+  int64_t lease_ = 0;
+  TimePoint lease_refreshed_{};
+  int round_ = -1;  // the round this node last formed in
+  int nnodes_ = 0;  // its size
+  std::vector<std::string> ids_, hosts_;  // that round's nodes, in node-rank order
+};
+
+}  // namespace mtrain::rendezvous

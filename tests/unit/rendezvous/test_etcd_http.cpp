@@ -1,0 +1,55 @@
+#include <catch2/catch.hpp>
+
+#include <boost/asio.hpp>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/rendezvous/etcd_http.hpp"
+
+using namespace mtrain::rendezvous;
+
+TEST_CASE("etcd endpoint lists: default port, schemes, IPv6", "[etcd_http]") {
+  auto eps = parse_etcd_endpoints("a:2381,b,http://c:2390,[::1]:2400,[::1]");
+  REQUIRE(eps.size() == 5);
+  CHECK(eps[0].str() == "a:2381");
+  CHECK(eps[1].str() == "b:2379");
+  CHECK(eps[2].str() == "c:2390");
+  CHECK(eps[3].str() == "[::1]:2400");
+  CHECK(eps[4].str() == "[::1]:2379");
+  CHECK_THROWS_AS(parse_etcd_endpoints("a:2379,,b"), mtrain::Error);
+}
+
+TEST_CASE("a cluster none of whose members answers is one error naming every member", "[etcd_http]") {
+  // Two ports that were just free: connections are refused at once.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor a1(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  boost::asio::ip::tcp::acceptor a2(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  const auto p1 = a1.local_endpoint().port(), p2 = a2.local_endpoint().port();
+  a1.close();
+  a2.close();
+  EtcdOptions o;
+  o.endpoints = parse_etcd_endpoints("127.0.0.1:" + std::to_string(p1) + ",127.0.0.1:" + std::to_string(p2));
+  o.op_timeout = Duration(500);
+  EtcdHttp kv(o);
+  try {
+    kv.range_prefix("/x/");
+    FAIL("no error");
+  } catch (const mtrain::Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("no member of the etcd cluster answered") != std::string::npos);
+    CHECK(what.find(std::to_string(p1)) != std::string::npos);
+    CHECK(what.find(std::to_string(p2)) != std::string::npos);
+    CHECK(e.exit_code() == 1);
+  }
+}
+
+TEST_CASE("a member that accepts but never answers times out within the op timeout", "[etcd_http]") {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor silent(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", silent.local_endpoint().port()}};
+  o.op_timeout = Duration(300);
+  EtcdHttp kv(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_AS(kv.get("/k"), mtrain::Error);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+}

@@ -1,0 +1,151 @@
+// The etcd rendezvous protocol on the in-memory twin of etcd (MemoryKv); the same protocol
+// against a real three-member cluster: tests/e2e/elastic/test_etcd_cluster.sh.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/rendezvous/etcd_memory.hpp"
+#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+
+using namespace mtrain::rendezvous;
+
+namespace {
+
+const std::string kToken = "0123456789abcdef0123456789abcdef";
+
+EtcdRendezvousOptions node(const std::string& host, int min, int max, int restarts = 0) {
+  EtcdRendezvousOptions o;
+  o.run_id = "job1";
+  o.token = kToken;
+  o.host = host;
+  o.slots = 2;
+  o.min_nodes = min;
+  o.max_nodes = max;
+  o.max_restarts = restarts;
+  o.last_call = Duration(0);
+  o.node_timeout = Duration(300);  // bounds each watch in real time; the ManualClock decides expiry
+  o.join_timeout = Duration(60000);
+  return o;
+}
+
+struct Pair {
+  ManualClock clock;
+  std::shared_ptr<MemoryKv> kv = std::make_shared<MemoryKv>(clock);
+  std::unique_ptr<EtcdRendezvous> a, b;
+  JoinResult ja, jb;
+  void form(int restarts = 0) {
+    a = std::make_unique<EtcdRendezvous>(node("node-a", 2, 2, restarts), kv, clock);
+    b = std::make_unique<EtcdRendezvous>(node("node-b", 2, 2, restarts), kv, clock);
+    auto fa = std::async(std::launch::async, [&] { return a->join(); });
+    // Joins in this order: node-a's member key is created before node-b's starts.
+    while (kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    jb = b->join();
+    ja = fa.get();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("two nodes form a job: join order is node rank, one agreement for both", "[etcd_rendezvous]") {
+  Pair p;
+  p.form();
+  CHECK(p.ja.node_rank == 0);
+  CHECK(p.jb.node_rank == 1);
+  CHECK(p.ja.assignment.world_size == 4);
+  CHECK(p.jb.self().first_rank == 2);
+  CHECK(p.jb.assignment.master_addr == "node-a");
+  CHECK(p.ja.round == 0);
+  CHECK(p.a->heartbeat().phase == Phase::running);
+}
+
+TEST_CASE("a job with another token under the same prefix is refused", "[etcd_rendezvous]") {
+  Pair p;
+  p.form();
+  auto o = node("intruder", 1, 1);
+  o.token = "ffffffffffffffffffffffffffffffff";
+  EtcdRendezvous c(o, p.kv, p.clock);
+  try {
+    c.join();
+    FAIL("joined");
+  } catch (const mtrain::Error& e) {
+    CHECK(std::string(e.what()).find("belongs to another job") != std::string::npos);
+  }
+  // Nothing the intruder did reached the job's keys.
+  CHECK(p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() == 2);
+}
+
+TEST_CASE("a node whose lease expires is lost: a new round while restarts are left", "[etcd_rendezvous]") {
+  Pair p;
+  p.form(1);
+  p.clock.advance(Duration(200));
+  p.a->heartbeat();  // node-a keeps its lease; node-b is silent
+  p.clock.advance(Duration(200));
+  p.kv->expire();
+  JobState s = p.a->heartbeat();
+  CHECK(s.phase == Phase::joining);
+  CHECK(s.round == 1);
+  CHECK(s.restart_reason.find("node-b lost") != std::string::npos);
+
+  // node-a re-forms alone (elastic 1..2) as node rank 0 of round 1.
+  auto o = node("node-a", 1, 2, 1);
+  o.node_id = p.a->node_id();
+  EtcdRendezvous again(o, p.kv, p.clock);
+  JoinResult j = again.join();
+  CHECK(j.round == 1);
+  CHECK(j.restarts == 1);
+  CHECK(j.node_rank == 0);
+  CHECK(j.assignment.nnodes == 1);
+}
+
+TEST_CASE("a lost node with no restart left fails the job, naming it", "[etcd_rendezvous]") {
+  Pair p;
+  p.form(0);
+  p.clock.advance(Duration(200));
+  p.a->heartbeat();
+  p.clock.advance(Duration(200));
+  p.kv->expire();
+  JobState s = p.a->heartbeat();
+  CHECK(s.phase == Phase::failed);
+  CHECK(s.reason.find("node-b lost") != std::string::npos);
+  // The failed job's state and guard linger for the others to read, then expire with all else.
+  p.clock.advance(Duration(1000));
+  p.kv->expire();
+  CHECK(p.kv->range_prefix("/mtrain/rdzv/job1/").kvs.empty());
+}
+
+TEST_CASE("a reported failure opens the next round once; both nodes see it", "[etcd_rendezvous]") {
+  Pair p;
+  p.form(1);
+  JobState s = p.b->report_failure("rank 3 exited 1");
+  CHECK(s.round == 1);
+  CHECK(p.a->heartbeat().round == 1);
+  CHECK(p.a->heartbeat().restart_reason.find("node 'node-b' reported a failure: rank 3 exited 1") != std::string::npos);
+}
+
+TEST_CASE("a finished job's keys are all removed", "[etcd_rendezvous]") {
+  Pair p;
+  p.form();
+  CHECK(p.a->leave().phase == Phase::finished);
+  CHECK(p.kv->size() > 0);
+  p.b->leave();
+  CHECK(p.kv->size() == 0);
+}
+
+TEST_CASE("an agreement not signed with the job's token is refused", "[etcd_rendezvous]") {
+  ManualClock clock;
+  auto kv = std::make_shared<MemoryKv>(clock);
+  kv->put("/mtrain/rdzv/job1/r/0/agreed", R"({"body":"{}","mac":"00"})", 0);
+  EtcdRendezvous a(node("node-a", 1, 1), kv, clock);
+  CHECK_THROWS_WITH(a.join(), Catch::Contains("not signed with this job's token"));
+}
+
+TEST_CASE("too few nodes by the join timeout: an error naming who came", "[etcd_rendezvous]") {
+  ManualClock clock;
+  auto kv = std::make_shared<MemoryKv>(clock);
+  auto o = node("node-a", 2, 2);
+  o.join_timeout = Duration(0);
+  EtcdRendezvous a(o, kv, clock);
+  CHECK_THROWS_WITH(a.join(), Catch::Contains("1 of at least 2 nodes joined (node-a)"));
+}
