@@ -24,7 +24,7 @@
 #include "mtrain/core/torchscript_archive.hpp"
 #include "mtrain/core/torchscript_trust.hpp"
 #include "mtrain/core/worker_facts.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "mtrain/trainer/comm/dtype_names.hpp"
 #include "mtrain/trainer/comm/exception_text.hpp"
 #include "mtrain/trainer/model/load_failure.hpp"
 #include "mtrain/trainer/model/models.hpp"
