@@ -38,6 +38,19 @@ TEST_CASE("all defaults: Enter on every question", "[config][wizard]") {
   CHECK_THAT(t, Catch::Contains("strategy [ddp]:"));
 }
 
+TEST_CASE("the last question: a TensorBoard folder (issue 42)", "[config][wizard]") {
+  std::string t;
+  // Enter on every question before it (their number depends on what the host's estimate
+  // recommends), then a TensorBoard folder: the first count at which "tb" lands on it.
+  std::map<std::string, json> a;
+  for (int enters = 0; enters < 40 && !a.count("log.tensorboard"); ++enters) {
+    a = drive(std::string(static_cast<size_t>(enters), '\n') + "tb\n", &t);
+  }
+  CHECK(a.at("log.tensorboard") == "tb");
+  CHECK_THAT(t, Catch::Contains("Watch the run in TensorBoard?"));
+  CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
+}
+
 TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm asks the allocation", "[config][wizard]") {
   // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
   // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; precision 3 = fp16; batch 8 (model, world and
@@ -59,6 +72,7 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   CHECK(a.at("precision.initial_scale_power") == 12);
   CHECK(a.at("optim.lr") == Approx(3e-4));
   CHECK(a.at("train.work_dir") == "runs/a");
+  CHECK(a.count("log.tensorboard") == 0);  // the input ended: left at its default (none)
   CHECK(a.count("launch.hostfile") == 0);
   CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
 }
