@@ -35,6 +35,7 @@
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
+using mtrain::crc32c_text;
 namespace fs = std::filesystem;
 
 namespace {
