@@ -32,6 +32,7 @@ const std::map<std::string, std::string>& section_titles() {
       {"sched", "Learning-rate schedule"},
       {"checkpoint", "Checkpoints"},
       {"comm", "Communication"},
+      {"log", "Tracking (TensorBoard, MLflow)"},
       {"precision", "Mixed precision (fp16 loss scaling)"},
       {"launch", "Launch (used by the launcher, not handed to ranks)"},
       {"slurm", "Slurm allocation (used by the launcher)"},

@@ -93,6 +93,33 @@ void import_fsdp_plugin(Importer& im, const json& f) {
 
 }  // namespace
 
+// Accelerator(log_with=…, project_dir=…, logging_dir=…): its TensorBoard tracker writes under
+// logging_dir (project_dir when unset), as mtrain's log.tensorboard does; its MLflow tracker takes
+// the server from MLFLOW_TRACKING_URI, which no config file holds.
+static void import_trackers(Importer& im, const json& doc) {
+  std::vector<std::string> names;
+  const json& lw = doc["log_with"];
+  if (lw.is_array()) {
+    for (const auto& n : lw) names.push_back(text(n));
+  } else {
+    names.push_back(text(lw));
+  }
+  const std::string dir = doc.contains("logging_dir") ? text(doc["logging_dir"])
+                          : doc.contains("project_dir") ? text(doc["project_dir"]) : "";
+  for (const std::string& n : names) {
+    if (n == "tensorboard" || n == "all") {
+      if (dir.empty()) im.warn("log_with", "tensorboard needs logging_dir or project_dir (accelerate refuses it without one); set log.tensorboard");
+      else im.set(doc.contains("logging_dir") ? "logging_dir" : "project_dir", "log.tensorboard", dir);
+    }
+    if (n == "mlflow" || n == "all") {
+      im.warn("log_with", "mlflow: accelerate takes the server from MLFLOW_TRACKING_URI, which the file does not hold; set log.mlflow.uri: http://HOST:PORT");
+    }
+    if (n != "tensorboard" && n != "mlflow" && n != "all") {
+      im.warn("log_with", fmt::format("{}: mtrain's trainer writes TensorBoard files and MLflow runs, not this tracker (docs/tracking.md); not imported", n));
+    }
+  }
+}
+
 static ImportResult import_accelerate_walk(const Registry& reg, const json& doc, const std::string& origin,
                                           const std::string& base_dir) {
   if (!doc.is_object()) throw Error(fmt::format("{}: an accelerate config must be a YAML mapping", origin));
@@ -146,6 +173,10 @@ static ImportResult import_accelerate_walk(const Registry& reg, const json& doc,
       if (text(v) != "all") im.set(k, "launch.gpus", text(v));
     } else if (k == "use_cpu") {
       if (v == true) im.set(k, "launch.device", "cpu");
+    } else if (k == "log_with") {
+      import_trackers(im, doc);
+    } else if ((k == "project_dir" || k == "logging_dir") && doc.contains("log_with")) {
+      // read with log_with
     } else if (k == "machine_rank") {
       im.warn(k, fmt::format("{}: mtrain starts every node from one command and numbers them itself; not imported", v.dump()));
     } else {

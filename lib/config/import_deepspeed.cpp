@@ -204,6 +204,27 @@ void import_zero(Importer& im, const json& z) {
   }
 }
 
+// DeepSpeed's monitor writes TensorBoard files to output_path/job_name; mtrain writes one subfolder
+// per run under log.tensorboard, so the same `tensorboard --logdir output_path` shows both.
+void import_tensorboard(Importer& im, const json& v) {
+  bool enabled = false;
+  std::string output_path, job_name = "DeepSpeedJobName";  // DeepSpeed's default job_name
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    const std::string path = "tensorboard." + it.key();
+    if (it.key() == "enabled" && it->is_boolean()) enabled = it->get<bool>();
+    else if (it.key() == "output_path" && it->is_string()) output_path = it->get<std::string>();
+    else if (it.key() == "job_name" && it->is_string()) job_name = it->get<std::string>();
+    else im.unmapped(path, *it);
+  }
+  if (!enabled) return;
+  if (output_path.empty()) {
+    im.warn("tensorboard.output_path", "not given (DeepSpeed then writes under ~/<job id>/logs); mtrain writes under tensorboard/");
+    output_path = "tensorboard";
+  }
+  while (output_path.size() > 1 && output_path.back() == '/') output_path.pop_back();
+  im.set("tensorboard", "log.tensorboard", output_path + "/" + job_name);
+}
+
 }  // namespace
 
 static ImportResult import_deepspeed_walk(const Registry& reg, const json& ds, const std::string& origin) {
@@ -231,7 +252,11 @@ static ImportResult import_deepspeed_walk(const Registry& reg, const json& ds, c
     } else if (k == "optimizer" && v.is_object()) import_optimizer(im, v);
     else if (k == "scheduler" && v.is_object()) import_scheduler(im, v);
     else if (k == "zero_optimization" && v.is_object()) import_zero(im, v);
-    else im.unmapped(k, v);
+    else if (k == "tensorboard" && v.is_object()) import_tensorboard(im, v);
+    else if ((k == "wandb" || k == "comet" || k == "csv_monitor") && v.is_object()) {
+      im.warn(k, "mtrain's trainer writes TensorBoard files (log.tensorboard) and MLflow runs (log.mlflow.uri), "
+                 "not this monitor (docs/tracking.md says why); its metrics.jsonl is the CSV; not imported");
+    } else im.unmapped(k, v);
   }
   return r;
 }

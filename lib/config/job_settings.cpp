@@ -164,6 +164,43 @@ void add_checkpoint_and_comm_settings(Registry& r) {
                 "if /dev/shm cannot hold the segment)."));
 }
 
+// Trackers beside metrics.jsonl (docs/tracking.md), written by rank 0 of the bundled trainer.
+std::string check_mlflow_uri(const std::string& t) {
+  if (t.empty() || t.rfind("http://", 0) == 0) return "";
+  if (t.rfind("https://", 0) == 0) return "https is not supported (no TLS library is linked); use http://";
+  return "not an http:// URI";
+}
+
+std::string check_tag(const std::string& t) {
+  const size_t eq = t.find('=');
+  if (eq == std::string::npos || eq == 0) return "a tag is KEY=VALUE";
+  return "";
+}
+
+void add_log_settings(Registry& r) {
+  r.add(text("log.tensorboard", "",
+             "TensorBoard event files under this folder, one subfolder per run named like its run folder "
+             "(a resumed run continues its run's): the train and validation metrics at train.log_interval "
+             "and the resolved job as text. Empty: none.",
+             "tensorboard"));
+  Setting uri = text("log.mlflow.uri", "",
+                     "An MLflow tracking server (http://HOST:PORT): the job's settings as parameters, the "
+                     "metrics per logging step, model.safetensors and summary.json as artifacts, and the run's "
+                     "status. A server that is down or slow never holds training up. Empty: none.",
+                     "mlflow-uri");
+  uri.format = "an http:// URI";
+  uri.check_text = check_mlflow_uri;
+  r.add(std::move(uri));
+  r.add(text("log.mlflow.experiment", "", "The MLflow experiment (created if missing); empty: Default."));
+  r.add(text("log.mlflow.run_name", "", "The MLflow run's name; empty: the run folder's name."));
+  Setting tags = text("log.mlflow.tags", "", "Tags set on the MLflow run, KEY=VALUE each.");
+  tags.list = true;
+  tags.list_separator = ',';
+  tags.format = "a list of KEY=VALUE ([team=nlp, stage=dev] or team=nlp,stage=dev)";
+  tags.check_text = check_tag;
+  r.add(std::move(tags));
+}
+
 Registry build() {
   Registry r;
   // Strategy.
@@ -184,6 +221,7 @@ Registry build() {
   add_loop_settings(r);
   add_optimiser_settings(r);
   add_checkpoint_and_comm_settings(r);
+  add_log_settings(r);
   add_precision_settings(r);
   add_launch_settings(r);
   add_slurm_settings(r);

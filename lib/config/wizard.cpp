@@ -90,6 +90,8 @@ const std::vector<Question>& script() {
         {"optim.name", "Optimiser?", always},
         {"optim.lr", "Peak learning rate?", always},
         {"train.work_dir", "Where should metrics, checkpoints and model.pt go?", always},
+        {"log.tensorboard", "Watch the run in TensorBoard? A folder for its event files (empty: no; for MLflow "
+                            "set log.mlflow.uri, docs/tracking.md).", always},
     };
   }();
   return q;

@@ -21,7 +21,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/error_file.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/core/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"

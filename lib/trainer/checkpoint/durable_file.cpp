@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/core/crc32c.hpp"
 
 namespace mtrain::trainer {
 

@@ -7,8 +7,8 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
+#include "mtrain/core/crc32c.hpp"
 #include "mtrain/core/visible_text.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
 
 namespace mtrain::trainer {
 

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/core/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/manifest.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"

@@ -135,6 +135,19 @@ DataSpec data_spec(const Reader& r) {
   return s;
 }
 
+tracking::TrackingOptions tracking_options(const Reader& r) {
+  tracking::TrackingOptions t;
+  t.tensorboard_dir = r.text("log.tensorboard");
+  t.mlflow_uri = r.text("log.mlflow.uri");
+  t.mlflow_experiment = r.text("log.mlflow.experiment");
+  t.mlflow_run_name = r.text("log.mlflow.run_name");
+  for (const auto& tag : r.at("log.mlflow.tags").get<std::vector<std::string>>()) {
+    const size_t eq = tag.find('=');  // the registry's check: KEY=VALUE with a key
+    t.mlflow_tags.emplace_back(tag.substr(0, eq), tag.substr(eq + 1));
+  }
+  return t;
+}
+
 }  // namespace
 
 TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origin) {
@@ -185,6 +198,7 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   if (r.text("model.hf_prefix") != "auto") t.hf_prefix = r.text("model.hf_prefix");
   t.comm_timeout_s = r.number("comm.timeout_s");
   t.comm_shared_memory = r.flag("comm.shared_memory");
+  t.tracking = tracking_options(r);
   t.settings = full;
   return t;
 }

@@ -17,6 +17,7 @@
 #include "mtrain/trainer/data/dataset.hpp"
 #include "mtrain/trainer/model/model.hpp"
 #include "mtrain/trainer/optim/schedule.hpp"
+#include "mtrain/tracking/tracking_options.hpp"
 #include "mtrain/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
@@ -51,6 +52,7 @@ struct TrainJob {
   nlohmann::json settings;  // the resolved job this was made from, every key present (model.safetensors metadata)
   double comm_timeout_s = 300;
   bool comm_shared_memory = true;
+  tracking::TrackingOptions tracking;  // log.*: TensorBoard and MLflow (rank 0)
 
   // 1-3 for zero1-3, else 0.
   int zero_stage() const { return config::zero_stage(strategy); }

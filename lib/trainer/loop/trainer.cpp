@@ -27,7 +27,9 @@
 #include "mtrain/trainer/comm/pooled_cpu.hpp"
 #include "mtrain/trainer/comm/communicator.hpp"
 #include "mtrain/trainer/data/sampler.hpp"
+#include "mtrain/tracking/tracker.hpp"
 #include "mtrain/trainer/loop/console.hpp"
+#include "mtrain/trainer/loop/failure_record.hpp"
 #include "mtrain/trainer/loop/job_ledger.hpp"
 #include "mtrain/trainer/loop/ledger.hpp"
 #include "mtrain/trainer/loop/log_records.hpp"
@@ -56,6 +58,8 @@ double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
+std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
+
 Batch to_device(Batch b, const at::Device& d) {
   if (d.is_cpu()) return b;
   return {b.input.to(d, /*non_blocking=*/true), b.target.to(d, true)};
@@ -71,6 +75,16 @@ class Loop {
         heartbeat_(parts.heartbeat_file) {}
 
   TrainResult run() {
+    try {
+      return run_loop();
+    } catch (const std::exception& e) {
+      if (tracker_) tracker_->end(tracking::RunEnd::Failed, first_line(failure_paragraph(e)), {});
+      throw;
+    }
+  }
+
+ private:
+  TrainResult run_loop() {
     const std::optional<InitPlan> init = set_up();
     const int64_t start_step = start(init);
     const auto run_start = Clock::now();
@@ -105,7 +119,6 @@ class Loop {
     return conclude(start_step, validated_last);
   }
 
- private:
   // What one optimizer step measured.
   struct StepOutcome {
     double loss = 0;       // mean over the step's micro-batches (this rank)
@@ -184,11 +197,14 @@ class Loop {
     const int64_t start_step = step_;
     if (parts_.restart.restarted()) console_.line(restart_report(parts_.restart, step_, reached, comm_.world()));
     if (comm_.rank() == 0) {  // this run's own folder: runs into one work dir never overwrite each other
-      run_dir_ = runs::start_run_folder(job_.work_dir,
-                                        {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
-                                         {"model", config::to_string(job_.model.name)}, {"total_steps", total_}, {"start_step", start_step}},
-                                        std::time(nullptr));
+      json info = {{"strategy", strategy_->name()}, {"world_size", comm_.world()},
+                   {"model", config::to_string(job_.model.name)}, {"total_steps", total_}, {"start_step", start_step}};
+      // A resumed run continues its training's TensorBoard/MLflow run (tracking/tracker.hpp).
+      const std::string lineage = start_step > 0 ? tracking::lineage_run_name(job_.work_dir) : "";
+      if (!lineage.empty()) info["tracking_run"] = lineage;
+      run_dir_ = runs::start_run_folder(job_.work_dir, info, std::time(nullptr));
       metrics_ = std::make_unique<MetricsLog>(run_dir_ + "/metrics.jsonl", false);
+      start_tracking(lineage.empty() ? fs::path(run_dir_).filename().string() : lineage, start_step);
     }
     comm_.reset_counters();
     return start_step;
@@ -241,6 +257,25 @@ class Loop {
     const LogRecord rec = train_log(w);
     console_.line(format_line(position_prefix("train", position()), rec.fields));
     if (metrics_) metrics_->write(rec.record);
+    if (tracker_) tracker_->log(rec.record, throughput(w.time));
+  }
+
+  // TensorBoard and MLflow beside metrics.jsonl (log.*), on rank 0.
+  void start_tracking(const std::string& name, int64_t start_step) {
+    if (!job_.tracking.any()) return;
+    tracker_ = std::make_unique<tracking::Tracker>(job_.tracking, tracking::TrackedRun{name, start_step, job_.settings},
+                                                   [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+  }
+
+  // Samples (and tokens, for a language model) per second over all ranks, at a mean step time.
+  std::vector<tracking::Scalar> throughput(double step_time) const {
+    if (step_time <= 0) return {};
+    const double samples = static_cast<double>(job_.batch_size * job_.grad_accum * comm_.world()) / step_time;
+    std::vector<tracking::Scalar> out = {{"train/samples_per_s", samples}};
+    if (parts_.model->is_language_model()) {
+      out.push_back({"train/tokens_per_s", samples * static_cast<double>(parts_.model->tokens_per_sample())});
+    }
+    return out;
   }
 
   // val_interval counts epochs when training by epochs (at an epoch's end), else steps.
@@ -421,6 +456,7 @@ class Loop {
     last_val_ = rec.record;
     console_.line(format_line(position_prefix("val", position()), rec.fields));
     if (metrics_) metrics_->write(rec.record);
+    if (tracker_) tracker_->log(rec.record);
   }
 
   json trainer_state() const {
@@ -619,6 +655,11 @@ class Loop {
     if (stopped_by != 0) f.stopped_by = signal_name(stopped_by);
     const json s = run_summary(f);
     if (comm_.rank() == 0) write_file_atomic(run_dir_ + "/summary.json", s.dump(2) + "\n");
+    if (tracker_) {
+      std::vector<std::pair<std::string, std::string>> files = {{"summary.json", run_dir_ + "/summary.json"}};
+      if (stopped_by == 0) files.emplace_back("model.safetensors", job_.work_dir + "/model.safetensors");
+      tracker_->end(stopped_by == 0 ? tracking::RunEnd::Finished : tracking::RunEnd::Killed, "", files);
+    }
     TrainResult r;
     r.steps = step_;
     r.final_loss = last_loss_;
@@ -640,6 +681,7 @@ class Loop {
   std::vector<ExpectedTensor> expected_state_;  // what resume must find in a checkpoint
   std::optional<HfExport> hf_;  // model.hf_config, read at set-up
   std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<tracking::Tracker> tracker_;  // rank 0, when log.* asks for TensorBoard or MLflow
   std::string run_dir_;  // rank 0: work_dir/<YYYYmmdd_HHMMSS>/ (lib/core/run_folder.hpp)
   SamplerOptions sampler_;
   std::map<int64_t, std::vector<int64_t>> epochs_;

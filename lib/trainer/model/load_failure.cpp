@@ -9,7 +9,8 @@
 namespace mtrain::trainer {
 
 namespace {
-constexpr const char* kExport = "export it with torch.jit.save(torch.jit.script(model), PATH)";
+// Named apart from torchscript.cpp's kExport: the two files can share a unity batch.
+constexpr const char* kExportHow = "export it with torch.jit.save(torch.jit.script(model), PATH)";
 
 std::string first_line(const std::string& s) {
   std::string line = str::trim(s.substr(0, s.find('\n')));
@@ -42,10 +43,10 @@ Error torchscript_load_failure(const std::string& path, const std::string& what,
     return Error(fmt::format("'{}' is not a TorchScript archive ({})", path, first_line(what)),
                  fmt::format("a file written by torch.save (a state dict or a pickled nn.Module) cannot be "
                              "trained here; {}",
-                             kExport))
+                             kExportHow))
         .at("model.path");
   return Error(fmt::format("the TorchScript model '{}' cannot be loaded by {}: {}", path, mine, first_line(what)),
-               fmt::format("check that it loads with torch.jit.load in the PyTorch that saved it; {}; or {}", kExport,
+               fmt::format("check that it loads with torch.jit.load in the PyTorch that saved it; {}; or {}", kExportHow,
                            rebuild))
       .at("model.path");
 }

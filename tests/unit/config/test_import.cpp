@@ -184,3 +184,51 @@ TEST_CASE("import refuses contradictions and unknown formats", "[config][import]
   CHECK(sched.values.at("optim.beta1") == Approx(0.8));
   CHECK(sched.values.at("optim.beta2") == Approx(0.99));
 }
+
+TEST_CASE("DeepSpeed's tensorboard block imports as log.tensorboard, with no warning (issue 42)", "[config][import]") {
+  const auto& reg = job_registry();
+  ImportResult r = import_text(reg, R"({"train_micro_batch_size_per_gpu": 4,
+      "tensorboard": {"enabled": true, "output_path": "logs/", "job_name": "run1"},
+      "wandb": {"enabled": true, "project": "p"}, "csv_monitor": {"enabled": true}, "comet": {"enabled": true}})",
+                               "ds.json");
+  CHECK(r.values.at("log.tensorboard") == "logs/run1");  // DeepSpeed's output_path/job_name
+  CHECK_FALSE(warned(r, "tensorboard"));
+  CHECK_FALSE(warned(r, "tensorboard.output_path"));
+  // The monitors mtrain does not write stay warned, saying what to use instead.
+  for (const char* k : {"wandb", "csv_monitor", "comet"}) {
+    INFO(k);
+    CHECK(warned(r, k));
+  }
+  CHECK(std::any_of(r.warnings.begin(), r.warnings.end(), [](const std::string& w) {
+    return w.rfind("wandb:", 0) == 0 && w.find("log.mlflow.uri") != std::string::npos;
+  }));
+  check_valid(r);
+  // Disabled: nothing to import and nothing to warn about; DeepSpeed's default job name.
+  CHECK(import_text(reg, R"({"tensorboard": {"enabled": false, "output_path": "x"}})", "d.json").values.count("log.tensorboard") == 0);
+  CHECK(import_text(reg, R"({"tensorboard": {"enabled": true, "output_path": "tb"}})", "d.json").values.at("log.tensorboard") ==
+        "tb/DeepSpeedJobName");
+  ImportResult no_path = import_text(reg, R"({"tensorboard": {"enabled": true}})", "d.json");
+  CHECK(no_path.values.at("log.tensorboard") == "tensorboard/DeepSpeedJobName");
+  CHECK(warned(no_path, "tensorboard.output_path"));
+}
+
+TEST_CASE("accelerate's log_with imports its TensorBoard folder; mlflow says what to set", "[config][import]") {
+  const auto& reg = job_registry();
+  ImportResult r = import_text(reg, "distributed_type: MULTI_GPU\nnum_processes: 2\nlog_with: tensorboard\n"
+                                    "project_dir: out\nlogging_dir: out/logs\n", "acc.yaml");
+  CHECK(r.values.at("log.tensorboard") == "out/logs");
+  CHECK_FALSE(warned(r, "log_with"));
+  CHECK_FALSE(warned(r, "project_dir"));
+  CHECK_FALSE(warned(r, "logging_dir"));
+  check_valid(r);
+  ImportResult p = import_text(reg, "distributed_type: MULTI_GPU\nlog_with: [tensorboard, mlflow, wandb]\nproject_dir: out\n", "a.yaml");
+  CHECK(p.values.at("log.tensorboard") == "out");  // logging_dir defaults to project_dir
+  CHECK(std::count_if(p.warnings.begin(), p.warnings.end(), [](const std::string& w) {
+          return w.rfind("log_with:", 0) == 0;
+        }) == 2);  // mlflow (set log.mlflow.uri) and wandb
+  CHECK(std::any_of(p.warnings.begin(), p.warnings.end(),
+                    [](const std::string& w) { return w.find("set log.mlflow.uri") != std::string::npos; }));
+  ImportResult none = import_text(reg, "distributed_type: MULTI_GPU\nlog_with: tensorboard\n", "a.yaml");
+  CHECK(none.values.count("log.tensorboard") == 0);
+  CHECK(warned(none, "log_with"));
+}

@@ -17,7 +17,8 @@ namespace {
 json sample(const Setting& s) {
   static const std::map<std::string, json> fitting = {
       {"zero.stage", 3}, {"model.n_head", 8}, {"model.n_embd", 256}, {"train.global_batch_size", 32},
-      {"sched.min_lr", 0.0005}, {"launch.device_memory", "80GiB"}};
+      {"sched.min_lr", 0.0005}, {"launch.device_memory", "80GiB"},
+      {"log.mlflow.uri", "http://127.0.0.1:5000/mlflow"}, {"log.mlflow.tags", json::array({"team=nlp", "stage=a b"})}};
   if (auto it = fitting.find(s.key); it != fitting.end()) return it->second;
   switch (s.type) {
     case Type::Bool: return s.default_value.is_boolean() ? !s.default_value.get<bool>() : true;  // 'auto'

@@ -38,14 +38,30 @@ TEST_CASE("all defaults: Enter on every question", "[config][wizard]") {
   CHECK_THAT(t, Catch::Contains("strategy [ddp]:"));
 }
 
+TEST_CASE("the last question: a TensorBoard folder (issue 42)", "[config][wizard]") {
+  std::string t;
+  // Enter on every question before it (their number depends on what the host's estimate
+  // recommends), then a TensorBoard folder: the first count at which "tb" lands on it.
+  std::map<std::string, json> a;
+  for (int enters = 0; enters < 40 && !a.count("log.tensorboard"); ++enters) {
+    try {
+      a = drive(std::string(static_cast<size_t>(enters), '\n') + "tb\n", &t);
+    } catch (const mtrain::Error&) {  // "tb" answered an earlier question; the input ended early
+    }
+  }
+  CHECK(a.at("log.tensorboard") == "tb");
+  CHECK_THAT(t, Catch::Contains("Watch the run in TensorBoard?"));
+  CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
+}
+
 TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm asks the allocation", "[config][wizard]") {
   // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
   // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; precision 3 = fp16; batch 8 (model, world and
   // precision are known before the strategy: config init shows the estimate there); strategy 4 = zero3;
   // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; optim Enter;
-  // lr 3e-4; work dir
+  // lr 3e-4; work dir; TensorBoard Enter
   std::string t;
-  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n", &t);
+  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n\n", &t);
   CHECK(a.at("launch.launcher") == "slurm");
   CHECK(a.at("slurm.nodes") == 2);
   CHECK(a.at("slurm.gpus_per_node") == 4);
@@ -59,6 +75,7 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   CHECK(a.at("precision.initial_scale_power") == 12);
   CHECK(a.at("optim.lr") == Approx(3e-4));
   CHECK(a.at("train.work_dir") == "runs/a");
+  CHECK(a.at("log.tensorboard") == "");  // Enter: no TensorBoard
   CHECK(a.count("launch.hostfile") == 0);
   CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
 }

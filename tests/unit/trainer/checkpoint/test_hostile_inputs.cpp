@@ -25,7 +25,7 @@
 #include "mtrain/core/token_file.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
 #include "mtrain/trainer/checkpoint/consolidate.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/core/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/manifest.hpp"
 #include "mtrain/trainer/checkpoint/shard_io.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
@@ -35,6 +35,7 @@
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
+using mtrain::crc32c_text;
 namespace fs = std::filesystem;
 
 namespace {

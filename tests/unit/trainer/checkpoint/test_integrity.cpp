@@ -2,39 +2,13 @@
 // vs actual, `resume auto` falling back past a bad newest checkpoint, keep-K pruning.
 #include <catch2/catch.hpp>
 
-#include <random>
-
 #include "helpers.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
 #include "mtrain/trainer/checkpoint/verify.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
-
-TEST_CASE("CRC-32C matches the standard check value and its portable path", "[checkpoint]") {
-  CHECK(crc32c_update(0, "123456789", 9) == 0xE3069283u);
-  CHECK(crc32c_update_portable(0, "123456789", 9) == 0xE3069283u);
-  std::mt19937 gen(7);
-  std::vector<unsigned char> buf(100003);
-  for (auto& b : buf) b = static_cast<unsigned char>(gen());
-  const uint32_t whole = crc32c_update(0, buf.data(), buf.size());
-  CHECK(crc32c_update_portable(0, buf.data(), buf.size()) == whole);
-  // Streaming in uneven chunks gives the same value.
-  uint32_t c = 0;
-  size_t at = 0;
-  for (size_t step : {1u, 7u, 4096u, 13u, 99999u}) {
-    const size_t n = std::min(step, buf.size() - at);
-    c = crc32c_update(c, buf.data() + at, n);
-    at += n;
-  }
-  c = crc32c_update(c, buf.data() + at, buf.size() - at);
-  CHECK(c == whole);
-  buf[5000] ^= 1;
-  CHECK(crc32c_update(0, buf.data(), buf.size()) != whole);
-  CHECK(crc32c_text(0xE3069283u) == "crc32c:e3069283");
-}
 
 TEST_CASE("a corrupted or truncated shard is named with expected vs actual, and resume auto "
           "falls back to the previous valid checkpoint", "[checkpoint]") {

@@ -51,6 +51,8 @@ json fields(const TrainJob& t) {
                 t.work_dir, t.log_interval, t.timing_warmup_steps, t.val_interval, t.val_steps, t.threads,
                 t.checkpoint_interval, t.checkpoint_keep, t.resume, t.overwrite, t.init, t.init_strict, t.comm_timeout_s,
                 t.comm_shared_memory, t.cpu_memory_pool}},
+      {"log", {t.tracking.tensorboard_dir, t.tracking.mlflow_uri, t.tracking.mlflow_experiment,
+               t.tracking.mlflow_run_name, t.tracking.mlflow_tags}},
   };
 }
 
@@ -84,7 +86,7 @@ std::vector<json> other_values(const mtrain::config::Setting& s) {
         if (json(c) != def) out.push_back(c);
       break;
     case Type::String:
-      for (const char* v : {"other/file.bin", "cpu", "Block", "/tmp/x"})
+      for (const char* v : {"other/file.bin", "cpu", "Block", "/tmp/x", "http://127.0.0.1:5000", "team=nlp"})
         if (json(v) != def) out.push_back(v);
       break;
   }

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/crc32c.hpp"
+#include "mtrain/core/crc32c.hpp"
 
 #include <array>
 #include <cstring>
@@ -9,7 +9,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace mtrain::trainer {
+namespace mtrain {
 
 namespace {
 
@@ -87,4 +87,4 @@ uint32_t crc32c_update_portable(uint32_t crc, const void* data, size_t n) {
 
 std::string crc32c_text(uint32_t crc) { return fmt::format("crc32c:{:08x}", crc); }
 
-}  // namespace mtrain::trainer
+}  // namespace mtrain

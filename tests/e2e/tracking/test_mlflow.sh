@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# log.mlflow.uri (issue 42) against a real `mlflow server` on 127.0.0.1 with a temporary backend
+# store: the run's parameters, metrics per logging step (equal to metrics.jsonl), tags, artifacts
+# (model.safetensors, summary.json through the artifact proxy) and status FINISHED, read back with
+# the mlflow client; a run stopped by a signal ends KILLED.
+. "$(dirname "$0")/../lib.sh"
+. "$(dirname "$0")/tracking_lib.sh"
+need_tracking mlflow
+port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+uri="http://127.0.0.1:$port"
+"$TRACK_PY" -m mlflow server --host 127.0.0.1 --port "$port" --workers 1 \
+  --backend-store-uri "sqlite:///$WORK/mlflow.db" --artifacts-destination "$WORK/artifacts" >"$WORK/server.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 120); do
+  "$PY" -c "import urllib.request; urllib.request.urlopen('$uri/health', timeout=1)" 2>/dev/null && break
+  sleep 0.5
+done
+"$PY" -c "import urllib.request; urllib.request.urlopen('$uri/health', timeout=1)" 2>/dev/null ||
+  { sed 's/^/    | /' "$WORK/server.log" | tail -20; fail "mlflow server did not start"; finish; }
+
+run_mtrain "$WORK/run" launch "${small[@]}" --work-dir "$WORK/wd" --max-steps 30 --set train.log_interval=5 \
+  --set log.mlflow.uri="$uri" --set log.mlflow.experiment=e2e --set log.mlflow.run_name=first \
+  --set 'log.mlflow.tags=[team=nlp, stage=test]'
+expect_rc 0 "training with MLflow tracking"
+expect_not_in "$WORK/run" "warning: MLflow"
+
+# A run stopped by SIGUSR1 (preemption: checkpoint, then exit) ends KILLED.
+"$MTRAIN" launch "${small[@]}" --work-dir "$WORK/wd2" --max-steps 100000 --set train.log_interval=5 \
+  --set log.mlflow.uri="$uri" --set log.mlflow.experiment=e2e --set log.mlflow.run_name=stopped >"$WORK/run2" 2>&1 &
+launcher=$!
+bound $launcher 120
+wait_for "$WORK/wd2/metrics.jsonl" "\"step\"" 60
+kill -USR1 $launcher
+wait $launcher; rc=$?; kill $watchdog 2>/dev/null
+expect_in "$WORK/run2" "preempted by"
+
+"$TRACK_PY" - "$uri" "$WORK/wd" <<'PYEOF' && ok "mlflow reads back params, metrics, tags, artifacts and status" || fail "mlflow run"
+import json, os, sys, tempfile
+import mlflow
+from mlflow.tracking import MlflowClient
+uri, wd = sys.argv[1], sys.argv[2]
+c = MlflowClient(tracking_uri=uri)
+exp = c.get_experiment_by_name("e2e")
+runs = {r.info.run_name: r for r in c.search_runs([exp.experiment_id])}
+assert set(runs) == {"first", "stopped"}, set(runs)
+r = runs["first"]
+assert r.info.status == "FINISHED", r.info.status
+assert r.data.params["train.max_steps"] == "30" and r.data.params["strategy"] == "ddp", r.data.params
+assert r.data.params["log.mlflow.uri"] == uri
+assert r.data.tags["team"] == "nlp" and r.data.tags["stage"] == "test", r.data.tags
+run_dir = os.path.join(wd, os.readlink(os.path.join(wd, "latest")))
+want = [json.loads(l) for l in open(os.path.join(run_dir, "metrics.jsonl"))]
+train = [w for w in want if w["mode"] == "train"]
+hist = c.get_metric_history(r.info.run_id, "train/loss")
+assert [m.step for m in hist] == [w["step"] for w in train], [m.step for m in hist]
+assert all(abs(m.value - w["loss"]) <= 1e-9 * max(1, abs(w["loss"])) for m, w in zip(hist, train))
+assert [m.step for m in c.get_metric_history(r.info.run_id, "val/perplexity")] == [w["step"] for w in want if w["mode"] == "val"]
+for k in ("train/lr", "train/time", "train/memory", "train/samples_per_s", "train/tokens_per_s"):
+    assert len(c.get_metric_history(r.info.run_id, k)) == len(train), k
+names = sorted(a.path for a in c.list_artifacts(r.info.run_id))
+assert names == ["model.safetensors", "summary.json"], names
+d = tempfile.mkdtemp()
+got = c.download_artifacts(r.info.run_id, "model.safetensors", d)
+assert open(got, "rb").read() == open(os.path.join(wd, "model.safetensors"), "rb").read()
+got = c.download_artifacts(r.info.run_id, "summary.json", d)
+assert json.load(open(got))["steps"] == 30
+s = runs["stopped"]
+assert s.info.status == "KILLED", s.info.status
+print("runs:", {n: x.info.status for n, x in runs.items()}, "loss points:", len(hist))
+PYEOF
+finish
