@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -48,7 +49,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
   sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "
-              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run whose "
+              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run continued with --resume auto (after Ctrl-C "
+              "or preemption) is one row and one curve: STEPS says how many steps each launch trained. A run whose "
               "files cannot be read, and a malformed metrics line, are skipped and named on stderr.");
   sub->callback([f, sub, &exit] {
     if (sub->got_subcommand("plot")) return;
@@ -60,7 +62,7 @@ void build_runs(CLI::App* sub, Exit& exit) {
   });
 
   auto* plot = sub->add_subcommand("plot", "Draw the loss and validation curves of several runs on one chart");
-  plot->add_option("runs", f->plot_runs, "Run folders, or work dirs (their newest run)")->required();
+  plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
   plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
   plot->add_option("--format", f->format, "What to print: text (the file) or json (the runs and their curves)")
@@ -69,7 +71,10 @@ void build_runs(CLI::App* sub, Exit& exit) {
   plot->callback([f, &exit] {
     std::vector<runs::Run> runs;
     std::vector<std::string> skipped;
-    for (const auto& r : f->plot_runs) runs.push_back(runs::resolve_run(r, &skipped));
+    for (const auto& r : f->plot_runs) {
+      auto found = runs::resolve_runs(r, &skipped);
+      runs.insert(runs.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    }
     warn_all(skipped, runs);
     bench::plot_runs(runs, f->output, f->plotter);
     if (f->format == "json") {

@@ -15,7 +15,7 @@ PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs) {
   spec.xlabel = "step";
   spec.ylabel = "loss";
   for (const auto& r : runs) {
-    const std::string label = r.name + (r.strategy.empty() ? "" : fmt::format(" ({}, {} ranks)", r.strategy, r.world));
+    const std::string label = r.name + (r.strategy.empty() ? "" : fmt::format(" ({}, {} rank{})", r.strategy, r.world, r.world == 1 ? "" : "s"));
     spec.series.push_back({label + " train", r.loss});
     if (!r.val.empty()) spec.series.push_back({label + " val", r.val});
   }
