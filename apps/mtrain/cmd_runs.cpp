@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/bench/runs_plot.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/visible_text.hpp"
@@ -51,7 +52,9 @@ void build_runs(CLI::App* sub, Exit& exit) {
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "
               "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run continued with --resume auto (after Ctrl-C "
               "or preemption) is one row and one curve: STEPS says how many steps each launch trained. A run whose "
-              "files cannot be read, and a malformed metrics line, are skipped and named on stderr.");
+              "files cannot be read, and a malformed metrics line, are skipped and named on stderr.\n\n" +
+              completion::examples_block({{"mtrain runs work_dirs/default", "one row per run"},
+                                          {"mtrain runs work_dirs --format json", "every work dir's runs, for a program"}}));
   sub->callback([f, sub, &exit] {
     if (sub->got_subcommand("plot")) return;
     std::vector<std::string> skipped;
@@ -62,6 +65,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
   });
 
   auto* plot = sub->add_subcommand("plot", "Draw the loss and validation curves of several runs on one chart");
+  plot->footer(completion::examples_block({{"mtrain runs plot work_dirs/default -o loss.png", "every run of a work dir"},
+                                           {"mtrain runs plot work_dirs/a work_dirs/b -o loss.svg", "two work dirs compared"}}));
   plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
   plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
