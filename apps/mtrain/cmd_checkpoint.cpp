@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launch.hpp"
 
@@ -52,6 +53,8 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
   auto* con = sub->add_subcommand(
       "consolidate", "Stream a checkpoint's shards into one torch.load-able state dict or .safetensors "
                      "file, one tensor at a time");
+  con->footer(completion::examples_block(
+      {{"mtrain checkpoint consolidate wd/checkpoints/step_200 -o model.pt", "one state dict"}}));
   con->add_option("DIR", f->dir, "Checkpoint folder (<work_dir>/checkpoints/step_<N>)")->required();
   con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt; a folder for --format hf)")
       ->required();

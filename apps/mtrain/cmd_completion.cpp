@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/completion/model.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/envreport/run_command.hpp"
@@ -22,7 +23,9 @@ void build_completion(CLI::App* sub, Exit& exit) {
   CLI::App& root = *sub->get_parent();
   sub->add_option("shell", *shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
   sub->footer("Load it: bash `source <(mtrain completion bash)`; zsh `source <(mtrain completion zsh)` (after compinit); "
-              "fish `mtrain completion fish | source`.");
+              "fish `mtrain completion fish | source`.\n\n" +
+              completion::examples_block({{"source <(mtrain completion bash)", "Tab completion in this bash"},
+                                          {"mtrain completion fish > ~/.config/fish/completions/mtrain.fish", ""}}));
   sub->callback([shell, &root, &exit] {
     exit.build_all();
     auto cmds = completion::describe(root, completion::default_hints());

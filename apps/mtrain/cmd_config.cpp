@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/config_commands.hpp"
 #include "mtrain/config/resolve_job.hpp"
@@ -50,8 +51,17 @@ void build_config(CLI::App* config, Exit& exit) {
   show->add_option("--set", show_opt->sets, "key=value, highest priority (repeatable)");
   // Slurm's before launch's: --export stays slurm.export here, as before launch.export had it
   // too (add_setting_flags adds a spelling once; --set launch.export=… names the other).
+  const size_t own = show->get_options().size();
   for (const auto scope : {cfg::Scope::Job, cfg::Scope::Slurm, cfg::Scope::Launch})
     cfg::add_setting_flags(*show, reg, show_opt->flags, {scope});
+  // Its --help lists its own flags: the hundred setting flags (launch's, trainer's, Slurm's) are
+  // taken but not listed (group ""), and completion still offers them (completion/model.cpp).
+  const auto all = show->get_options();
+  for (size_t i = own; i < all.size(); ++i) all[i]->group("");
+  show->footer("Every setting's flag is taken too, as `mtrain launch` and `mtrain slurm script` take it (--strategy fsdp, "
+               "--partition gpu); `mtrain config docs` lists them.\n\n" +
+               mtrain::completion::examples_block({{"mtrain config show --config job.yaml --sources", "each value and where it came from"},
+                                                   {"mtrain config show --strategy fsdp --format json", "the job a flag makes"}}));
   show->callback([&exit, show_opt] {
     show_opt->env = mtrain::process_environment();
     exit.code = cfg::config_show(cfg::job_registry(), *show_opt, std::cout, std::cerr);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/launch_choices.hpp"
@@ -38,7 +39,9 @@ void build_estimate(CLI::App* sub, Exit& exit) {
   sub->footer(
       "Takes the flags of `mtrain launch` (model, precision, batch, zero.*/fsdp.*, --nproc-per-node, --nnodes, "
       "--hostfile, --device-memory) and prints, per strategy, the bytes each rank holds and sends, against the "
-      "device memory. Activations are measured by one forward/backward on this CPU (mtrain-worker) and scaled.");
+      "device memory. Activations are measured by one forward/backward on this CPU (mtrain-worker) and scaled.\n\n" +
+      completion::examples_block({{"mtrain estimate --model gpt --nproc-per-node 8 --device-memory 80GiB", "which strategy fits"},
+                                  {"mtrain estimate --config job.yaml", "the job a launch would run"}}));
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
                             "Launch settings (launch.* in a job file)");
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Job},

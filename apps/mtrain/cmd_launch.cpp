@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/compat_flags.hpp"
 #include "mtrain/config/export.hpp"
@@ -57,6 +58,24 @@ config::KnownFlags known_flags(const CLI::App& sub) {
   return k;
 }
 
+const char* const kMostUsed = "Most used";
+
+// Help layout only: the five flags a first launch needs lead, and the launcher settings that
+// matter only across machines (hostfile, ssh, rendezvous) get their own section after the rest.
+void group_for_help(CLI::App& sub) {
+  for (const char* name : {"--nproc-per-node", "--strategy", "--model", "--config", "--resume"})
+    if (CLI::Option* opt = sub.get_option_no_throw(name)) opt->group(kMostUsed);
+  const char* multi_node[] = {"--nnodes", "--num-nodes", "--node-rank", "--node-name", "--master-addr", "--master-port",
+                              "--hostfile", "--include", "--exclude", "--launcher", "--remote-mtrain", "--scale-up",
+                              "--export", "--export-env-file", "--node-timeout-s", "--rdzv-", "--ssh-"};
+  for (CLI::Option* opt : sub.get_options()) {
+    if (opt->get_group() == kMostUsed || opt->get_group().empty()) continue;
+    const std::string n = opt->get_name(false, false);
+    for (const std::string m : multi_node)
+      if (n == m || (m.back() == '-' && str::starts_with(n, m))) opt->group("Multi-node (hostfile, ssh, rendezvous)");
+  }
+}
+
 }  // namespace
 
 void build_launch(CLI::App* sub, Exit& exit) {
@@ -64,9 +83,14 @@ void build_launch(CLI::App* sub, Exit& exit) {
   auto& o = f->opt;
   sub->allow_extras();
   sub->prefix_command();  // everything from the program name on belongs to the program
-  sub->footer("Usage: mtrain launch [OPTIONS] [--] [PROGRAM ARGS...]; without PROGRAM the bundled trainer runs.\n"
-              "PROGRAM.py runs with Python (--python, MTRAIN_PYTHON, else python3 on PATH) unless --no-python.\n\n" +
-              config::compat_help());
+  sub->footer("Without PROGRAM the bundled trainer runs. PROGRAM.py runs with Python (--python, MTRAIN_PYTHON, else "
+              "python3 on PATH) unless --no-python.\n\n" +
+              config::compat_help() + "\n\n" +
+              completion::examples_block({
+                  {"mtrain launch --nproc-per-node 2 train.py --lr 3e-4", "two ranks of your script, as torchrun would"},
+                  {"mtrain launch --nproc-per-node 2 --strategy fsdp --max-steps 50", "the bundled trainer, sharded"},
+                  {"mtrain launch --config job.yaml --resume auto", "a job file, continued after Ctrl-C"},
+              }));
   // torchrun, deepspeed and accelerate spellings become mtrain's before CLI11 parses (compat_flags.hpp).
   exit.rewrite["launch"] = [sub](const std::vector<std::string>& words) {
     auto r = config::rewrite_launch_args(words, known_flags(*sub));
@@ -77,6 +101,16 @@ void build_launch(CLI::App* sub, Exit& exit) {
   // also MTRAIN_<FLAG>, launch.* in a job file and --set launch.*=…, resolved with the job and
   // applied by launch::apply_launch_settings. Those of this node or run only (--node-rank,
   // --node-name, --dry-run, --format) come from the flag or MTRAIN_<FLAG> alone (registry.hpp).
+  // --help lists the groups in the order their first option was added (-h comes first): the
+  // most used flags, the trainer's, then the launcher's, multi-node last.
+  sub->get_help_ptr()->group(kMostUsed);
+  // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
+  const char* kJob = "Bundled trainer (when no PROGRAM is given)";
+  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Job}, kJob);
+  sub->add_option("--config", f->config_file, "Job file (YAML; `mtrain config init` writes one)")
+      ->envname("MTRAIN_CONFIG")
+      ->group(kJob);
+  sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)")->group(kJob);
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
                             "Launch settings (launch.* in a job file)");
   config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Launch},
@@ -85,14 +119,7 @@ void build_launch(CLI::App* sub, Exit& exit) {
   // Not a setting: the ssh launcher marks the agents it starts (multinode.cpp agent_argv).
   sub->add_flag("--ssh-agent", o.multi.ssh_agent, "(internal) this is a node agent started by an ssh launcher")
       ->group("");
-
-  // Settings of the bundled trainer, generated from the registry (each also MTRAIN_<FLAG>).
-  const char* kJob = "Bundled trainer (when no PROGRAM is given)";
-  config::add_setting_flags(*sub, config::job_registry(), f->job_flags, {config::Scope::Job}, kJob);
-  sub->add_option("--config", f->config_file, "Job file (YAML; `mtrain config init` writes one)")
-      ->envname("MTRAIN_CONFIG")
-      ->group(kJob);
-  sub->add_option("--set", f->sets, "Any trainer setting: --set key=value (repeatable)")->group(kJob);
+  group_for_help(*sub);
 
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;

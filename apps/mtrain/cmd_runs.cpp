@@ -6,10 +6,12 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/bench/runs_plot.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/visible_text.hpp"
@@ -48,8 +50,11 @@ void build_runs(CLI::App* sub, Exit& exit) {
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
   sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "
-              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run whose "
-              "files cannot be read, and a malformed metrics line, are skipped and named on stderr.");
+              "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run continued with --resume auto (after Ctrl-C "
+              "or preemption) is one row and one curve: STEPS says how many steps each launch trained. A run whose "
+              "files cannot be read, and a malformed metrics line, are skipped and named on stderr.\n\n" +
+              completion::examples_block({{"mtrain runs work_dirs/default", "one row per run"},
+                                          {"mtrain runs work_dirs --format json", "every work dir's runs, for a program"}}));
   sub->callback([f, sub, &exit] {
     if (sub->got_subcommand("plot")) return;
     std::vector<std::string> skipped;
@@ -60,7 +65,9 @@ void build_runs(CLI::App* sub, Exit& exit) {
   });
 
   auto* plot = sub->add_subcommand("plot", "Draw the loss and validation curves of several runs on one chart");
-  plot->add_option("runs", f->plot_runs, "Run folders, or work dirs (their newest run)")->required();
+  plot->footer(completion::examples_block({{"mtrain runs plot work_dirs/default -o loss.png", "every run of a work dir"},
+                                           {"mtrain runs plot work_dirs/a work_dirs/b -o loss.svg", "two work dirs compared"}}));
+  plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
   plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
   plot->add_option("--format", f->format, "What to print: text (the file) or json (the runs and their curves)")
@@ -69,7 +76,10 @@ void build_runs(CLI::App* sub, Exit& exit) {
   plot->callback([f, &exit] {
     std::vector<runs::Run> runs;
     std::vector<std::string> skipped;
-    for (const auto& r : f->plot_runs) runs.push_back(runs::resolve_run(r, &skipped));
+    for (const auto& r : f->plot_runs) {
+      auto found = runs::resolve_runs(r, &skipped);
+      runs.insert(runs.end(), std::make_move_iterator(found.begin()), std::make_move_iterator(found.end()));
+    }
     warn_all(skipped, runs);
     bench::plot_runs(runs, f->output, f->plotter);
     if (f->format == "json") {

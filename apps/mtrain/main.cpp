@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "mtrain/completion/help.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
 #include "mtrain/core/strings.hpp"
@@ -49,6 +50,8 @@ int main(int argc, char** argv) {
   root.set_version_flag("--version", version_text);
   root.require_subcommand(1);
   root.footer("Run `mtrain <command> --help` for a command's options.");
+  // Usage and examples first in every command's --help (subcommands inherit the formatter).
+  root.formatter(std::make_shared<mtrain::completion::HelpFormatter>());
   mtrain::app::Exit exit;
   mtrain::app::declare_commands(root, exit, argc > 1 ? argv[1] : "");
   mtrain::app::add_unbuilt(root, exit);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/counted.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/visible_text.hpp"
 
@@ -15,7 +16,7 @@ PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs) {
   spec.xlabel = "step";
   spec.ylabel = "loss";
   for (const auto& r : runs) {
-    const std::string label = r.name + (r.strategy.empty() ? "" : fmt::format(" ({}, {} ranks)", r.strategy, r.world));
+    const std::string label = r.name + (r.strategy.empty() ? "" : fmt::format(" ({}, {})", r.strategy, counted(r.world, "rank")));
     spec.series.push_back({label + " train", r.loss});
     if (!r.val.empty()) spec.series.push_back({label + " val", r.val});
   }

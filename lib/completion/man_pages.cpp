@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <sstream>
 
 #include "mtrain/completion/model.hpp"
 #include "mtrain/core/strings.hpp"
@@ -41,6 +42,35 @@ std::string roff(const std::string& text) {
   return out;
 }
 
+// A footer as roff: plain lines are filled into paragraphs (a blank line starts the next); an
+// indented line "  TERM   what it means" (a column list, as --help aligns it) becomes a .TP
+// item, since filled and justified it broke into ragged columns (issue 45).
+std::string footer_roff(const std::string& footer) {
+  std::string out = ".PP\n";
+  std::istringstream in(footer);
+  bool in_list = false;
+  for (std::string line; std::getline(in, line);) {
+    if (str::trim(line).empty()) {
+      out += ".PP\n";
+      in_list = false;
+      continue;
+    }
+    if (line.size() > 2 && line[0] == ' ' && line[1] == ' ') {
+      const std::string item = str::trim(line);
+      const size_t gap = item.find("  ");
+      const std::string term = gap == std::string::npos ? item : item.substr(0, gap);
+      const std::string what = gap == std::string::npos ? "" : str::trim(item.substr(gap));
+      out += ".TP\n" + roff(term) + "\n" + (what.empty() ? "" : roff(what) + "\n");
+      in_list = true;
+      continue;
+    }
+    if (in_list) out += ".PP\n";
+    in_list = false;
+    out += roff(line) + "\n";
+  }
+  return out;
+}
+
 std::string page_name(const std::string& path) {
   std::string n = path;
   std::replace(n.begin(), n.end(), ' ', '-');
@@ -74,7 +104,7 @@ std::string render(const CommandSpec& c, const std::string& version) {
   if (c.takes_program) t += "[\\fB\\-\\-\\fR] [\\fIPROGRAM\\fR [\\fIARGS\\fR...]]\n";
 
   t += ".SH DESCRIPTION\n" + roff(c.description) + ".\n";
-  if (!str::trim(c.footer).empty()) t += ".PP\n" + roff(str::trim(c.footer)) + "\n";
+  if (!str::trim(c.footer).empty()) t += footer_roff(c.footer);
 
   if (!c.subcommands.empty()) {
     t += ".SH COMMANDS\n";
@@ -96,6 +126,24 @@ std::string render(const CommandSpec& c, const std::string& version) {
       if (!o.choices.empty()) t += ".br\nOne of: " + roff(str::join(o.choices, ", ")) + ".\n";
     }
   }
+
+  // Every page says how to use it and what its exit code means: man-pages(7)'s EXAMPLES and
+  // EXIT STATUS. Each example is a no-fill line (a command must not wrap) under its reason.
+  t += ".SH EXAMPLES\n";
+  if (c.examples.empty()) {
+    t += ".PP\nThe options of this command:\n.PP\n.RS 4\n.nf\n" + roff(c.path) + " \\-\\-help\n.fi\n.RE\n";
+  }
+  for (const auto& e : c.examples) {
+    t += ".PP\n" + (e.why.empty() ? "" : roff(e.why) + ":\n") + ".RS 4\n.nf\n" + roff(e.command) + "\n.fi\n.RE\n";
+  }
+  t += ".SH EXIT STATUS\n"
+       ".TP\n.B 0\nSuccess.\n"
+       ".TP\n.B 1\nThe work was started and failed (a run, a write, a command it ran).\n"
+       ".TP\n.B 2\nBad input: a flag, a value, a file or a job that is not valid; nothing was started.\n";
+  if (c.takes_program)
+    t += ".PP\nWhen a rank fails, " + roff(c.path) +
+         " exits with the exit code of the first rank to fail (the root cause of its failure report); "
+         "preempted (USR1 or USR2), the bundled trainer saves a checkpoint and exits 138.\n";
 
   // See also: the parent and the children, then the other top-level pages from mtrain(1).
   std::vector<std::string> see;

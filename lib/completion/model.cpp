@@ -30,7 +30,9 @@ void walk(const CLI::App* app, const std::string& path, const Hints& h, std::vec
   c.path = path;
   c.takes_program = app->get_prefix_command();
   c.description = app->get_description();
-  c.footer = app->get_footer();
+  FooterParts footer = split_footer(app->get_footer());
+  c.footer = footer.text;
+  c.examples = footer.examples;
   for (const CLI::Option* o : app->get_options()) {
     OptionSpec s;
     for (const auto& l : o->get_lnames()) s.names.push_back("--" + l);

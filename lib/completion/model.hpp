@@ -12,6 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mtrain/completion/help.hpp"
+
 namespace mtrain::completion {
 
 struct OptionSpec {
@@ -37,7 +39,8 @@ struct CommandSpec {
   std::vector<OptionSpec> options;
   bool takes_program = false;             // free words after the options (launch's PROGRAM)
   std::string description;                // the command's own one-line description
-  std::string footer;                     // the paragraph after its --help
+  std::string footer;                     // the paragraph after its --help, without its examples
+  std::vector<Example> examples;          // the footer's "Examples:" block (help.hpp)
   std::vector<PositionalSpec> positionals;
 };
 

@@ -9,6 +9,7 @@
 #include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/names.hpp"
+#include "mtrain/core/counted.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/strings.hpp"
@@ -143,12 +144,12 @@ std::vector<Problem> batch_problems(const json& job, long long world) {
                                "world size {} is {}",
                                global, micro, accum, world, micro * accum * world),
                    global % world == 0
-                       ? fmt::format("With {} ranks, batch_size x grad_accum must be {}; or set "
+                       ? fmt::format("With {}, batch_size x grad_accum must be {}; or set "
                                      "train.global_batch_size to 0 to derive it.",
-                                     world, global / world)
-                       : fmt::format("{} samples cannot be split evenly over {} ranks: change the world size or "
+                                     counted(world, "rank"), global / world)
+                       : fmt::format("{} cannot be split evenly over {}: change the world size or "
                                      "train.global_batch_size, or set it to 0 to derive it.",
-                                     global, world)});
+                                     counted(global, "sample"), counted(world, "rank"))});
   } else if (world == 0 && global % (micro * accum) != 0) {
     out.push_back({true, {"train.global_batch_size", "train.batch_size", "train.grad_accum"},
                    fmt::format("train.global_batch_size {} is not a multiple of batch_size {} x "

@@ -92,6 +92,7 @@ int run_launch(LaunchOptions options) {
   so.program_path = d.program_path;
   so.grace_period = std::chrono::milliseconds(static_cast<long>(opt.grace_period_s * 1000));
   so.error_file_dir = run_dir;
+  so.error_files_removed = d.temp_run_dir;  // the report is read after the launcher removed it
   so.output = opt.output;
   so.base_env = env;
   so.base_env.erase(rendezvous::kTokenEnv);  // ranks never need the job token

@@ -49,7 +49,8 @@ std::string format_report(const plan::LaunchPlan& plan, const Failure& f, int at
   if (!r.error_file.empty()) {
     std::string msg = error_file_message(r.error_file);
     if (!msg.empty()) {
-      out += fmt::format("  error file: {}\n", r.error_file);
+      out += r.error_file_removed ? std::string("  error file: (in the launcher's temporary folder, removed; --log-dir keeps it)\n")
+                                  : fmt::format("  error file: {}\n", r.error_file);
       size_t start = 0;
       for (size_t nl; (nl = msg.find('\n', start)) != std::string::npos; start = nl + 1)
         out += "    " + visible_text(std::string_view(msg).substr(start, nl - start)) + "\n";

@@ -20,6 +20,9 @@ struct RankFailure {
   bool stopped_by_launcher = false;
   std::vector<std::string> stderr_tail;
   std::string error_file;  // TORCHELASTIC_ERROR_FILE written by the rank, if any
+  // It lies in the launcher's temporary folder, removed when the launcher exits: the report
+  // quotes the message and does not name a path that will not exist when it is read.
+  bool error_file_removed = false;
 };
 
 struct Failure {

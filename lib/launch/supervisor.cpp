@@ -352,6 +352,7 @@ class Attempt {
       std::string path = plan::attempt_env(*r.worker, attempt_, opt_.error_file_dir)["TORCHELASTIC_ERROR_FILE"];
       std::ifstream in(path);
       if (in) d.error_file = path;
+      d.error_file_removed = opt_.error_files_removed;
     }
     return d;
   }

@@ -47,6 +47,7 @@ struct SuperviseOptions {
   // own (e.g. to save a checkpoint) once the first one has ended.
   std::chrono::milliseconds notice_grace{120000};
   std::string error_file_dir;               // TORCHELASTIC_ERROR_FILE root
+  bool error_files_removed = false;         // error_file_dir is the launcher's temporary folder, gone when it exits
   OutputOptions output;
   std::map<std::string, std::string> base_env;  // inherited environment; plan env overrides it
   std::string program_path;                 // resolved argv[0] for every worker

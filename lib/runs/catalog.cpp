@@ -19,6 +19,7 @@
 #include "mtrain/core/run_folder.hpp"
 #include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/core/visible_text.hpp"
+#include "mtrain/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -288,6 +289,7 @@ Run read_run(const std::string& folder, const std::string& name, bool (*alive)(l
   const auto world = summary.integer("world_size", 1, INT_MAX, kWorld);
   r.world = static_cast<int>(world ? *world : info.integer("world_size", 1, INT_MAX, kWorld).value_or(0));
   r.total_steps = info.integer("total_steps", 0, kMaxWhole, kSteps).value_or(0);
+  r.start_step = info.integer("start_step", 0, kMaxWhole, kSteps).value_or(0);
 
   read_metrics(dir / "metrics.jsonl", r, lim);
   if (!r.loss.empty()) r.final_loss = r.loss.back().second;
@@ -358,10 +360,10 @@ std::vector<Run> list_runs(const std::string& dir, std::vector<std::string>* ski
     const std::string ta = fs::path(a.path).filename().string(), tb = fs::path(b.path).filename().string();
     return ta != tb ? ta < tb : a.name < b.name;
   });
-  return out;
+  return join_segments(std::move(out));
 }
 
-Run resolve_run(const std::string& arg, std::vector<std::string>* skipped) {
+std::vector<Run> resolve_runs(const std::string& arg, std::vector<std::string>* skipped) {
   std::error_code ec;
   const fs::path p(arg);
   if (!fs::is_directory(p, ec))
@@ -369,14 +371,17 @@ Run resolve_run(const std::string& arg, std::vector<std::string>* skipped) {
   // exists() follows links: a run.json that is a FIFO or a dangling link still makes this a run
   // folder, which read_run then refuses by name.
   if (fs::symlink_status(p / "run.json", ec).type() != fs::file_type::not_found || is_run_folder_name(p.filename().string()))
-    return read_run(arg, arg, process_alive);
+    return {read_run(arg, arg, process_alive)};
   auto runs = list_runs(arg, skipped);
   if (runs.empty())
     throw Error(fmt::format("'{}' holds no runs{}", visible_text(arg), skipped && !skipped->empty() ? " that can be read" : ""),
                 "Give a run folder, e.g. work_dirs/default/20261123_150401.");
-  Run newest = runs.back();
-  newest.name = arg;
-  return newest;
+  if (runs.size() == 1) {
+    runs[0].name = arg;
+  } else {
+    for (auto& r : runs) r.name = (fs::path(arg) / r.name).string();
+  }
+  return runs;
 }
 
 std::string runs_table(const std::vector<Run>& runs) {
@@ -384,7 +389,7 @@ std::string runs_table(const std::vector<Run>& runs) {
   std::vector<std::vector<std::string>> rows{{"RUN", "STRATEGY", "WORLD", "STEPS", "LOSS", "VAL", "DURATION", "STATE"}};
   for (const auto& r : runs)
     rows.push_back({visible_text(r.name), r.strategy.empty() ? "-" : visible_text(r.strategy), r.world ? std::to_string(r.world) : "-",
-                    r.total_steps ? fmt::format("{}/{}", r.steps, r.total_steps) : std::to_string(r.steps),
+                    (r.total_steps ? fmt::format("{}/{}", r.steps, r.total_steps) : std::to_string(r.steps)) + segments_note(r),
                     number(r.final_loss), number(r.final_val), human_duration(r.duration_s), visible_text(r.state)});
   std::vector<size_t> width(rows[0].size(), 0);
   for (const auto& row : rows)
@@ -406,6 +411,12 @@ json runs_json(const std::vector<Run>& runs, bool with_curves) {
            {"final_loss", r.final_loss ? json(*r.final_loss) : json()},
            {"final_val_loss", r.final_val ? json(*r.final_val) : json()},
            {"duration_s", r.duration_s}, {"state", r.state}};
+    if (!r.segments.empty()) {
+      j["steps_run"] = steps_run(r);
+      j["segments"] = json::array();
+      for (const auto& s : r.segments)
+        j["segments"].push_back({{"run", s.name}, {"path", s.path}, {"start_step", s.start_step}, {"steps", s.steps}});
+    }
     if (with_curves) {
       j["loss"] = r.loss;
       j["val"] = r.val;

@@ -28,12 +28,20 @@
 
 namespace mtrain::runs {
 
+// One launch's folder of a run that was resumed (lib/runs/segments.hpp joins them).
+struct Segment {
+  std::string name, path;
+  long long start_step = 0, steps = 0;  // the step it resumed at (0: a fresh start) and the step it reached
+};
+
 struct Run {
   std::string path;      // the run folder
   std::string name;      // work_dir/20261123_150401, relative to the listed folder
   std::string strategy, model;
   int world = 0;
   long long steps = 0, total_steps = 0;
+  long long start_step = 0;  // run.json's start_step: > 0 for a launch that resumed a checkpoint
+  std::vector<Segment> segments;  // a resumed run's launches, oldest first (more than one), else empty
   std::optional<double> final_loss, final_val;  // last train loss, last validation loss
   double duration_s = 0;
   std::string state;     // finished | stopped (SIGTERM) | running | failed
@@ -56,14 +64,16 @@ Run read_run(const std::string& folder, const std::string& name, bool (*alive)(l
              const RunFileLimits& limits = {});
 
 // Every run under `dir`: dir itself when it is a run folder, its run folders when it is a work
-// dir, and those of its subfolders (a folder of work dirs). Oldest first. Throws mtrain::Error
+// dir, and those of its subfolders (a folder of work dirs), a resumed run's launches joined into
+// one Run (join_segments). Oldest first. Throws mtrain::Error
 // when dir does not exist. A run that read_run refuses is left out and its reason appended to
 // *skipped (visible text) when given.
 std::vector<Run> list_runs(const std::string& dir, std::vector<std::string>* skipped = nullptr);
 
-// RUN arguments of `runs plot`: a run folder, or a work dir meaning its newest run (runs that
-// cannot be read are skipped as in list_runs, and named in *skipped).
-Run resolve_run(const std::string& arg, std::vector<std::string>* skipped = nullptr);
+// A RUN argument of `runs plot`: a run folder (that launch alone), or a work dir or folder of
+// them meaning every run in it, as list_runs finds them (runs that cannot be read are skipped as
+// in list_runs, and named in *skipped). A work dir holding one run names it by the argument.
+std::vector<Run> resolve_runs(const std::string& arg, std::vector<std::string>* skipped = nullptr);
 
 std::string runs_table(const std::vector<Run>& runs);
 nlohmann::json runs_json(const std::vector<Run>& runs, bool with_curves);

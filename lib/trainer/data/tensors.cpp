@@ -23,8 +23,8 @@ namespace mtrain::trainer {
 namespace {
 
 constexpr const char* kWrite =
-    "write it with torch.save({\"input\": X, \"target\": Y}, PATH): a plain dict (not an "
-    "OrderedDict or a TensorDataset) of two torch tensors (not numpy arrays) with the same "
+    "write it with torch.save({\"input\": X, \"target\": Y}, PATH): a dict (plain or "
+    "collections.OrderedDict; not a TensorDataset) of two torch tensors (not numpy arrays) with the same "
     "number of rows, in torch.save's default zip format";
 
 class RowTensors : public Dataset {

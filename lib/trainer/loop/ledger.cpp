@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/counted.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::trainer {
@@ -111,7 +112,7 @@ std::string format_ledger_table(const LedgerReport& r, const ModelStateBytes& e)
     name += "/" + config::to_string(r.sharding_strategy);
   }
   const std::string n = r.world_size > 0 && r.world_size != r.world
-                            ? fmt::format("{} ranks per shard group of world {}", r.world, r.world_size)
+                            ? fmt::format("{} per shard group of world {}", counted(r.world, "rank"), r.world_size)
                             : fmt::format("{}", r.world);
   std::string out = fmt::format(
       "Memory ledger ({}, {}, Ψ = {} parameters, N = {}): model-state bytes per rank\n", name,

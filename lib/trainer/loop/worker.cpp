@@ -13,6 +13,7 @@
 
 #include "mtrain/config/launch_checks.hpp"
 #include "mtrain/config/registry.hpp"
+#include "mtrain/core/counted.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/strings.hpp"
@@ -292,9 +293,9 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   parts.run_token = run_token;
   parts.restart = restart;
   if (place.rank == 0) {
-    console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {} threads, work_dir {}\n",
+    console << fmt::format("mtrain-worker: {} on world {} ({}), model {} ({} data), {}, work_dir {}\n",
                            config::to_string(tj.strategy), place.world, transport_text(co, comm),
-                           config::to_string(tj.model.name), config::to_string(tj.data.name), at::get_num_threads(),
+                           config::to_string(tj.model.name), config::to_string(tj.data.name), counted(at::get_num_threads(), "thread"),
                            tj.work_dir);
   }
   // Recorded here, while the communicator and the store still live: their teardown on the way

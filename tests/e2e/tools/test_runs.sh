@@ -45,15 +45,19 @@ expect_rc 0 "mtrain runs"
 cat "$WORK/list"
 expect_in "$WORK/list" "STRATEGY"
 expect_in "$WORK/list" "zero1"
-[ "$(grep -c finished "$WORK/list")" -eq 3 ] && ok "three finished runs listed" || fail "runs table"
+# The resumed third launch continues the second run: one row, its steps per launch (issue 45).
+[ "$(grep -c finished "$WORK/list")" -eq 2 ] && ok "two finished runs listed (the resumed launch joined)" || fail "runs table"
+expect_in "$WORK/list" "8/8 (2 segments: 6 + 2 steps)"
 run_mtrain "$WORK/list.json" runs "$(dirname "$WD")" --format json
 expect_rc 0 "mtrain runs --format json (folder of work dirs)"
 "$PY" - "$WORK/list.json" <<'PYEOF' && ok "JSON lists the runs with their figures" || fail "runs JSON"
 import json, sys
 runs = json.load(open(sys.argv[1]))["runs"]
-assert len(runs) == 3, runs
-assert [r["strategy"] for r in runs] == ["ddp", "zero1", "zero1"], runs
-assert [r["steps"] for r in runs] == [4, 6, 8] and runs[2]["world_size"] == 2
+assert len(runs) == 2, runs
+assert [r["strategy"] for r in runs] == ["ddp", "zero1"], runs
+assert [r["steps"] for r in runs] == [4, 8] and runs[1]["world_size"] == 2
+assert [s["start_step"] for s in runs[1]["segments"]] == [0, 6] and runs[1]["steps_run"] == 8, runs[1]
+assert [p[0] for p in runs[1].get("loss", [[s] for s in range(1, 9)])] == list(range(1, 9))
 assert all(r["state"] == "finished" and r["final_loss"] is not None and r["final_val_loss"] is not None for r in runs)
 assert all(r["run"].startswith("wd/") for r in runs)
 PYEOF
@@ -66,10 +70,12 @@ size=$(stat -c %s "$WORK/loss.png" 2>/dev/null || echo 0)
 run_mtrain "$WORK/plot.json" runs plot "$first" "$WD" -o "$WORK/loss.svg" --format json
 expect_rc 0 "runs plot to SVG with --format json"
 grep -q "<svg" "$WORK/loss.svg" && ok "loss.svg is an SVG" || fail "loss.svg"
-"$PY" - "$WORK/plot.json" <<'PYEOF' && ok "plot JSON has both runs and their curves" || fail "plot JSON"
+"$PY" - "$WORK/plot.json" <<'PYEOF' && ok "plot JSON has the run folder and every run of the work dir, joined" || fail "plot JSON"
 import json, sys
 j = json.load(open(sys.argv[1]))
-assert len(j["runs"]) == 2 and j["output"].endswith("loss.svg")
+# $first, then $WD's two runs (issue 45: a work dir was its newest run only); the resumed one is one curve.
+assert len(j["runs"]) == 3 and j["output"].endswith("loss.svg"), j["runs"]
+assert [p[0] for p in j["runs"][2]["loss"]] == list(range(1, 9)), j["runs"][2]["loss"]
 assert len(j["runs"][0]["loss"]) == 4 and len(j["runs"][0]["val"]) >= 2
 PYEOF
 run_mtrain "$WORK/bad" runs plot "$first" -o "$WORK/loss.jpg"

@@ -143,3 +143,54 @@ TEST_CASE("set: completes setting keys and their values", "[completion]") {
   CHECK(has("train.max_steps="));
   CHECK(has("data.shuffle=false"));
 }
+
+TEST_CASE("help: a footer's Examples block is split off, shown after the usage line and in the man page", "[completion][help]") {
+  const FooterParts none = split_footer("Just text.");
+  CHECK(none.text == "Just text.");
+  CHECK(none.examples.empty());
+  const FooterParts p = split_footer("Some text.\n\n" + examples_block({{"mtrain runs wd", "one row per run"}, {"mtrain runs", ""}}));
+  CHECK(p.text == "Some text.");
+  REQUIRE(p.examples.size() == 2);
+  CHECK(p.examples[0].command == "mtrain runs wd");
+  CHECK(p.examples[0].why == "one row per run");
+  CHECK(p.examples[1].why.empty());
+
+  // Issue 45: launch's usage line omitted PROGRAM and no example came before ~165 lines of flags.
+  CLI::App root{"launch and train", "mtrain"};
+  root.formatter(std::make_shared<HelpFormatter>());
+  std::string s;
+  auto* launch = root.add_subcommand("launch", "Start one process per rank");
+  launch->prefix_command();
+  launch->footer("Without PROGRAM the bundled trainer runs.\n\n" +
+                 examples_block({{"mtrain launch --nproc-per-node 2 train.py", "two ranks of your script"}}));
+  for (int i = 0; i < 30; ++i) launch->add_option("--flag" + std::to_string(i), s, "A flag");
+  const std::string help = launch->help();
+  const size_t usage = help.find("Usage: ");
+  REQUIRE(usage != std::string::npos);
+  CHECK_THAT(help.substr(usage, help.find('\n', usage) - usage), Contains("[--] [PROGRAM [ARGS...]]"));
+  const size_t example = help.find("  mtrain launch --nproc-per-node 2 train.py\n      two ranks of your script\n");
+  REQUIRE(example != std::string::npos);
+  CHECK(example < help.find("--flag0"));
+  CHECK_THAT(help, Contains("Without PROGRAM the bundled trainer runs.\n"));
+  CHECK(help.find("Examples:") == help.rfind("Examples:"));  // not repeated in the footer
+
+  const auto pages = man_pages(describe(root, default_hints()), "9.9.9");
+  REQUIRE(pages.size() == 2);
+  const std::string& l = pages[1].text;
+  CHECK_THAT(l, Contains(".SH EXAMPLES\n.PP\ntwo ranks of your script:\n.RS 4\n.nf\nmtrain launch \\-\\-nproc\\-per\\-node 2 train.py\n.fi\n"));
+  CHECK_THAT(l, Contains(".SH EXIT STATUS\n"));
+  CHECK_THAT(l, Contains("exit code of the first rank to fail"));
+  CHECK_THAT(l, !Contains("Examples:"));
+  // A page without examples of its own still has both sections.
+  CHECK_THAT(pages[0].text, Contains(".SH EXAMPLES\n") && Contains("mtrain \\-\\-help") && Contains(".SH EXIT STATUS\n"));
+}
+
+TEST_CASE("man pages: a footer's aligned column list becomes .TP items, not justified text", "[completion][man]") {
+  CLI::App root{"t", "mtrain"};
+  auto* launch = root.add_subcommand("launch", "Launch");
+  launch->footer("Compatibility:\n  --nproc_per_node V          [torchrun] = --nproc-per-node\n  --standalone  one node\nAfter.");
+  const auto pages = man_pages(describe(root, default_hints()), "1");
+  REQUIRE(pages.size() == 2);
+  CHECK_THAT(pages[1].text, Contains(".PP\nCompatibility:\n.TP\n\\-\\-nproc_per_node V\n[torchrun] = \\-\\-nproc\\-per\\-node\n"
+                                     ".TP\n\\-\\-standalone\none node\n.PP\nAfter.\n"));
+}

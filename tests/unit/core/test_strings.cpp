@@ -25,6 +25,18 @@ TEST_CASE("closest suggests plausible typos only", "[core]") {
   CHECK_FALSE(str::closest("zzzzzzzzzz", c));
 }
 
+TEST_CASE("closest counts swapped neighbours as one typo", "[core]") {
+  // Issue 45: `--strategy fdsp` suggested ddp (two substitutions, listed first) over fsdp.
+  CHECK(str::edit_distance("fdsp", "fsdp") == 1);
+  CHECK(str::edit_distance("fdsp", "ddp") == 2);
+  CHECK(str::edit_distance("ab", "ba") == 1);
+  CHECK(str::edit_distance("kitten", "sitting") == 3);
+  CHECK(str::edit_distance("", "abc") == 3);
+  const std::vector<std::string> strategies{"auto", "ddp", "zero1", "zero2", "zero3", "fsdp"};
+  CHECK(str::closest("fdsp", strategies) == std::string("fsdp"));
+  CHECK(str::closest("zeor2", strategies) == std::string("zero2"));
+}
+
 TEST_CASE("shell_quote round-trips through sh", "[core]") {
   CHECK(str::shell_quote("plain") == "plain");
   CHECK(str::shell_quote("") == "''");

@@ -85,6 +85,14 @@ TEST_CASE("report: the error file's message, one indented line per line, control
   CHECK_THAT(out, Catch::Contains("  error file: " + path + "\n    first line\n    second ^[[2J line\n"));
   CHECK_THAT(out, Catch::Contains("    bell^G\n"));
 
+  // Issue 45: without --log-dir the file is in the launcher's temporary folder, removed before
+  // the report is read: its message is quoted, its path not named.
+  f.root.error_file_removed = true;
+  const std::string gone = format_report(one_node_plan(), f, 0, 0);
+  CHECK_THAT(gone, Catch::Contains("  error file: (in the launcher's temporary folder, removed; --log-dir keeps it)\n    first line\n"));
+  CHECK_THAT(gone, !Catch::Contains(path));
+  f.root.error_file_removed = false;
+
   // A file that is not an error record, or is missing, adds nothing.
   std::ofstream(path) << "not json";
   CHECK_THAT(format_report(one_node_plan(), f, 0, 0), !Catch::Contains("error file:"));

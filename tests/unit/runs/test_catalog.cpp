@@ -16,6 +16,7 @@
 #include "temp_dir.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/runs/catalog.hpp"
+#include "mtrain/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -126,17 +127,89 @@ TEST_CASE("runs: listed from a run folder, a work dir or a folder of work dirs, 
   CHECK_THROWS_AS(list_runs((t.path / "nope").string()), mtrain::Error);
 }
 
-TEST_CASE("runs plot: a run folder is itself, a work dir means its newest run", "[runs]") {
+TEST_CASE("runs plot: a run folder is itself, a work dir means every run in it", "[runs]") {
   TempDir t("mtrain_test_catalog");
-  make_run(t.path / "wd", "20261123_150401", kInfo, kMetrics);
+  const fs::path older = make_run(t.path / "wd", "20261123_150401", kInfo, kMetrics);
   const fs::path newest = make_run(t.path / "wd", "20261123_170000", kInfo, kMetrics);
-  const Run r = resolve_run((t.path / "wd").string());
-  CHECK(r.path == newest.string());
-  CHECK(r.name == (t.path / "wd").string());
-  CHECK(resolve_run(newest.string()).path == newest.string());
+  // Issue 45: a work dir plotted only its newest run (one dot after a re-export).
+  const auto all = resolve_runs((t.path / "wd").string());
+  REQUIRE(all.size() == 2);
+  CHECK(all[0].path == older.string());
+  CHECK(all[1].path == newest.string());
+  CHECK(all[1].name == (t.path / "wd" / "20261123_170000").string());
+  const auto one = resolve_runs(newest.string());
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].path == newest.string());
+  make_run(t.path / "solo", "20261123_150401", kInfo, kMetrics);
+  const auto solo = resolve_runs((t.path / "solo").string());
+  REQUIRE(solo.size() == 1);
+  CHECK(solo[0].name == (t.path / "solo").string());  // one run: named by the argument, as before
   fs::create_directories(t.path / "empty");
-  CHECK_THROWS_WITH(resolve_run((t.path / "empty").string()), Catch::Contains("holds no runs"));
-  CHECK_THROWS_WITH(resolve_run((t.path / "missing").string()), Catch::Contains("is not a folder"));
+  CHECK_THROWS_WITH(resolve_runs((t.path / "empty").string()), Catch::Contains("holds no runs"));
+  CHECK_THROWS_WITH(resolve_runs((t.path / "missing").string()), Catch::Contains("is not a folder"));
+}
+
+TEST_CASE("runs: a run continued with --resume auto is one row and one curve, counting the steps each launch ran", "[runs]") {
+  TempDir t("mtrain_test_catalog");
+  const fs::path wd = t.path / "wd";
+  std::string first, second;
+  for (int s = 1; s <= 27; ++s) first += json{{"mode", "train"}, {"step", s}, {"loss", 3.0 - s * 0.01}}.dump() + "\n";
+  first += json{{"mode", "train"}, {"step", 28}, {"loss", 9.0}}.dump() + "\n";  // logged past the checkpoint: redone
+  for (int s = 28; s <= 50; ++s) second += json{{"mode", "train"}, {"step", s}, {"loss", 2.0 - s * 0.01}}.dump() + "\n";
+  json info2 = kInfo;
+  info2["started"] = 2000;
+  info2["start_step"] = 27;
+  info2["strategy"] = "fsdp";
+  make_run(wd, "20261123_150401", kInfo, first, {{"steps", 27}, {"stopped_by", "SIGINT"}});
+  make_run(wd, "20261123_160000", info2, second, {{"steps", 50}, {"final_loss", 1.5}});
+  // Another work dir's fresh run between them in time is not part of it.
+  make_run(t.path / "other", "20261123_153000", kInfo, kMetrics, {{"steps", 20}});
+
+  const auto runs = list_runs(t.path.string());
+  REQUIRE(runs.size() == 2);
+  const Run& r = runs[0];
+  CHECK(r.name == "wd/20261123_150401");
+  REQUIRE(r.segments.size() == 2);
+  CHECK(r.segments[1].start_step == 27);
+  CHECK(r.steps == 50);
+  CHECK(r.strategy == "fsdp");
+  CHECK(r.state == "finished");
+  CHECK(steps_run(r) == 50);
+  CHECK(r.final_loss == 1.5);
+  REQUIRE(r.loss.size() == 50);  // step 28 of the first launch was trained again: the second's stands
+  for (size_t i = 0; i < r.loss.size(); ++i) CHECK(r.loss[i].first == static_cast<double>(i + 1));
+  CHECK(r.loss[27].second == Approx(2.0 - 0.28));
+  CHECK(runs[1].name == "other/20261123_153000");
+  CHECK(runs[1].segments.empty());
+
+  const std::string table = runs_table(runs);
+  CHECK_THAT(table, Catch::Contains("50/50 (2 segments: 27 + 23 steps)"));
+  const json j = runs_json(runs, false);
+  CHECK(j["runs"][0]["steps_run"] == 50);
+  CHECK(j["runs"][0]["segments"].size() == 2);
+  CHECK(j["runs"][0]["segments"][1]["start_step"] == 27);
+  CHECK_FALSE(j["runs"][1].contains("segments"));
+
+  // A resumed launch whose earlier launch is gone is not counted as 50/50 of its own.
+  const auto lone = list_runs((wd / "20261123_160000").string());
+  REQUIRE(lone.size() == 1);
+  CHECK_THAT(runs_table(lone), Catch::Contains("50/50 (from step 27)"));
+  // A fresh run after a finished one in the same work dir stays its own row.
+  make_run(wd, "20261123_170000", kInfo, kMetrics, {{"steps", 20}});
+  CHECK(list_runs(wd.string()).size() == 2);
+}
+
+TEST_CASE("runs: a work dir of runs from step 0 lists as before", "[runs]") {
+  TempDir t("mtrain_test_catalog");
+  json info = kInfo;
+  info["start_step"] = 0;
+  make_run(t.path / "wd", "20261123_150401", info, kMetrics, {{"steps", 20}});
+  make_run(t.path / "wd", "20261123_160000", info, kMetrics, {{"steps", 20}});
+  const auto runs = list_runs((t.path / "wd").string());
+  REQUIRE(runs.size() == 2);
+  const std::string table = runs_table(runs);
+  CHECK_THAT(table, Catch::Contains("20/50  "));
+  CHECK_THAT(table, !Catch::Contains("segment"));
 }
 
 TEST_CASE("runs: the table and the JSON", "[runs]") {
@@ -224,9 +297,11 @@ TEST_CASE("runs: a special file in a run folder skips that run by name, the othe
         REQUIRE(skipped.size() == 1);
         CHECK_THAT(skipped[0], Catch::StartsWith("run 20261123_160000 skipped: ") && Catch::Contains(what));
         // `runs plot` of that run names it too (exit 2); of the work dir it takes the newest readable run.
-        CHECK_THROWS_WITH(resolve_run(bad.string()), Catch::Contains(what));
+        CHECK_THROWS_WITH(resolve_runs(bad.string()), Catch::Contains(what));
         std::vector<std::string> skipped2;
-        CHECK(resolve_run((t.path / "wd").string(), &skipped2).path == (t.path / "wd" / "20261123_150401").string());
+        const auto readable = resolve_runs((t.path / "wd").string(), &skipped2);
+        REQUIRE(readable.size() == 1);
+        CHECK(readable[0].path == (t.path / "wd" / "20261123_150401").string());
         CHECK(skipped2.size() == 1);
       }
     }

@@ -158,7 +158,7 @@ TEST_CASE("the worker passes LOCAL_WORLD_SIZE to HYBRID_SHARD and the ledger: tw
   auto [rc, out] = sh(cmd, 180);
   INFO(out);
   REQUIRE(rc == 0);
-  CHECK_THAT(out, Catch::Contains("N = 1 ranks per shard group of world 2"));
+  CHECK_THAT(out, Catch::Contains("N = 1 rank per shard group of world 2"));
   std::ifstream in(d / "summary.json");
   const json s = json::parse(in);
   CHECK(s["model_state_formula_bytes"]["ledger_world"] == 1);
