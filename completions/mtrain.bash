@@ -17,9 +17,9 @@ _mtrain_subs() {
 _mtrain_opts() {
   case "$1" in
     mtrain) _mtrain_r=(--help -h --version) ;;
-    'mtrain launch') _mtrain_r=(--help -h --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --config --set --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --node-rank --node-name --dry-run --format --force --ssh-agent --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain launch') _mtrain_r=(--help -h --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --tensorboard --mlflow-uri --config --set --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --node-rank --node-name --dry-run --format --force --ssh-agent --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --standalone --max_restarts --monitor_interval --monitor-interval --start_method --start-method --no_python --log_dir --redirects -r -t --use_env --use-env --num_gpus --num_accelerators --num_nodes -H -i -e --no_local_rank --force_multi --no_ssh_check --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --cpu --multi_gpu --multi-gpu --mixed_precision --mixed-precision --use_deepspeed --use-deepspeed --zero_stage --zero-stage --use_fsdp --use-fsdp --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
     'mtrain checkpoint') _mtrain_r=(--help -h) ;;
-    'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype --format) ;;
+    'mtrain checkpoint consolidate') _mtrain_r=(--help -h --output -o --dtype --format --hf-config --hf-prefix) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--help -h --format) ;;
     'mtrain checkpoint verify') _mtrain_r=(--help -h) ;;
     'mtrain slurm') _mtrain_r=(--help -h) ;;
@@ -32,12 +32,12 @@ _mtrain_opts() {
     'mtrain config') _mtrain_r=(--help -h) ;;
     'mtrain config init') _mtrain_r=(--help -h --output -o --force --defaults --set) ;;
     'mtrain config validate') _mtrain_r=(--help -h --format) ;;
-    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory) ;;
+    'mtrain config show') _mtrain_r=(--help -h --config --sources --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --tensorboard --mlflow-uri --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --exclusive --output --error --export --sbatch --setup --signal --requeue --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory) ;;
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
     'mtrain config export') _mtrain_r=(--help -h --to --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format) ;;
-    'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --config --set --weights --format) ;;
+    'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --tensorboard --mlflow-uri --config --set --weights --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --compare --python --format --output --plot --plotter) ;;
@@ -51,8 +51,8 @@ _mtrain_opts() {
 }
 _mtrain_valopts() {
   case "$1" in
-    'mtrain launch') _mtrain_r=(--strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --node-rank --node-name --format --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
-    'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype --format) ;;
+    'mtrain launch') _mtrain_r=(--strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --tensorboard --mlflow-uri --config --set --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --node-rank --node-name --format --nproc_per_node --node_rank --master_addr --master_port --rdzv_backend --rdzv_endpoint --rdzv_id --rdzv_conf --rdzv-conf --max_restarts --monitor_interval --monitor-interval --start_method --start-method --log_dir --redirects -r -t --num_gpus --num_accelerators --num_nodes -H -i -e --enable_each_rank_log --num_processes --num-processes --num_machines --num-machines --machine_rank --machine-rank --main_process_ip --main-process-ip --main_process_port --main-process-port --gpu_ids --gpu-ids --mixed_precision --mixed-precision --zero_stage --zero-stage --gradient_accumulation_steps --gradient-accumulation-steps --gradient_clipping --gradient-clipping --offload_optimizer_device --offload-optimizer-device --offload_param_device --offload-param-device --config_file --config-file) ;;
+    'mtrain checkpoint consolidate') _mtrain_r=(--output -o --dtype --format --hf-config --hf-prefix) ;;
     'mtrain checkpoint inspect') _mtrain_r=(--format) ;;
     'mtrain slurm script') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config) ;;
     'mtrain slurm submit') _mtrain_r=(--job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --config --script-file --format) ;;
@@ -62,12 +62,12 @@ _mtrain_valopts() {
     'mtrain slurm task') _mtrain_r=(--role --max-restarts) ;;
     'mtrain config init') _mtrain_r=(--output -o --set) ;;
     'mtrain config validate') _mtrain_r=(--format) ;;
-    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory) ;;
+    'mtrain config show') _mtrain_r=(--config --format --set --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --tensorboard --mlflow-uri --job-name --partition --nodes --ntasks-per-node --gpus-per-node --gres --cpus-per-task --mem --time --account --qos --constraint --output --error --export --sbatch --setup --signal --pattern --template --mtrain --chdir --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory) ;;
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format) ;;
-    'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --config --set --weights --format) ;;
+    'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --tensorboard --mlflow-uri --config --set --weights --format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
@@ -102,6 +102,8 @@ _mtrain_values() {
     'mtrain launch|--sched') _mtrain_kind=list; _mtrain_r=(constant cosine step linear) ;;
     'mtrain launch|--checkpoint-interval') _mtrain_kind=none ;;
     'mtrain launch|--resume') _mtrain_kind=none ;;
+    'mtrain launch|--tensorboard') _mtrain_kind=none ;;
+    'mtrain launch|--mlflow-uri') _mtrain_kind=none ;;
     'mtrain launch|--config') _mtrain_kind=yaml ;;
     'mtrain launch|--set') _mtrain_kind=settings ;;
     'mtrain launch|--launcher') _mtrain_kind=list; _mtrain_r=(auto local ssh slurm slurm-task) ;;
@@ -114,7 +116,7 @@ _mtrain_values() {
     'mtrain launch|--hostfile') _mtrain_kind=files ;;
     'mtrain launch|--master-addr') _mtrain_kind=hosts ;;
     'mtrain launch|--master-port') _mtrain_kind=none ;;
-    'mtrain launch|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain launch|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain launch|--rdzv-port') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain launch|--rdzv-id') _mtrain_kind=none ;;
@@ -197,7 +199,9 @@ _mtrain_values() {
     'mtrain launch|--config-file') _mtrain_kind=none ;;
     'mtrain checkpoint consolidate|--output'|'mtrain checkpoint consolidate|-o') _mtrain_kind=files ;;
     'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
-    'mtrain checkpoint consolidate|--format') _mtrain_kind=list; _mtrain_r=(pt safetensors) ;;
+    'mtrain checkpoint consolidate|--format') _mtrain_kind=list; _mtrain_r=(pt safetensors hf) ;;
+    'mtrain checkpoint consolidate|--hf-config') _mtrain_kind=none ;;
+    'mtrain checkpoint consolidate|--hf-prefix') _mtrain_kind=none ;;
     'mtrain checkpoint inspect|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain slurm script|--job-name') _mtrain_kind=none ;;
     'mtrain slurm script|--partition') _mtrain_kind=partitions ;;
@@ -281,6 +285,8 @@ _mtrain_values() {
     'mtrain config show|--sched') _mtrain_kind=list; _mtrain_r=(constant cosine step linear) ;;
     'mtrain config show|--checkpoint-interval') _mtrain_kind=none ;;
     'mtrain config show|--resume') _mtrain_kind=none ;;
+    'mtrain config show|--tensorboard') _mtrain_kind=none ;;
+    'mtrain config show|--mlflow-uri') _mtrain_kind=none ;;
     'mtrain config show|--job-name') _mtrain_kind=none ;;
     'mtrain config show|--partition') _mtrain_kind=partitions ;;
     'mtrain config show|--nodes') _mtrain_kind=none ;;
@@ -313,7 +319,7 @@ _mtrain_values() {
     'mtrain config show|--hostfile') _mtrain_kind=files ;;
     'mtrain config show|--master-addr') _mtrain_kind=hosts ;;
     'mtrain config show|--master-port') _mtrain_kind=none ;;
-    'mtrain config show|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain config show|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain config show|--rdzv-port') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain config show|--rdzv-id') _mtrain_kind=none ;;
@@ -354,7 +360,7 @@ _mtrain_values() {
     'mtrain estimate|--hostfile') _mtrain_kind=files ;;
     'mtrain estimate|--master-addr') _mtrain_kind=hosts ;;
     'mtrain estimate|--master-port') _mtrain_kind=none ;;
-    'mtrain estimate|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d) ;;
+    'mtrain estimate|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
     'mtrain estimate|--rdzv-port') _mtrain_kind=none ;;
     'mtrain estimate|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain estimate|--rdzv-id') _mtrain_kind=none ;;
@@ -403,6 +409,8 @@ _mtrain_values() {
     'mtrain estimate|--sched') _mtrain_kind=list; _mtrain_r=(constant cosine step linear) ;;
     'mtrain estimate|--checkpoint-interval') _mtrain_kind=none ;;
     'mtrain estimate|--resume') _mtrain_kind=none ;;
+    'mtrain estimate|--tensorboard') _mtrain_kind=none ;;
+    'mtrain estimate|--mlflow-uri') _mtrain_kind=none ;;
     'mtrain estimate|--config') _mtrain_kind=yaml ;;
     'mtrain estimate|--set') _mtrain_kind=settings ;;
     'mtrain estimate|--weights') _mtrain_kind=none ;;
