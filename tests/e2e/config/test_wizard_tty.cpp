@@ -72,6 +72,7 @@ TEST_CASE("config init in a real terminal writes a job that validates", "[e2e][c
       {"optim.name [adamw]:", ""},
       {"optim.lr [0.001]:", ""},
       {"train.work_dir [work_dirs/default]:", d.path + "/run"},
+      {"log.tensorboard", ""},  // Enter: no TensorBoard (issue 42)
   };
   for (const auto& [prompt, answer] : steps) {
     INFO("waiting for: " << prompt << "\nscreen:\n" << t.screen());

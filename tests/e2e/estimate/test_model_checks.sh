@@ -13,7 +13,10 @@ with zipfile.ZipFile(sys.argv[1], "w") as z:
     z.writestr("state/data.pkl", b"\x80\x02}q\x00.")
     z.writestr("state/version", b"3\n")
 PYEOF
-run_mtrain "$WORK/ts.out" estimate --model torchscript --model-path "$WORK/state.pt" --device-memory 1GiB
+"$TORCH_PY" -c 'import sys, torch; torch.save({"input": torch.randn(8, 4), "target": torch.zeros(8, dtype=torch.long)}, sys.argv[1])' "$WORK/data.pt" 2>/dev/null ||
+  skip "$TORCH_PY has no torch"
+run_mtrain "$WORK/ts.out" estimate --model torchscript --model-path "$WORK/state.pt" --data tensors \
+  --data-path "$WORK/data.pt" --device-memory 1GiB
 expect_rc 2 "estimate of a file that is no TorchScript archive"
 expect_in "$WORK/ts.out" "is not a TorchScript archive"
 
