@@ -32,11 +32,11 @@ else ok "no partial save left" "none" "none"; fi
 
 # Stale locks: a dead pid on this host; another host silent for 10 minutes; another host alive.
 plant_lock "$wd" "$(hostname)" "$(dead_pid)"
-run_mtrain 120 "$WORK/c.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
+run_mtrain 120 "$WORK/c.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2 --overwrite)
 expect_rc 0 "dead holder on this host: taken over"
 expect_in "$WORK/c.out" "no longer running; taking the lock over"
 plant_lock "$wd" other-node.example 4242; touch -d '-10 min' "$wd/.mtrain.lock"
-run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2)
+run_mtrain 120 "$WORK/d.out" launch $(trainer_args "$wd" --master-port 0 --max-steps 2 --overwrite)
 expect_rc 0 "silent holder on another host: taken over"
 expect_in "$WORK/d.out" "heartbeat stopped"
 plant_lock "$wd" other-node.example 4242
