@@ -93,6 +93,34 @@ JobState EtcdRendezvous::job_state(const State& s) const {
   return out;
 }
 
+// The round's agreement, its signature checked against the job token (an agreement another
+// writer made is refused, not followed).
+json EtcdRendezvous::signed_agreement(const std::string& value, const std::string& rp) const {
+  json wrapped = json::parse(value, nullptr, false);
+  const std::string body = wrapped.is_object() ? wrapped.value("body", "") : "";
+  if (!tokens_equal(wrapped.is_object() ? wrapped.value("mac", "") : "", hmac_sha256_hex(opt_.token, body)))
+    throw Error(fmt::format("etcd: {}agreed is not signed with this job's token", rp),
+                "another writer changed the job's keys; remove the prefix and start again", kExitFailure);
+  return json::parse(body);
+}
+
+// The agreement the first `n` members (in join order) make: ranks assigned, node ids listed.
+std::string EtcdRendezvous::agreement_body(const std::vector<const KeyValue*>& members, int n,
+                                           const std::string& rp) const {
+  std::vector<AssignedNode> nodes;
+  json ids = json::array();
+  for (int i = 0; i < n; ++i) {
+    json m = json::parse(members[i]->value);
+    AssignedNode node;
+    node.host = m.value("host", "");
+    node.addr = m.value("addr", node.host);
+    node.local_world_size = m.value("slots", 1);
+    nodes.push_back(node);
+    ids.push_back(members[i]->key.substr(rp.size() + 2));
+  }
+  return json{{"assignment", to_json(assign_ranks(nodes, opt_.master_port, opt_.run_id))}, {"ids", ids}}.dump();
+}
+
 JoinResult EtcdRendezvous::join() {
   check_guard();
   keep_lease();
@@ -116,12 +144,7 @@ JoinResult EtcdRendezvous::join() {
         if (kv.key == rp + "agreed") agreed = &kv;
       }
       if (agreed) {
-        json wrapped = json::parse(agreed->value, nullptr, false);
-        const std::string body = wrapped.is_object() ? wrapped.value("body", "") : "";
-        if (!tokens_equal(wrapped.is_object() ? wrapped.value("mac", "") : "", hmac_sha256_hex(opt_.token, body)))
-          throw Error(fmt::format("etcd: {}agreed is not signed with this job's token", rp),
-                      "another writer changed the job's keys; remove the prefix and start again", kExitFailure);
-        json j = json::parse(body);
+        const json j = signed_agreement(agreed->value, rp);
         Assignment a = assignment_from_json(j.at("assignment"));
         const auto ids = j.at("ids").get<std::vector<std::string>>();
         auto it = std::find(ids.begin(), ids.end(), opt_.node_id);
@@ -152,18 +175,7 @@ JoinResult EtcdRendezvous::join() {
       const TimePoint now = clock_.now();
       if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
       if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
-        std::vector<AssignedNode> nodes;
-        json ids = json::array();
-        for (int i = 0; i < std::min(count, opt_.max_nodes); ++i) {
-          json m = json::parse(members[i]->value);
-          AssignedNode n;
-          n.host = m.value("host", "");
-          n.addr = m.value("addr", n.host);
-          n.local_world_size = m.value("slots", 1);
-          nodes.push_back(n);
-          ids.push_back(members[i]->key.substr(rp.size() + 2));
-        }
-        const std::string body = json{{"assignment", to_json(assign_ranks(nodes, opt_.master_port, opt_.run_id))}, {"ids", ids}}.dump();
+        const std::string body = agreement_body(members, std::min(count, opt_.max_nodes), rp);
         if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) && r > 0)
           kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
         continue;

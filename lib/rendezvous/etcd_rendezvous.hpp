@@ -22,6 +22,9 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "mtrain/rendezvous/client.hpp"
 #include "mtrain/rendezvous/etcd_kv.hpp"
@@ -66,6 +69,8 @@ class EtcdRendezvous final : public Membership {
     int64_t mod_revision = 0;
   };
   State read_state();
+  nlohmann::json signed_agreement(const std::string& value, const std::string& rp) const;
+  std::string agreement_body(const std::vector<const KeyValue*>& members, int n, const std::string& rp) const;
   void check_guard();
   void keep_lease();
   JobState job_state(const State& s) const;
