@@ -4,6 +4,8 @@
 // strategy configurations every test runs over.
 #include <ATen/CPUGeneratorImpl.h>
 
+#include <ATen/ATen.h>
+
 #include <map>
 #include <string>
 #include <vector>
@@ -85,6 +87,32 @@ inline std::vector<Config> all_configs(int world) {
     o.fsdp.sharding_strategy = mtrain::config::ShardingStrategy::HybridShard;
     o.local_world_size = world == 4 ? 2 : (world == 3 ? 3 : 1);
   });
+  return out;
+}
+
+// The key third of an attention's c_attn.bias adds q·b_k to every score of a query's row, and
+// softmax does not change under a shift of its row: its gradient is zero by the math, and what
+// autograd returns for it is float rounding noise (~1e-9) that depends on the order in which the
+// ranks' gradients were summed (world size, all-reduce or reduce-scatter, the CPU's kernels).
+// AdamW divides that noise by its own root mean square, so those biases take steps decided by
+// rounding. Comparisons of trained weights take them apart: `key_bias` holds them, the result the
+// rest, each compared with its own bound.
+inline std::vector<std::pair<std::string, at::Tensor>> without_key_bias(
+    const std::vector<std::pair<std::string, at::Tensor>>& w, int64_t n_embd,
+    std::vector<std::pair<std::string, at::Tensor>>* key_bias = nullptr) {
+  std::vector<std::pair<std::string, at::Tensor>> out;
+  const std::string suffix = "attn.c_attn.bias";
+  for (const auto& [name, t] : w) {
+    const bool qkv_bias = name.size() >= suffix.size() &&
+                          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+    if (!qkv_bias || t.numel() != 3 * n_embd) {
+      out.emplace_back(name, t);
+      continue;
+    }
+    out.emplace_back(name + "[query,value]",
+                     at::cat({t.narrow(0, 0, n_embd), t.narrow(0, 2 * n_embd, n_embd)}));
+    if (key_bias != nullptr) key_bias->emplace_back(name + "[key]", t.narrow(0, n_embd, n_embd));
+  }
   return out;
 }
 

@@ -54,6 +54,7 @@ TEST_CASE("every strategy at world 2, 3, 4 matches world 1 after 20 AdamW steps 
   at::set_num_threads(1);
   const auto reference = train(1, all_configs(1)[0], 20);
   REQUIRE(!reference.empty());
+  const int64_t n_embd = tiny_gpt().n_embd;
   {
     Weights start;
     Config c = all_configs(1)[0];
@@ -65,7 +66,14 @@ TEST_CASE("every strategy at world 2, 3, 4 matches world 1 after 20 AdamW steps 
       // World 3 sums its fp32 all-reduces in shared memory (100-float slots), as the worker
       // does when every rank is on one host; the others go through Gloo.
       INFO(c.label << " at world " << world << (world == 3 ? " (shared-memory all-reduce)" : ""));
-      CHECK(max_diff(train(world, c, 20, 1, world == 3 ? 100 : 0), reference) <= 1e-5);
+      // Everything but the attention's key biases (harness.hpp: their gradient is rounding
+      // noise) agrees to float rounding; the key biases, moved by noise under AdamW, stay far
+      // below what one wrong step (lr = 1e-2) would make.
+      const auto trained = train(world, c, 20, 1, world == 3 ? 100 : 0);
+      Weights key, key_reference;
+      CHECK(max_diff(without_key_bias(trained, n_embd, &key),
+                     without_key_bias(reference, n_embd, &key_reference)) <= 5e-6);
+      CHECK(max_diff(key, key_reference) <= 1e-3);
     }
   }
 }
