@@ -1,5 +1,7 @@
 #include "mtrain/bench/plot.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -70,12 +72,12 @@ struct PrivateDir {
   std::string put(const std::string& name, const std::string& text) const {
     const std::string p = path + "/" + name;
     int e = 0;
-    const int fd = ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0) {
+    UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd) {
       e = errno;
     } else {
-      if (!write_whole(fd, text.data(), text.size())) e = errno;
-      if (::close(fd) != 0 && e == 0) e = errno;
+      if (!write_whole(fd.get(), text.data(), text.size())) e = errno;
+      if (const int closed = fd.close(); closed != 0 && e == 0) e = closed;
     }
     if (e != 0)
       throw Error(visible_text(fmt::format("cannot write the plot's temporary file {}: {}", p, std::strerror(e))),
@@ -99,21 +101,13 @@ void copy_chart(const std::string& from, const std::string& to, const std::strin
     return Error(visible_text(fmt::format("cannot write the chart to {}: {}", to, std::strerror(e))),
                  "Check that its folder exists, is writable and has room.", kExitFailure);
   };
-  const int fd = ::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd < 0) throw fail(errno);
-  if (!write_whole(fd, bytes.data(), bytes.size())) {
-    const int e = errno;
-    ::close(fd);
-    throw fail(e);
-  }
+  UniqueFd fd(::open(to.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (!fd) throw fail(errno);
+  if (!write_whole(fd.get(), bytes.data(), bytes.size())) throw fail(errno);
   struct stat st {};
   // fsync reports a delayed write error of a regular file; devices and pipes have nothing to sync.
-  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw fail(e);
-  }
-  if (::close(fd) != 0) throw fail(errno);
+  if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && ::fsync(fd.get()) != 0) throw fail(errno);
+  if (const int closed = fd.close(); closed != 0) throw fail(closed);
 }
 
 std::string suffix_of(const std::string& path) {

@@ -1,5 +1,7 @@
 #include "mtrain/bench/tcp_barrier.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -90,45 +92,39 @@ int run_tcp_barrier(const std::map<std::string, std::string>& env, int timeout_m
   sockaddr_in addr = address(host, port);
 
   if (rank == 0) {
-    int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    const UniqueFd ls(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int one = 1;
-    ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (::bind(ls, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls, 1024) != 0)
+    ::setsockopt(ls.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(ls.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(ls.get(), 1024) != 0)
       fail(fmt::format("rank 0 cannot listen on {}:{}: {}", host, port, std::strerror(errno)));
-    std::vector<int> peers;
+    std::vector<UniqueFd> peers;
     while (static_cast<int>(peers.size()) < world - 1) {
-      if (!wait_fd(ls, POLLIN, deadline)) fail(fmt::format("only {} of {} ranks arrived", peers.size() + 1, world));
-      int c = ::accept4(ls, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
+      if (!wait_fd(ls.get(), POLLIN, deadline))
+        fail(fmt::format("only {} of {} ranks arrived", peers.size() + 1, world));
+      UniqueFd c(::accept4(ls.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!c) continue;
       uint32_t r = 0;
-      if (!read_all(c, &r, sizeof r, deadline)) {
-        ::close(c);
-        continue;
-      }
-      peers.push_back(c);
+      if (read_all(c.get(), &r, sizeof r, deadline)) peers.push_back(std::move(c));
     }
     const char go = 'g';
-    for (int c : peers) {
-      (void)!::write(c, &go, 1);
-      ::close(c);
-    }
-    ::close(ls);
+    for (const UniqueFd& c : peers) (void)!::write(c.get(), &go, 1);
     return 0;
   }
 
   while (true) {
-    int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    UniqueFd s(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
     int one = 1;
-    ::setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    if (::connect(s, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
+    ::setsockopt(s.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (::connect(s.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) {
       uint32_t r = static_cast<uint32_t>(rank);
       char go = 0;
-      bool ok = ::write(s, &r, sizeof r) == static_cast<ssize_t>(sizeof r) && read_all(s, &go, 1, deadline) && go == 'g';
-      ::close(s);
+      const bool ok = ::write(s.get(), &r, sizeof r) == static_cast<ssize_t>(sizeof r) &&
+                      read_all(s.get(), &go, 1, deadline) && go == 'g';
+      s.reset();
       if (!ok) fail(fmt::format("rank {} lost rank 0 before the barrier", rank));
       return 0;
     }
-    ::close(s);
+    s.reset();
     if (ms_left(deadline) == 0) fail(fmt::format("rank {} could not reach rank 0 at {}:{}", rank, host, port));
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }

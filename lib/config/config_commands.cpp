@@ -1,5 +1,7 @@
 #include "mtrain/config/config_commands.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -57,22 +59,22 @@ void write_file(const std::string& path, const std::string& text, bool force) {
                 "Pass --force to overwrite it, or -o to write another file.");
   if (exists && !S_ISREG(st.st_mode)) {
     // A device or a FIFO (-o /dev/stdout): written in place; a rename would replace the node.
-    const int fd = ::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0) cannot_write(path, errno);
-    const int err = write_all(fd, text);
-    const int closed = ::close(fd) == 0 ? 0 : errno;
+    UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
+    if (!fd) cannot_write(path, errno);
+    const int err = write_all(fd.get(), text);
+    const int closed = fd.close();
     if (err != 0 || closed != 0) cannot_write(path, err != 0 ? err : closed);
     return;
   }
   // A temporary file of a name nobody can guess, created O_EXCL (mkstemp) beside the target, so
   // that the rename is atomic and a link planted at a fixed "<path>.tmp" is never followed.
   std::string tmp = path + ".XXXXXX";
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) cannot_write(path, errno);
-  ::fchmod(fd, 0644);
-  int err = write_all(fd, text);
-  if (err == 0 && ::fsync(fd) != 0) err = errno;
-  if (::close(fd) != 0 && err == 0) err = errno;
+  UniqueFd fd(::mkstemp(tmp.data()));
+  if (!fd) cannot_write(path, errno);
+  ::fchmod(fd.get(), 0644);
+  int err = write_all(fd.get(), text);
+  if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
+  if (const int closed = fd.close(); closed != 0 && err == 0) err = closed;
   if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
   if (err != 0) {
     ::unlink(tmp.c_str());

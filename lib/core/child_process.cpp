@@ -1,5 +1,7 @@
 #include "mtrain/core/child_process.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -16,26 +18,8 @@ namespace {
 
 using ChildClock = std::chrono::steady_clock;
 
-// A descriptor owned by one scope.
-class ChildFd {
- public:
-  ChildFd() = default;
-  explicit ChildFd(int fd) : fd_(fd) {}
-  ChildFd(const ChildFd&) = delete;
-  ChildFd& operator=(const ChildFd&) = delete;
-  ~ChildFd() { reset(); }
-  int get() const { return fd_; }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
-
 struct ChildPipe {
-  ChildFd read, write;
+  UniqueFd read, write;
   bool open() {
     int p[2];
     if (::pipe2(p, O_CLOEXEC) != 0) return false;
@@ -126,14 +110,14 @@ void keep(ChildResult& r, bool is_out, const char* data, size_t n, const ChildOp
 }
 
 // Reads the pipes until both are closed or SIGKILL was sent.
-void read_output(ChildFd& out, ChildFd& err, ChildDeadline& deadline, ChildResult& r, const ChildOptions& o) {
+void read_output(UniqueFd& out, UniqueFd& err, ChildDeadline& deadline, ChildResult& r, const ChildOptions& o) {
   char buf[65536];
   while (out.get() >= 0 || err.get() >= 0) {
     if (deadline.check(r)) return;
     pollfd p[2];
-    ChildFd* which[2];
+    UniqueFd* which[2];
     int n = 0;
-    for (ChildFd* f : {&out, &err}) {
+    for (UniqueFd* f : {&out, &err}) {
       if (f->get() < 0) continue;
       p[n] = {f->get(), POLLIN, 0};
       which[n++] = f;
@@ -178,7 +162,7 @@ ChildResult run_child(const std::vector<std::string>& argv, const ChildOptions& 
     return r;
   }
   ChildPipe out, err, status;
-  ChildFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!out.open() || !err.open() || !status.open() || devnull.get() < 0) {
     r.exec_error = std::strerror(errno);
     return r;

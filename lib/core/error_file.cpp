@@ -1,5 +1,7 @@
 #include "mtrain/core/error_file.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -58,11 +60,11 @@ bool write_error_file(const std::string& path, const ErrorRecord& r) noexcept {
     const std::string text = error_file_text(r);
     const std::string part = fmt::format("{}.{}.part", path, ::getpid());
     ::unlink(part.c_str());  // our own leftover only: the name carries our pid
-    const int fd = ::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
-    if (fd < 0) return false;
+    UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
+    if (!fd) return false;
     size_t done = 0;
     while (done < text.size()) {
-      const ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      const ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) break;
       done += static_cast<size_t>(w);
@@ -70,8 +72,8 @@ bool write_error_file(const std::string& path, const ErrorRecord& r) noexcept {
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(r.when.time_since_epoch()).count();
     const struct timespec times[2] = {{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)},
                                       {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}};
-    const bool ok = done == text.size() && ::futimens(fd, times) == 0;
-    ::close(fd);
+    // close() is checked: a written file's last error may only be reported there.
+    const bool ok = done == text.size() && ::futimens(fd.get(), times) == 0 && fd.close() == 0;
     if (!ok || ::rename(part.c_str(), path.c_str()) != 0) {
       const int e = errno;
       ::unlink(part.c_str());

@@ -1,5 +1,7 @@
 #include "mtrain/core/input_limits.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -41,23 +43,20 @@ std::optional<std::string> read_input_file(const std::string& path, const InputL
   // O_NONBLOCK for the open only: a FIFO nobody writes to opens (and then reads as empty)
   // instead of blocking forever; a pipe from `<(…)` still reads whole. At most max_bytes + 1
   // bytes are read, so /dev/zero ends in input_too_large, not in an endless read.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return std::nullopt;
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return std::nullopt;
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   std::string text;
   char buf[1 << 16];
   while (text.size() <= lim.max_bytes) {
-    const ssize_t r = ::read(fd, buf, sizeof buf);
+    const ssize_t r = ::read(fd.get(), buf, sizeof buf);
     if (r < 0 && errno == EINTR) continue;
-    if (r < 0 && text.empty()) {  // a folder, …: as unreadable as a missing file
-      ::close(fd);
-      return std::nullopt;
-    }
+    if (r < 0 && text.empty()) return std::nullopt;  // a folder, …: as unreadable as a missing file
     if (r <= 0) break;
     text.append(buf, static_cast<size_t>(r));
   }
-  ::close(fd);
+  fd.reset();
   check_input_size(path, text.size(), lim);
   return text;
 }

@@ -55,28 +55,11 @@ std::string not_regular_file(const std::string& path) {
   return "";
 }
 
-UntrustedFile::UntrustedFile(UntrustedFile&& o) noexcept
-    : fd_(std::exchange(o.fd_, -1)), size_(o.size_), path_(std::move(o.path_)) {}
-
-UntrustedFile& UntrustedFile::operator=(UntrustedFile&& o) noexcept {
-  if (this != &o) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(o.fd_, -1);
-    size_ = o.size_;
-    path_ = std::move(o.path_);
-  }
-  return *this;
-}
-
-UntrustedFile::~UntrustedFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 bool UntrustedFile::pread_exact(void* buf, uint64_t n, uint64_t offset) const {
   auto* p = static_cast<char*>(buf);
   uint64_t done = 0;
   while (done < n) {
-    const ssize_t r = ::pread(fd_, p + done, n - done, static_cast<off_t>(offset + done));
+    const ssize_t r = ::pread(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       if (r == 0) errno = 0;
@@ -91,8 +74,8 @@ UntrustedFile open_untrusted(const std::string& path, std::string* why) {
   UntrustedFile f;
   f.path_ = path;
   // O_NONBLOCK: a FIFO without a writer opens at once instead of blocking this process forever.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));
+  if (!fd) {
     const int e = errno;
     std::string w = not_regular_file(path);
     if (w.empty()) w = fmt::format("cannot be opened ({})", std::strerror(e));
@@ -100,17 +83,16 @@ UntrustedFile open_untrusted(const std::string& path, std::string* why) {
     return f;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) {
     const int e = errno;
-    ::close(fd);
     std::string w = not_regular_file(path);
     if (w.empty()) w = fmt::format("cannot be inspected ({})", std::strerror(e));
     if (why) *why = w;
     return f;
   }
-  const int flags = ::fcntl(fd, F_GETFL);
-  if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
-  f.fd_ = fd;
+  const int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  f.fd_ = std::move(fd);
   f.size_ = static_cast<uint64_t>(st.st_size);
   return f;
 }

@@ -9,6 +9,8 @@
 // file", "is a symbolic link to /dev/zero, a character device, not a regular file".
 #include <sys/types.h>
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -27,24 +29,19 @@ std::string not_regular_file(const std::string& path);
 class UntrustedFile {
  public:
   UntrustedFile() = default;
-  UntrustedFile(UntrustedFile&& o) noexcept;
-  UntrustedFile& operator=(UntrustedFile&& o) noexcept;
-  UntrustedFile(const UntrustedFile&) = delete;
-  UntrustedFile& operator=(const UntrustedFile&) = delete;
-  ~UntrustedFile();
 
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   uint64_t size() const { return size_; }
   const std::string& path() const { return path_; }
   // Reads exactly `n` bytes at `offset` (EINTR retried); false on a short read (the file shrank)
   // or an error (errno set).
   bool pread_exact(void* buf, uint64_t n, uint64_t offset) const;
   // Hands the descriptor to the caller (who closes it).
-  int release() { return std::exchange(fd_, -1); }
+  int release() { return fd_.release(); }
 
  private:
   friend UntrustedFile open_untrusted(const std::string&, std::string*);
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t size_ = 0;
   std::string path_;
 };

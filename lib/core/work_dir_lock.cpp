@@ -1,5 +1,7 @@
 #include "mtrain/core/work_dir_lock.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -106,7 +108,7 @@ std::string read_fd(int fd) {
 }  // namespace
 
 struct WorkDirLock::Impl {
-  int fd = -1;
+  UniqueFd fd;
   std::mutex mu;
   std::condition_variable cv;
   bool stop = false;
@@ -158,15 +160,12 @@ std::string lock_path(const std::string& work_dir) { return (fs::path(work_dir) 
 void check_work_dir_free(const std::string& work_dir) {
   const std::string path = lock_path(work_dir);
   // O_NONBLOCK: a FIFO planted at the name must not hang the launcher.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return;  // no lock yet (or unreadable: rank 0's acquire says why)
+  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
+  if (!fd) return;  // no lock yet (or unreadable: rank 0's acquire says why)
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return;
-  }
-  const Inspection in = inspect(fd, try_flock(fd, LOCK_SH));
-  ::close(fd);  // drops the shared flock, if we got it
+  if (::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+  const Inspection in = inspect(fd.get(), try_flock(fd.get(), LOCK_SH));
+  fd.reset();  // drops the shared flock, if we got it
   if (!in.decision.take) refuse(work_dir, path, in);
 }
 
@@ -175,37 +174,37 @@ std::unique_ptr<WorkDirLock> WorkDirLock::acquire(const std::string& work_dir, c
   std::error_code ec;
   fs::create_directories(work_dir, ec);
   const std::string path = lock_path(work_dir);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
+  UniqueFd fd(::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd) {
     const int e = errno;
     throw Error(fmt::format("{}: cannot open the work-dir lock ({})", path, std::strerror(e)),
                 "make train.work_dir a writable folder of yours (a symlink named .mtrain.lock is "
                 "refused)");
   }
-  const Inspection in = inspect(fd, try_flock(fd, LOCK_EX));
+  const Inspection in = inspect(fd.get(), try_flock(fd.get(), LOCK_EX));
   const LockDecision& d = in.decision;
   if (!d.take) {
-    ::close(fd);
+    fd.reset();
     refuse(work_dir, path, in);
   }
   const std::string& host = in.host;
   if (notice) *notice = d.notice;
   LockHolder me{job_id, host, now_iso(), static_cast<long>(::getpid())};
   const std::string text = holder_text(me);
-  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
+  if (::ftruncate(fd.get(), 0) != 0 ||
+      ::pwrite(fd.get(), text.data(), text.size(), 0) != static_cast<ssize_t>(text.size())) {
     const int e = errno;
-    ::close(fd);
     throw Error(fmt::format("{}: cannot record the lock's holder ({})", path, std::strerror(e)),
                 "check the file system holding train.work_dir", kExitFailure);
   }
-  ::fsync(fd);
+  ::fsync(fd.get());
   auto impl = std::make_unique<Impl>();
-  impl->fd = fd;
+  impl->fd = std::move(fd);
   Impl* p = impl.get();
   // The heartbeat: the lock file's mtime, for hosts that cannot see our flock.
   p->heartbeat = std::thread([p] {
     std::unique_lock<std::mutex> lk(p->mu);
-    while (!p->cv.wait_for(lk, kHeartbeat, [p] { return p->stop; })) ::futimens(p->fd, nullptr);
+    while (!p->cv.wait_for(lk, kHeartbeat, [p] { return p->stop; })) ::futimens(p->fd.get(), nullptr);
   });
   return std::unique_ptr<WorkDirLock>(new WorkDirLock(std::move(impl)));
 }
@@ -217,10 +216,10 @@ WorkDirLock::~WorkDirLock() {
   }
   impl_->cv.notify_all();
   if (impl_->heartbeat.joinable()) impl_->heartbeat.join();
-  if (::ftruncate(impl_->fd, 0) != 0) {
+  if (::ftruncate(impl_->fd.get(), 0) != 0) {
     // Nothing to do: the flock goes with the close, and a stale record is taken over.
   }
-  ::close(impl_->fd);
+  impl_->fd.reset();
 }
 
 }  // namespace mtrain

@@ -1,5 +1,7 @@
 #include "mtrain/envreport/run_command.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -28,17 +30,17 @@ CommandResult run_command(const std::vector<std::string>& argv, const RunOptions
     co.replace_environment = true;
     for (const auto& [k, v] : *opt.env) co.environment.push_back(k + "=" + v);
   }
-  int file = -1;
+  UniqueFd file;
   if (!opt.stdout_file.empty()) {
-    file = ::open(opt.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644);
-    if (file < 0) {
+    file.reset(::open(opt.stdout_file.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOCTTY, 0644));
+    if (!file) {
       r.err = std::strerror(errno);
       return r;
     }
-    co.stdout_fd = file;
+    co.stdout_fd = file.get();
   }
   const ChildResult c = run_child(argv, co);
-  if (file >= 0) ::close(file);
+  file.reset();
   r.started = c.started;
   r.out = c.out;
   r.err = c.started ? c.err : c.exec_error;

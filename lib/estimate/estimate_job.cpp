@@ -1,5 +1,7 @@
 #include "mtrain/estimate/estimate_job.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -71,10 +73,10 @@ nlohmann::json run_probe(const nlohmann::json& job, const std::string& worker, c
   const std::string key = probe_cache_key(worker, str::join(args, " "), text);
   if (auto cached = probe_cache_get(key)) return *cached;
   char path[] = "/tmp/mtrain-estimate-job.XXXXXX";
-  const int fd = mkstemp(path);
-  if (fd < 0) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
-  const bool wrote = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  ::close(fd);
+  UniqueFd fd(mkstemp(path));
+  if (!fd) throw Error("estimate: cannot create a temporary job file", "", kExitFailure);
+  const bool wrote =
+      ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size()) && fd.close() == 0;
   if (!wrote) {
     std::remove(path);
     throw Error("estimate: cannot write the temporary job file", "", kExitFailure);

@@ -48,10 +48,7 @@ void ChildGroup::close() {
   for (auto& c : children_) {
     for (auto& p : c->pipes)
       if (p && p->is_open()) p->close();
-    if (c->stdin_fd >= 0) {
-      ::close(c->stdin_fd);
-      c->stdin_fd = -1;
-    }
+    c->stdin_fd.reset();
   }
   deadline_.cancel();
   drain_.cancel();
@@ -67,12 +64,13 @@ Child& ChildGroup::spawn(const SpawnRequest& req) {
   auto c = std::make_unique<Child>();
   c->index = children_.size();
   c->pid = s.pid;
-  c->stdin_fd = s.stdin_fd;
+  c->stdin_fd = std::move(s.stdin_fd);
   c->started = Child::Clock::now();
-  const int fds[2] = {s.stdout_fd, s.stderr_fd};
+  UniqueFd* fds[2] = {&s.stdout_fd, &s.stderr_fd};
   for (int i = 0; i < 2; ++i) {
-    if (fds[i] < 0) continue;
-    c->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]);
+    if (!*fds[i]) continue;
+    // asio owns it from here (its close() and destructor close it).
+    c->pipes[i] = std::make_unique<asio::posix::stream_descriptor>(io_, fds[i]->release());
     ++c->open_streams;
     ++open_streams_;
   }
@@ -133,10 +131,7 @@ void ChildGroup::reap() {
     c->exit = from_wait_status(rp.status);
     c->ended = Child::Clock::now();
     c->ended_wall = std::chrono::system_clock::now();
-    if (c->stdin_fd >= 0) {  // nobody reads it any more
-      ::close(c->stdin_fd);
-      c->stdin_fd = -1;
-    }
+    c->stdin_fd.reset();  // nobody reads it any more
     if (h_.exited) h_.exited(*c);
   }
   if (!all_exited() || state_ == GroupState::draining || state_ == GroupState::done) return;
@@ -180,11 +175,7 @@ void ChildGroup::signal_all(int sig) {
 
 bool ChildGroup::stopped(const Child& c) { return !c.exit && c.pid > 0 && runner_.stopped(c.pid); }
 
-void ChildGroup::close_stdin(Child& c) {
-  if (c.stdin_fd < 0) return;
-  ::close(c.stdin_fd);
-  c.stdin_fd = -1;
-}
+void ChildGroup::close_stdin(Child& c) { c.stdin_fd.reset(); }
 
 void ChildGroup::arm_deadline(std::chrono::milliseconds after, GroupEvent on_expiry, std::function<void()> fn) {
   // One timer for the wind-down deadline and the grace periods: arming it again (a stop during

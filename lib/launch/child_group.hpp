@@ -33,6 +33,7 @@
 #include <boost/asio/steady_timer.hpp>
 
 #include "mtrain/launch/exit_status.hpp"
+#include "mtrain/core/unique_fd.hpp"
 #include "mtrain/launch/output.hpp"
 #include "mtrain/launch/process.hpp"
 
@@ -59,7 +60,7 @@ struct Child {
   using Clock = std::chrono::steady_clock;
   size_t index = 0;  // spawn order in the group
   pid_t pid = -1;
-  int stdin_fd = -1;  // the write end when stdin_pipe was asked for; closed once reaped
+  UniqueFd stdin_fd;  // the write end when stdin_pipe was asked for; closed once reaped
   Clock::time_point started;
   std::optional<ExitStatus> exit;  // set when reaped
   std::optional<Clock::time_point> ended;

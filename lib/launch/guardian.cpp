@@ -49,7 +49,7 @@ void close_from(int first) {
   rlim_t limit = 1 << 16;
   if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) limit = rl.rlim_cur;
   if (limit > (1 << 20)) limit = 1 << 20;
-  for (rlim_t fd = static_cast<rlim_t>(first); fd < limit; ++fd) ::close(static_cast<int>(fd));
+  for (rlim_t fd = static_cast<rlim_t>(first); fd < limit; ++fd) close_descriptor(static_cast<int>(fd));
 }
 
 // The guardian itself, in the forked child of a multi-threaded process: async-signal-safe calls
@@ -104,7 +104,7 @@ void remove_folder(const char* folder) {
   int null_fd = open("/dev/null", O_RDWR);
   for (int fd = 0; fd < 3; ++fd) {
     if (null_fd >= 0) dup2(null_fd, fd);
-    else ::close(fd);
+    else close_descriptor(fd);
   }
   close_from(kGuardFd + 1);
 
@@ -160,7 +160,7 @@ void send_self(int fd, Op op) noexcept {
 Guardian::~Guardian() { close(std::chrono::seconds(2)); }
 
 void Guardian::start() {
-  if (fd_ >= 0) return;
+  if (fd_) return;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
     throw Error(fmt::format("cannot create the guardian's socket: {}", std::strerror(errno)));
@@ -172,28 +172,27 @@ void Guardian::start() {
   if (pid == 0) guardian_main(sv[1], remove_on_exit_.empty() ? nullptr : remove_on_exit_.c_str());
   int fork_errno = errno;
   pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  ::close(sv[1]);
+  close_descriptor(sv[1]);
+  UniqueFd mine(sv[0]);
   if (pid < 0) {
-    ::close(sv[0]);
     throw Error(fmt::format("cannot start the guardian process: {}", std::strerror(fork_errno)));
   }
   setpgid(pid, pid);
-  fd_ = sv[0];
+  fd_ = std::move(mine);
   pid_ = pid;
   // A guardian that stops reading (stopped, or a full queue of unread records) must not hang
   // the launcher or a rank's spawn.
   struct timeval tv = {5, 0};
-  setsockopt(fd_, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  setsockopt(fd_.get(), SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
   // Wait until it is in place (signals ignored, own group), so that a Ctrl-C right after the
   // first spawn cannot reach it half set up.
-  struct pollfd p = {fd_, POLLIN, 0};
+  struct pollfd p = {fd_.get(), POLLIN, 0};
   Record r{0, 0};
   int ready = 0;
   do ready = poll(&p, 1, 10000);
   while (ready < 0 && errno == EINTR);
-  if (ready != 1 || recv(fd_, &r, sizeof r, MSG_DONTWAIT) != static_cast<ssize_t>(sizeof r) || r.op != kReady) {
-    ::close(fd_);
-    fd_ = -1;
+  if (ready != 1 || recv(fd_.get(), &r, sizeof r, MSG_DONTWAIT) != static_cast<ssize_t>(sizeof r) || r.op != kReady) {
+    fd_.reset();
     kill(pid_, SIGKILL);  // ours, stuck, and watching nothing yet
     reap_within(pid_, std::chrono::seconds(2));
     pid_ = -1;
@@ -202,10 +201,10 @@ void Guardian::start() {
 }
 
 bool Guardian::send(int op, pid_t pgid) {
-  if (fd_ < 0) return false;
+  if (!fd_) return false;
   Record r{op, static_cast<std::int32_t>(pgid)};
   for (;;) {
-    ssize_t w = ::send(fd_, &r, sizeof r, MSG_NOSIGNAL);
+    ssize_t w = ::send(fd_.get(), &r, sizeof r, MSG_NOSIGNAL);
     if (w == static_cast<ssize_t>(sizeof r)) return true;
     if (w < 0 && errno == EINTR) continue;
     return false;
@@ -225,15 +224,14 @@ bool Guardian::after_failed_send() {
 
 // (Re)starts the guardian and tells it every watched group; false if that fails.
 bool Guardian::restart() {
-  if (fd_ >= 0) {
+  if (fd_) {
     if (!warned_gone_) {
       warned_gone_ = true;
       std::fprintf(stderr, "mtrain: warning: the guardian process (pid %d) is gone: starting another one\n",
                    static_cast<int>(pid_));
     }
     int status = 0;
-    ::close(fd_);
-    fd_ = -1;
+    fd_.reset();
     waitpid(pid_, &status, WNOHANG);
     pid_ = -1;
   }
@@ -260,22 +258,21 @@ bool Guardian::watch(pid_t pgid) {
     return false;
   }
   watched_.insert(pgid);
-  if (fd_ < 0) return restart();
+  if (!fd_) return restart();
   return send(kWatch, pgid) || after_failed_send();
 }
 
 bool Guardian::forget(pid_t pgid) {
   // Sent even for a group this side never recorded: the child's own "watch" may have arrived.
   watched_.erase(pgid);
-  if (fd_ < 0) return false;
+  if (!fd_) return false;
   return send(kForget, pgid) || after_failed_send();
 }
 
 std::optional<int> Guardian::close(std::chrono::milliseconds timeout) {
   watched_.clear();
-  if (fd_ < 0) return std::nullopt;
-  ::close(fd_);
-  fd_ = -1;
+  if (!fd_) return std::nullopt;
+  fd_.reset();
   pid_t pid = pid_;
   pid_ = -1;
   return reap_within(pid, timeout);

@@ -32,6 +32,8 @@
 // teardown: only a cgroup could follow it.
 #include <sys/types.h>
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <chrono>
 #include <cstddef>
 #include <optional>
@@ -58,10 +60,10 @@ class Guardian {
   // item 14). Removing a folder that the launcher already removed is a no-op. Takes effect at the
   // next start() (a guardian, once forked, keeps the folder it was given).
   void remove_on_exit(const std::string& folder);
-  bool running() const { return fd_ >= 0; }
+  bool running() const { return fd_.valid(); }
   pid_t pid() const { return pid_; }
   // The launcher end (close-on-exec), for a rank's pre-exec "watch"; -1 when not running.
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
 
   // Watch / forget a process group. watch() starts the guardian if none runs; a guardian found
   // dead (someone killed it) is replaced by a new one that gets every watched group again.
@@ -84,7 +86,7 @@ class Guardian {
   bool send(int op, pid_t pgid);
   bool restart();
   bool after_failed_send();
-  int fd_ = -1;
+  UniqueFd fd_;
   pid_t pid_ = -1;
   std::set<pid_t> watched_;
   bool warned_gone_ = false;

@@ -1,5 +1,7 @@
 #include "mtrain/launch/net_address.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <arpa/inet.h>
 #include <ifaddrs.h>
 #include <netdb.h>
@@ -68,15 +70,15 @@ std::string route_source_address(const std::string& host, int port) {
   if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &res) != 0) return "";
   std::string out;
   for (addrinfo* a = res; a && out.empty(); a = a->ai_next) {
-    int fd = socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) continue;
+    const UniqueFd fd(socket(a->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+    if (!fd) continue;
     // connect() on UDP only picks the route and source address.
-    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0) {
+    if (connect(fd.get(), a->ai_addr, a->ai_addrlen) == 0) {
       sockaddr_storage ss{};
       socklen_t len = sizeof ss;
-      if (getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) out = numeric(reinterpret_cast<sockaddr*>(&ss));
+      if (getsockname(fd.get(), reinterpret_cast<sockaddr*>(&ss), &len) == 0)
+        out = numeric(reinterpret_cast<sockaddr*>(&ss));
     }
-    close(fd);
   }
   freeaddrinfo(res);
   return out;

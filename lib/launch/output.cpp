@@ -1,5 +1,7 @@
 #include "mtrain/launch/output.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -38,18 +40,18 @@ void warn_world_writable(const std::string& folder, mode_t mode, std::FILE* warn
 // Opens a new log file for writing with kFileMode; not through a symbolic link, not inherited
 // by the ranks started later.
 std::FILE* open_log(const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode);
-  if (fd < 0)
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode));
+  if (!fd)
     throw Error(fmt::format("cannot write the log file {}: {}", path, std::strerror(errno)),
                 "Check --log-dir and its permissions.");
   struct stat st;
   // A file that was there already keeps its mode only if it is not wider.
-  if (fstat(fd, &st) == 0 && (st.st_mode & ~kFileMode & 07777) != 0) fchmod(fd, st.st_mode & kFileMode);
-  std::FILE* f = fdopen(fd, "w");
+  if (fstat(fd.get(), &st) == 0 && (st.st_mode & ~kFileMode & 07777) != 0) fchmod(fd.get(), st.st_mode & kFileMode);
+  std::FILE* f = fdopen(fd.get(), "w");
   if (!f) {
-    ::close(fd);
     throw Error(fmt::format("cannot write the log file {}", path), "Check --log-dir and its permissions.");
   }
+  fd.release();  // the FILE owns it now
   return f;
 }
 

@@ -90,18 +90,15 @@ Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
     bp::child child = req.stdin_pipe ? start(bp::std_in < in) : start(bp::std_in < bp::null);
     Spawned s;
     if (req.stdin_pipe) {
-      s.stdin_fd = dup(in.native_sink());
-      fcntl(s.stdin_fd, F_SETFD, FD_CLOEXEC);
+      s.stdin_fd.reset(fcntl(in.native_sink(), F_DUPFD_CLOEXEC, 0));
     }
     s.pid = child.id();
     child.detach();  // the supervisor reaps through SIGCHLD + waitpid
     // Again from here (the child's record may have met a guardian that was killed since: this
     // one notices and starts another).
     if (guardian_->running() && getpgid(s.pid) == s.pid) guardian_->watch(s.pid);
-    s.stdout_fd = dup(out.native_source());
-    s.stderr_fd = dup(err.native_source());
-    fcntl(s.stdout_fd, F_SETFD, FD_CLOEXEC);
-    fcntl(s.stderr_fd, F_SETFD, FD_CLOEXEC);
+    s.stdout_fd.reset(fcntl(out.native_source(), F_DUPFD_CLOEXEC, 0));
+    s.stderr_fd.reset(fcntl(err.native_source(), F_DUPFD_CLOEXEC, 0));
     return s;
   } catch (const bp::process_error& e) {
     throw Error(fmt::format("could not start '{}': {}", req.argv.at(0), e.code().message()),

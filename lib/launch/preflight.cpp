@@ -1,5 +1,7 @@
 #include "mtrain/launch/preflight.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <arpa/inet.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -80,11 +82,8 @@ std::pair<int, int> master_port_range(int ephemeral_lo, int ephemeral_hi) {
 
 static bool bindable(sockaddr_in sa, int port) {
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
-  close(fd);
-  return ok;
+  const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  return fd && bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) == 0;
 }
 
 int pick_free_port(const std::string& addr) {
@@ -102,14 +101,12 @@ int pick_free_port(const std::string& addr) {
     }
   }
   sa.sin_port = 0;
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    if (fd >= 0) close(fd);
+  const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
     throw Error(fmt::format("could not find a free port on {}: {}", addr, std::strerror(errno)), "", kExitFailure);
   }
   socklen_t len = sizeof(sa);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&sa), &len);
-  close(fd);
+  getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len);
   return ntohs(sa.sin_port);
 }
 
@@ -153,13 +150,13 @@ std::string port_holder(int port) {
 void check_port_free(const std::string& addr, int port) {
   sockaddr_in sa = resolve_v4(addr);
   sa.sin_port = htons(static_cast<uint16_t>(port));
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return;
+  UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!fd) return;
   int one = 1;
-  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as the c10d store will
-  int rc = bind(fd, reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
-  int err = errno;
-  close(fd);
+  setsockopt(fd.get(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));  // as the c10d store will
+  const int rc = bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa));
+  const int err = errno;
+  fd.reset();
   if (rc == 0) return;
   if (err == EADDRNOTAVAIL) return;  // not a local address: the store is elsewhere
   if (err == EADDRINUSE) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/core/unique_fd.hpp"
+
 namespace mtrain::launch {
 
 struct SpawnRequest {
@@ -18,9 +20,9 @@ struct SpawnRequest {
 
 struct Spawned {
   pid_t pid = -1;
-  int stdout_fd = -1;  // read ends, owned by the caller
-  int stderr_fd = -1;
-  int stdin_fd = -1;   // write end when stdin_pipe was asked for, owned by the caller
+  UniqueFd stdout_fd;  // read ends
+  UniqueFd stderr_fd;
+  UniqueFd stdin_fd;  // write end when stdin_pipe was asked for
 };
 
 struct Reaped {

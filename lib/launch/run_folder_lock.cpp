@@ -36,18 +36,17 @@ std::string read_holder(int fd) {
 
 RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_id) {
   const std::string path = folder + "/launcher.lock";
-  fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-  if (fd_ < 0)
+  fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640));
+  if (!fd_)
     throw Error(fmt::format("cannot open the run folder's lock {}: {}", path, std::strerror(errno)),
                 "Check --log-dir and its permissions.");
   int r;
-  do r = flock(fd_, LOCK_EX | LOCK_NB);
+  do r = flock(fd_.get(), LOCK_EX | LOCK_NB);
   while (r != 0 && errno == EINTR);
   if (r != 0) {
     int err = errno;
-    std::string holder = read_holder(fd_);
-    ::close(fd_);
-    fd_ = -1;
+    std::string holder = read_holder(fd_.get());
+    fd_.reset();
     if (err != EWOULDBLOCK)
       throw Error(fmt::format("cannot lock {}: {}", path, std::strerror(err)), "Check --log-dir and its file system.");
     throw Error(fmt::format("job {} already has a live launcher writing to {} ({})", job_id, folder,
@@ -60,35 +59,36 @@ RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_i
   struct tm utc;
   if (gmtime_r(&now, &utc)) std::strftime(since, sizeof since, "%Y-%m-%d %H:%M:%S UTC", &utc);
   std::string me = fmt::format("held by host {} pid {} since {}\n", host_name(), getpid(), since);
-  if (ftruncate(fd_, 0) != 0 || pwrite(fd_, me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
+  if (ftruncate(fd_.get(), 0) != 0 || pwrite(fd_.get(), me.data(), me.size(), 0) != static_cast<ssize_t>(me.size())) {
     // The lock itself holds; only the holder's description is missing.
   }
 }
 
-RunFolderLock::~RunFolderLock() {
-  if (fd_ >= 0) ::close(fd_);
-}
+RunFolderLock::~RunFolderLock() = default;
 
 void write_file_atomically(const std::string& path, const std::string& text, unsigned mode) {
   const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
   for (int tries = 0;; ++tries) {
-    int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-    if (fd < 0 && errno == EEXIST && tries == 0) {
+    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
+    if (!fd && errno == EEXIST && tries == 0) {
       ::unlink(tmp.c_str());  // left by a dead launcher that had our pid; unlink never follows a link
       continue;
     }
-    if (fd < 0)
+    if (!fd)
       throw Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)), "Check --log-dir (free space, permissions).");
-    bool ok = fchmod(fd, mode) == 0;
+    bool ok = fchmod(fd.get(), mode) == 0;
     size_t done = 0;
     while (ok && done < text.size()) {
-      ssize_t w = ::write(fd, text.data() + done, text.size() - done);
+      ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
       if (w < 0 && errno == EINTR) continue;
       if (w <= 0) ok = false;
       else done += static_cast<size_t>(w);
     }
     int err = errno;
-    if (::close(fd) != 0 && ok) { ok = false; err = errno; }
+    if (const int closed = fd.close(); closed != 0 && ok) {
+      ok = false;
+      err = closed;
+    }
     if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return;
     if (ok) err = errno;
     ::unlink(tmp.c_str());

@@ -12,6 +12,8 @@
 // works across nodes on NFSv4 and Lustre (Linux maps it to a POSIX lock on NFS).
 #include <string>
 
+#include "mtrain/core/unique_fd.hpp"
+
 namespace mtrain::launch {
 
 class RunFolderLock {
@@ -23,7 +25,7 @@ class RunFolderLock {
   RunFolderLock& operator=(const RunFolderLock&) = delete;
 
  private:
-  int fd_ = -1;
+  UniqueFd fd_;
 };
 
 // Writes `text` to `path` atomically: a new file (O_CREAT|O_EXCL|O_NOFOLLOW, `mode`) next to it,

@@ -123,7 +123,8 @@ class SshJob {
     req.stdin_pipe = true;
     auto& p = spawn(req, n.host, static_cast<int>(k));
     std::string pre = remote::stdin_preamble(cmd, secrets);
-    if (p.child->stdin_fd >= 0 && ::write(p.child->stdin_fd, pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
+    if (p.child->stdin_fd &&
+        ::write(p.child->stdin_fd.get(), pre.data(), pre.size()) != static_cast<ssize_t>(pre.size()))
       std::fprintf(opt_.err, "mtrain: could not hand the job token to %s's agent\n", n.host.c_str());
   }
 

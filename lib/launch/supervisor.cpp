@@ -1,5 +1,7 @@
 #include "mtrain/launch/supervisor.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 
 #include <signal.h>
@@ -107,12 +109,9 @@ class Attempt {
           prepare_error_file(r->heartbeat_file);
           // Exists from the start and the rank only touches it; explicit mode, whatever the umask
           // (no file of a job is world-writable, docs/reliability.md).
-          const int fd = ::open(r->heartbeat_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640);
-          if (fd >= 0) {
-            if (::fchmod(fd, 0640) != 0) {
-              // Not fatal: the watch reads the mtime only.
-            }
-            ::close(fd);
+          const UniqueFd fd(::open(r->heartbeat_file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640));
+          if (fd && ::fchmod(fd.get(), 0640) != 0) {
+            // Not fatal: the watch reads the mtime only.
           }
         }
         try {

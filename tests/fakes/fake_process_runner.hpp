@@ -40,12 +40,12 @@ class FakeProcessRunner : public launch::ProcessRunner {
     p.script = s;
     pid_t pid = next_pid_++;
     procs_[pid] = p;
-    launch::Spawned sp{pid, out[0], err[0]};
+    launch::Spawned sp{pid, UniqueFd(out[0]), UniqueFd(err[0]), {}};
     if (req.stdin_pipe) {
       int in[2];
       if (pipe(in) != 0) throw std::runtime_error("pipe");
       stdin_read_fds[pid] = in[0];
-      sp.stdin_fd = in[1];
+      sp.stdin_fd.reset(in[1]);
     }
     if (s.exits_now) end(pid, s.exit_code << 8);
     return sp;

@@ -32,7 +32,7 @@ std::string hint_for(int e) {
 }  // namespace
 
 DurableWriter::DurableWriter(std::string path) : path_(std::move(path)), part_(path_ + ".part") {
-  fd_ = create_part_file(part_);
+  fd_.reset(create_part_file(part_));
 }
 
 int create_part_file(const std::string& part) {
@@ -80,7 +80,7 @@ std::string describe_file_type(unsigned mode) {
 }
 
 DurableWriter::~DurableWriter() {
-  if (fd_ >= 0) ::close(fd_);
+  fd_.reset();
   if (!committed_) ::unlink(part_.c_str());
 }
 
@@ -90,7 +90,7 @@ void DurableWriter::write(const void* data, size_t n) {
   const char* p = static_cast<const char*>(data);
   size_t left = n;
   while (left > 0) {
-    const ssize_t w = ::write(fd_, p, left);
+    const ssize_t w = ::write(fd_.get(), p, left);
     if (w < 0) {
       if (errno == EINTR) continue;
       errno_ = errno;
@@ -117,15 +117,13 @@ void DurableWriter::throw_if_failed() const {
 
 void DurableWriter::commit() {
   throw_if_failed();
-  if (::fsync(fd_) != 0) {
+  if (::fsync(fd_.get()) != 0) {
     errno_ = errno;
     failed_op_ = "fsync";
     throw_if_failed();
   }
-  const int fd = fd_;
-  fd_ = -1;
-  if (::close(fd) != 0) {
-    errno_ = errno;
+  if (const int closed = fd_.close(); closed != 0) {
+    errno_ = closed;
     failed_op_ = "close";
     throw_if_failed();
   }
@@ -140,15 +138,14 @@ void DurableWriter::commit() {
 
 void fsync_dir(const std::string& dir) {
   const std::string d = dir.empty() ? "." : dir;
-  const int fd = ::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) {
     const int e = errno;
     throw Error(fmt::format("{}: cannot open the folder to sync it ({})", d, std::strerror(e)),
                 hint_for(e), kExitFailure);
   }
-  const int rc = ::fsync(fd);
+  const int rc = ::fsync(fd.get());
   const int e = errno;
-  ::close(fd);
   // Some file systems cannot fsync a folder (EINVAL); their renames are as durable as they get.
   if (rc != 0 && e != EINVAL) {
     throw Error(fmt::format("{}: fsync of the folder failed ({})", d, std::strerror(e)),
@@ -163,8 +160,8 @@ void write_file_durably(const std::string& path, const std::string& text) {
 }
 
 FileDigest digest_file(const std::string& path, const std::function<void()>& progress) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd) {
     const int e = errno;
     throw Error(fmt::format("{}: cannot open ({})", path, std::strerror(e)),
                 "the checkpoint is incomplete or damaged; resume from another one", kExitFailure);
@@ -173,11 +170,10 @@ FileDigest digest_file(const std::string& path, const std::function<void()>& pro
   FileDigest d;
   uint64_t since = 0;
   for (;;) {
-    const ssize_t r = ::read(fd, buf.data(), buf.size());
+    const ssize_t r = ::read(fd.get(), buf.data(), buf.size());
     if (r < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      ::close(fd);
       throw Error(fmt::format("{}: read failed after {} bytes ({})", path, d.bytes, std::strerror(e)),
                   "check the file system holding the checkpoint", kExitFailure);
     }
@@ -190,7 +186,6 @@ FileDigest digest_file(const std::string& path, const std::function<void()>& pro
       progress();
     }
   }
-  ::close(fd);
   return d;
 }
 

@@ -11,6 +11,8 @@
 #include <functional>
 #include <string>
 
+#include "mtrain/core/unique_fd.hpp"
+
 namespace mtrain::trainer {
 
 class DurableWriter {
@@ -34,7 +36,7 @@ class DurableWriter {
 
  private:
   std::string path_, part_;
-  int fd_ = -1;
+  UniqueFd fd_;
   int errno_ = 0;
   std::string failed_op_;
   uint64_t bytes_ = 0, since_progress_ = 0;

@@ -105,11 +105,10 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
 }
 
 bool looks_like_safetensors(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) return false;
+  const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (!fd) return false;
   unsigned char b[9];
-  const ssize_t r = ::pread(fd, b, 9, 0);
-  ::close(fd);
+  const ssize_t r = ::pread(fd.get(), b, 9, 0);
   if (r != 9) return false;
   uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= static_cast<uint64_t>(b[i]) << (8 * i);
@@ -150,12 +149,10 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
     index_.emplace(t.name, tensors_.size());
     tensors_.push_back(std::move(t));
   }
-  fd_ = f.release();
+  fd_.reset(f.release());
 }
 
-SafetensorsReader::~SafetensorsReader() {
-  if (fd_ >= 0) ::close(fd_);
-}
+SafetensorsReader::~SafetensorsReader() = default;
 
 const SafetensorsTensor* SafetensorsReader::find(const std::string& name) const {
   auto it = index_.find(name);
@@ -177,7 +174,7 @@ at::Tensor SafetensorsReader::read(const std::string& name, int64_t offset, int6
   const uint64_t bytes = static_cast<uint64_t>(numel) * es;
   uint64_t done = 0;
   while (done < bytes) {
-    const ssize_t r = ::pread(fd_, p + done, bytes - done, static_cast<off_t>(begin + done));
+    const ssize_t r = ::pread(fd_.get(), p + done, bytes - done, static_cast<off_t>(begin + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
       throw Error(fmt::format("{}: reading tensor '{}' failed ({})", path_, name,

@@ -18,6 +18,7 @@
 #include <ATen/ATen.h>
 
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "mtrain/core/unique_fd.hpp"
 
 namespace mtrain::trainer {
 
@@ -61,7 +62,7 @@ class SafetensorsReader {
 
  private:
   std::string path_;
-  int fd_ = -1;
+  UniqueFd fd_;
   uint64_t data_start_ = 0;
   std::vector<SafetensorsTensor> tensors_;
   std::map<std::string, size_t> index_;

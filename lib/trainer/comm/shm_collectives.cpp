@@ -1,5 +1,7 @@
 #include "mtrain/trainer/comm/shm_collectives.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
@@ -90,16 +92,16 @@ std::string segment_name() {
 // Maps the named segment; `create` also sizes it (and reserves the pages, so a full /dev/shm
 // fails here instead of with SIGBUS on first touch). nullptr when anything fails.
 void* map_segment(const std::string& name, size_t bytes, bool create) {
-  const int fd = shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600);
-  if (fd < 0) return nullptr;
+  UniqueFd fd(shm_open(name.c_str(), create ? (O_RDWR | O_CREAT | O_EXCL) : O_RDWR, 0600));
+  if (!fd) return nullptr;
   int err = 0;  // errno of the failing call (posix_fallocate returns it instead of setting it)
   if (create) {
-    if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) err = errno;
-    else err = posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (ftruncate(fd.get(), static_cast<off_t>(bytes)) != 0) err = errno;
+    else err = posix_fallocate(fd.get(), 0, static_cast<off_t>(bytes));
   }
-  void* p = err == 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+  void* p = err == 0 ? mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd.get(), 0) : MAP_FAILED;
   if (err == 0 && p == MAP_FAILED) err = errno;
-  close(fd);
+  fd.reset();  // the mapping keeps the segment
   if (p == MAP_FAILED) {
     errno = err;
     return nullptr;

@@ -1,5 +1,7 @@
 #include "mtrain/trainer/data/mapped_file_faults.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -73,7 +75,7 @@ void on_sigbus(int sig, siginfo_t* info, void* ctx) {
       const int fd = ::open(s.error_part, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640);
       if (fd >= 0) {
         put(fd, s.record);
-        ::close(fd);
+        close_descriptor(fd);  // in a signal handler: no object, async-signal-safe
         if (::rename(s.error_part, s.error_file) != 0) ::unlink(s.error_part);
       }
     }

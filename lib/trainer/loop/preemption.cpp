@@ -1,5 +1,7 @@
 #include "mtrain/trainer/loop/preemption.hpp"
 
+#include "mtrain/core/unique_fd.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -50,10 +52,8 @@ Heartbeat::Heartbeat(std::string path) : path_(std::move(path)) {}
 
 void Heartbeat::beat() const {
   if (path_.empty()) return;
-  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-  if (fd < 0) return;
-  ::futimens(fd, nullptr);
-  ::close(fd);
+  const UniqueFd fd(::open(path_.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+  if (fd) ::futimens(fd.get(), nullptr);
 }
 
 }  // namespace mtrain::trainer

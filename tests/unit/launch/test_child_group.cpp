@@ -67,7 +67,7 @@ class HeldPipeRunner : public ProcessRunner {
     pid_t pid = next_++;
     ended_.push_back(pid);
     ::raise(SIGCHLD);
-    return {pid, out[0], -1, -1};
+    return {pid, mtrain::UniqueFd(out[0]), {}, {}};
   }
   void signal(pid_t, int) override { ++signalled; }
   std::vector<Reaped> reap(const std::vector<pid_t>&) override {
@@ -133,7 +133,7 @@ TEST_CASE("child group: output relayed, each exit reported once, then done", "[l
   Child& b = group.spawn(request("b"));
   CHECK(a.index == 0);
   CHECK(b.index == 1);
-  CHECK(a.stdin_fd >= 0);
+  CHECK(a.stdin_fd.get() >= 0);
   group.run();
   CHECK(group.state() == S::done);
   CHECK(!group.stop_asked());
@@ -146,7 +146,7 @@ TEST_CASE("child group: output relayed, each exit reported once, then done", "[l
   REQUIRE(a.exit);
   CHECK(a.exit->ok());
   CHECK(b.exit->code == 3);
-  CHECK(a.stdin_fd == -1);  // closed once reaped
+  CHECK(a.stdin_fd.get() == -1);  // closed once reaped
   CHECK(a.open_streams == 0);
   CHECK(a.ended >= a.started);
   CHECK(runner.signals.empty());

@@ -75,9 +75,9 @@ Group spawn_rank_with_child(mtrain::launch::PosixProcessRunner& runner, const st
   req.argv = {"/bin/sh", "-c", script};
   req.env = {{"PATH", "/usr/bin:/bin"}};
   auto s = runner.spawn(req);
-  std::string line = read_line(s.stdout_fd);
-  close(s.stdout_fd);
-  close(s.stderr_fd);
+  std::string line = read_line(s.stdout_fd.get());
+  s.stdout_fd.reset();
+  s.stderr_fd.reset();
   REQUIRE(!line.empty());
   return {s.pid, std::stoi(line)};
 }

@@ -53,17 +53,17 @@ TEST_CASE("posix_process: output, environment and exit status of a child", "[lau
   SpawnRequest req;
   req.argv = {"/usr/bin/env"};
   req.env = {{"X", "y z"}, {"MTRAIN_T", "1"}};  // the complete environment: nothing inherited
-  const Spawned e = runner.spawn(req);
-  CHECK(read_all(e.stdout_fd) == "MTRAIN_T=1\nX=y z\n");
-  ::close(e.stderr_fd);
+  Spawned e = runner.spawn(req);
+  CHECK(read_all(e.stdout_fd.get()) == "MTRAIN_T=1\nX=y z\n");
+  e.stderr_fd.reset();
   CHECK(WIFEXITED(reap_one(runner, e.pid)));
 
   req.argv = {"/bin/sh", "-c", "echo \"X=$X\"; echo oops >&2; exit 3"};
-  const Spawned s = runner.spawn(req);
+  Spawned s = runner.spawn(req);
   REQUIRE(s.pid > 0);
-  CHECK(s.stdin_fd < 0);
-  CHECK(read_all(s.stdout_fd) == "X=y z\n");
-  CHECK(read_all(s.stderr_fd) == "oops\n");
+  CHECK(s.stdin_fd.get() < 0);
+  CHECK(read_all(s.stdout_fd.get()) == "X=y z\n");
+  CHECK(read_all(s.stderr_fd.get()) == "oops\n");
   const int st = reap_one(runner, s.pid);
   REQUIRE(WIFEXITED(st));
   CHECK(WEXITSTATUS(st) == 3);
@@ -75,18 +75,18 @@ TEST_CASE("posix_process: a stdin pipe when asked for, /dev/null otherwise", "[l
   SpawnRequest req;
   req.argv = {"/bin/cat"};
   req.stdin_pipe = true;
-  const Spawned s = runner.spawn(req);
-  REQUIRE(s.stdin_fd >= 0);
-  REQUIRE(::write(s.stdin_fd, "hello\n", 6) == 6);
-  ::close(s.stdin_fd);
-  CHECK(read_all(s.stdout_fd) == "hello\n");
-  ::close(s.stderr_fd);
+  Spawned s = runner.spawn(req);
+  REQUIRE(s.stdin_fd.get() >= 0);
+  REQUIRE(::write(s.stdin_fd.get(), "hello\n", 6) == 6);
+  s.stdin_fd.reset();
+  CHECK(read_all(s.stdout_fd.get()) == "hello\n");
+  s.stderr_fd.reset();
   CHECK(WIFEXITED(reap_one(runner, s.pid)));
 
   req.stdin_pipe = false;  // cat of /dev/null ends at once
-  const Spawned n = runner.spawn(req);
-  CHECK(read_all(n.stdout_fd).empty());
-  ::close(n.stderr_fd);
+  Spawned n = runner.spawn(req);
+  CHECK(read_all(n.stdout_fd.get()).empty());
+  n.stderr_fd.reset();
   const int st = reap_one(runner, n.pid);
   CHECK((WIFEXITED(st) && WEXITSTATUS(st) == 0));
 }
@@ -95,9 +95,9 @@ TEST_CASE("posix_process: signals reach the child, a stop is seen", "[launch][po
   PosixProcessRunner runner;
   SpawnRequest req;
   req.argv = {"/bin/sleep", "30"};
-  const Spawned s = runner.spawn(req);
-  ::close(s.stdout_fd);
-  ::close(s.stderr_fd);
+  Spawned s = runner.spawn(req);
+  s.stdout_fd.reset();
+  s.stderr_fd.reset();
   CHECK_FALSE(runner.stopped(s.pid));
   runner.signal(s.pid, SIGSTOP);
   bool seen = false;
