@@ -15,15 +15,11 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace mtrain::app {
 
 namespace {
-
-std::string self_exe() {
-  std::error_code ec;
-  return std::filesystem::read_symlink("/proc/self/exe", ec).string();
-}
 
 void add_emit_flags(CLI::App* sub, bench::EmitOptions& e) {
   const char* g = "Output";
@@ -72,7 +68,7 @@ void add_bench_comm(CLI::App* bench, Exit& exit) {
     o.max_bytes = bench::parse_size(cf->max_bytes, "--max-bytes");
     bench::comm_worker_args(o, "");  // checks --ops and the sizes before anything starts
     check_plot(cf->e);
-    o.worker_path = launch::find_worker(self_exe());
+    o.worker_path = launch::own_worker();
     auto r = bench::run_comm(o);
     bench::emit(r, cf->e);
     exit.code = r.doc.at("wrong").get<int>() > 0 ? kExitFailure : 0;
@@ -99,7 +95,7 @@ void add_bench_launch(CLI::App* bench, Exit& exit) {
     auto& o = lf->o;
     o.nproc = bench::parse_int_list(lf->nproc, "--nproc", 1);
     check_plot(lf->e);
-    o.mtrain_path = self_exe();
+    o.mtrain_path = own_executable();
     if (!lf->no_worker) o.worker_path = launch::find_worker(o.mtrain_path);
     bench::emit(bench::run_launch_bench(o), lf->e);
     exit.code = 0;
@@ -134,7 +130,7 @@ void add_bench_train(CLI::App* bench, Exit& exit) {
     o.strategies = str::split(tf->strategies, ',');
     o.nproc = bench::parse_int_list(tf->nproc, "--nproc", 1);
     check_plot(tf->e);
-    o.mtrain_path = self_exe();
+    o.mtrain_path = own_executable();
     auto r = bench::run_train_bench(o);
     bench::emit(r, tf->e);
     exit.code = r.doc.at("failed").get<int>() > 0 ? kExitFailure : 0;

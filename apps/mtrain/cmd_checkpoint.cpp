@@ -24,9 +24,7 @@ struct CheckpointFlags {
 };
 
 [[noreturn]] void exec_worker(const std::vector<std::string>& words) {
-  std::error_code ec;
-  const std::string self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  const std::string worker = launch::find_worker(self);
+  const std::string worker = launch::own_worker();
   if (worker.empty()) {
     throw Error("mtrain checkpoint needs mtrain-worker (the LibTorch trainer), which is not "
                 "installed next to mtrain or in ../libexec/mtrain/",

@@ -29,9 +29,7 @@ void build_config(CLI::App* config, Exit& exit) {
   // The strategy question shows what each strategy needs per rank (lib/estimate) and offers the
   // recommended one.
   init_opt->wizard.advise = [](const cfg::json& job) {
-    std::error_code ec;
-    const auto e = estimate::estimate_resolved_job(
-        job, launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string()));
+    const auto e = estimate::estimate_resolved_job(job, launch::own_worker());
     return cfg::WizardOptions::Advice{estimate::render_text(e),
                                       e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
   };

@@ -6,6 +6,7 @@
 #include "mtrain/envreport/report.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/version.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace mtrain::app {
 
@@ -13,10 +14,9 @@ void build_env(CLI::App* sub, Exit& exit) {
   auto format = std::make_shared<std::string>("text");
   sub->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
   sub->callback([format, &exit] {
-    std::error_code ec;
     envreport::ReportOptions o;
     o.version = kVersion;
-    o.executable = std::filesystem::read_symlink("/proc/self/exe", ec).string();
+    o.executable = own_executable();
     o.worker_path = launch::find_worker(o.executable);
     envreport::PosixSystemProbe probe;
     auto report = envreport::collect_report(probe, o);

@@ -78,9 +78,8 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     o.world = w.world;
     o.ranks_per_node = w.ranks_per_node;
     if (!text("launch.device_memory").empty()) o.device_memory = estimate::parse_bytes(text("launch.device_memory"));
-    std::error_code ec;
     o.weights = f->weights;
-    o.worker_path = launch::find_worker(std::filesystem::read_symlink("/proc/self/exe", ec).string());
+    o.worker_path = launch::own_worker();
     const nlohmann::json spec = config::job_spec(config::job_registry(), job);
     // The model file is checked as `mtrain launch` checks it before any rank starts (the archive's
     // records, the trust check, the worker's LibTorch), so the probe never loads what launch would

@@ -17,6 +17,7 @@
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/model_check.hpp"
 #include "mtrain/launch/launch_settings.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace mtrain::app {
 
@@ -28,12 +29,6 @@ struct LaunchFlags {
   std::vector<std::string> sets;
   std::string config_file;
 };
-
-std::string self_exe() {
-  std::error_code ec;
-  auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
-}
 
 // The job through every layer (defaults < user file < --config < MTRAIN_* < flags < --set).
 config::Resolved resolve(const LaunchFlags& f) {
@@ -124,14 +119,14 @@ void build_launch(CLI::App* sub, Exit& exit) {
   sub->callback([f, sub, &exit] {
     auto& o = f->opt;
     o.plan.program = exit.program(sub->remaining());
-    o.multi.self_exe = self_exe();
+    o.multi.self_exe = own_executable();
     // Launch settings come through the registry with the job: one parse and one set of checks
     // for flags, job file, MTRAIN_* and --set.
     const config::Resolved r = resolve(*f);
     launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
     const auto env = mtrain::process_environment();
     const auto source = launch::job_source(o, env, !f->config_file.empty(), r);
-    for (const auto& w : launch::hand_job_over(o, source, r, env, self_exe()))
+    for (const auto& w : launch::hand_job_over(o, source, r, env, own_executable()))
       std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
     if (launch::checks_trainer_files_here(o)) launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);

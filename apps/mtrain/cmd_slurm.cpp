@@ -18,6 +18,7 @@
 #include "mtrain/slurm/task_exec.hpp"
 #include "mtrain/slurm/writer_job.hpp"
 #include "mtrain/version.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace mtrain::app {
 
@@ -25,12 +26,6 @@ namespace {
 
 namespace fs = std::filesystem;
 namespace sl = mtrain::slurm;
-
-std::string self_path() {
-  std::error_code ec;
-  auto p = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : p.string();
-}
 
 void check_format(const std::string& f) {
   if (f != "text" && f != "json") throw Error("--format must be text or json, not '" + f + "'");
@@ -87,7 +82,7 @@ sl::JobOptions writer_job_of(const WriterArgs& a, const std::vector<std::string>
   inputs.env = mtrain::process_environment();
   inputs.sets = split.slurm;
   return sl::writer_job(config::resolve_job(config::job_registry(), inputs).job,
-                        {a.config, a.launch_args, split.launch, program, self_path(), cwd});
+                        {a.config, a.launch_args, split.launch, program, own_executable(), cwd});
 }
 
 void print_submitted(const sl::Submitted& s, const std::string& format) {

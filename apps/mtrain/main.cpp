@@ -28,9 +28,7 @@ __attribute__((section(".preinit_array"), used)) static void (*const hold_signal
     hold_signals_before_main;
 
 static std::string version_text() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  const std::string worker = mtrain::launch::find_worker(self);
+  const std::string worker = mtrain::launch::own_worker();
   if (auto facts = worker.empty() ? std::nullopt : mtrain::read_worker_facts(worker))
     return mtrain::envreport::version_text(mtrain::kVersion, mtrain::kGitRevision,
                                            mtrain::envreport::worker_from_facts(worker, *facts));

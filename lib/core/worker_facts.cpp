@@ -10,6 +10,7 @@
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/input_limits.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace mtrain {
 
@@ -25,11 +26,10 @@ std::string WorkerFacts::build_against_python_command() const {
 }
 
 std::optional<WorkerFacts> own_worker_facts() {
-  std::error_code ec;
-  const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-  if (ec) return std::nullopt;
+  const std::string self = own_executable();
+  if (self.empty()) return std::nullopt;
   try {
-    return read_worker_facts(self.string());
+    return read_worker_facts(self);
   } catch (const Error&) {
     return std::nullopt;
   }

@@ -22,6 +22,7 @@
 #include "mtrain/launch/supervisor.hpp"
 #include "mtrain/slurm/task_exec.hpp"
 #include "mtrain/rendezvous/token.hpp"
+#include "mtrain/core/own_executable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -41,6 +42,8 @@ std::string find_worker(const std::string& self_exe) {
   }
   return "";
 }
+
+std::string own_worker() { return find_worker(own_executable()); }
 
 static void print_plan(const plan::LaunchPlan& lp, config::PlanFormat format) {
   const std::string out = plan::render(lp, format);

@@ -64,6 +64,8 @@ int run_launch(LaunchOptions opt);
 
 // mtrain-worker next to the running executable, or in ../libexec/mtrain/.
 std::string find_worker(const std::string& self_exe);
+// find_worker(own_executable()): the worker of this mtrain ("" when there is none).
+std::string own_worker();
 
 std::string new_job_id();
 

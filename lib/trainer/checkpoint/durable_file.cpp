@@ -13,6 +13,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/crc32c.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 
 namespace mtrain::trainer {
 
@@ -53,7 +54,7 @@ int create_part_file(const std::string& part) {
       ::unlink(part.c_str());
       continue;
     }
-    std::string what = describe_file_type(st.st_mode);
+    std::string what = file_type_name(st.st_mode);
     if (S_ISLNK(st.st_mode)) {
       std::error_code ec;
       const auto target = std::filesystem::read_symlink(part, ec);
@@ -66,17 +67,6 @@ int create_part_file(const std::string& part) {
                 "(mtrain writes <file>.part itself and renames it over <file>)",
                 kExitFailure);
   }
-}
-
-std::string describe_file_type(unsigned mode) {
-  if (S_ISREG(mode)) return "a regular file";
-  if (S_ISLNK(mode)) return "a symbolic link";
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  return "a special file";
 }
 
 DurableWriter::~DurableWriter() {

@@ -50,8 +50,6 @@ class DurableWriter {
 // run's leftover) is replaced; anything else throws mtrain::Error saying what it is. Returns
 // the descriptor.
 int create_part_file(const std::string& part);
-// "a regular file", "a symbolic link", "a FIFO (named pipe)", … for an st_mode.
-std::string describe_file_type(unsigned mode);
 // fsync a folder (so renames and new entries in it are durable). Throws mtrain::Error.
 void fsync_dir(const std::string& dir);
 // A small text file, durably (DurableWriter + commit).

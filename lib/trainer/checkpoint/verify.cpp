@@ -12,6 +12,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/crc32c.hpp"
+#include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/checkpoint/durable_file.hpp"
 #include "mtrain/trainer/checkpoint/manifest.hpp"
 #include "mtrain/trainer/checkpoint/tensor_archive.hpp"
@@ -87,7 +88,7 @@ std::string not_a_regular_file(const fs::path& path, struct stat& st) {
   if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) return "";
   const int e = errno;
   if (::lstat(path.c_str(), &st) != 0) return fmt::format("the shard file is missing ({})", std::strerror(e));
-  std::string what = describe_file_type(st.st_mode);
+  std::string what = file_type_name(st.st_mode);
   std::error_code lec;
   if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(path, lec).string();
   return fmt::format("the shard is {}, not a regular file (mtrain writes shards as "
