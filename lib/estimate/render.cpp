@@ -1,6 +1,8 @@
 // The table `mtrain estimate` prints, and its JSON (--format json).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "mtrain/core/strings.hpp"
 #include "mtrain/estimate/estimate.hpp"
 
@@ -8,7 +10,29 @@ namespace mtrain::estimate {
 
 namespace {
 
-std::string gib(double b) { return fmt::format("{:.2f}", b / 1073741824.0); }
+// The table's one unit: the largest binary unit in which the biggest TOTAL is at least 1, so a
+// 26K-parameter model reads in MiB, not as a column of 0.00 GiB (issue 45 item 3).
+struct TableUnit {
+  const char* name;
+  double bytes;
+};
+
+TableUnit table_unit(const std::vector<Row>& rows) {
+  double most = 0;
+  for (const Row& r : rows) most = std::max(most, r.total);
+  if (most >= 1073741824.0) return {"GiB", 1073741824.0};
+  if (most >= 1048576.0) return {"MiB", 1048576.0};
+  return {"KiB", 1024.0};
+}
+
+// Parameters as people say them: 835, 26.0K, 124.4M, 6.86B.
+std::string parameter_count(int64_t n) {
+  const double v = static_cast<double>(n);
+  if (n < 1000) return std::to_string(n);
+  if (v < 1e6) return fmt::format("{:.1f}K", v / 1e3);
+  if (v < 1e9) return fmt::format("{:.1f}M", v / 1e6);
+  return fmt::format("{:.2f}B", v / 1e9);
+}
 
 nlohmann::json row_json(const Row& r) {
   return {{"strategy", config::to_string(r.c.strategy)},
@@ -39,8 +63,8 @@ nlohmann::json row_json(const Row& r) {
 std::string render_text(const Estimate& e) {
   const Settings& s = e.settings;
   const Measured& m = e.measured;
-  std::string out = fmt::format("Model: {}, Ψ = {} parameters ({:.2f}B)\n", m.model.label, m.model.num_params(),
-                                static_cast<double>(m.model.num_params()) / 1e9);
+  std::string out = fmt::format("Model: {}, Ψ = {} parameters ({})\n", m.model.label, m.model.num_params(),
+                                parameter_count(m.model.num_params()));
   out += fmt::format("World: {} rank(s), {} per node; precision {}; micro-batch {} per rank; Adam\n", s.world,
                      s.ranks_per_node, config::to_string(s.precision), s.batch);
   out += fmt::format("Device memory per rank: {}\n", e.target.bytes_per_rank > 0 ? e.target.what : "unknown");
@@ -48,14 +72,21 @@ std::string render_text(const Estimate& e) {
   if (m.activations_ckpt.measured && m.activations_ckpt.bytes != m.activations.bytes)
     out += fmt::format("  with activation checkpointing: {}\n", human_bytes(m.activations_ckpt.bytes));
   out += fmt::format("Runtime: {} ({})\n\n", human_bytes(m.runtime_bytes), m.runtime_how.empty() ? "not measured" : m.runtime_how);
-  out += fmt::format("{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}  {}\n", "strategy (GiB per rank)",
-                     "params", "grads", "optim", "gather", "buckets", "activ", "runtime", "TOTAL", "comm/step", "fits");
+  const TableUnit unit = table_unit(e.rows);
+  auto in_unit = [&unit](double b) { return fmt::format("{:.2f}", b / unit.bytes); };
+  out += fmt::format("{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}  {}\n",
+                     fmt::format("strategy ({} per rank)", unit.name), "params", "grads", "optim", "gather", "buckets",
+                     "activ", "runtime", "TOTAL", "comm/step", "fits");
   for (size_t i = 0; i < e.rows.size(); ++i) {
     const Row& r = e.rows[i];
-    out += fmt::format("{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}  {}{}\n", r.c.label(), gib(r.params),
-                       gib(r.grads), gib(r.optimizer), gib(r.gathered), gib(r.buckets), gib(r.activations), gib(r.runtime),
-                       gib(r.total), human_bytes(r.comm_bytes), e.target.bytes_per_rank <= 0 ? "?" : r.fits ? "yes" : "no",
-                       e.recommended && *e.recommended == i ? "  <- recommended" : "");
+    out +=
+        fmt::format("{:<26} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>8} {:>9} {:>10}  {}{}\n", r.c.label(),
+                    in_unit(r.params), in_unit(r.grads), in_unit(r.optimizer), in_unit(r.gathered), in_unit(r.buckets),
+                    in_unit(r.activations), in_unit(r.runtime), in_unit(r.total), human_bytes(r.comm_bytes),
+                    e.target.bytes_per_rank <= 0 ? "?"
+                    : r.fits                     ? "yes"
+                                                 : "no",
+                    e.recommended && *e.recommended == i ? "  <- recommended" : "");
   }
   if (s.ranks_per_node >= s.world) out += "(fsdp/HYBRID_SHARD is fsdp/FULL_SHARD on one node)\n";
   bool any_host = false;

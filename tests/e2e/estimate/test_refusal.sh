@@ -28,7 +28,7 @@ ok "ddp needs more than zero3 at world 2; device memory $mem bytes (totals), $me
 
 run_mtrain "$WORK/est.txt" estimate --nproc-per-node 2 --device-memory "$mem" "${model[@]}"
 expect_rc 0 "mtrain estimate (text)"
-for t in "strategy (GiB per rank)" "fsdp/SHARD_GRAD_OP" "Activations: " "measured: one forward+backward" "Recommended: "; do
+for t in "iB per rank)      params" "fsdp/SHARD_GRAD_OP" "Activations: " "measured: one forward+backward" "Recommended: "; do
   expect_in "$WORK/est.txt" "$t"
 done
 

@@ -261,3 +261,27 @@ TEST_CASE("sizes parse with binary and decimal units", "[estimate]") {
   CHECK_FALSE(parse_bytes("80 parsecs"));
   CHECK(human_bytes(80.0 * 1073741824) == "80.0 GiB");
 }
+
+TEST_CASE("the table's sizes are in a unit that shows them; parameters as K/M/B", "[estimate]") {
+  Settings s;
+  s.world = 2;
+  s.ranks_per_node = 2;
+  s.strategy = "ddp";
+  Target t;
+  t.what = "test";
+  t.bytes_per_rank = 1e12;
+  // Issue 45: a 26K-parameter model printed "Ψ = 26404 parameters (0.00B)" and a table of 0.00 GiB.
+  Measured small = gptish(1, 16, 400);
+  small.activations = {1e6, "test", true};
+  small.runtime_bytes = 4e8;
+  const std::string text = render_text(estimate(s, small, t));
+  INFO(text);
+  CHECK_THAT(text, Catch::Contains("Ψ = 15872 parameters (15.9K)"));
+  CHECK_THAT(text, Catch::Contains("strategy (MiB per rank)"));
+  CHECK_THAT(text, !Catch::Contains(" 0.00      0.00      0.00"));
+  // A big model stays in GiB, its count in B.
+  const std::string big = render_text(estimate(s, gptish(32, 4096, 50304), t));
+  CHECK_THAT(big, Catch::Contains("strategy (GiB per rank)"));
+  CHECK_THAT(big, Catch::Contains("B)"));
+  CHECK_THAT(render_text(estimate(s, gptish(2, 256, 8000), t)), Catch::Contains("M)"));
+}
