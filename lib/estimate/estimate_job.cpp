@@ -49,6 +49,13 @@ std::string capture(const std::vector<std::string>& argv) {
     throw Error(fmt::format("estimate: cannot start {}: {}", argv[0], r.exec_error),
                 "build or install mtrain-worker beside mtrain", kExitFailure);
   }
+  if (r.exit_code == kExitUsage && !r.timed_out && !r.out_truncated && !r.err_truncated) {
+    // The worker refused the job as bad input and said why in its own paragraph (what is wrong,
+    // what to try): that paragraph is the whole message; its command line is our business.
+    std::string e = visible_text(str::trim(r.err));
+    if (str::starts_with(e, "error: ")) e = e.substr(7);
+    if (!e.empty()) throw Error(e, "", kExitUsage);
+  }
   if (r.exit_code != 0 || r.timed_out || r.out_truncated) {
     std::string e = visible_text(str::trim(r.err));
     if (r.err_truncated) e = "…" + e;

@@ -32,6 +32,20 @@ run_mtrain "$WORK/launch.out" launch --model-path "" --max-steps 7 --dry-run --n
 expect_rc 0 "launch --model-path \"\" --max-steps 7 --dry-run"
 expect_in "$WORK/launch.out" "model.path=, train.max_steps=7"
 
+# Issue 45 item 3: a model the probe refuses as bad input (a scripted module without loss() while
+# model.loss is auto) gets the worker's own paragraph, exit 2, and no internal command line —
+# before, "estimate: `…/mtrain-worker estimate-probe --job /tmp/… --batches 1,2,4,8 …` failed".
+"$TORCH_PY" - "$WORK/noloss.pt" <<'PYEOF' 2>/dev/null
+import sys, torch
+torch.jit.script(torch.nn.Linear(4, 3)).save(sys.argv[1])
+PYEOF
+run_mtrain "$WORK/noloss.out" estimate --model torchscript --model-path "$WORK/noloss.pt" --data tensors \
+  --data-path "$WORK/data.pt" --device-memory 1GiB
+expect_rc 2 "estimate of a model without loss() and model.loss auto"
+expect_in "$WORK/noloss.out" "set model.loss to cross_entropy"
+expect_not_in "$WORK/noloss.out" "estimate-probe"
+expect_not_in "$WORK/noloss.out" "--job"
+
 # --device-memory 0 is refused, not read as "detect it".
 run_mtrain "$WORK/zero.out" estimate --model mlp --device-memory 0
 expect_rc 2 "estimate --device-memory 0"
