@@ -421,8 +421,9 @@ Estimate estimate(const Settings& s, const Measured& m, const Target& t) {
       e.why += fmt::format("; {} needs {}", e.rows[0].c.label(), human_bytes(e.rows[0].total));
   } else {
     const auto fixes = cheapest_fixes(e, e.rows.front(), 1);
-    e.why = "nothing fits as set" + (fixes.empty() ? std::string("; not even with activation checkpointing and offload")
-                                                   : "; the fastest change that fits: " + str::join(fixes[0].c.flags(), " "));
+    e.why = "nothing fits as set" +
+            (fixes.empty() ? std::string("; not even with activation checkpointing") + (t.gpu ? " and offload" : "")
+                           : "; the fastest change that fits: " + str::join(fixes[0].c.flags(), " "));
   }
   return e;
 }
@@ -489,8 +490,10 @@ std::string refusal_paragraph(const Estimate& e, const Row& cur) {
       e.settings.world, human_bytes(e.target.bytes_per_rank), e.target.what);
   const auto fixes = cheapest_fixes(e, cur, 2);
   if (fixes.empty()) {
-    out += ". No strategy fits, not even with activation checkpointing and offload: use more ranks or a smaller "
-           "model or batch (`mtrain estimate` shows the table). --force starts it anyway.";
+    out += fmt::format(
+        ". No strategy fits, not even with activation checkpointing{}: use more ranks or a smaller "
+        "model or batch (`mtrain estimate` shows the table). --force starts it anyway.",
+        e.target.gpu ? " and offload" : "");
     return out;
   }
   out += ". The cheapest changes that fit:";

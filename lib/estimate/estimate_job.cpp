@@ -303,8 +303,11 @@ Target detect_target(const JobEstimateOptions& o) {
   Target t;
   if (o.device_memory) {
     t.bytes_per_rank = *o.device_memory;
-    t.gpu = true;
-    t.what = "--device-memory " + human_bytes(*o.device_memory);
+    // The ranks' device decides what offload can move (issue 45 item 3: CPU ranks were offered
+    // optimizer offload, which leaves the state in the same memory): GPUs when asked for, or
+    // when the launch would find them.
+    t.gpu = o.device == config::DeviceKind::Gpu || (o.device != config::DeviceKind::Cpu && count_gpus() > 0);
+    t.what = fmt::format("--device-memory {}{}", human_bytes(*o.device_memory), t.gpu ? "" : " (CPU ranks)");
     return t;
   }
   if (o.device != config::DeviceKind::Cpu) {

@@ -12,7 +12,7 @@
 
 namespace mtrain::launch {
 
-FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
+FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_ranks) {
   FitRecord rec;
   if (opt.job_spec_json.empty() || !opt.plan.program.empty() || opt.worker_path.empty()) return rec;
   nlohmann::json job = nlohmann::json::parse(opt.job_spec_json);
@@ -22,12 +22,11 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
     throw Error("--strategy auto chooses on one node only: each node's launcher would measure on its own",
                 "run `mtrain estimate` with the same flags and pass the strategy it recommends");  // --force: no estimate needed to go ahead
   estimate::JobEstimateOptions eo;
-  // A plain launch checks the fit from the formulas alone: a probe child would add LibTorch's
-  // start-up to every launch. --strategy auto measures activations, as `mtrain estimate` does.
-  eo.worker_path = is_auto ? opt.worker_path : std::string();
+  const bool measure = is_auto || gpu_ranks || !opt.device_memory.empty();
+  eo.worker_path = measure ? opt.worker_path : std::string();
   eo.world = world;
   eo.ranks_per_node = ranks_per_node;
-  eo.device = opt.plan.device;
+  eo.device = gpu_ranks ? config::DeviceKind::Gpu : config::DeviceKind::Cpu;
   if (!opt.device_memory.empty()) {
     const auto b = estimate::parse_bytes(opt.device_memory);
     if (!b) throw Error("--device-memory '" + opt.device_memory + "' is not a size", "e.g. 80GiB or 24GB");
@@ -37,9 +36,12 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node) {
   try {
     e = estimate::estimate_job(job, eo);
   } catch (const Error& err) {
-    // Without the probe some models have no estimate (a TorchScript file's shapes come from the
-    // worker): the launch goes ahead unchecked, as before the check existed.
-    if (is_auto) throw Error("--strategy auto needs the estimate, which failed: " + err.message(), err.hint());
+    // Measured, the estimate's failure is the job's (the probe refused the model or data: its
+    // paragraph, exit 2, before any rank starts). Unmeasured, a TorchScript file has no shapes
+    // without the worker: the launch goes ahead unchecked (fit_check.hpp).
+    if (is_auto)
+      throw Error("--strategy auto needs the estimate, which failed: " + err.message(), err.hint(), err.exit_code());
+    if (measure) throw;
     return rec;
   }
   nlohmann::json record = estimate::to_json(e);

@@ -71,8 +71,11 @@ int run_launch(LaunchOptions options) {
     return 0;
   }
   // Will it fit (fit_check.hpp): before any rank starts; an agent's launcher has checked already.
-  const FitRecord fit = agent || lp.nodes.empty() ? FitRecord{}
-                                                  : check_fit(opt, lp.world_size, static_cast<int>(lp.nodes.front().workers.size()));
+  const FitRecord fit =
+      agent || lp.nodes.empty()
+          ? FitRecord{}
+          : check_fit(opt, lp.world_size, static_cast<int>(lp.nodes.front().workers.size()),
+                      !lp.nodes.front().workers.empty() && lp.nodes.front().workers.front().gpu.has_value());
 
   const std::string& run_dir = d.run_dir;
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.

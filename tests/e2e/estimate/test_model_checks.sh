@@ -46,6 +46,35 @@ expect_in "$WORK/noloss.out" "set model.loss to cross_entropy"
 expect_not_in "$WORK/noloss.out" "estimate-probe"
 expect_not_in "$WORK/noloss.out" "--job"
 
+# Issue 45 item 3, one fit check: with --device-memory the launch measures the model as
+# `mtrain estimate` does (runtime and activations included; before: formulas with both at 0, so
+# mlp "needed 1.47 MiB" of a process of ~380 MiB, and TorchScript models were never checked) and
+# says the same total; CPU ranks are not offered optimizer offload (it moves nothing off them).
+run_mtrain "$WORK/fit.out" launch --nproc-per-node 1 --model mlp --max-steps 5 --work-dir "$WORK/wd_fit" --device-memory 1MiB
+expect_rc 2 "launch of mlp in 1 MiB per rank: refused before any rank starts"
+expect_not_in "$WORK/fit.out" "runtime 0 B"
+expect_not_in "$WORK/fit.out" "offload_optimizer_device"
+[ ! -d "$WORK/wd_fit" ] || [ -z "$(ls "$WORK/wd_fit")" ] && ok "no rank ran" || fail "the work dir was written: $(ls "$WORK/wd_fit")"
+run_mtrain "$WORK/fit.json" estimate --nproc-per-node 1 --model mlp --device-memory 1MiB --format json
+# The same total (each measures the process anew: within 2%).
+"$PY" - "$WORK/fit.json" "$WORK/fit.out" <<'PYEOF' && ok "launch and estimate say the same total" || fail "launch and estimate disagree"
+import json, re, sys
+r = json.load(open(sys.argv[1]))["rows"][0]
+est = r["bytes_per_rank"]["total"] / 1048576
+got = float(re.search(r"ddp needs about ([0-9.]+) MiB", open(sys.argv[2]).read()).group(1))
+print("estimate", round(est, 1), "MiB; launch", got, "MiB")
+assert r["label"] == "ddp" and abs(got - est) <= 0.02 * est, (got, est)
+PYEOF
+"$TORCH_PY" - "$WORK/lin.pt" <<'PYEOF' 2>/dev/null
+import sys, torch
+torch.jit.script(torch.nn.Linear(4, 3)).save(sys.argv[1])
+PYEOF
+run_mtrain "$WORK/fit_ts.out" launch --nproc-per-node 2 --strategy zero3 --model torchscript --model-path "$WORK/lin.pt" \
+  --set model.loss=cross_entropy --data tensors --data-path "$WORK/data.pt" --max-steps 5 --work-dir "$WORK/wd_ts" \
+  --device-memory 100MiB
+expect_rc 2 "launch of a TorchScript model in 100 MiB per rank: checked (measured) and refused"
+expect_in "$WORK/fit_ts.out" "zero3 needs about"
+
 # --device-memory 0 is refused, not read as "detect it".
 run_mtrain "$WORK/zero.out" estimate --model mlp --device-memory 0
 expect_rc 2 "estimate --device-memory 0"
