@@ -11,9 +11,8 @@ model=(--model gpt --set model.n_layer=6 --set model.n_embd=512 --set model.n_he
 # The table for 2 ranks, and a device memory between what ddp and zero3 need.
 run_mtrain "$WORK/est.json" estimate --format json --nproc-per-node 2 "${model[@]}"
 expect_rc 0 "mtrain estimate --format json"
-# A plain launch checks the fit from the formulas (model states, gathered units, buckets) without
-# measuring activations; --strategy auto measures them as `mtrain estimate` does. So the refusal
-# is shown at a memory between ddp's and zero3's model states, auto at one between their totals.
+# The launch checks with the estimate's own numbers (one memory model, issue 45 item 3): a memory
+# between ddp's and zero3's totals refuses ddp and lets auto choose a sharded strategy.
 read -r mem mem_states < <("$PY" - "$WORK/est.json" <<'PYEOF'
 import json, sys
 e = json.load(open(sys.argv[1]))
@@ -33,7 +32,7 @@ for t in "iB per rank)      params" "fsdp/SHARD_GRAD_OP" "Activations: " "measur
 done
 
 # Refused: ddp does not fit.
-run_mtrain "$WORK/refused.out" launch --nproc-per-node 2 --master-port 0 --strategy ddp --device-memory "$mem_states" \
+run_mtrain "$WORK/refused.out" launch --nproc-per-node 2 --master-port 0 --strategy ddp --device-memory "$mem" \
   --max-steps 1 --work-dir "$WORK/w_refused" "${model[@]}"
 expect_rc 2 "a job that does not fit is refused"
 cat "$WORK/refused.out"
@@ -44,7 +43,7 @@ expect_in "$WORK/refused.out" "--force starts it anyway"
 [ -e "$WORK/w_refused" ] && fail "a rank started (work dir exists)" || ok "no rank started"
 
 # --force goes ahead.
-run_mtrain "$WORK/forced.out" launch --nproc-per-node 2 --master-port 0 --strategy ddp --device-memory "$mem_states" \
+run_mtrain "$WORK/forced.out" launch --nproc-per-node 2 --master-port 0 --strategy ddp --device-memory "$mem" \
   --force --max-steps 1 --work-dir "$WORK/w_forced" "${model[@]}"
 expect_rc 0 "--force starts it anyway"
 
