@@ -157,28 +157,43 @@ namespace {
 // pointer, so the visitor travels in a thread-local; autograd threads inherit the callback but
 // not this variable, hence the process-wide fallback below).
 std::atomic<StorageVisitor> g_visitor{nullptr};
+std::atomic<OpEndVisitor> g_end{nullptr};
 
-void visit(StorageVisitor fn, const c10::IValue& v) {
+void collect(c10::SmallVector<const void*, 8>& out, const c10::IValue& v) {
   if (v.isTensor()) {
     const at::Tensor& t = v.toTensor();
-    if (t.defined() && t.has_storage()) fn(t.storage().unsafeGetStorageImpl());
+    if (t.defined() && t.has_storage()) out.push_back(t.storage().unsafeGetStorageImpl());
   } else if (v.isTensorList()) {
     for (const at::Tensor& t : v.toTensorVector())
-      if (t.defined() && t.has_storage()) fn(t.storage().unsafeGetStorageImpl());
+      if (t.defined() && t.has_storage()) out.push_back(t.storage().unsafeGetStorageImpl());
   }
 }
+
+struct OpToken : at::ObserverContext {
+  explicit OpToken(void* t) : token(t) {}
+  void* token;
+};
 
 std::unique_ptr<at::ObserverContext> on_op_start(const at::RecordFunction& rf) {
   StorageVisitor fn = g_visitor.load();
   if (fn == nullptr) return nullptr;
-  for (const c10::IValue& v : rf.inputs()) visit(fn, v);
-  return nullptr;
+  c10::SmallVector<const void*, 8> storages;
+  for (const c10::IValue& v : rf.inputs()) collect(storages, v);
+  if (storages.empty()) return nullptr;
+  void* token = fn(storages.data(), storages.size());
+  return token == nullptr ? nullptr : std::make_unique<OpToken>(token);
+}
+
+void on_op_end(const at::RecordFunction&, at::ObserverContext* ctx) {
+  OpEndVisitor end = g_end.load();
+  if (ctx != nullptr && end != nullptr) end(static_cast<OpToken*>(ctx)->token);
 }
 }  // namespace
 
-std::shared_ptr<void> watch_op_inputs(StorageVisitor fn) {
-  g_visitor.store(fn);  // every engine registers the same dispatcher function
-  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_op_start).needsInputs(true));
+std::shared_ptr<void> watch_op_inputs(StorageVisitor fn, OpEndVisitor end) {
+  g_visitor.store(fn);  // every engine registers the same dispatcher functions
+  g_end.store(end);
+  auto handle = at::addThreadLocalCallback(at::RecordFunctionCallback(&on_op_start, &on_op_end).needsInputs(true));
   return std::shared_ptr<void>(new at::CallbackHandle(handle), [](void* p) {
     auto* h = static_cast<at::CallbackHandle*>(p);
     at::removeCallback(*h);

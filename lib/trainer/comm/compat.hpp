@@ -67,8 +67,14 @@ void reallocate_storage(const at::Tensor& t, size_t nbytes);
 // kernel runs — until the returned handle is destroyed (on the same thread). A RecordFunction
 // start callback: LibTorch's C++ modules have no forward pre-hooks, this is the one place every
 // use of a parameter passes through.
-using StorageVisitor = void (*)(const void* storage);
-std::shared_ptr<void> watch_op_inputs(StorageVisitor fn);
+// The visitor gets all of one operator's input storages at once: an operator that reads
+// parameters of two units (a tied bias beside another unit's weight) needs both gathered together.
+// What it returns (nullptr: nothing) is handed to `end` when that operator returns — after every
+// operator it called inside (a composite such as aten::linear runs aten::t and aten::addmm), so a
+// watcher can keep what an outer operator reads in place while its inner operators run.
+using StorageVisitor = void* (*)(const void* const* storages, size_t n);
+using OpEndVisitor = void (*)(void* token);
+std::shared_ptr<void> watch_op_inputs(StorageVisitor fn, OpEndVisitor end);
 
 // Autocast to `dtype` on `device` while the handle lives (nullptr: not supported there, e.g.
 // fp16 on CPU in 1.13).

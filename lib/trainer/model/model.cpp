@@ -41,7 +41,9 @@ EvalStats classifier_stats(const at::Tensor& logits, const at::Tensor& target) {
   s.loss_sum = at::nll_loss(at::log_softmax(logits.to(at::kFloat), -1), target, {},
                             at::Reduction::Sum)
                    .item<double>();
-  s.count = target.numel();
+  // Targets of -100 are ignored by nll_loss (PyTorch's ignore_index: a masked LM's unmasked
+  // tokens, padding): they are not counted, so the mean is over the targets that have a loss.
+  s.count = target.ne(-100).sum().item<int64_t>();
   s.correct = logits.argmax(-1).eq(target).sum().item<int64_t>();
   return s;
 }

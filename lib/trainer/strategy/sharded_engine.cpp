@@ -25,16 +25,24 @@ namespace {
 std::mutex g_mu;
 std::unordered_map<const void*, std::pair<ShardedEngine*, size_t>> g_storages;
 
-void dispatch(const void* storage) {
-  std::pair<ShardedEngine*, size_t> hit{nullptr, 0};
+void* dispatch(const void* const* storages, size_t n) {
+  // The units one operator reads, per engine (ranks in tests are threads: one engine each).
+  ShardedEngine* engine = nullptr;
+  std::vector<size_t> units;
   {
     std::lock_guard<std::mutex> lock(g_mu);
-    auto it = g_storages.find(storage);
-    if (it == g_storages.end()) return;
-    hit = it->second;
+    for (size_t i = 0; i < n; ++i) {
+      auto it = g_storages.find(storages[i]);
+      if (it == g_storages.end()) continue;
+      if (engine != nullptr && it->second.first != engine) continue;  // one operator, one engine
+      engine = it->second.first;
+      if (std::find(units.begin(), units.end(), it->second.second) == units.end()) units.push_back(it->second.second);
+    }
   }
-  hit.first->on_use(hit.second);
+  return engine != nullptr && engine->on_op(units) ? engine : nullptr;
 }
+
+void dispatch_end(void* engine) { static_cast<ShardedEngine*>(engine)->end_op(); }
 
 int64_t round_up(int64_t n, int64_t m) { return std::max<int64_t>(m, (n + m - 1) / m * m); }
 
@@ -156,7 +164,7 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
   }
   bool any_released = false;
   for (const auto& u : units_) any_released = any_released || !u.resident;
-  if (any_released) watch_ = compat::watch_op_inputs(&dispatch);
+  if (any_released) watch_ = compat::watch_op_inputs(&dispatch, &dispatch_end);
 }
 
 void ShardedEngine::build_unit(const UnitPlan& plan) {
@@ -267,6 +275,28 @@ void ShardedEngine::count_grads(int64_t delta) {
   transient_peak_ = std::max(transient_peak_, gathered_bytes_ + grad_bytes_);
 }
 
+bool ShardedEngine::on_op(const std::vector<size_t>& units) {
+  // Every unit an operator reads must stay complete until it returns: not released by another
+  // unit's arrival (reshard after forward, the live limit) — neither among its own inputs (a
+  // tied bias beside another unit's weight) nor by the operators it runs inside (aten::linear's
+  // aten::t of one unit, then aten::addmm with the other's bias). The units of every operator
+  // still running on the owner thread are held in open_ops_, popped by end_op.
+  const bool owner = std::this_thread::get_id() == owner_;
+  if (owner) open_ops_.push_back(units);
+  for (size_t ui : units) on_use(ui);
+  return owner;
+}
+
+void ShardedEngine::end_op() {
+  if (!open_ops_.empty()) open_ops_.pop_back();
+}
+
+bool ShardedEngine::in_current_op(size_t ui) const {
+  for (const auto& op : open_ops_)
+    if (std::find(op.begin(), op.end(), ui) != op.end()) return true;
+  return false;
+}
+
 void ShardedEngine::on_use(size_t ui) {
   if (busy_) return;
   // The thread that set up drives everything; CUDA backward runs on autograd's device threads
@@ -295,7 +325,7 @@ void ShardedEngine::on_use(size_t ui) {
 }
 
 void ShardedEngine::after_forward_use(size_t prev) {
-  if (units_[prev].pinned) return;
+  if (units_[prev].pinned || in_current_op(prev)) return;
   if (c_.max_reuse_distance > 0 && trace_.size() >= cur_trace_.size()) {
     int64_t dist = 0;
     for (size_t i = cur_trace_.size(); i < trace_.size(); ++i) {
@@ -346,7 +376,7 @@ void ShardedEngine::enforce_live_limit(size_t current) {
       const Unit& u = units_[v];
       if (u.resident || !u.gathered) continue;
       live += u.numel;
-      if (v != current && !u.pinned && (victim < 0 || u.last_use < units_[victim].last_use))
+      if (v != current && !u.pinned && !in_current_op(v) && (victim < 0 || u.last_use < units_[victim].last_use))
         victim = static_cast<int>(v);
     }
     if (live <= c_.max_live || victim < 0) return;

@@ -168,7 +168,10 @@ class ShardedEngine final : public Strategy {
   std::vector<std::pair<std::string, at::Tensor>> consolidated_parameters() override;
   std::vector<ParameterExport> export_parameters() override;
 
-  // The op-input callback lands here for storages of this engine's units.
+  // The op-input callback lands here with the units of this engine one operator reads.
+  // True when end_op() is owed (the operator's units are held until it returns).
+  bool on_op(const std::vector<size_t>& units);
+  void end_op();
   void on_use(size_t unit);
 
  private:
@@ -241,6 +244,8 @@ class ShardedEngine final : public Strategy {
   std::vector<size_t> trace_, cur_trace_, bwd_order_;
   int current_ = -1;
   int64_t clock_ = 0;
+  std::vector<std::vector<size_t>> open_ops_;  // units of the operators running now (outermost first)
+  bool in_current_op(size_t unit) const;
   int64_t gathered_bytes_ = 0, grad_bytes_ = 0;  // held now
   int64_t gathered_peak_ = 0, grad_peak_ = 0, transient_peak_ = 0;
   // Two reduce buckets (the largest unit, reduce dtype): the most unsharded gradient bytes held
