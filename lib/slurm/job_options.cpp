@@ -190,6 +190,12 @@ void finalize(JobOptions& job, const std::string& cwd) {
                   fmt::format("Ask Slurm for MAX nodes and give MIN:MAX with MIN <= {} <= MAX, e.g. --nodes 3 --nnodes 2:3.",
                               job.nodes));
   }
+  // Inside the allocation an elastic job's endpoint defaults to the first node's store; etcd has
+  // no such default, and finding that out on the compute nodes would waste the queue wait.
+  const auto backend = launch_arg_value(job.launch_args, "launch.rdzv_backend");
+  if (backend && *backend == "etcd" && !launch_arg_value(job.launch_args, "launch.rdzv_endpoint"))
+    throw Error("--rdzv-backend etcd needs --rdzv-endpoint with the etcd cluster's members",
+                "Add --rdzv-endpoint etcd-1:2379,etcd-2:2379,etcd-3:2379 (members every compute node reaches).");
   if (job.job_name.empty()) throw Error("--job-name is empty");
   // A name is a label for squeue and sacct (whose database column holds 255 bytes); a huge one
   // only bloats every script, log line and query that carries it.
