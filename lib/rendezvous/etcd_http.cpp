@@ -76,6 +76,14 @@ json etcd_put_request(const std::string& key, const std::string& value, int64_t 
   return p;
 }
 
+// Whether the streamed body holds the whole message that contains `until`: the gateway ends each
+// message with a newline, and a message (a watch event carrying a large value) may arrive over
+// several reads; parsing it before its newline came read half a JSON object.
+bool etcd_message_complete(const std::string& body, const std::string& until) {
+  const size_t at = body.find(until);
+  return at != std::string::npos && body.find('\n', at) != std::string::npos;
+}
+
 // The first JSON object of a streamed reply (the gateway writes one per line).
 json etcd_first_message(const std::string& body, const std::string& until) {
   size_t at = body.find(until);
@@ -149,9 +157,9 @@ std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, co
     http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
     run("reply");
   } else {
-    // A stream: read what arrives until the awaited message shows or `wait` passes.
+    // A stream: read what arrives until the awaited message is whole or `wait` passes.
     stream.expires_after(wait);
-    while (!parser.is_done() && parser.get().body().find(until) == std::string::npos) {
+    while (!parser.is_done() && !etcd_message_complete(parser.get().body(), until)) {
       http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
       io.restart();
       io.run();
