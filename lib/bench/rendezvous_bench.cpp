@@ -125,7 +125,8 @@ BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const Rend
   if (std::find(o.backends.begin(), o.backends.end(), "etcd") != o.backends.end())
     r.notes.push_back(o.etcd_endpoints.empty()
                           ? "# etcd: N real etcd-rendezvous agents (a thread and HTTP client each) against a local 3-member "
-                            "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed"
+                            "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed; the agents' "
+                            "per-request deadline is 30 s here (3 s in mtrain launch)"
                           : "# etcd: N real etcd-rendezvous agents against " + o.etcd_endpoints + " (its CPU is not visible here)");
   r.doc = {{"bench", "rendezvous"}, {"slots", o.slots}, {"rows", rows}};
   r.plot.title = "mtrain bench rendezvous: time to form a job";

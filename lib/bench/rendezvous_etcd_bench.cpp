@@ -19,6 +19,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The agents' per-request deadline is 3 s; a whole job joining at once against three members that
+// share this machine's cores queues longer than that (the bench's note says so), and the time
+// to form is what is measured here, not whether the first requests beat the deadline.
+constexpr rendezvous::Duration kEtcdBenchOpTimeout{30000};
+
 // Runs body(k) for every agent on its own thread; the first error (by any) is rethrown after all end.
 void on_every_agent(int nodes, const std::function<void(int)>& body) {
   std::mutex mu;
@@ -49,6 +54,7 @@ RendezvousRun run_etcd_rendezvous_once(int nodes, const RendezvousBenchOptions& 
   for (int k = 0; k < nodes; ++k) {
     rendezvous::EtcdOptions eo;
     eo.endpoints = members;
+    eo.op_timeout = kEtcdBenchOpTimeout;
     auto kv = std::make_shared<rendezvous::EtcdHttp>(eo);
     if (!admin) admin = kv;
     rendezvous::EtcdRendezvousOptions ro;

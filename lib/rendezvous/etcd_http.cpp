@@ -1,6 +1,7 @@
 #include "mtrain/rendezvous/etcd_http.hpp"
 
 #include <chrono>
+#include <random>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -118,6 +119,9 @@ std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::s
 
 EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
   if (opt_.endpoints.empty()) throw Error("etcd: no endpoint given", "--rdzv-endpoint host1:2379,host2:2379,host3:2379");
+  // Every node is given the same list: starting each at a random member spreads a job's requests
+  // over the cluster instead of queueing them all at the first member.
+  preferred_ = std::random_device{}() % opt_.endpoints.size();
 }
 
 std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, const std::string& path,
@@ -240,6 +244,26 @@ RangeResult EtcdHttp::range_prefix(const std::string& prefix) {
   for (const auto& kv : r.value("kvs", json::array())) out.kvs.push_back(etcd_kv_of(kv));
   return out;
 }
+
+int64_t EtcdHttp::count_prefix(const std::string& prefix) {
+  json r = call("/v3/kv/range",
+                {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}, {"count_only", true}});
+  return etcd_i64(r, "count");
+}
+
+RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
+  json r = call("/v3/kv/range", {{"key", etcd_b64(prefix)},
+                                 {"range_end", etcd_b64(etcd_prefix_end(prefix))},
+                                 {"limit", std::to_string(limit)},
+                                 {"sort_order", "ASCEND"},
+                                 {"sort_target", "CREATE"}});
+  RangeResult out;
+  out.revision = etcd_i64(r.value("header", json::object()), "revision");
+  for (const auto& kv : r.value("kvs", json::array())) out.kvs.push_back(etcd_kv_of(kv));
+  return out;
+}
+
+void EtcdHttp::erase(const std::string& key) { call("/v3/kv/deleterange", {{"key", etcd_b64(key)}}); }
 
 std::optional<KeyValue> EtcdHttp::get(const std::string& key) {
   json r = call("/v3/kv/range", {{"key", etcd_b64(key)}});

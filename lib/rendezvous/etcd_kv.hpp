@@ -28,6 +28,11 @@ class EtcdKv {
  public:
   virtual ~EtcdKv() = default;
   virtual RangeResult range_prefix(const std::string& prefix) = 0;
+  // How many keys start with `prefix` (no values travel: what a waiting agent polls at scale).
+  virtual int64_t count_prefix(const std::string& prefix) = 0;
+  // The first `limit` keys under `prefix` in creation order (join order), with the revision.
+  virtual RangeResult first_created(const std::string& prefix, int64_t limit) = 0;
+  virtual void erase(const std::string& key) = 0;
   virtual std::optional<KeyValue> get(const std::string& key) = 0;
   // Create `key` unless it exists; returns the existing value when it does (nothing written).
   virtual std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease = 0) = 0;
