@@ -263,6 +263,30 @@ RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
   return out;
 }
 
+std::vector<RangeResult> EtcdHttp::read_all(const std::vector<RangeOp>& ops) {
+  json success = json::array();
+  for (const auto& op : ops) {
+    json range = {{"key", etcd_b64(op.key)}};
+    if (op.prefix) range["range_end"] = etcd_b64(etcd_prefix_end(op.key));
+    if (op.count_only) range["count_only"] = true;
+    success.push_back({{"request_range", range}});
+  }
+  json r = call("/v3/kv/txn", {{"success", success}});
+  const int64_t revision = etcd_i64(r.value("header", json::object()), "revision");
+  std::vector<RangeResult> out;
+  for (const auto& resp : r.value("responses", json::array())) {
+    const json rr = resp.value("response_range", json::object());
+    RangeResult one;
+    one.revision = revision;
+    one.count = etcd_i64(rr, "count");
+    for (const auto& kv : rr.value("kvs", json::array())) one.kvs.push_back(etcd_kv_of(kv));
+    out.push_back(std::move(one));
+  }
+  if (out.size() != ops.size())
+    throw Error(fmt::format("etcd answered {} of {} reads of one transaction", out.size(), ops.size()), {}, 1);
+  return out;
+}
+
 void EtcdHttp::erase(const std::string& key) { call("/v3/kv/deleterange", {{"key", etcd_b64(key)}}); }
 
 std::optional<KeyValue> EtcdHttp::get(const std::string& key) {

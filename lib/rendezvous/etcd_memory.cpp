@@ -73,6 +73,27 @@ RangeResult MemoryKv::first_created(const std::string& prefix, int64_t limit) {
   return r;
 }
 
+std::vector<RangeResult> MemoryKv::read_all(const std::vector<RangeOp>& ops) {
+  std::lock_guard lock(mu_);
+  expire_locked();
+  std::vector<RangeResult> out;
+  for (const auto& op : ops) {
+    RangeResult r;
+    r.revision = revision_;
+    auto take = [&](const KeyValue& kv) {
+      ++r.count;
+      if (!op.count_only) r.kvs.push_back(kv);
+    };
+    if (op.prefix) {
+      for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it) take(it->second);
+    } else if (auto it = kv_.find(op.key); it != kv_.end()) {
+      take(it->second);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 void MemoryKv::erase(const std::string& key) {
   std::lock_guard lock(mu_);
   expire_locked();

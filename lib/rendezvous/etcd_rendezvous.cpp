@@ -56,15 +56,19 @@ EtcdRendezvous::State EtcdRendezvous::read_state() {
     kv = kv_->get(key);
     if (!kv) throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {}, kExitFailure);
   }
-  json j = json::parse(kv->value, nullptr, false);
-  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", key), "remove the prefix with etcdctl del --prefix", kExitFailure);
+  return state_of(*kv);
+}
+
+EtcdRendezvous::State EtcdRendezvous::state_of(const KeyValue& kv) const {
+  json j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", kv.key), "remove the prefix with etcdctl del --prefix", kExitFailure);
   State s;
   s.round = j.value("round", 0);
   s.restarts = j.value("restarts", 0);
   s.reason = j.value("reason", "");
   s.membership_change = j.value("membership_change", false);
   s.failed = j.value("failed", false);
-  s.mod_revision = kv->mod_revision;
+  s.mod_revision = kv.mod_revision;
   return s;
 }
 
@@ -137,8 +141,9 @@ JoinResult EtcdRendezvous::join() {
     for (;;) {
       // What each wake reads is O(1) in the job's size (the agreement key, the state, a count):
       // N waiting agents that re-read every member on every join made forming O(N^2) in etcd.
-      const RangeResult ctl = kv_->range_prefix(rp + "agreed");
-      const State now_state = read_state();
+      const auto reads = kv_->read_all({{rp + "agreed"}, {job_ + "state"}, {rp + "n/", true, true}});
+      const RangeResult& ctl = reads[0];
+      const State now_state = reads[1].kvs.empty() ? read_state() : state_of(reads[1].kvs.front());
       if (now_state.failed || now_state.round != r) break;
       if (!ctl.kvs.empty()) {
         const json j = signed_agreement(ctl.kvs.front().value, rp);
@@ -169,7 +174,7 @@ JoinResult EtcdRendezvous::join() {
         out.restart_reason = s.reason;
         return out;
       }
-      const int64_t count = kv_->count_prefix(rp + "n/");
+      const int64_t count = reads[2].count;
       const TimePoint now = clock_.now();
       if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
       if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
@@ -240,12 +245,14 @@ EtcdRendezvous::State EtcdRendezvous::fail_or_restart(const std::string& reason)
 
 JobState EtcdRendezvous::heartbeat() {
   keep_lease();
-  State s = read_state();
-  if (s.failed || s.round != round_) return job_state(s);
   const std::string rp = round_prefix(round_);
-  // Every node of the round still holds its member key, or has finished: nobody is lost. Two
-  // counts, not the member list: a heartbeat's cost stays the same at any job size.
-  if (kv_->count_prefix(rp + "n/") + kv_->count_prefix(rp + "done/") == nnodes_) return job_state(s);
+  // The state and two counts in one read-only transaction: every node of the round still holds
+  // its member key or has finished, so nobody is lost. Not the member list: a heartbeat costs
+  // the same at any job size.
+  const auto reads = kv_->read_all({{job_ + "state"}, {rp + "n/", true, true}, {rp + "done/", true, true}});
+  State s = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
+  if (s.failed || s.round != round_) return job_state(s);
+  if (reads[1].count + reads[2].count == nnodes_) return job_state(s);
   std::set<std::string> present;
   for (const auto& kv : kv_->range_prefix(rp).kvs) {
     const std::string rest = kv.key.substr(rp.size());

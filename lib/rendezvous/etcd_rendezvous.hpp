@@ -71,6 +71,7 @@ class EtcdRendezvous final : public Membership {
     int64_t mod_revision = 0;
   };
   State read_state();
+  State state_of(const KeyValue& kv) const;
   nlohmann::json signed_agreement(const std::string& value, const std::string& rp) const;
   std::string agreement_body(const std::vector<const KeyValue*>& members, int n, const std::string& rp) const;
   void check_guard();
