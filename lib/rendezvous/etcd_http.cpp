@@ -245,12 +245,6 @@ RangeResult EtcdHttp::range_prefix(const std::string& prefix) {
   return out;
 }
 
-int64_t EtcdHttp::count_prefix(const std::string& prefix) {
-  json r = call("/v3/kv/range",
-                {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}, {"count_only", true}});
-  return etcd_i64(r, "count");
-}
-
 RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
   json r = call("/v3/kv/range", {{"key", etcd_b64(prefix)},
                                  {"range_end", etcd_b64(etcd_prefix_end(prefix))},

@@ -32,7 +32,6 @@ class EtcdHttp final : public EtcdKv {
  public:
   explicit EtcdHttp(EtcdOptions options);
   RangeResult range_prefix(const std::string& prefix) override;
-  int64_t count_prefix(const std::string& prefix) override;
   RangeResult first_created(const std::string& prefix, int64_t limit) override;
   void erase(const std::string& key) override;
   std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override;

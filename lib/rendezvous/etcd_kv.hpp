@@ -36,8 +36,6 @@ class EtcdKv {
  public:
   virtual ~EtcdKv() = default;
   virtual RangeResult range_prefix(const std::string& prefix) = 0;
-  // How many keys start with `prefix` (no values travel: what a waiting agent polls at scale).
-  virtual int64_t count_prefix(const std::string& prefix) = 0;
   // The first `limit` keys under `prefix` in creation order (join order), with the revision.
   virtual RangeResult first_created(const std::string& prefix, int64_t limit) = 0;
   virtual void erase(const std::string& key) = 0;

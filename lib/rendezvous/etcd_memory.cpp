@@ -58,14 +58,6 @@ RangeResult MemoryKv::range_prefix(const std::string& prefix) {
   return r;
 }
 
-int64_t MemoryKv::count_prefix(const std::string& prefix) {
-  std::lock_guard lock(mu_);
-  expire_locked();
-  int64_t n = 0;
-  for (auto it = kv_.lower_bound(prefix); it != kv_.end() && kv_has_prefix(it->first, prefix); ++it) ++n;
-  return n;
-}
-
 RangeResult MemoryKv::first_created(const std::string& prefix, int64_t limit) {
   RangeResult r = range_prefix(prefix);
   std::sort(r.kvs.begin(), r.kvs.end(), [](const KeyValue& a, const KeyValue& b) { return a.create_revision < b.create_revision; });

@@ -165,10 +165,10 @@ TEST_CASE("a node arriving while the round runs does not hide a lost one", "[etc
     }
   });
   // Until node-c has come and gone from round 0's members.
-  for (int i = 0; i < 2000 && p.kv->count_prefix("/mtrain/rdzv/job1/r/0/n/") != 2; ++i)
+  for (int i = 0; i < 2000 && p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() != 2; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  CHECK(p.kv->count_prefix("/mtrain/rdzv/job1/r/0/n/") == 2);
+  CHECK(p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() == 2);
   p.clock.advance(Duration(200));
   p.a->heartbeat();
   p.clock.advance(Duration(200));
