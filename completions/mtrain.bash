@@ -42,7 +42,7 @@ _mtrain_opts() {
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
-    'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --backend --etcd-endpoint --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--help -h --format) ;;
     'mtrain runs plot') _mtrain_r=(--help -h --output -o --plotter --format) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
@@ -71,7 +71,7 @@ _mtrain_valopts() {
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
-    'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --backend --etcd-endpoint --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--format) ;;
     'mtrain runs plot') _mtrain_r=(--output -o --plotter --format) ;;
     *) _mtrain_r=() ;;
@@ -453,6 +453,8 @@ _mtrain_values() {
     'mtrain bench rendezvous|--nodes') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--slots') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--heartbeat-seconds') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--backend') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--etcd-endpoint') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench rendezvous|--output') _mtrain_kind=files ;;
     'mtrain bench rendezvous|--plot') _mtrain_kind=files ;;
