@@ -36,13 +36,13 @@ _mtrain_opts() {
     'mtrain config import') _mtrain_r=(--help -h --output -o --force) ;;
     'mtrain config export') _mtrain_r=(--help -h --to --output -o --force) ;;
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
-    'mtrain env') _mtrain_r=(--help -h --format) ;;
+    'mtrain env') _mtrain_r=(--help -h --format --rdzv-backend --rdzv-endpoint) ;;
     'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --tensorboard --mlflow-uri --config --set --weights --format) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--help -h --strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
-    'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--help -h --nodes --slots --heartbeat-seconds --backend --etcd-endpoint --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--help -h --format) ;;
     'mtrain runs plot') _mtrain_r=(--help -h --output -o --plotter --format) ;;
     'mtrain completion') _mtrain_r=(--help -h) ;;
@@ -66,12 +66,12 @@ _mtrain_valopts() {
     'mtrain config import') _mtrain_r=(--output -o) ;;
     'mtrain config export') _mtrain_r=(--to --output -o) ;;
     'mtrain config docs') _mtrain_r=(--output -o) ;;
-    'mtrain env') _mtrain_r=(--format) ;;
+    'mtrain env') _mtrain_r=(--format --rdzv-backend --rdzv-endpoint) ;;
     'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --tensorboard --mlflow-uri --config --set --weights --format) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
-    'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --format --output --plot --plotter) ;;
+    'mtrain bench rendezvous') _mtrain_r=(--nodes --slots --heartbeat-seconds --backend --etcd-endpoint --format --output --plot --plotter) ;;
     'mtrain runs') _mtrain_r=(--format) ;;
     'mtrain runs plot') _mtrain_r=(--output -o --plotter --format) ;;
     *) _mtrain_r=() ;;
@@ -350,6 +350,8 @@ _mtrain_values() {
     'mtrain config export|--output'|'mtrain config export|-o') _mtrain_kind=files ;;
     'mtrain config docs|--output'|'mtrain config docs|-o') _mtrain_kind=files ;;
     'mtrain env|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain env|--rdzv-backend') _mtrain_kind=list; _mtrain_r=(static mtrain c10d etcd) ;;
+    'mtrain env|--rdzv-endpoint') _mtrain_kind=none ;;
     'mtrain estimate|--launcher') _mtrain_kind=list; _mtrain_r=(auto local ssh slurm slurm-task) ;;
     'mtrain estimate|--nproc-per-node'|'mtrain estimate|--nproc') _mtrain_kind=none ;;
     'mtrain estimate|--nnodes') _mtrain_kind=none ;;
@@ -451,6 +453,8 @@ _mtrain_values() {
     'mtrain bench rendezvous|--nodes') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--slots') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--heartbeat-seconds') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--backend') _mtrain_kind=none ;;
+    'mtrain bench rendezvous|--etcd-endpoint') _mtrain_kind=none ;;
     'mtrain bench rendezvous|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
     'mtrain bench rendezvous|--output') _mtrain_kind=files ;;
     'mtrain bench rendezvous|--plot') _mtrain_kind=files ;;

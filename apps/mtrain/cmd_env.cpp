@@ -1,8 +1,14 @@
-// `mtrain env [--format text|json]`: flags → ReportOptions → envreport::collect_report.
+// `mtrain env [--format text|json] [--rdzv-backend B --rdzv-endpoint E]`: flags → ReportOptions →
+// envreport::collect_report.
 #include <cstdio>
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/config/launch_choices.hpp"
+#include "mtrain/config/registry.hpp"
+#include "mtrain/config/resolve_job.hpp"
+#include "mtrain/core/environment.hpp"
+#include "mtrain/core/error.hpp"
 #include "mtrain/envreport/report.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/version.hpp"
@@ -10,14 +16,46 @@
 
 namespace mtrain::app {
 
+namespace {
+
+// The rendezvous a launch from here would use: the flags, else MTRAIN_RDZV_* and the user file
+// as `mtrain launch` resolves them. A bad value elsewhere in those is reported by the environment
+// section; it must not hide this one.
+void rendezvous_of(envreport::ReportOptions& o, const std::string& backend, const std::string& endpoint) {
+  config::JobInputs in;
+  in.env = mtrain::process_environment();
+  if (!backend.empty()) in.flags["launch.rdzv_backend"] = backend;
+  if (!endpoint.empty()) in.flags["launch.rdzv_endpoint"] = endpoint;
+  try {
+    const auto job = config::resolve_job(config::job_registry(), in).job;
+    o.rdzv_backend = config::get(job, "launch.rdzv_backend").get<std::string>();
+    o.rdzv_endpoint = config::get(job, "launch.rdzv_endpoint").get<std::string>();
+  } catch (const Error&) {
+    o.rdzv_backend = backend;
+    o.rdzv_endpoint = endpoint;
+  }
+  // The default (static, no endpoint) is no configured rendezvous: nothing to ask.
+  if (o.rdzv_backend == "static" && o.rdzv_endpoint.empty() && backend.empty()) o.rdzv_backend.clear();
+}
+
+}  // namespace
+
 void build_env(CLI::App* sub, Exit& exit) {
   auto format = std::make_shared<std::string>("text");
+  auto backend = std::make_shared<std::string>();
+  auto endpoint = std::make_shared<std::string>();
   sub->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
-  sub->callback([format, &exit] {
+  sub->add_option("--rdzv-backend", *backend,
+                  "Report on this rendezvous (etcd: whether each member answers, and its version); "
+                  "default: launch.rdzv_backend from MTRAIN_RDZV_BACKEND or the user file")
+      ->check(CLI::IsMember(config::choice_names<config::RdzvBackend>()));
+  sub->add_option("--rdzv-endpoint", *endpoint, "Its endpoint (etcd: host1:2379,host2:2379,…); default: launch.rdzv_endpoint");
+  sub->callback([format, backend, endpoint, &exit] {
     envreport::ReportOptions o;
     o.version = kVersion;
     o.executable = own_executable();
     o.worker_path = launch::find_worker(o.executable);
+    rendezvous_of(o, *backend, *endpoint);
     envreport::PosixSystemProbe probe;
     auto report = envreport::collect_report(probe, o);
     std::string out = *format == "json" ? report.dump(2) + "\n" : envreport::render_text(report);

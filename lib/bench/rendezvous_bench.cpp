@@ -4,13 +4,16 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include <fmt/format.h>
 
+#include "mtrain/bench/etcd_local.hpp"
 #include "mtrain/bench/rendezvous_sim.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/rendezvous/capacity.hpp"
+#include "mtrain/rendezvous/etcd_http.hpp"
 #include "mtrain/rendezvous/server.hpp"
 #include "mtrain/rendezvous/token.hpp"
 
@@ -87,21 +90,26 @@ RendezvousRun run_rendezvous_once(int nodes, const RendezvousBenchOptions& o) {
 
 BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const RendezvousBenchOptions& o) {
   BenchReport r;
-  r.table.headers = {"nodes", "form(s)", "form CPU(ms)", "reconnects", "heartbeats/s", "store CPU(ms/s)", "CPU/beat(us)",
-                     "store RSS(MiB)", "connection cap"};
+  r.table.headers = {"backend", "nodes", "form(s)", "form CPU(ms)", "reconnects", "heartbeats/s", "store CPU(ms/s)",
+                     "CPU/beat(us)", "store RSS(MiB)", "connection cap"};
   json rows = json::array();
-  Series form{"time to form (s)", {}};
+  std::map<std::string, Series> form;
+  // Negative: not measured (etcd: its members' memory and connections; a cluster not started here: its CPU).
+  auto num = [](double v, const char* f) { return v < 0 ? std::string("-") : fmt::format(fmt::runtime(f), v); };
   for (const auto& x : runs) {
-    r.table.rows.push_back({std::to_string(x.nodes), fmt::format("{:.3f}", x.form_s), fmt::format("{:.0f}", x.form_cpu_ms),
-                            std::to_string(x.reconnects),
-                            fmt::format("{:.0f}", x.heartbeats_per_s), fmt::format("{:.1f}", x.store_cpu_ms_per_s),
-                            fmt::format("{:.1f}", x.store_cpu_us_per_beat), fmt::format("{:.1f}", x.rss_delta_mib),
-                            std::to_string(x.max_connections)});
-    rows.push_back({{"nodes", x.nodes}, {"form_s", x.form_s}, {"form_cpu_ms", x.form_cpu_ms}, {"reconnects", x.reconnects},
-                    {"heartbeats_per_s", x.heartbeats_per_s}, {"store_cpu_ms_per_s", x.store_cpu_ms_per_s},
-                    {"store_cpu_us_per_beat", x.store_cpu_us_per_beat}, {"rss_delta_mib", x.rss_delta_mib},
-                    {"max_connections", x.max_connections}});
-    form.points.emplace_back(x.nodes, x.form_s);
+    r.table.rows.push_back({x.backend, std::to_string(x.nodes), fmt::format("{:.3f}", x.form_s), num(x.form_cpu_ms, "{:.0f}"),
+                            std::to_string(x.reconnects), fmt::format("{:.0f}", x.heartbeats_per_s),
+                            num(x.store_cpu_ms_per_s, "{:.1f}"), num(x.store_cpu_us_per_beat, "{:.1f}"),
+                            num(x.rss_delta_mib, "{:.1f}"), x.max_connections < 0 ? "-" : std::to_string(x.max_connections)});
+    auto opt = [](double v) { return v < 0 ? json(nullptr) : json(v); };
+    rows.push_back({{"backend", x.backend}, {"nodes", x.nodes}, {"form_s", x.form_s}, {"form_cpu_ms", opt(x.form_cpu_ms)},
+                    {"reconnects", x.reconnects}, {"heartbeats_per_s", x.heartbeats_per_s},
+                    {"store_cpu_ms_per_s", opt(x.store_cpu_ms_per_s)}, {"store_cpu_us_per_beat", opt(x.store_cpu_us_per_beat)},
+                    {"rss_delta_mib", opt(x.rss_delta_mib)},
+                    {"max_connections", x.max_connections < 0 ? json(nullptr) : json(x.max_connections)}});
+    auto& series = form[x.backend];
+    series.name = x.backend + ": time to form (s)";
+    series.points.emplace_back(x.nodes, x.form_s);
   }
   r.notes.push_back(fmt::format(
       "# store on 127.0.0.1 and N simulated agents (one thread, real sockets and protocol, each from its own 127.x "
@@ -114,12 +122,18 @@ BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const Rend
                                 std::chrono::duration<double>(o.heartbeat_interval).count()));
   r.notes.push_back("# store RSS = resident memory growth while the store started and the job formed (not creating "
                     "the simulated nodes; their request buffers are included)");
+  if (std::find(o.backends.begin(), o.backends.end(), "etcd") != o.backends.end())
+    r.notes.push_back(o.etcd_endpoints.empty()
+                          ? "# etcd: N real etcd-rendezvous agents (a thread and HTTP client each) against a local 3-member "
+                            "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed; the agents' "
+                            "per-request deadline is 30 s here (3 s in mtrain launch)"
+                          : "# etcd: N real etcd-rendezvous agents against " + o.etcd_endpoints + " (its CPU is not visible here)");
   r.doc = {{"bench", "rendezvous"}, {"slots", o.slots}, {"rows", rows}};
   r.plot.title = "mtrain bench rendezvous: time to form a job";
   r.plot.xlabel = "nodes";
   r.plot.ylabel = "seconds";
   r.plot.logx = true;
-  r.plot.series.push_back(form);
+  for (auto& [name, series] : form) r.plot.series.push_back(series);
   return r;
 }
 
@@ -133,7 +147,25 @@ BenchReport run_rendezvous_bench(const RendezvousBenchOptions& o) {
                             largest, descriptors_for(largest), have),
                 fmt::format("Raise it (`ulimit -n {}`) or ask for fewer --nodes.", descriptors_for(largest)));
   std::vector<RendezvousRun> runs;
-  for (int n : o.nodes) runs.push_back(run_rendezvous_once(n, o));
+  for (const auto& backend : o.backends) {
+    if (backend == "mtrain") {
+      for (int n : o.nodes) runs.push_back(run_rendezvous_once(n, o));
+    } else if (backend == "etcd") {
+      std::unique_ptr<LocalEtcd> local;
+      std::vector<rendezvous::Endpoint> members;
+      std::function<double()> cpu;
+      if (o.etcd_endpoints.empty()) {
+        local = std::make_unique<LocalEtcd>();
+        members = local->endpoints();
+        cpu = [&local] { return local->cpu_seconds(); };
+      } else {
+        members = rendezvous::parse_etcd_endpoints(o.etcd_endpoints, "--etcd-endpoint");
+      }
+      for (int n : o.nodes) runs.push_back(run_etcd_rendezvous_once(n, o, members, cpu));
+    } else {
+      throw Error(fmt::format("--backend '{}' is not a rendezvous backend", backend), "Give mtrain, etcd or mtrain,etcd.");
+    }
+  }
   return rendezvous_report(runs, o);
 }
 

@@ -8,10 +8,13 @@
 //     the agents' cadence (every 2 s: --node-timeout 30 s / 5), and per heartbeat;
 //   * store memory: growth of this process's resident memory while the store starts and while
 //     the job forms (creating the simulated nodes is left out; their per-request buffers are in).
+#include <functional>
+#include <string>
 #include <vector>
 
 #include "mtrain/bench/report.hpp"
 #include "mtrain/rendezvous/clock.hpp"
+#include "mtrain/rendezvous/endpoint.hpp"
 
 namespace mtrain::bench {
 
@@ -21,9 +24,12 @@ struct RendezvousBenchOptions {
   rendezvous::Duration heartbeat_interval{2000};     // the node agent's cadence at --node-timeout 30
   rendezvous::Duration heartbeat_span{6000};         // how long heartbeat CPU is measured
   rendezvous::Duration form_timeout{60000};
+  std::vector<std::string> backends = {"mtrain"};  // mtrain, etcd
+  std::string etcd_endpoints;  // a running cluster's members; empty: a local 3-member cluster is started
 };
 
 struct RendezvousRun {
+  std::string backend = "mtrain";
   int nodes = 0;
   double form_s = 0;
   double form_cpu_ms = 0;            // the store thread's CPU time while the job formed
@@ -37,6 +43,13 @@ struct RendezvousRun {
 
 // One N: store + simulated nodes; mtrain::Error (exit 1) if the job does not form.
 RendezvousRun run_rendezvous_once(int nodes, const RendezvousBenchOptions& o);
+
+// One N on etcd (rendezvous_etcd_bench.cpp): N real EtcdRendezvous agents, a thread and an HTTP
+// client each, join the cluster at once, then heartbeat. `etcd_cpu` gives the members' CPU
+// seconds so far (none: a cluster the bench did not start, whose CPU it cannot see).
+RendezvousRun run_etcd_rendezvous_once(int nodes, const RendezvousBenchOptions& o,
+                                       const std::vector<rendezvous::Endpoint>& members,
+                                       const std::function<double()>& etcd_cpu);
 
 BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const RendezvousBenchOptions& o);
 

@@ -10,6 +10,7 @@
 #include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/core/counted.hpp"
+#include "mtrain/core/node_count.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
 #include "mtrain/core/strings.hpp"
@@ -110,12 +111,17 @@ std::vector<Problem> launch_problems(const Resolved& r) {
     out.push_back({true, {"launch.module", "launch.no_python"}, "-m/--module and --no-python contradict each other",
                    "Keep -m to run PROGRAM as a Python module, or --no-python to execute it directly."});
   }
+  // An elastic MIN:MAX holds the allocation's node count (`mtrain slurm submit` checks the same);
+  // a fixed count must be it.
+  const NodeCountReading nn = read_nnodes(as_text(job, "launch.nnodes"));
+  const bool elastic = nn.problem.empty() && nn.count.elastic();
+  const long long alloc = as_int(job, "slurm.nodes");
   if (launcher == LauncherKind::Slurm && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
-      min_nodes(job) != as_int(job, "slurm.nodes")) {
+      (elastic ? (alloc < nn.count.min || alloc > nn.count.max) : min_nodes(job) != alloc)) {
     out.push_back({true, {"launch.nnodes", "slurm.nodes"},
-                   fmt::format("launch.nnodes {} and slurm.nodes {} disagree",
-                               min_nodes(job), as_int(job, "slurm.nodes")),
-                   "Set only slurm.nodes; the launcher takes the node count from the allocation."});
+                   fmt::format("launch.nnodes {} and slurm.nodes {} disagree", as_text(job, "launch.nnodes"), alloc),
+                   elastic ? "Allocate MAX nodes (slurm.nodes) and give MIN:MAX around it."
+                           : "Set only slurm.nodes; the launcher takes the node count from the allocation."});
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/config/validate.hpp"
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/node_count.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -47,6 +48,10 @@ const std::vector<Question>& script() {
       return s && is_zero(*s);
     };
     auto torchscript = model_is(ModelName::Torchscript);
+    auto elastic = [](const json& j) {
+      const NodeCountReading n = read_nnodes(text_of(j, "launch.nnodes"));
+      return n.problem.empty() && n.count.elastic();
+    };
     auto user_data = [](const json& j) {
       const DataName d = choice_at<DataName>(j, "data.name");
       return d == DataName::Tokens || d == DataName::Tensors;
@@ -61,6 +66,13 @@ const std::vector<Question>& script() {
         {"slurm.partition", "Slurm: which partition?", launcher_is(LauncherKind::Slurm)},
         {"slurm.time", "Slurm: time limit?", launcher_is(LauncherKind::Slurm)},
         {"slurm.account", "Slurm: account to charge?", launcher_is(LauncherKind::Slurm)},
+        {"launch.nnodes", "Slurm: elastic? MIN:MAX (e.g. 2:4 of 4 nodes) goes on without a lost node; "
+                          "Enter: every node, fixed.", launcher_is(LauncherKind::Slurm)},
+        {"launch.rdzv_backend", "Elastic: where do the nodes meet? mtrain: a store on the first node (losing "
+                                "that node ends the job); etcd: an etcd cluster you run (any node may be lost).",
+         elastic},
+        {"launch.rdzv_endpoint", "etcd: the cluster's members, every node reaches them (host1:2379,host2:2379,host3:2379).",
+         [](const json& j) { return choice_at<RdzvBackend>(j, "launch.rdzv_backend") == RdzvBackend::Etcd; }},
         {"model.name", "Which model does mtrain-worker train?", always},
         {"model.n_layer", "GPT size: blocks.", model_is(ModelName::Gpt)},
         {"model.n_head", "GPT size: attention heads.", model_is(ModelName::Gpt)},
@@ -163,6 +175,10 @@ void check_answer(const Registry& reg, const Answers& answers, const std::string
   if ((key == "data.path" || key == "data.val_path") &&
       (launcher == LauncherKind::Local || (launcher == LauncherKind::Auto && text_of(t.job, "launch.hostfile").empty())))
     check_data_files(t.job);
+  // etcd has no default members: an empty list would only be refused at submit or launch.
+  if (key == "launch.rdzv_endpoint" && choice_at<RdzvBackend>(t.job, "launch.rdzv_backend") == RdzvBackend::Etcd &&
+      text_of(t.job, key).empty())
+    throw Error("the etcd backend needs its members", "Type them as host1:2379,host2:2379,host3:2379");
   for (const auto& p : cross_check(reg, t)) {
     bool involves = false, all_known = true;
     for (const auto& k : p.keys) {
@@ -208,7 +224,11 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
     const bool preset = answers.preset.count(q.key) > 0;
     if (q.key == "strategy" && opt.advise && !preset && !opt.use_defaults) advise_strategy(reg, opt, answers, r, out);
     const Setting& s = reg.require(q.key);
-    const json current = get(r.job, q.key);
+    // Under Slurm a fixed node count is the allocation's: offered as the default and, when kept,
+    // left out of the file (only an elastic MIN:MAX is the launcher's own).
+    const bool slurm_nnodes = q.key == "launch.nnodes" && choice_at<LauncherKind>(r.job, "launch.launcher") == LauncherKind::Slurm;
+    const json current = slurm_nnodes && !answers.values.count(q.key) ? json(std::to_string(get(r.job, "slurm.nodes").get<long long>()))
+                                                                       : get(r.job, q.key);
     ++number;
     if (preset) {
       out << fmt::format("[{}] {}: {} (from --set)\n", number, q.key, shown(current));
@@ -217,6 +237,10 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
     } else {
       print_question(q, s, number, out);
       answers.values[q.key] = ask(reg, answers, s, q.key, current, in, out);
+    }
+    if (slurm_nnodes && !preset) {
+      const NodeCountReading n = read_nnodes(text_of(answers.job(reg).job, q.key));
+      if (!n.problem.empty() || !n.count.elastic()) answers.values.erase(q.key);
     }
   }
   return answers.values;

@@ -144,6 +144,16 @@ void render_slurm(Section& sec, const json& sl) {
   }
 }
 
+void render_rendezvous(Section& sec, const json& r) {
+  sec.line("backend", s(r.at("backend")) + (r.at("endpoint").is_null() ? "" : " at " + s(r.at("endpoint"))));
+  if (r.contains("error")) sec.line("problem", s(r.at("error")));
+  if (!r.contains("members")) return;
+  for (const auto& m : r.at("members"))
+    sec.line(s(m.at("endpoint")), m.at("answered").get<bool>()
+                                      ? fmt::format("answers: etcd {} (cluster {})", s(m.at("etcdserver")), s(m.at("etcdcluster")))
+                                      : "no answer: " + s(m.at("error")));
+}
+
 // The variables that are set (with where they came from and who reads them), the unset ones
 // by name, and the user file's settings.
 void render_environment(Section& sec, const json& r) {
@@ -193,6 +203,7 @@ std::string render_text(const json& r) {
   out += section("gpus", r.at("gpus"), render_gpus);
   out += section("network", r.at("network"), render_network);
   out += section("slurm", r.at("slurm"), render_slurm);
+  if (r.contains("rendezvous")) out += section("rendezvous", r.at("rendezvous"), render_rendezvous);
   out += section("environment", r, render_environment);
   return out + render_warnings(r.at("warnings"));
 }

@@ -5,7 +5,7 @@
 //
 // Top-level keys: schema, mtrain {version, executable, worker{…}}, python {path, version, torch…}, os, cpu, memory, gpus
 // {source, devices[], topology, cuda_driver_version, note}, network[], slurm, environment[],
-// user_config, shm, limits, warnings[{what, advice}].
+// user_config, shm, limits, rendezvous (when one is configured), warnings[{what, advice}].
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,6 +22,8 @@ struct ReportOptions {
   std::string executable;      // mtrain's own path
   std::string worker_path;     // mtrain-worker ("" when not installed)
   int command_timeout_ms = 20000;  // each probe command (nvidia-smi, sinfo, the worker)
+  // The rendezvous the job is set for (flags, else MTRAIN_* and the user file); empty: not asked.
+  std::string rdzv_backend, rdzv_endpoint;
 };
 
 json collect_report(const SystemProbe& probe, const ReportOptions& opt);
@@ -39,6 +41,9 @@ std::string version_text(const std::string& version, const std::string& revision
 // The worker as probe_worker describes it, from its build facts file instead of starting it.
 json worker_from_facts(const std::string& worker_path, const WorkerFacts& facts);
 json probe_slurm(const SystemProbe& probe, int timeout_ms);
+// {backend, endpoint, members[{endpoint, answered, etcdserver, etcdcluster | error}], answered}:
+// etcd's /version of each member (rendezvous.cpp); other backends: backend and endpoint only.
+json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms);
 json probe_environment(const std::map<std::string, std::string>& env);
 json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);
 

@@ -177,6 +177,22 @@ void check_inputs(const json& report, Warnings& w) {
   if (report.at("slurm").contains("error"))
     w.add("the Slurm environment is inconsistent: " + report.at("slurm").at("error").get<std::string>(),
           "Run mtrain inside an `srun`/`sbatch` step started normally; stale SLURM_* variables can be unset.");
+  if (report.contains("rendezvous")) {
+    const auto& r = report.at("rendezvous");
+    if (r.contains("error")) {
+      w.add("the etcd rendezvous: " + r.at("error").get<std::string>(),
+            "Give the members as --rdzv-endpoint host1:2379,host2:2379,host3:2379.");
+    } else if (r.contains("members")) {
+      std::vector<std::string> down;
+      for (const auto& m : r.at("members"))
+        if (!m.at("answered").get<bool>()) down.push_back(m.at("endpoint").get<std::string>());
+      if (!down.empty())
+        w.add(fmt::format("{} of {} etcd members did not answer: {}", down.size(), r.at("members").size(), str::join(down, ", ")),
+              down.size() == r.at("members").size()
+                  ? "No node can join the rendezvous: start the etcd cluster or fix --rdzv-endpoint (etcdctl endpoint health)."
+                  : "The job still runs while a majority answers; bring the member back before another fails.");
+    }
+  }
 }
 
 }  // namespace

@@ -43,7 +43,9 @@ std::optional<bool> apply_slurm_elastic(LaunchOptions& opt, const EnvMap& env) {
   if (!a || !a->in_step || a->ntasks_per_node != 1) return std::nullopt;
   const auto r = slurm::step_rendezvous(*a, env);
   if (m.rdzv_backend == config::RdzvBackend::Static) m.rdzv_backend = config::RdzvBackend::Mtrain;
-  if (m.rdzv_endpoint.empty()) m.rdzv_endpoint = r.endpoint;
+  // etcd's members are the user's to give (agent_options refuses their absence); the first
+  // node's address is a store only the mtrain backend would hold there.
+  if (m.rdzv_endpoint.empty() && m.rdzv_backend != config::RdzvBackend::Etcd) m.rdzv_endpoint = r.endpoint;
   if (m.node_name.empty()) m.node_name = r.node_name;
   if (opt.plan.rdzv_id.empty()) opt.plan.rdzv_id = r.run_id;
   if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);

@@ -1,6 +1,7 @@
 #include "mtrain/rendezvous/etcd_http.hpp"
 
 #include <chrono>
+#include <random>
 
 #include <boost/asio.hpp>
 #include <boost/beast/core.hpp>
@@ -76,6 +77,14 @@ json etcd_put_request(const std::string& key, const std::string& value, int64_t 
   return p;
 }
 
+// Whether the streamed body holds the whole message that contains `until`: the gateway ends each
+// message with a newline, and a message (a watch event carrying a large value) may arrive over
+// several reads; parsing it before its newline came read half a JSON object.
+bool etcd_message_complete(const std::string& body, const std::string& until) {
+  const size_t at = body.find(until);
+  return at != std::string::npos && body.find('\n', at) != std::string::npos;
+}
+
 // The first JSON object of a streamed reply (the gateway writes one per line).
 json etcd_first_message(const std::string& body, const std::string& until) {
   size_t at = body.find(until);
@@ -110,6 +119,9 @@ std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::s
 
 EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
   if (opt_.endpoints.empty()) throw Error("etcd: no endpoint given", "--rdzv-endpoint host1:2379,host2:2379,host3:2379");
+  // Every node is given the same list: starting each at a random member spreads a job's requests
+  // over the cluster instead of queueing them all at the first member.
+  preferred_ = std::random_device{}() % opt_.endpoints.size();
 }
 
 std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, const std::string& path,
@@ -149,9 +161,9 @@ std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, co
     http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
     run("reply");
   } else {
-    // A stream: read what arrives until the awaited message shows or `wait` passes.
+    // A stream: read what arrives until the awaited message is whole or `wait` passes.
     stream.expires_after(wait);
-    while (!parser.is_done() && parser.get().body().find(until) == std::string::npos) {
+    while (!parser.is_done() && !etcd_message_complete(parser.get().body(), until)) {
       http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
       io.restart();
       io.run();
@@ -232,6 +244,44 @@ RangeResult EtcdHttp::range_prefix(const std::string& prefix) {
   for (const auto& kv : r.value("kvs", json::array())) out.kvs.push_back(etcd_kv_of(kv));
   return out;
 }
+
+RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
+  json r = call("/v3/kv/range", {{"key", etcd_b64(prefix)},
+                                 {"range_end", etcd_b64(etcd_prefix_end(prefix))},
+                                 {"limit", std::to_string(limit)},
+                                 {"sort_order", "ASCEND"},
+                                 {"sort_target", "CREATE"}});
+  RangeResult out;
+  out.revision = etcd_i64(r.value("header", json::object()), "revision");
+  for (const auto& kv : r.value("kvs", json::array())) out.kvs.push_back(etcd_kv_of(kv));
+  return out;
+}
+
+std::vector<RangeResult> EtcdHttp::read_all(const std::vector<RangeOp>& ops) {
+  json success = json::array();
+  for (const auto& op : ops) {
+    json range = {{"key", etcd_b64(op.key)}};
+    if (op.prefix) range["range_end"] = etcd_b64(etcd_prefix_end(op.key));
+    if (op.count_only) range["count_only"] = true;
+    success.push_back({{"request_range", range}});
+  }
+  json r = call("/v3/kv/txn", {{"success", success}});
+  const int64_t revision = etcd_i64(r.value("header", json::object()), "revision");
+  std::vector<RangeResult> out;
+  for (const auto& resp : r.value("responses", json::array())) {
+    const json rr = resp.value("response_range", json::object());
+    RangeResult one;
+    one.revision = revision;
+    one.count = etcd_i64(rr, "count");
+    for (const auto& kv : rr.value("kvs", json::array())) one.kvs.push_back(etcd_kv_of(kv));
+    out.push_back(std::move(one));
+  }
+  if (out.size() != ops.size())
+    throw Error(fmt::format("etcd answered {} of {} reads of one transaction", out.size(), ops.size()), {}, 1);
+  return out;
+}
+
+void EtcdHttp::erase(const std::string& key) { call("/v3/kv/deleterange", {{"key", etcd_b64(key)}}); }
 
 std::optional<KeyValue> EtcdHttp::get(const std::string& key) {
   json r = call("/v3/kv/range", {{"key", etcd_b64(key)}});

@@ -2,7 +2,7 @@
 // EtcdKv over etcd's v3 JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/…, /v3/watch;
 // keys and values base64) with Boost.Beast. Every call has a deadline; a member that does not
 // answer (refused, reset, timed out) is skipped for the next one of the list, and the one that
-// answered is tried first next time. Only when no member answers is the call an mtrain::Error
+// answered is tried first next time (the first try goes to a random member). Only when no member answers is the call an mtrain::Error
 // (exit 1) naming every endpoint and what each said. Username/password: the token from
 // /v3/auth/authenticate goes in each request's Authorization header (renewed once when etcd
 // says it is no longer valid). Plain HTTP: TLS to etcd is not implemented (docs/multinode.md).
@@ -32,6 +32,9 @@ class EtcdHttp final : public EtcdKv {
  public:
   explicit EtcdHttp(EtcdOptions options);
   RangeResult range_prefix(const std::string& prefix) override;
+  RangeResult first_created(const std::string& prefix, int64_t limit) override;
+  void erase(const std::string& key) override;
+  std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override;
   std::optional<KeyValue> get(const std::string& key) override;
   std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease) override;
   bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) override;

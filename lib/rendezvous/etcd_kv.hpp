@@ -22,12 +22,25 @@ struct KeyValue {
 struct RangeResult {
   std::vector<KeyValue> kvs;  // sorted by key
   int64_t revision = 0;       // the store's revision when read: watch from revision + 1
+  int64_t count = 0;          // how many keys matched (also when only counted)
+};
+
+// One read of read_all: a key, or every key under it (prefix), or only their number (count_only).
+struct RangeOp {
+  std::string key;
+  bool prefix = false;
+  bool count_only = false;
 };
 
 class EtcdKv {
  public:
   virtual ~EtcdKv() = default;
   virtual RangeResult range_prefix(const std::string& prefix) = 0;
+  // The first `limit` keys under `prefix` in creation order (join order), with the revision.
+  virtual RangeResult first_created(const std::string& prefix, int64_t limit) = 0;
+  virtual void erase(const std::string& key) = 0;
+  // Several reads in one request, of one revision (a read-only transaction).
+  virtual std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) = 0;
   virtual std::optional<KeyValue> get(const std::string& key) = 0;
   // Create `key` unless it exists; returns the existing value when it does (nothing written).
   virtual std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease = 0) = 0;

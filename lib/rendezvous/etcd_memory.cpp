@@ -1,5 +1,7 @@
 #include "mtrain/rendezvous/etcd_memory.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -54,6 +56,40 @@ RangeResult MemoryKv::range_prefix(const std::string& prefix) {
   for (auto it = kv_.lower_bound(prefix); it != kv_.end() && kv_has_prefix(it->first, prefix); ++it) r.kvs.push_back(it->second);
   r.revision = revision_;
   return r;
+}
+
+RangeResult MemoryKv::first_created(const std::string& prefix, int64_t limit) {
+  RangeResult r = range_prefix(prefix);
+  std::sort(r.kvs.begin(), r.kvs.end(), [](const KeyValue& a, const KeyValue& b) { return a.create_revision < b.create_revision; });
+  if (limit > 0 && static_cast<int64_t>(r.kvs.size()) > limit) r.kvs.resize(static_cast<size_t>(limit));
+  return r;
+}
+
+std::vector<RangeResult> MemoryKv::read_all(const std::vector<RangeOp>& ops) {
+  std::lock_guard lock(mu_);
+  expire_locked();
+  std::vector<RangeResult> out;
+  for (const auto& op : ops) {
+    RangeResult r;
+    r.revision = revision_;
+    auto take = [&](const KeyValue& kv) {
+      ++r.count;
+      if (!op.count_only) r.kvs.push_back(kv);
+    };
+    if (op.prefix) {
+      for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it) take(it->second);
+    } else if (auto it = kv_.find(op.key); it != kv_.end()) {
+      take(it->second);
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void MemoryKv::erase(const std::string& key) {
+  std::lock_guard lock(mu_);
+  expire_locked();
+  if (kv_.erase(key)) changed_locked(key);
 }
 
 std::optional<KeyValue> MemoryKv::get(const std::string& key) {

@@ -56,15 +56,19 @@ EtcdRendezvous::State EtcdRendezvous::read_state() {
     kv = kv_->get(key);
     if (!kv) throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {}, kExitFailure);
   }
-  json j = json::parse(kv->value, nullptr, false);
-  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", key), "remove the prefix with etcdctl del --prefix", kExitFailure);
+  return state_of(*kv);
+}
+
+EtcdRendezvous::State EtcdRendezvous::state_of(const KeyValue& kv) const {
+  json j = json::parse(kv.value, nullptr, false);
+  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", kv.key), "remove the prefix with etcdctl del --prefix", kExitFailure);
   State s;
   s.round = j.value("round", 0);
   s.restarts = j.value("restarts", 0);
   s.reason = j.value("reason", "");
   s.membership_change = j.value("membership_change", false);
   s.failed = j.value("failed", false);
-  s.mod_revision = kv->mod_revision;
+  s.mod_revision = kv.mod_revision;
   return s;
 }
 
@@ -133,26 +137,26 @@ JoinResult EtcdRendezvous::join() {
     const std::string rp = round_prefix(r);
     kv_->put(rp + "n/" + opt_.node_id, json{{"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}}.dump(), lease_);
     std::optional<TimePoint> last_call_at;
+    int64_t last_count = -1;
     for (;;) {
-      const RangeResult rng = kv_->range_prefix(rp);
-      const State now_state = read_state();
+      // What each wake reads is O(1) in the job's size (the agreement key, the state, a count):
+      // N waiting agents that re-read every member on every join made forming O(N^2) in etcd.
+      const auto reads = kv_->read_all({{rp + "agreed"}, {job_ + "state"}, {rp + "n/", true, true}});
+      const RangeResult& ctl = reads[0];
+      const State now_state = reads[1].kvs.empty() ? read_state() : state_of(reads[1].kvs.front());
       if (now_state.failed || now_state.round != r) break;
-      std::vector<const KeyValue*> members;
-      const KeyValue* agreed = nullptr;
-      for (const auto& kv : rng.kvs) {
-        if (etcd_starts_with(kv.key, rp + "n/")) members.push_back(&kv);
-        if (kv.key == rp + "agreed") agreed = &kv;
-      }
-      if (agreed) {
-        const json j = signed_agreement(agreed->value, rp);
+      if (!ctl.kvs.empty()) {
+        const json j = signed_agreement(ctl.kvs.front().value, rp);
         Assignment a = assignment_from_json(j.at("assignment"));
         const auto ids = j.at("ids").get<std::vector<std::string>>();
         auto it = std::find(ids.begin(), ids.end(), opt_.node_id);
         if (it == ids.end()) {
-          // The round formed without this node (it came late, or the job is full): the next one.
-          if (!s.failed && opt_.on_progress) opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
-          kv_->watch_prefix(job_ + "state", rng.revision + 1, std::max(Duration(1), std::chrono::duration_cast<Duration>(
-                                                                                         std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
+          // The round formed without this node (it came late, or the job is full): out of the
+          // round's members (whose count tells the running nodes nobody is lost), wait for the next.
+          kv_->erase(rp + "n/" + opt_.node_id);
+          if (opt_.on_progress) opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
+          kv_->watch_prefix(job_ + "state", ctl.revision + 1, std::max(Duration(1), std::chrono::duration_cast<Duration>(
+                                                                                        std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
           if (clock_.now() >= deadline) throw Error(fmt::format("no round of the job under etcd prefix {} took node '{}' in within {}", job_, opt_.host, format_duration(opt_.join_timeout)), "", kExitFailure);
           keep_lease();
           continue;
@@ -170,31 +174,43 @@ JoinResult EtcdRendezvous::join() {
         out.restart_reason = s.reason;
         return out;
       }
-      std::sort(members.begin(), members.end(), [](auto* x, auto* y) { return x->create_revision < y->create_revision; });
-      const int count = static_cast<int>(members.size());
+      const int64_t count = reads[2].count;
       const TimePoint now = clock_.now();
       if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
       if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
-        const std::string body = agreement_body(members, std::min(count, opt_.max_nodes), rp);
-        if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) && r > 0)
-          kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
-        continue;
+        // Only the agent that forms the round reads the members: the first MAX in join order.
+        const RangeResult first = kv_->first_created(rp + "n/", opt_.max_nodes);
+        std::vector<const KeyValue*> members;
+        for (const auto& kv : first.kvs) members.push_back(&kv);
+        if (!members.empty()) {
+          const std::string body = agreement_body(members, static_cast<int>(members.size()), rp);
+          if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) && r > 0)
+            kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
+          continue;
+        }
       }
       std::vector<std::string> hosts;
-      for (auto* m : members) hosts.push_back(json::parse(m->value).value("host", ""));
-      const std::string progress =
-          opt_.min_nodes == opt_.max_nodes
-              ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, etcd_hosts_line(hosts))
-              : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes, opt_.max_nodes, job_, etcd_hosts_line(hosts));
-      if (progress != last_progress && opt_.on_progress) opt_.on_progress(progress);
-      last_progress = progress;
+      if (count != last_count || now >= deadline)
+        for (const auto& kv : kv_->first_created(rp + "n/", static_cast<int64_t>(kListedHosts)).kvs)
+          hosts.push_back(json::parse(kv.value).value("host", ""));
+      if (count != last_count && opt_.on_progress) {
+        const std::string listed = etcd_hosts_line(hosts) + (count > static_cast<int64_t>(hosts.size()) && hosts.size() == kListedHosts
+                                                                  ? fmt::format(" and {} more", count - static_cast<int64_t>(hosts.size()))
+                                                                  : "");
+        opt_.on_progress(opt_.min_nodes == opt_.max_nodes
+                             ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, listed)
+                             : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes, opt_.max_nodes, job_, listed));
+      }
+      last_count = count;
       if (now >= deadline)
         throw Error(fmt::format("the rendezvous under etcd prefix {} did not form within {}: {} of at least {} nodes joined ({})", job_,
                                 format_duration(opt_.join_timeout), count, opt_.min_nodes, hosts.empty() ? "none" : etcd_hosts_line(hosts)),
                     "start the missing nodes with the same --rdzv-endpoint and --rdzv-id, or lower --nnodes", kExitFailure);
+      // Woken by the agreement (whoever completes the round writes it), else by the last call,
+      // the lease's next keep-alive or the deadline.
       TimePoint until = std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3);
       if (last_call_at) until = std::min(until, *last_call_at);
-      if (until > now) kv_->watch_prefix(job_, rng.revision + 1, std::chrono::duration_cast<Duration>(until - now) + Duration(1));
+      if (until > now) kv_->watch_prefix(rp + "agreed", ctl.revision + 1, std::chrono::duration_cast<Duration>(until - now) + Duration(1));
       if (clock_.now() >= lease_refreshed_ + opt_.node_timeout / 3) keep_lease();
     }
   }
@@ -229,10 +245,15 @@ EtcdRendezvous::State EtcdRendezvous::fail_or_restart(const std::string& reason)
 
 JobState EtcdRendezvous::heartbeat() {
   keep_lease();
-  State s = read_state();
-  if (s.failed || s.round != round_) return job_state(s);
-  std::set<std::string> present;
   const std::string rp = round_prefix(round_);
+  // The state and two counts in one read-only transaction: every node of the round still holds
+  // its member key or has finished, so nobody is lost. Not the member list: a heartbeat costs
+  // the same at any job size.
+  const auto reads = kv_->read_all({{job_ + "state"}, {rp + "n/", true, true}, {rp + "done/", true, true}});
+  State s = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
+  if (s.failed || s.round != round_) return job_state(s);
+  if (reads[1].count + reads[2].count == nnodes_) return job_state(s);
+  std::set<std::string> present;
   for (const auto& kv : kv_->range_prefix(rp).kvs) {
     const std::string rest = kv.key.substr(rp.size());
     if (etcd_starts_with(rest, "n/")) present.insert(rest.substr(2));

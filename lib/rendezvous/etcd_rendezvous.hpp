@@ -13,8 +13,10 @@
 // Join order is the member keys' create revision. The round forms when MAX nodes are in, or
 // when the last-call window that opens once MIN are in has passed: the first agent to see it
 // creates "agreed" in a transaction (create revision 0), every other agent reads that one.
-// Waiting is an etcd watch on P (wakes on any change), bounded by the time the lease needs
-// its next keep-alive and by the deadlines; no polling loop.
+// Waiting is an etcd watch on the round's agreement key, bounded by the last call, the time the
+// lease needs its next keep-alive and the deadlines; no polling loop. A wake reads O(1) (the
+// agreement, the state, a member count): only the agent that completes the round lists members.
+// Heartbeats count the round's member and done keys; the list is read only when a node is gone.
 // A node whose member key is gone while the round runs is lost; a node reporting its ranks
 // failed likewise opens the next round: "state" moves from round r to r+1 by compare-and-swap
 // on its mod revision (one winner), while restarts are left; else state says failed, with the
@@ -69,6 +71,7 @@ class EtcdRendezvous final : public Membership {
     int64_t mod_revision = 0;
   };
   State read_state();
+  State state_of(const KeyValue& kv) const;
   nlohmann::json signed_agreement(const std::string& value, const std::string& rp) const;
   std::string agreement_body(const std::vector<const KeyValue*>& members, int n, const std::string& rp) const;
   void check_guard();

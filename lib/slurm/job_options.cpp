@@ -147,6 +147,27 @@ std::optional<NodeCount> elastic_nnodes(const std::vector<std::string>& args) {
 
 bool elastic_in_launch_args(const std::vector<std::string>& args) { return elastic_nnodes(args).has_value(); }
 
+std::optional<std::string> launch_value(const JobOptions& job, const std::string& key) {
+  if (auto v = launch_arg_value(job.launch_args, key)) return v;
+  const auto it = job.launch_settings.find(key);
+  if (it == job.launch_settings.end() || it->second.empty()) return std::nullopt;
+  return it->second;
+}
+
+namespace {
+
+std::optional<NodeCount> elastic_count(const JobOptions& job) {
+  const auto value = launch_value(job, "launch.nnodes");
+  if (!value) return std::nullopt;
+  const NodeCountReading r = read_nnodes(*value);
+  if (!r.problem.empty() || !r.count.elastic()) return std::nullopt;
+  return r.count;
+}
+
+}  // namespace
+
+bool elastic_job(const JobOptions& job) { return elastic_count(job).has_value(); }
+
 void finalize(JobOptions& job, const std::string& cwd) {
   if (job.gpus_per_node > 0 && !job.gres.empty())
     throw Error(fmt::format("both --gpus-per-node {} and --gres {} were given", job.gpus_per_node, job.gres),
@@ -182,7 +203,7 @@ void finalize(JobOptions& job, const std::string& cwd) {
   if (job.pattern == Pattern::TaskPerGpu && !job.launch_args.empty())
     throw Error(fmt::format("unknown option '{}' (the task pattern runs no `mtrain launch`)", job.launch_args.front()),
                 "Options for mtrain launch need --pattern agent; see `mtrain slurm submit --help`.");
-  if (const auto n = elastic_nnodes(job.launch_args)) {
+  if (const auto n = elastic_count(job)) {
     // MIN:MAX counts the allocation's nodes: fewer than MIN can never form, more than MAX
     // would be nodes that wait the whole job.
     if (n->min > job.nodes || n->max < job.nodes)
@@ -190,6 +211,12 @@ void finalize(JobOptions& job, const std::string& cwd) {
                   fmt::format("Ask Slurm for MAX nodes and give MIN:MAX with MIN <= {} <= MAX, e.g. --nodes 3 --nnodes 2:3.",
                               job.nodes));
   }
+  // Inside the allocation an elastic job's endpoint defaults to the first node's store; etcd has
+  // no such default, and finding that out on the compute nodes would waste the queue wait.
+  const auto backend = launch_value(job, "launch.rdzv_backend");
+  if (backend && *backend == "etcd" && !launch_value(job, "launch.rdzv_endpoint"))
+    throw Error("--rdzv-backend etcd needs --rdzv-endpoint with the etcd cluster's members",
+                "Add --rdzv-endpoint etcd-1:2379,etcd-2:2379,etcd-3:2379 (members every compute node reaches).");
   if (job.job_name.empty()) throw Error("--job-name is empty");
   // A name is a label for squeue and sacct (whose database column holds 255 bytes); a huge one
   // only bloats every script, log line and query that carries it.

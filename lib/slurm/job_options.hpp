@@ -4,6 +4,7 @@
 // flag, variable, checks), so `mtrain slurm`, the job file's `slurm:` section and `mtrain launch
 // --config` (which reads the same file inside the allocation) know the same keys; job_options.cpp
 // binds each key to its field here.
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -43,6 +44,10 @@ struct JobOptions {
   std::string config;               // the job file (passed on to mtrain launch --config)
   std::vector<std::string> launch_args;  // other options for mtrain launch, verbatim
   std::vector<std::string> program;      // -- PROGRAM ARGS; empty: the bundled trainer
+  // launch.nnodes / rdzv_backend / rdzv_endpoint as the job file, MTRAIN_* and the user file set
+  // them (writer_job): the nodes' `mtrain launch` reads the same, so the script must agree
+  // (elastic or not). The launch arguments override them (launch_value).
+  std::map<std::string, std::string> launch_settings;
 };
 
 // The slurm.* settings of the registry as `mtrain slurm` shows them ("ntasks-per-node"; the YAML
@@ -75,6 +80,13 @@ std::optional<int> nproc_in_launch_args(const std::vector<std::string>& args);
 // Such a job runs the node rendezvous inside the allocation and outlives a lost node
 // (templates/slurm/agent-per-node.sbatch: sbatch --no-kill, no --kill-on-bad-exit).
 bool elastic_in_launch_args(const std::vector<std::string>& args);
+
+// A launch.* setting the nodes' `mtrain launch` will use: the launch arguments' value, else
+// launch_settings' non-empty one.
+std::optional<std::string> launch_value(const JobOptions& job, const std::string& key);
+
+// True when the job is elastic (launch.nnodes MIN:MAX with MIN < MAX, from either source).
+bool elastic_job(const JobOptions& job);
 
 // Cross-field checks and defaults (ntasks_per_node, output). Throws mtrain::Error.
 void finalize(JobOptions& job, const std::string& cwd);

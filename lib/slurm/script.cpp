@@ -201,7 +201,7 @@ Exports add_run_options(SbatchBlock& sb, const JobOptions& job) {
 
 std::string render_script(const JobOptions& job, const ScriptContext& ctx) {
   const bool agent = job.pattern == Pattern::AgentPerNode;
-  const bool elastic = agent && elastic_in_launch_args(job.launch_args);
+  const bool elastic = agent && elastic_job(job);
   SbatchBlock sb;
   add_resources(sb, job, agent, elastic);
   const Exports exports = add_run_options(sb, job);

@@ -7,12 +7,21 @@
 #   4. the node that joined first is SIGKILLed (agent and rank): the survivor re-forms alone
 #      (round 1) within the node timeout and finishes;
 #   4b. etcd with auth enabled: nodes with MTRAIN_ETCD_USERNAME/PASSWORD form the job, one without is refused;
+#   0/3. `mtrain env` reports each member's answer and version, and names the one killed;
 #   5. the whole etcd cluster is lost: every node stops its ranks within the node timeout and
 #      says why in one paragraph naming the members.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/etcd_lib.sh"
 start_etcd
 export MTRAIN_RDZV_TOKEN=etcd-e2e-0123456789abcdef
+# 0. mtrain env: every member answers with the version the etcd binary has (issue 43 item 5);
+#    the configured rendezvous (MTRAIN_RDZV_*) is reported without flags.
+want=$(etcd --version | sed -n 's/^etcd Version: //p')
+envj=$("$MTRAIN" env --rdzv-backend etcd --rdzv-endpoint "$ETCD_ENDPOINTS" --format json)
+got=$(echo "$envj" | /usr/bin/python3 -c 'import json,sys; r=json.load(sys.stdin)["rendezvous"]; print(r["answered"], *sorted({m["etcdserver"] for m in r["members"]}))')
+[ "$got" = "3 $want" ] && ok "mtrain env: 3 of 3 etcd members answer, etcd $want" || fail "mtrain env said '$got' (want '3 $want')"
+MTRAIN_RDZV_BACKEND=etcd MTRAIN_RDZV_ENDPOINT="$ETCD_ENDPOINTS" "$MTRAIN" env | grep -q "^  ${ETCD_CLIENT[2]}: *answers: etcd $want" \
+  && ok "mtrain env reports the configured (MTRAIN_RDZV_*) etcd members" || fail "mtrain env text: $(MTRAIN_RDZV_BACKEND=etcd MTRAIN_RDZV_ENDPOINT="$ETCD_ENDPOINTS" "$MTRAIN" env | sed -n '/^rendezvous/,/^environment/p')"
 PREFIX=/mtrain/rdzv/
 # The rank: prints what it was given, then runs $1 seconds in round 0 and $2 in later rounds.
 cat >"$WORK/rank.sh" <<'SH'
@@ -27,7 +36,7 @@ start_node() {
     --master-port "$(free_port)" --nproc-per-node 1 "$@" -- bash "$WORK/rank.sh" "$r0" "$r1" >"$WORK/$tag.node$k" 2>&1 &
   eval "agent$k=\$!"
 }
-show() { for f in "$WORK/$1".node*; do sed "s|^|    $(basename "$f") | |" "$f"; done; }
+show() { for f in "$WORK/$1".node*; do sed "s#^#    $(basename "$f") | #" "$f"; done; }
 
 # 1. form, finish, clean up.
 t0=$(date +%s.%N)
@@ -57,6 +66,8 @@ start_node member 0 2 6 0
 start_node member 1 2 6 0
 wait_for "$WORK/member.node1" "rank [01] of 2" 20 || fail "member job did not start"
 kill -9 "${etcd_pids[0]}"
+"$MTRAIN" env --rdzv-backend etcd --rdzv-endpoint "$ETCD_ENDPOINTS" | grep -q "1 of 3 etcd members did not answer: ${ETCD_CLIENT[0]}" \
+  && ok "mtrain env names the member that is down" || fail "mtrain env did not name ${ETCD_CLIENT[0]}"
 wait "$agent0"; rc0=$?; wait "$agent1"; rc1=$?
 [ "$rc0 $rc1" = "0 0" ] && ok "an etcd member killed mid-run: the job finished unharmed" || { fail "member loss: $rc0 $rc1"; show member; }
 # Bring it back (same data dir) for the next cases.

@@ -61,7 +61,7 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; optim Enter;
   // lr 3e-4; work dir; TensorBoard Enter
   std::string t;
-  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n\n", &t);
+  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n\n", &t);
   CHECK(a.at("launch.launcher") == "slurm");
   CHECK(a.at("slurm.nodes") == 2);
   CHECK(a.at("slurm.gpus_per_node") == 4);
@@ -77,7 +77,27 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   CHECK(a.at("train.work_dir") == "runs/a");
   CHECK(a.at("log.tensorboard") == "");  // Enter: no TensorBoard
   CHECK(a.count("launch.hostfile") == 0);
+  CHECK(a.count("launch.nnodes") == 0);  // Enter: the allocation's 2, fixed: no rendezvous question
+  CHECK(a.count("launch.rdzv_backend") == 0);
   CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
+}
+
+TEST_CASE("an elastic Slurm job is offered the etcd rendezvous, whose members must be given", "[config][wizard][etcd]") {
+  // launcher 4 = slurm; nproc 1; 4 nodes, no GPUs, partition/time/account Enter; nnodes 2:4;
+  // rendezvous 4 = etcd; members Enter (refused: no default), then the list; the rest Enter.
+  std::string t;
+  auto a = drive("4\n1\n4\n\n\n\n\n2:4\n4\n\ne1:2379,e2:2379,e3:2379\n" + std::string(30, '\n'), &t);
+  CHECK(a.at("launch.nnodes") == "2:4");
+  CHECK(a.at("launch.rdzv_backend") == "etcd");
+  CHECK(a.at("launch.rdzv_endpoint") == "e1:2379,e2:2379,e3:2379");
+  CHECK_THAT(t, Catch::Contains("etcd: an etcd cluster you run (any node may be lost)"));
+  CHECK_THAT(t, Catch::Contains("not accepted: the etcd backend needs its members"));
+  CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
+  // An elastic range that does not hold the allocation is refused on the spot.
+  std::string t2;
+  drive("4\n1\n4\n\n\n\n\n5:8\n2:4\n2\n" + std::string(30, '\n'), &t2);
+  CHECK_THAT(t2, Catch::Contains("launch.nnodes 5:8 and slurm.nodes 4 disagree"));
+  CHECK_THAT(t2, Catch::Contains("launch.nnodes [4]:"));  // the allocation's count is the default
 }
 
 TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked with the reason", "[config][wizard]") {

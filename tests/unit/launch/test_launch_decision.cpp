@@ -291,6 +291,29 @@ TEST_CASE("decide_launch, elastic Slurm step: the node rendezvous from the alloc
   CHECK(!first.agent->store_elsewhere);  // the first node holds the store
 }
 
+TEST_CASE("decide_launch, elastic Slurm step on etcd: the members given, no store on the first node",
+          "[launch][decision][slurm][etcd]") {
+  FakeProbes probes;
+  EnvMap step{{"SLURM_JOB_ID", "77"},         {"SLURM_STEP_ID", "3"},
+              {"SLURM_STEP_NODELIST", "n[1-3]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"},
+              {"SLURM_NODEID", "0"},          {"MASTER_PORT", "23456"},
+              {"MTRAIN_RDZV_TOKEN", "0123456789abcdef0123"}};
+  auto o = program();
+  o.multi.nnodes = "2:3";
+  o.multi.rdzv_backend = config::RdzvBackend::Etcd;
+  o.multi.rdzv_endpoint = "e1:2379,e2:2379,e3";
+  auto d = decide_launch(o, environment(step), probes);
+  REQUIRE(d.agent.has_value());
+  CHECK(d.agent->etcd);
+  REQUIRE(d.agent->etcd_client.endpoints.size() == 3);
+  CHECK(d.agent->etcd_client.endpoints[2].str() == "e3:2379");
+  CHECK(d.options.multi.node_name == "n1");
+  CHECK(d.options.plan.rdzv_id == "slurm-77.3");  // every node's run id alike
+  // Without the members the first node's address would be taken for an etcd member.
+  o.multi.rdzv_endpoint.clear();
+  CHECK(contains(refusal(o, environment(step), probes), "--rdzv-backend etcd needs --rdzv-endpoint"));
+}
+
 TEST_CASE("decide_launch, static node by hand: --nnodes N --node-rank K", "[launch][decision]") {
   FakeProbes probes;
   auto o = program();

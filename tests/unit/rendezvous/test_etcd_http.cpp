@@ -1,5 +1,8 @@
 #include <catch2/catch.hpp>
 
+#include <sstream>
+#include <thread>
+
 #include <boost/asio.hpp>
 
 #include "mtrain/core/error.hpp"
@@ -52,4 +55,39 @@ TEST_CASE("a member that accepts but never answers times out within the op timeo
   const auto t0 = std::chrono::steady_clock::now();
   CHECK_THROWS_AS(kv.get("/k"), mtrain::Error);
   CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(3));
+}
+
+TEST_CASE("a watch event that arrives in two pieces is read whole", "[etcd_http]") {
+  // The gateway streams one JSON message per line; a large event (the round's signed agreement)
+  // can reach the client in several reads. The first piece already holds "events".
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor gateway(io, {asio::ip::make_address("127.0.0.1"), 0});
+  const std::string value(600, 'A');  // base64 text, as etcd sends values
+  std::thread server([&] {
+    asio::ip::tcp::socket s(io);
+    gateway.accept(s);
+    asio::streambuf req;
+    asio::read_until(s, req, "\r\n\r\n");
+    auto chunk = [&](const std::string& data) {
+      std::ostringstream c;
+      c << std::hex << data.size() << "\r\n" << data << "\r\n";
+      asio::write(s, asio::buffer(c.str()));
+    };
+    asio::write(s, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")));
+    chunk("{\"result\":{\"header\":{\"revision\":\"7\"},\"created\":true}}\n");
+    const std::string event = "{\"result\":{\"header\":{\"revision\":\"8\"},\"events\":[{\"kv\":{\"key\":\"L3gv\",\"value\":\"" + value + "\"}}]}}\n";
+    chunk(event.substr(0, 200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    chunk(event.substr(200));
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  });
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gateway.local_endpoint().port()}};
+  o.op_timeout = Duration(2000);
+  EtcdHttp kv(o);
+  bool changed = false;
+  CHECK_NOTHROW(changed = kv.watch_prefix("/x/", 8, Duration(2000)));
+  CHECK(changed);
+  server.join();
 }

@@ -149,3 +149,33 @@ TEST_CASE("too few nodes by the join timeout: an error naming who came", "[etcd_
   EtcdRendezvous a(o, kv, clock);
   CHECK_THROWS_WITH(a.join(), Catch::Contains("1 of at least 2 nodes joined (node-a)"));
 }
+
+TEST_CASE("a node arriving while the round runs does not hide a lost one", "[etcd_rendezvous]") {
+  // Heartbeats count the round's member keys; a late node's key in the running round would make
+  // up for a lost node's. It leaves the round's members once it sees the agreement without it.
+  Pair p;
+  p.form(1);
+  auto late = node("node-c", 2, 2, 1);
+  late.node_timeout = Duration(100);  // its watch for the next round wakes often (real time)
+  EtcdRendezvous c(late, p.kv, p.clock);
+  auto fc = std::async(std::launch::async, [&] {
+    try {
+      c.join();
+    } catch (const mtrain::Error&) {
+    }
+  });
+  // Until node-c has come and gone from round 0's members.
+  for (int i = 0; i < 2000 && p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() != 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  CHECK(p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() == 2);
+  p.clock.advance(Duration(200));
+  p.a->heartbeat();
+  p.clock.advance(Duration(200));
+  p.kv->expire();  // node-b's lease (and node-c's: the manual clock stands still for its agent)
+  JobState s = p.a->heartbeat();
+  CHECK(s.round == 1);
+  CHECK(s.restart_reason.find("node-b lost") != std::string::npos);
+  p.a->report_failure("test over");
+  fc.wait_for(std::chrono::seconds(5));
+}

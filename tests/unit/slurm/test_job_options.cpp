@@ -142,6 +142,20 @@ TEST_CASE("options: the ranks per node and the elastic node count in any spellin
   CHECK_THROWS_WITH(finalize(e, "/w"), Catch::Contains("--nnodes 2:3 does not fit an allocation of --nodes 4"));
 }
 
+TEST_CASE("options: --rdzv-backend etcd goes to the nodes only with its members' list", "[slurm][options][etcd]") {
+  JobOptions j;
+  j.mtrain = "/usr/bin/mtrain";
+  j.nodes = 3;
+  j.launch_args = {"--nnodes", "2:3", "--rdzv-backend", "etcd"};
+  CHECK_THROWS_WITH(finalize(j, "/w"), Catch::Contains("--rdzv-backend etcd needs --rdzv-endpoint"));
+  j.launch_args = {"--nnodes", "2:3", "--rdzv_backend=etcd"};
+  CHECK_THROWS_WITH(finalize(j, "/w"), Catch::Contains("--rdzv-backend etcd needs --rdzv-endpoint"));
+  j.launch_args = {"--nnodes", "2:3", "--rdzv-backend", "etcd", "--rdzv-endpoint", "e1:2379,e2:2379,e3:2379"};
+  CHECK_NOTHROW(finalize(j, "/w"));
+  j.launch_args = {"--nnodes", "2:3", "--rdzv-backend", "mtrain"};  // the first node's store by default
+  CHECK_NOTHROW(finalize(j, "/w"));
+}
+
 TEST_CASE("a 100 MB job name is refused, a 200-byte one accepted", "[slurm][options][limits]") {
   JobOptions j;
   j.mtrain = "/usr/bin/mtrain";

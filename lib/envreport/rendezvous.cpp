@@ -1,0 +1,54 @@
+// The node rendezvous the job is configured for (--rdzv-backend etcd, --rdzv-endpoint, or the
+// same settings from the environment and the user file): does each etcd member answer, and with
+// which version. Asked of every member on its own, so a report names the one that is down.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "mtrain/core/error.hpp"
+#include "mtrain/envreport/report.hpp"
+#include "mtrain/rendezvous/etcd_http.hpp"
+
+namespace mtrain::envreport {
+
+json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms) {
+  json r = {{"backend", backend}, {"endpoint", endpoint.empty() ? json(nullptr) : json(endpoint)}};
+  if (backend != "etcd") return r;
+  if (endpoint.empty()) {
+    r["error"] = "no --rdzv-endpoint (launch.rdzv_endpoint) lists the etcd members";
+    return r;
+  }
+  std::vector<rendezvous::Endpoint> eps;
+  try {
+    eps = rendezvous::parse_etcd_endpoints(endpoint);
+  } catch (const Error& e) {
+    r["error"] = e.message();
+    return r;
+  }
+  json members = json::array();
+  int answered = 0;
+  for (const auto& ep : eps) {
+    json m = {{"endpoint", ep.str()}, {"answered", false}};
+    try {
+      rendezvous::EtcdOptions o;
+      o.endpoints = {ep};
+      o.op_timeout = rendezvous::Duration(std::clamp(timeout_ms, 100, 3000));
+      const json v = rendezvous::EtcdHttp(o).version();
+      m["answered"] = true;
+      m["etcdserver"] = v.value("etcdserver", "");
+      m["etcdcluster"] = v.value("etcdcluster", "");
+      ++answered;
+    } catch (const Error& e) {
+      // EtcdHttp's message lists every member it tried: here only this one, after its name.
+      const std::string msg = e.message(), own = ep.str() + ": ";
+      const size_t at = msg.find(own);
+      m["error"] = at == std::string::npos ? msg : msg.substr(at + own.size());
+    }
+    members.push_back(m);
+  }
+  r["members"] = members;
+  r["answered"] = answered;
+  return r;
+}
+
+}  // namespace mtrain::envreport
