@@ -25,6 +25,11 @@ struct WizardOptions {
     std::string recommended;
   };
   std::function<Advice(const json& job)> advise;
+  // For the FSDP units question (strategy fsdp, model torchscript): the submodule classes of the
+  // model file ("Block (x2)", "Linear"), offered as fsdp.wrap_module_types; an answer naming a
+  // class not among them is asked again. Unset, or throwing: no list, any answer. `mtrain config
+  // init` wires it to the worker (launch/model_check.hpp), which config may not link.
+  std::function<std::vector<std::string>(const std::string& model_path)> module_classes;
 };
 
 // Runs the questions; returns the answers (and every --set) by key. Throws mtrain::Error when the
