@@ -29,9 +29,11 @@ ValidateReport validate_file(const Registry& reg, const std::string& path);
 ValidateReport validate_file_as_launch(const Registry& reg, const std::string& path,
                                        const std::function<void(const json& job)>& check_model);
 
-// `text` about to be written to `file`, checked as validate_file will read it once written
-// (relative input paths from the file's folder: yaml_layer.hpp, from_file_folder).
-ValidateReport validate_text_for(const Registry& reg, const std::string& text, const std::string& file);
+// `text` about to be written to `file`, checked as validate_file_as_launch will check it once
+// written (relative input paths from the file's folder: yaml_layer.hpp, from_file_folder): what
+// `config init` reads back, so it never writes a job that `config validate` refuses.
+ValidateReport validate_text_for(const Registry& reg, const std::string& text, const std::string& file,
+                                 const std::function<void(const json& job)>& check_model = {});
 
 // Human report: one line per issue, then a summary line.
 std::string format_report(const ValidateReport& r);

@@ -273,6 +273,13 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
       print_question(q, s, number, out);
       std::function<void(const json&)> also_check;
       if (q.key == "fsdp.wrap_module_types") also_check = offer_module_classes(opt, text_of(r.job, "model.path"), out);
+      if (q.key == "model.path" && opt.check_model)
+        also_check = [&](const json& v) {
+          Answers trial = answers;
+          trial.values[q.key] = v;
+          const json job = trial.job(reg).job;
+          if (ranks_run_here(job)) opt.check_model(job);  // elsewhere the launcher checks it on the node
+        };
       answers.values[q.key] = ask(reg, answers, s, q.key, current, in, out, also_check);
     }
   }
@@ -312,7 +319,7 @@ std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istr
   }
   const std::string text = wizard_yaml(reg, answers, opt.output);
   // The file must read back as a valid job: anything else is a bug in the wizard, not the user.
-  ValidateReport rep = validate_text_for(reg, text, opt.output);
+  ValidateReport rep = validate_text_for(reg, text, opt.output, opt.wizard.check_model);
   if (!rep.ok())
     throw Error("the answers do not make a valid job:\n" + format_report(rep),
                 "Change the answers above (or the --set values) and run it again.");

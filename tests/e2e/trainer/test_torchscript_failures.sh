@@ -130,6 +130,11 @@ expect_in "$WORK/sub/job.yaml" "interval: 5"
 (cd / && timeout -k 5 120 "$MTRAIN" config validate "$WORK/sub/job.yaml") >"$WORK/subval.out" 2>&1
 rc=$?
 expect_rc 0 "the job config init wrote validates from another folder"
+# A job validate would refuse is not written: the same model check.
+run_mtrain "$WORK/initbad.out" config init --defaults -o "$WORK/bad.yaml" --set model.name=torchscript \
+  --set model.path="$WORK/good.pt" --set data.name=tensors --set data.path="$WORK/good.pt"
+expect_rc 2 "config init refuses a model.path that is no TorchScript archive"
+[ ! -e "$WORK/bad.yaml" ] && ok "no job file written" || fail "config init wrote $WORK/bad.yaml"
 
 # FSDP with one unit: said once, on rank 0, naming the setting and the classes; not with blocks.
 retry_port_clash "$WORK/out-one" launch --nproc-per-node 2 --master-port 0 --strategy fsdp --max-steps 2 \

@@ -273,3 +273,32 @@ TEST_CASE("init writes the files' paths from the job file's folder, and says so 
   CHECK(validate_file(job_registry(), opt.output).ok());
   fs::remove_all(root);
 }
+
+TEST_CASE("the model.path answer and the job written get the launch's model check, as validate does (issue 45)",
+          "[config][wizard]") {
+  const std::string good = temp_path("checked_net.pt"), dict = temp_path("checked_dict.pt"),
+                    data = temp_path("checked_data.pt");
+  for (const auto& f : {good, dict, data}) std::ofstream(f) << "zip";
+  WizardOptions opt;
+  opt.check_model = [&dict](const json& job) {
+    if (get(job, "model.path") == dict) throw mtrain::Error("'" + dict + "' is not a TorchScript archive", "script it");
+  };
+  std::string t;
+  // launcher, nproc Enter; torchscript; the state dict (refused), then the model; the rest as before.
+  auto a =
+      drive("\n\ntorchscript\n" + dict + "\n" + good + "\n\ntensors\n" + data + "\n" + std::string(14, '\n'), &t, opt);
+  CHECK(a.at("model.path") == good);
+  CHECK_THAT(t, Catch::Contains("not accepted: '" + dict + "' is not a TorchScript archive. script it"));
+  // Given with --set, it is not asked, and the file is not written.
+  InitOptions init;
+  init.output = temp_path("checked_job.yaml");
+  std::remove(init.output.c_str());
+  init.wizard = opt;
+  init.wizard.use_defaults = true;
+  init.wizard.sets = {"model.name=torchscript", "model.path=" + dict, "data.name=tensors", "data.path=" + data};
+  std::istringstream in;
+  std::ostringstream out;
+  CHECK_THROWS_WITH(init_job_file(job_registry(), init, in, out), Catch::Contains("not a TorchScript archive"));
+  CHECK_FALSE(std::filesystem::exists(init.output));
+  for (const auto& f : {good, dict, data}) std::remove(f.c_str());
+}
