@@ -12,6 +12,7 @@
 #include "mtrain/estimate/estimate.hpp"
 #include "mtrain/estimate/estimate_job.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/model_check.hpp"
 
 namespace mtrain::app {
 
@@ -33,12 +34,22 @@ void build_config(CLI::App* config, Exit& exit) {
     return cfg::WizardOptions::Advice{estimate::render_text(e),
                                       e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
   };
+  // The FSDP units question offers the classes of the user's TorchScript model, as the worker
+  // that will train it lists them.
+  init_opt->wizard.module_classes = [](const std::string& model_path) {
+    return launch::torchscript_module_classes(model_path, launch::own_worker());
+  };
+  // The launch's model check (issue 45): on the wizard's model.path answer and the job it writes,
+  // and in validate, before any rank starts.
+  const auto model_check = [](const cfg::json& job) { launch::check_trainer_files(job, launch::own_worker()); };
+  init_opt->wizard.check_model = model_check;
   init->callback([&exit, init_opt] { exit.code = cfg::config_init(cfg::job_registry(), *init_opt, std::cin, std::cout); });
 
   auto* validate = config->add_subcommand("validate", "Check a job file: every error with file:line:column (exit 0 valid, 2 invalid)");
   auto val_opt = std::make_shared<cfg::ValidateOptions>();
   validate->add_option("file", val_opt->file, "Job file (YAML)")->required();
   validate->add_option("--format", val_opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  val_opt->check_model = model_check;
   validate->callback([&exit, val_opt] { exit.code = cfg::config_validate(cfg::job_registry(), *val_opt, std::cout, std::cerr); });
 
   auto* show = config->add_subcommand("show", "Print the effective job (defaults < user file < job file < MTRAIN_* < flags < --set)");

@@ -106,7 +106,7 @@ int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, 
 }
 
 int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostream& out, std::ostream& err) {
-  ValidateReport rep = validate_file(reg, opt.file);
+  ValidateReport rep = validate_file_as_launch(reg, opt.file, opt.check_model);
   if (opt.format == "json") {
     json issues = json::array();
     for (const auto& i : rep.issues)

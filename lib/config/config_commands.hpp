@@ -2,6 +2,7 @@
 // The `mtrain config …` subcommands as library calls: options in, exit code out, text to the
 // given streams (so tests run them without a process). apps/mtrain/cmd_config.cpp only maps
 // flags onto these structs.
+#include <functional>
 #include <iosfwd>
 #include <map>
 #include <string>
@@ -26,6 +27,8 @@ int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, 
 struct ValidateOptions {
   std::string file;
   std::string format = "text";  // text | json
+  // The launcher's model check (validate.hpp, validate_file_as_launch); unset: the file's own checks.
+  std::function<void(const json& job)> check_model;
 };
 int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostream& out, std::ostream& err);
 

@@ -32,14 +32,6 @@ int effective_zero_stage(const json& job) {
   return static_cast<int>(as_int(job, "zero.stage"));
 }
 
-// The TorchScript model file is checked on this machine only when the ranks run here (launcher
-// local, or auto without a hostfile); on ssh/Slurm nodes the launcher checks it on the node before
-// any rank starts (launch/model_check.hpp).
-bool ranks_run_here(const json& job) {
-  const LauncherKind starter = choice_at<LauncherKind>(job, "launch.launcher");
-  return starter == LauncherKind::Local || (starter == LauncherKind::Auto && as_text(job, "launch.hostfile").empty());
-}
-
 // Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
 // `model_given`: model.name was set (not its default), for the message.
 std::vector<Problem> model_file_problems(const json& job, bool model_given) {
@@ -55,9 +47,12 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
           ? std::string()
           : not_regular_file(init);
   if (!init_problem.empty()) {
-    out.push_back({true, {"model.init"}, fmt::format("model.init '{}' {}", init, init_problem),
+    out.push_back({true,
+                   {"model.init"},
+                   fmt::format("model.init '{}' {}", init, init_problem),
                    "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
-                   "checkpoint folder (relative paths are from the current folder)."});
+                   "checkpoint folder (a relative path in a job file is from the job file's folder, else from the "
+                   "current folder)."});
   }
   const std::string path = as_text(job, "model.path");
   // `--model-path net.pt` alone would train the built-in gpt, and every rank fail on the data.
@@ -127,6 +122,13 @@ std::vector<Problem> launch_problems(const Resolved& r) {
 }
 
 }  // namespace
+
+// The TorchScript model file is checked on this machine only when the ranks run here; on ssh/Slurm
+// nodes the launcher checks it on the node before any rank starts (launch/model_check.hpp).
+bool ranks_run_here(const json& job) {
+  const LauncherKind starter = choice_at<LauncherKind>(job, "launch.launcher");
+  return starter == LauncherKind::Local || (starter == LauncherKind::Auto && as_text(job, "launch.hostfile").empty());
+}
 
 long long min_nodes(const json& job) {
   const std::string t = as_text(job, "launch.nnodes");

@@ -20,6 +20,10 @@ std::vector<Problem> cross_check(const Registry& reg, const Resolved& job);
 
 // Ranks in the whole job when the settings fix it (numeric nproc_per_node), else 0.
 long long known_world_size(const json& job);
+
+// Whether the ranks run on this machine (launcher local, or auto without a hostfile): then the
+// files they read are checked here; on ssh/Slurm nodes the launcher checks them on the node.
+bool ranks_run_here(const json& job);
 // launch.nnodes as a count: N, or MIN of MIN:MAX (an elastic job).
 long long min_nodes(const json& job);
 

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <functional>
 #include <istream>
 #include <ostream>
@@ -19,6 +20,7 @@
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/config/validate.hpp"
+#include "mtrain/config/yaml_layer.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/node_count.hpp"
 #include "mtrain/core/strings.hpp"
@@ -79,7 +81,8 @@ const std::vector<Question>& script() {
         {"model.n_embd", "GPT size: width (a multiple of the head count).", model_is(ModelName::Gpt)},
         {"model.hidden", "MLP size: hidden width.", model_is(ModelName::Mlp)},
         {"model.depth", "MLP size: layers.", model_is(ModelName::Mlp)},
-        {"model.path", "Your own model: which TorchScript file (torch.jit.save(torch.jit.script(model), PATH))?", torchscript},
+        {"model.path", "Your own model: which TorchScript file (torch.jit.save(torch.jit.script(model), PATH))?",
+         torchscript},
         {"model.loss", "Your model's loss: its own loss(input, target) method (auto), or which?", torchscript},
         {"data.name", "Which data does it train on?", torchscript},
         {"data.path", "Your data: which file?", user_data},
@@ -88,22 +91,35 @@ const std::vector<Question>& script() {
         {"train.batch_size", "Samples per rank per micro-batch?", always},
         {"strategy", "How should model state be spread over the ranks?", always},
         {"zero.offload_optimizer_device", "ZeRO: keep optimiser state off the GPU?", zero},
-        {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?",
-         strategy_is(StrategyName::Zero3)},
+        {"zero.offload_param_device", "ZeRO-3: keep parameter shards off the GPU?", strategy_is(StrategyName::Zero3)},
         {"fsdp.sharding_strategy", "FSDP: what to shard?", strategy_is(StrategyName::Fsdp)},
-        {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?",
-         strategy_is(StrategyName::Fsdp)},
+        {"fsdp.cpu_offload", "FSDP: keep parameter shards in CPU memory?", strategy_is(StrategyName::Fsdp)},
+        // Without named blocks FSDP over the user's model is one unit: every parameter gathered
+        // at once, no memory saved over ddp (issue 45). The classes found are listed before it.
+        {"fsdp.wrap_module_types",
+         "FSDP: which blocks of your model are its units (class names, comma-separated)? "
+         "Empty: the whole model is one unit and FSDP saves no memory.",
+         [=](const json& j) { return strategy_is(StrategyName::Fsdp)(j) && torchscript(j); }},
         {"precision.loss_scale", "fp16 needs loss scaling so small gradients survive: fixed or dynamic?",
          [](const json& j) { return choice_at<Precision>(j, "train.precision") == Precision::Fp16; }},
         {"precision.initial_scale_power", "fp16 dynamic scaling: starting power of two.",
-         [](const json& j) { return choice_at<Precision>(j, "train.precision") == Precision::Fp16 && get(j, "precision.loss_scale").get<double>() == 0; }},
+         [](const json& j) {
+           return choice_at<Precision>(j, "train.precision") == Precision::Fp16 &&
+                  get(j, "precision.loss_scale").get<double>() == 0;
+         }},
         {"train.grad_accum", "Micro-batches per optimiser step?", always},
         {"train.max_steps", "How long to train (optimiser steps)?", always},
+        {"checkpoint.interval",
+         "How often to save a checkpoint (optimiser steps)? Ctrl-C saves one too, and "
+         "`mtrain launch ... --resume auto` continues from the newest.",
+         always},
         {"optim.name", "Optimiser?", always},
         {"optim.lr", "Peak learning rate?", always},
         {"train.work_dir", "Where should metrics, checkpoints and model.pt go?", always},
-        {"log.tensorboard", "Watch the run in TensorBoard? A folder for its event files (empty: no; for MLflow "
-                            "set log.mlflow.uri, docs/tracking.md).", always},
+        {"log.tensorboard",
+         "Watch the run in TensorBoard? A folder for its event files (empty: no; for MLflow "
+         "set log.mlflow.uri, docs/tracking.md).",
+         always},
     };
   }();
   return q;
@@ -126,7 +142,14 @@ json interpret(const Registry& reg, const Setting& s, const std::string& raw, co
   return reg.parse_text(s, a);
 }
 
-std::string shown(const json& v) { return v.is_string() ? (v.get<std::string>().empty() ? "(empty)" : v.get<std::string>()) : v.dump(); }
+std::string shown(const json& v) {
+  if (v.is_array()) {
+    std::vector<std::string> items;
+    for (const auto& i : v) items.push_back(i.is_string() ? i.get<std::string>() : i.dump());
+    return items.empty() ? "(empty)" : str::join(items, ", ");
+  }
+  return v.is_string() ? (v.get<std::string>().empty() ? "(empty)" : v.get<std::string>()) : v.dump();
+}
 
 // The answers so far, and the job they resolve to (every other setting at its default).
 struct Answers {
@@ -189,9 +212,40 @@ void check_answer(const Registry& reg, const Answers& answers, const std::string
   }
 }
 
+// Lists the module classes of the model file (opt.module_classes) under the FSDP units question,
+// and returns the check that each class named is one of them (a dotted name such as blocks.0 is a
+// submodule path, left to the worker). No list (unset, or it throws): said, and no check.
+std::function<void(const json&)> offer_module_classes(const WizardOptions& opt, const std::string& model_path,
+                                                      std::ostream& out) {
+  if (!opt.module_classes) return {};
+  std::vector<std::string> classes;
+  try {
+    classes = opt.module_classes(model_path);
+  } catch (const Error& e) {
+    out << "    (no list of its module classes: " << e.message() << ")\n";
+    return {};
+  }
+  if (classes.empty()) {
+    out << "    (no module classes listed for " << model_path << ")\n";
+    return {};
+  }
+  out << "    module classes in " << model_path << ": " << str::join(classes, ", ") << "\n";
+  std::set<std::string> known;
+  for (const auto& c : classes) known.insert(c.substr(0, c.find(" (x")));
+  return [known, classes, model_path](const json& v) {
+    for (const auto& item : v) {
+      const std::string name = item.get<std::string>();
+      if (name.find('.') == std::string::npos && !known.count(name))
+        throw Error(fmt::format("'{}' is not a module class of {}", name, model_path),
+                    fmt::format("Name one or more of: {} (or a dotted submodule name such as blocks.0)",
+                                str::join(classes, ", ")));
+    }
+  };
+}
+
 // Prompts until an answer is accepted; a refused one is explained and asked again.
 json ask(const Registry& reg, const Answers& answers, const Setting& s, const std::string& key, const json& current,
-         std::istream& in, std::ostream& out) {
+         std::istream& in, std::ostream& out, const std::function<void(const json&)>& also_check = {}) {
   for (;;) {
     out << fmt::format("  {} [{}]: ", key, shown(current)) << std::flush;
     std::string line;
@@ -201,6 +255,7 @@ json ask(const Registry& reg, const Answers& answers, const Setting& s, const st
     try {
       json v = interpret(reg, s, line, current);
       check_answer(reg, answers, key, v);
+      if (also_check) also_check(v);
       return v;
     } catch (const Error& e) {
       out << "  not accepted: " << e.message() << (e.hint().empty() ? "" : ". " + e.hint()) << "\n";
@@ -236,7 +291,16 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
       answers.values[q.key] = current;
     } else {
       print_question(q, s, number, out);
-      answers.values[q.key] = ask(reg, answers, s, q.key, current, in, out);
+      std::function<void(const json&)> also_check;
+      if (q.key == "fsdp.wrap_module_types") also_check = offer_module_classes(opt, text_of(r.job, "model.path"), out);
+      if (q.key == "model.path" && opt.check_model)
+        also_check = [&](const json& v) {
+          Answers trial = answers;
+          trial.values[q.key] = v;
+          const json job = trial.job(reg).job;
+          if (ranks_run_here(job)) opt.check_model(job);  // elsewhere the launcher checks it on the node
+        };
+      answers.values[q.key] = ask(reg, answers, s, q.key, current, in, out, also_check);
     }
     if (slurm_nnodes && !preset) {
       const NodeCountReading n = read_nnodes(text_of(answers.job(reg).job, q.key));
@@ -254,6 +318,8 @@ std::string wizard_yaml(const Registry& reg, const std::map<std::string, json>& 
                 "Run it:      mtrain launch --config " + file_name,
                 "Check it:    mtrain config validate " + file_name,
                 "All values:  mtrain config show --config " + file_name + " --sources",
+                "Relative paths of the files it reads (model.path, model.init, data.path, data.val_path) are",
+                "from this file's folder; train.work_dir and log folders from where mtrain runs.",
                 "Every setting not listed here keeps its default (`mtrain config docs`)."};
   return to_yaml(reg, values, opt);
 }
@@ -264,9 +330,20 @@ std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istr
     throw Error(fmt::format("{} already exists; nothing was changed", opt.output),
                 "Pass --force to overwrite it, or -o to write another file.");
   auto answers = run_wizard(reg, in, out, opt.wizard);
+  // The answers name files from the current folder; the file names them from its own folder.
+  namespace fs = std::filesystem;
+  const fs::path folder = fs::absolute(fs::path(opt.output)).lexically_normal().parent_path();
+  for (const auto& key : file_folder_relative_keys()) {
+    auto it = answers.find(key);
+    if (it == answers.end() || !it->second.is_string() || it->second.get<std::string>().empty()) continue;
+    const fs::path p = it->second.get<std::string>();
+    if (p.is_absolute()) continue;
+    const fs::path from_file = fs::absolute(p).lexically_normal().lexically_relative(folder);
+    it->second = (from_file.empty() ? fs::absolute(p).lexically_normal() : from_file).string();
+  }
   const std::string text = wizard_yaml(reg, answers, opt.output);
   // The file must read back as a valid job: anything else is a bug in the wizard, not the user.
-  ValidateReport rep = validate_text(reg, text, opt.output);
+  ValidateReport rep = validate_text_for(reg, text, opt.output, opt.wizard.check_model);
   if (!rep.ok())
     throw Error("the answers do not make a valid job:\n" + format_report(rep),
                 "Change the answers above (or the --set values) and run it again.");

@@ -25,6 +25,15 @@ struct WizardOptions {
     std::string recommended;
   };
   std::function<Advice(const json& job)> advise;
+  // For the FSDP units question (strategy fsdp, model torchscript): the submodule classes of the
+  // model file ("Block (x2)", "Linear"), offered as fsdp.wrap_module_types; an answer naming a
+  // class not among them is asked again. Unset, or throwing: no list, any answer. `mtrain config
+  // init` wires it to the worker (launch/model_check.hpp), which config may not link.
+  std::function<std::vector<std::string>(const std::string& model_path)> module_classes;
+  // The launcher's model check, as `config validate` runs it (validate.hpp): on the model.path
+  // answer (a refusal is explained and asked again) and on the job before it is written. Unset: the
+  // file only has to exist.
+  std::function<void(const json& job)> check_model;
 };
 
 // Runs the questions; returns the answers (and every --set) by key. Throws mtrain::Error when the

@@ -1,6 +1,7 @@
 #include "mtrain/config/yaml_layer.hpp"
 
 #include <algorithm>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -241,7 +242,26 @@ YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source s
     return out;
   }
   if (auto format = detect_foreign(*text)) return import_layer(reg, *text, path, source, *format);
-  return parse_yaml_layer(reg, *text, path, source);
+  out = parse_yaml_layer(reg, *text, path, source);
+  from_file_folder(out.layer, path);
+  return out;
+}
+
+const std::vector<std::string>& file_folder_relative_keys() {
+  static const std::vector<std::string> keys = {"model.path", "model.init", "data.path", "data.val_path"};
+  return keys;
+}
+
+void from_file_folder(Layer& layer, const std::string& file) {
+  const std::filesystem::path folder = std::filesystem::path(file).parent_path();
+  if (folder.empty() || folder == ".") return;
+  for (const auto& key : file_folder_relative_keys()) {
+    auto it = layer.values.find(key);
+    if (it == layer.values.end() || !it->second.is_string()) continue;
+    const std::string value = it->second.get<std::string>();
+    if (value.empty() || std::filesystem::path(value).is_absolute()) continue;
+    it->second = (folder / value).lexically_normal().string();
+  }
 }
 
 std::string more_issues_line(size_t dropped) {

@@ -41,8 +41,20 @@ std::string more_issues_line(size_t dropped);
 // Parse YAML text (origin names it in positions); never throws on bad content.
 YamlLayer parse_yaml_layer(const Registry& reg, const std::string& text, const std::string& origin,
                            Source source);
-// Read a file; a missing or unreadable file is an issue at position 0.
+// Read a file; a missing or unreadable file is an issue at position 0. Relative paths of the files
+// a job reads are made relative to the file's folder (from_file_folder).
 YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source source);
+
+// The settings that name a file the job reads: in a YAML file a relative one is from that file's
+// folder, so `mtrain launch --config exp/job.yaml` finds exp/net.pt wherever it is run from (the
+// same for launch, validate, show, estimate and the job `config init` writes); on the command line,
+// in the environment and in --set, from the current folder. Outputs (train.work_dir, log.*) stay
+// from the current folder, where a run's outputs go by default.
+const std::vector<std::string>& file_folder_relative_keys();
+// Rewrites those values of `layer` (read from `file`) that are relative paths to start with
+// `file`'s folder ("exp/job.yaml", "net.pt" → "exp/net.pt"); a file in the current folder changes
+// nothing.
+void from_file_folder(Layer& layer, const std::string& file);
 
 // Throws an Error listing every issue (one per line) when there is any error.
 // `dropped`: problems beyond those listed (YamlLayer::issues_dropped), counted in the paragraph.

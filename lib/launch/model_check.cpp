@@ -19,6 +19,10 @@ WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const 
     const auto j = nlohmann::json::parse(json_text);
     for (const auto& u : j.at("unknown")) out.unknown.push_back({u.at("name").get<std::string>(), u.at("where").get<std::string>()});
     for (const auto& f : j.at("findings")) out.findings.push_back({f.at("what").get<std::string>(), f.at("where").get<std::string>()});
+    // Absent from a worker older than the list (issue 45): no classes to offer.
+    if (j.contains("classes"))
+      for (const auto& c : j.at("classes"))
+        out.classes.emplace_back(c.at("name").get<std::string>(), c.at("count").get<int>());
   } catch (const nlohmann::json::exception& e) {
     throw Error(fmt::format("'{} model-check' answered something other than its JSON ({}): {}", worker_path, e.what(),
                             visible_text(json_text.substr(0, 200))),
@@ -100,6 +104,14 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
   const auto facts = read_worker_facts(worker_path);
   if (!facts) return;
   if (auto refusal = torchscript_incompatibility(model_path, archive, *facts, answer.unknown)) throw *refusal;
+}
+
+std::vector<std::string> torchscript_module_classes(const std::string& model_path, const std::string& worker_path) {
+  read_torchscript_archive(model_path);  // a file that is no archive: the archive's own paragraph
+  std::vector<std::string> out;
+  for (const auto& [name, n] : ask_worker(model_path, worker_path, /*trust_code=*/false).classes)
+    out.push_back(n > 1 ? fmt::format("{} (x{})", visible_text(name), n) : visible_text(name));
+  return out;
 }
 
 void check_trainer_files(const config::json& job, const std::string& worker_path) {

@@ -8,6 +8,7 @@
 // worker's LibTorch is one paragraph and exit 2 — not a rank dying in torch::jit::load.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mtrain/config/registry.hpp"
@@ -22,6 +23,9 @@ namespace mtrain::launch {
 struct WorkerModelCheck {
   std::vector<OperatorUse> unknown;     // operators the worker's LibTorch does not have
   std::vector<TrustFinding> findings;   // code beyond the allowlist
+  // Its submodule classes ("Block (x2)" as {"Block", 2}), listed when the worker loaded it (no
+  // findings): what fsdp.wrap_module_types can name.
+  std::vector<std::pair<std::string, int>> classes;
 };
 
 // Parses the worker's answer; throws mtrain::Error naming the worker when it is not that JSON.
@@ -42,6 +46,12 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
 // node. Past this the launch stops with the worker's own words rather than waiting.
 inline constexpr int kModelCheckDeadlineSeconds = 120;
 void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
+
+// The submodule classes of the TorchScript model at `model_path`, as the worker at `worker_path`
+// lists them (`mtrain-worker model-check`, which loads the model only when its code is within the
+// allowlist): "Block (x2)", "Linear", … for `mtrain config init` to offer as
+// fsdp.wrap_module_types. Throws mtrain::Error when the worker refuses the file.
+std::vector<std::string> torchscript_module_classes(const std::string& model_path, const std::string& worker_path);
 
 // The bundled trainer's model file, before any rank starts on this host: for model.name
 // torchscript, check_torchscript_model. (The data files are checked with every other problem of

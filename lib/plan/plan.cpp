@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/counted.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/index_list.hpp"
 #include "mtrain/core/strings.hpp"
@@ -226,8 +227,8 @@ LaunchPlan build_plan(const PlanOptions& o, const HostFacts& f) {
   l.first_rank = o.first_rank >= 0 ? o.first_rank : o.node_rank * nproc;
   l.world_size = o.world_size > 0 ? o.world_size : nproc * o.nnodes;
   if (l.first_rank + nproc > l.world_size)
-    throw Error(fmt::format("node {} would hold ranks {}..{} but the world has {} ranks", o.node_rank, l.first_rank,
-                            l.first_rank + nproc - 1, l.world_size),
+    throw Error(fmt::format("node {} would hold ranks {}..{} but the world has {}", o.node_rank, l.first_rank,
+                            l.first_rank + nproc - 1, counted(l.world_size, "rank")),
                 "Every node must run as many ranks as the hostfile gives it.");
   l.gpus = gpus;
   l.cpu_count = f.cpu_count;

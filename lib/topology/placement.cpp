@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/core/counted.hpp"
 #include "mtrain/core/error.hpp"
 
 namespace mtrain::topology {
@@ -34,7 +35,7 @@ Placement place_ranks(const Inventory& inv) {
 
 RankLocation locate_rank(const Placement& p, int rank) {
   if (rank < 0 || rank >= p.world_size)
-    throw Error(fmt::format("rank {} is outside the world of {} ranks", rank, p.world_size));
+    throw Error(fmt::format("rank {} is outside the world of {}", rank, counted(p.world_size, "rank")));
   // Nodes are sorted by first_rank; the owner is the last node starting at or before `rank`.
   auto it = std::upper_bound(p.nodes.begin(), p.nodes.end(), rank,
                              [](int r, const NodePlacement& n) { return r < n.first_rank; });

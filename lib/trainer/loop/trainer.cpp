@@ -39,6 +39,7 @@
 #include "mtrain/trainer/loop/run_summary.hpp"
 #include "mtrain/trainer/loop/step_figures.hpp"
 #include "mtrain/trainer/loop/weights_export.hpp"
+#include "mtrain/trainer/model/torchscript.hpp"
 #include "mtrain/trainer/strategy/wrap_policy.hpp"
 
 namespace mtrain::trainer {
@@ -569,10 +570,8 @@ class Loop {
     }
     const auto& f = job_.strat.fsdp;
     if (fsdp_units(p, f.wrap_policy, parts_.model->block_prefixes(), f.min_num_params).size() > 1) return;
-    std::map<std::string, int> classes;  // the mirror modules carry the TorchScript class names
-    for (const auto& m : parts_.model->modules(/*include_self=*/false)) ++classes[m->name()];
     std::vector<std::string> names;
-    for (const auto& [name, n] : classes) {
+    for (const auto& [name, n] : submodule_classes(*parts_.model)) {
       if (names.size() == 12) {
         names.push_back("…");
         break;

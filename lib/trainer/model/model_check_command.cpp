@@ -17,8 +17,9 @@ namespace mtrain::trainer {
 nlohmann::json run_model_check(const std::string& path, bool trusted) {
   const TorchScriptArchive archive = read_torchscript_archive(path);
   const CodeCheck check = check_torchscript_code(archive.code);
-  // What only the loaded module tells (a trace's frozen modes) is asked only of code that may
-  // run: loading runs its __setstate__.
+  // What only the loaded module tells (a trace's frozen modes, the submodule classes) is asked
+  // only of code that may run: loading runs its __setstate__.
+  nlohmann::json classes = nlohmann::json::array();
   if ((trusted || check.findings.empty()) && check.unknown.empty()) {
     torch::jit::Module m;
     try {
@@ -29,6 +30,7 @@ nlohmann::json run_model_check(const std::string& path, bool trusted) {
                   "script and save the model again with the PyTorch this mtrain-worker was built against");
     }
     check_trace_modes(path, frozen_mode_ops(m));
+    for (const auto& [name, n] : submodule_classes(m)) classes.push_back({{"name", name}, {"count", n}});
   }
   auto refs = [](const std::vector<OperatorUse>& v) {
     nlohmann::json a = nlohmann::json::array();
@@ -41,7 +43,8 @@ nlohmann::json run_model_check(const std::string& path, bool trusted) {
           {"format_version", archive.format_version},
           {"operators", refs(check.operators)},
           {"unknown", refs(check.unknown)},
-          {"findings", findings}};
+          {"findings", findings},
+          {"classes", classes}};
 }
 
 int run_model_check_command(const std::vector<std::string>& args, std::ostream& out) {

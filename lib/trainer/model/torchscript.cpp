@@ -110,13 +110,6 @@ void collect_blocks(const torch::jit::Module& m, const std::string& prefix,
   }
 }
 
-void collect_classes(const torch::jit::Module& m, std::set<std::string>& out) {
-  for (const auto& c : m.named_children()) {
-    out.insert(plain_class_name(c.value));
-    collect_classes(c.value, out);
-  }
-}
-
 class ScriptedModel : public TaskModel {
  public:
   ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss, bool traced)
@@ -129,15 +122,14 @@ class ScriptedModel : public TaskModel {
     if (!wanted.empty()) {
       collect_blocks(module_, "", wanted, blocks_);
       if (blocks_.empty()) {
-        std::set<std::string> classes;
-        collect_classes(module_, classes);
+        std::vector<std::string> classes;
+        for (const auto& [name, n] : submodule_classes(module_)) classes.push_back(name);
         throw Error(fmt::format("fsdp.wrap_module_types '{}' matches no submodule of TorchScript "
                                 "model '{}'",
                                 s.wrap_module_types, s.path),
                     fmt::format("its submodule classes are: {} (or give dotted submodule names "
                                 "such as blocks.0)",
-                                str::join(std::vector<std::string>(classes.begin(), classes.end()),
-                                          ", ")))
+                                str::join(classes, ", ")))
             .at("fsdp.wrap_module_types");
       }
     }
@@ -232,6 +224,8 @@ class ScriptedModel : public TaskModel {
     }
     restore();
   }
+
+  const torch::jit::Module& module() const { return module_; }
 
  private:
   // The submodules activation checkpointing recomputes: the blocks (fsdp.wrap_module_types),
@@ -460,6 +454,20 @@ void save_scripted_model(TaskModel& model,
 
 bool is_scripted_model(const TaskModel& model) {
   return dynamic_cast<const ScriptedModel*>(&model) != nullptr;
+}
+
+std::map<std::string, int> submodule_classes(const torch::jit::Module& module) {
+  std::map<std::string, int> out;
+  for (const auto& m : module.named_modules()) {
+    if (m.name.empty()) continue;  // the root: not a unit FSDP could wrap
+    ++out[plain_class_name(m.value)];
+  }
+  return out;
+}
+
+std::map<std::string, int> submodule_classes(const TaskModel& model) {
+  const auto* scripted = dynamic_cast<const ScriptedModel*>(&model);
+  return scripted ? submodule_classes(scripted->module()) : std::map<std::string, int>{};
 }
 
 }  // namespace mtrain::trainer

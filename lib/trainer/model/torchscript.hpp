@@ -3,6 +3,9 @@
 // builds it for model.name torchscript): writing model.scripted.pt.
 #include "mtrain/trainer/model/model.hpp"
 
+#include <torch/csrc/jit/api/module.h>
+
+#include <map>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -11,6 +14,13 @@
 namespace mtrain::trainer {
 
 bool is_scripted_model(const TaskModel& model);
+// The classes of a TorchScript module's submodules, by plain name ("Block" for
+// "__torch__.net.___torch_mangle_3.Block"), each with how many instances it has: what
+// fsdp.wrap_module_types can name. The one list behind the refusal of a name that matches
+// nothing, the FSDP one-unit note and `mtrain-worker model-check` (which `mtrain config init`
+// asks, to offer them). A model that is not the user's TorchScript: empty.
+std::map<std::string, int> submodule_classes(const torch::jit::Module& module);
+std::map<std::string, int> submodule_classes(const TaskModel& model);
 // Refuses (mtrain::Error at model.path) a module made by torch.jit.trace whose trace froze the
 // training/evaluation mode of a layer (traced_module.hpp, `frozen_mode_ops`): the worker before it
 // trains, and `mtrain-worker model-check` for the launcher, before any rank starts.

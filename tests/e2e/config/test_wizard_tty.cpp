@@ -54,7 +54,7 @@ TEST_CASE("config init in a real terminal writes a job that validates", "[e2e][c
   // Answers, in question order; "" is Enter (keep the default). The n_embd answer 128 with 6
   // heads must be refused on the spot and asked again.
   const std::vector<std::pair<std::string, std::string>> steps = {
-      {"launch.launcher [auto]:", "2"},       // local
+      {"launch.launcher [auto]:", "2"},  // local
       {"launch.nproc_per_node [auto]:", "2"},
       {"model.name [gpt]:", ""},
       {"model.n_layer [4]:", "2"},
@@ -69,6 +69,7 @@ TEST_CASE("config init in a real terminal writes a job that validates", "[e2e][c
       {"zero.offload_param_device [none]:", "cpu"},
       {"train.grad_accum [1]:", ""},
       {"train.max_steps [200]:", "20"},
+      {"checkpoint.interval [0]:", "10"},  // asked since issue 45
       {"optim.name [adamw]:", ""},
       {"optim.lr [0.001]:", ""},
       {"train.work_dir [work_dirs/default]:", d.path + "/run"},
@@ -89,6 +90,7 @@ TEST_CASE("config init in a real terminal writes a job that validates", "[e2e][c
   CHECK_THAT(text, Catch::Contains("n_embd: 192"));
   CHECK_THAT(text, Catch::Contains("offload_param_device: cpu"));
   CHECK_THAT(text, Catch::Contains("precision: bf16"));
+  CHECK_THAT(text, Catch::Contains("interval: 10"));
   Run v = run(mtrain() + " config validate " + job);
   INFO(v.out);
   CHECK(v.rc == 0);

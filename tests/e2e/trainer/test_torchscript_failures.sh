@@ -6,7 +6,9 @@
 # function> + 0x61221 …". Four mistakes a new user makes, each with a model scripted by the
 # PyTorch the worker was built on: a wrong feature size, float labels for cross-entropy, a class id
 # out of range, float64 input. Also: FSDP over a model whose blocks fsdp.wrap_module_types does
-# not name is one unit, which rank 0 says once, naming the setting and the model's classes.
+# not name is one unit, which rank 0 says once, naming the setting and the model's classes; `config
+# init` offers the same classes for fsdp.wrap_module_types and writes paths from the job file's
+# folder; `config validate` reads the model as the launch does.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
@@ -102,6 +104,37 @@ run_mtrain "$WORK/validate.out" config validate "$WORK/job.yaml"
 [ "$rc" -ne 0 ] && ok "config validate: invalid (exit $rc)" || fail "config validate called it valid"
 expect_in "$WORK/validate.out" "job.yaml:5:"
 expect_in "$WORK/validate.out" "which for model 'torchscript' is synthetic data"
+# The same model check as the launch: a torch.save'd dict as model.path is a file, but no
+# TorchScript (before, validate called it valid and the launch refused it).
+printf 'model:\n  name: torchscript\n  path: good.pt\ndata:\n  name: tensors\n  path: good.pt\n' >"$WORK/notscript.yaml"
+run_mtrain "$WORK/notscript.out" config validate "$WORK/notscript.yaml"
+expect_rc 2 "config validate refuses a model.path that is no TorchScript archive"
+expect_in "$WORK/notscript.out" "notscript.yaml:3:"
+expect_in "$WORK/notscript.out" "$WORK/good.pt"
+
+# config init for fsdp over this model: the FSDP units question lists the classes the worker finds
+# (a class it lacks is asked again); the paths typed from $WORK are written from sub/'s folder, and
+# the file validates from any folder. Answers: launcher, nproc, loss, val_path, precision, batch,
+# sharding, cpu_offload Enter; units Nope then Block; interval 5; the rest Enter.
+mkdir -p "$WORK/sub"
+(cd "$WORK" && printf '\n\n\n\n\n\n\n\nNope\nBlock\n\n\n5\n\n\n\n\n' | timeout -k 5 120 "$MTRAIN" config init -o sub/job.yaml \
+  --set model.name=torchscript --set model.path=net.pt --set data.name=tensors --set data.path=good.pt \
+  --set strategy=fsdp) >"$WORK/init.out" 2>&1
+rc=$?
+expect_rc 0 "config init writes the job"
+expect_in "$WORK/init.out" "module classes in net.pt: Block (x2), Linear (x3), ModuleList"
+expect_in "$WORK/init.out" "not accepted: 'Nope' is not a module class of net.pt"
+expect_in "$WORK/sub/job.yaml" "path: ../net.pt"
+expect_in "$WORK/sub/job.yaml" "Block"
+expect_in "$WORK/sub/job.yaml" "interval: 5"
+(cd / && timeout -k 5 120 "$MTRAIN" config validate "$WORK/sub/job.yaml") >"$WORK/subval.out" 2>&1
+rc=$?
+expect_rc 0 "the job config init wrote validates from another folder"
+# A job validate would refuse is not written: the same model check.
+run_mtrain "$WORK/initbad.out" config init --defaults -o "$WORK/bad.yaml" --set model.name=torchscript \
+  --set model.path="$WORK/good.pt" --set data.name=tensors --set data.path="$WORK/good.pt"
+expect_rc 2 "config init refuses a model.path that is no TorchScript archive"
+[ ! -e "$WORK/bad.yaml" ] && ok "no job file written" || fail "config init wrote $WORK/bad.yaml"
 
 # FSDP with one unit: said once, on rank 0, naming the setting and the classes; not with blocks.
 retry_port_clash "$WORK/out-one" launch --nproc-per-node 2 --master-port 0 --strategy fsdp --max-steps 2 \

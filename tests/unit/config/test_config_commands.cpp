@@ -95,3 +95,37 @@ TEST_CASE("config import: a step count that is no whole number in range is refus
       "ds.json");
   CHECK(r.values.at("sched.total_iters") == 100);
 }
+
+TEST_CASE("config validate checks the files as the launch does: data on disk, then the model check (issue 45)",
+          "[config]") {
+  mtrain::testing::TempDir d("validate_files");
+  d.write("net.pt", "zip");
+  d.write("odd.bin", "abc");  // a raw token file of an odd number of bytes: the launch refuses it
+  const std::string job = d.write("job.yaml",
+                                  "launch:\n  launcher: local\nmodel:\n  name: torchscript\n  path: net.pt\n"
+                                  "  loss: lm_cross_entropy\ndata:\n  name: tokens\n  path: odd.bin\n");
+  ValidateOptions opt;
+  opt.file = job;
+  bool model_checked = false;
+  opt.check_model = [&model_checked](const json&) { model_checked = true; };
+  std::ostringstream out, err;
+  CHECK(config_validate(job_registry(), opt, out, err) == mtrain::kExitUsage);
+  CHECK_THAT(err.str(), Catch::Contains("odd number"));
+  CHECK_THAT(err.str(), Catch::Contains(job + ":9:"));  // at data.path's line
+  CHECK_FALSE(model_checked);  // data first, as the launch reports them
+  d.write("odd.bin", "abcd");
+  // The model check (the launcher's, wired by `mtrain config validate`) is run on the job the file
+  // resolves to, and its refusal is an error at model.path.
+  json seen;
+  opt.check_model = [&seen](const json& j) {
+    seen = j;
+    throw mtrain::Error("the TorchScript model is not a zip", "save it with torch.jit.save");
+  };
+  out.str(""), err.str("");
+  CHECK(config_validate(job_registry(), opt, out, err) == mtrain::kExitUsage);
+  CHECK(get(seen, "model.path") == d.str() + "/net.pt");  // from the job file's folder
+  CHECK_THAT(err.str(), Catch::Contains(job + ":5:") && Catch::Contains("not a zip"));
+  opt.check_model = [](const json&) {};
+  out.str(""), err.str("");
+  CHECK(config_validate(job_registry(), opt, out, err) == mtrain::kExitOk);
+}

@@ -1,6 +1,7 @@
 // resolve_job: defaults < user file < job file < environment < flags < --set; docs in sync.
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/stat.h>
@@ -10,6 +11,7 @@
 #include "mtrain/config/docs.hpp"
 #include "mtrain/config/render.hpp"
 #include "mtrain/config/resolve_job.hpp"
+#include "mtrain/config/validate.hpp"
 #include "mtrain/core/error.hpp"
 #include "temp_dir.hpp"
 
@@ -49,6 +51,33 @@ TEST_CASE("layers apply in the documented order", "[config][resolve]") {
   json js = show_json(job_registry(), r, true);
   CHECK(js["sources"]["train.seed"]["source"] == "job file");
   CHECK(js["job"]["train"]["threads"] == 5);
+}
+
+TEST_CASE("a job file's relative input paths are from its own folder; flags' from the current folder (issue 45)",
+          "[config][resolve]") {
+  TempDir d;
+  const std::string net = d.write("exp/net.pt", "zip");
+  d.write("w.safetensors", "weights");
+  const std::string job = d.write("exp/job.yaml",
+                                  "model:\n  name: torchscript\n  path: net.pt\n  init: ../w.safetensors\n"
+                                  "data:\n  name: tensors\n  path: data/train.pt\n  val_path: /abs/val.pt\n"
+                                  "train:\n  work_dir: runs/a\n");
+  JobInputs in;
+  in.env = {{"HOME", "/nonexistent-home"}};
+  in.job_file = job;
+  Resolved r = resolve_job(job_registry(), in);
+  CHECK(get(r.job, "model.path") == net);
+  CHECK(get(r.job, "model.init") == d.str() + "/w.safetensors");
+  CHECK(get(r.job, "data.path") == d.str() + "/exp/data/train.pt");
+  CHECK(get(r.job, "data.val_path") == "/abs/val.pt");
+  CHECK(get(r.job, "train.work_dir") == "runs/a");  // an output: from where mtrain runs
+  // `config validate` reads it the same way: the model is found beside the job file.
+  const ValidateReport v = validate_file(job_registry(), job);
+  for (const auto& i : v.issues) CHECK_THAT(i.message, !Catch::Contains("model.path"));
+  // A flag is from the current folder: taken as given.
+  const std::string from_here = std::filesystem::relative(net).string();
+  in.flags = {{"model.path", from_here}};
+  CHECK(get(resolve_job(job_registry(), in).job, "model.path") == from_here);
 }
 
 TEST_CASE("user file defaults to ~/.config and is skipped when missing", "[config][resolve]") {

@@ -2,6 +2,7 @@
 // --defaults / --set, and the overwrite guard.
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -58,10 +59,11 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
   // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; precision 3 = fp16; batch 8 (model, world and
   // precision are known before the strategy: config init shows the estimate there); strategy 4 = zero3;
-  // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; optim Enter;
-  // lr 3e-4; work dir; TensorBoard Enter
+  // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; checkpoint
+  // interval Enter; optim Enter; lr 3e-4; work dir; TensorBoard Enter
   std::string t;
-  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n3e-4\nruns/a\n\n", &t);
+  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n\n3e-4\nruns/a\n\n",
+                 &t);
   CHECK(a.at("launch.launcher") == "slurm");
   CHECK(a.at("slurm.nodes") == 2);
   CHECK(a.at("slurm.gpus_per_node") == 4);
@@ -224,4 +226,99 @@ TEST_CASE("the strategy question shows the estimate and offers its recommendatio
   a = drive(std::string(40, '\n'), &t, opt);
   CHECK(a.at("strategy") == "ddp");
   CHECK_THAT(t, Catch::Contains("(no memory estimate: no worker)"));
+}
+
+TEST_CASE(
+    "fsdp over your own model asks for its units, offering the classes found; a checkpoint interval is asked (issue "
+    "45)",
+    "[config][wizard]") {
+  const std::string net = temp_path("units_net.pt"), data = temp_path("units_data.pt");
+  std::ofstream(net) << "zip";
+  std::ofstream(data) << "zip";
+  WizardOptions opt;
+  std::string asked_for;
+  opt.module_classes = [&asked_for](const std::string& path) {
+    asked_for = path;
+    return std::vector<std::string>{"Linear (x2)", "MultiheadAttention (x2)", "NonDynamicallyQuantizableLinear (x2)"};
+  };
+  std::string t;
+  // launcher, nproc: Enter; torchscript, net, loss Enter, tensors, data, val Enter; precision, batch
+  // Enter; fsdp; sharding, cpu_offload Enter; units: a class not in the model (re-asked), then one;
+  // grad_accum, max_steps Enter; checkpoint interval 25; rest Enter.
+  auto a = drive("\n\ntorchscript\n" + net + "\n\ntensors\n" + data +
+                     "\n\n\n\nfsdp\n\n\nBlock\nMultiheadAttention\n\n\n25\n" + std::string(10, '\n'),
+                 &t, opt);
+  CHECK(asked_for == net);
+  CHECK(a.at("fsdp.wrap_module_types") == json::array({"MultiheadAttention"}));
+  CHECK(a.at("checkpoint.interval") == 25);
+  CHECK_THAT(t, Catch::Contains("module classes in " + net + ": Linear (x2), MultiheadAttention (x2)"));
+  CHECK_THAT(t, Catch::Contains("not accepted: 'Block' is not a module class of " + net));
+  CHECK_THAT(t, Catch::Contains("Ctrl-C saves one too"));
+  // The file written says the units and the interval, and validates.
+  const std::string yaml = wizard_yaml(job_registry(), a, "j.yaml");
+  CHECK_THAT(yaml, Catch::Contains("MultiheadAttention"));
+  CHECK_THAT(yaml, Catch::Contains("interval: 25"));
+  CHECK(validate_text(job_registry(), yaml, "j.yaml").ok());
+  // A list that cannot be had (the worker refuses the file) is said; any answer is taken.
+  opt.module_classes = [](const std::string&) -> std::vector<std::string> { throw mtrain::Error("not a zip"); };
+  a = drive("\n\ntorchscript\n" + net + "\n\ntensors\n" + data + "\n\n\n\nfsdp\n\n\nBlock\n" + std::string(12, '\n'),
+            &t, opt);
+  CHECK(a.at("fsdp.wrap_module_types") == json::array({"Block"}));
+  CHECK_THAT(t, Catch::Contains("(no list of its module classes: not a zip)"));
+  // ddp is not asked about units.
+  a = drive("\n\ntorchscript\n" + net + "\n\ntensors\n" + data + "\n" + std::string(14, '\n'), &t, opt);
+  CHECK(a.count("fsdp.wrap_module_types") == 0);
+  for (const auto& f : {net, data}) std::remove(f.c_str());
+}
+
+TEST_CASE("init writes the files' paths from the job file's folder, and says so (issue 45)", "[config][wizard]") {
+  namespace fs = std::filesystem;
+  const fs::path root = temp_path("paths");
+  fs::create_directories(root / "exp");
+  std::ofstream((root / "net.pt").string()) << "zip";
+  std::ofstream((root / "train.pt").string()) << "zip";
+  InitOptions opt;
+  opt.output = (root / "exp" / "job.yaml").string();
+  opt.wizard.use_defaults = true;
+  // Answered from the current folder, as a user types them.
+  const std::string net = fs::relative(root / "net.pt").string(), data = fs::relative(root / "train.pt").string();
+  opt.wizard.sets = {"model.name=torchscript", "model.path=" + net, "data.name=tensors", "data.path=" + data};
+  std::istringstream in;
+  std::ostringstream out;
+  const std::string text = init_job_file(job_registry(), opt, in, out);
+  CHECK_THAT(text, Catch::Contains("path: ../net.pt"));
+  CHECK_THAT(text, Catch::Contains("path: ../train.pt"));
+  CHECK_THAT(text, Catch::Contains("from this file's folder"));
+  // It reads back valid from anywhere: validate finds the files beside it.
+  CHECK(validate_file(job_registry(), opt.output).ok());
+  fs::remove_all(root);
+}
+
+TEST_CASE("the model.path answer and the job written get the launch's model check, as validate does (issue 45)",
+          "[config][wizard]") {
+  const std::string good = temp_path("checked_net.pt"), dict = temp_path("checked_dict.pt"),
+                    data = temp_path("checked_data.pt");
+  for (const auto& f : {good, dict, data}) std::ofstream(f) << "zip";
+  WizardOptions opt;
+  opt.check_model = [&dict](const json& job) {
+    if (get(job, "model.path") == dict) throw mtrain::Error("'" + dict + "' is not a TorchScript archive", "script it");
+  };
+  std::string t;
+  // launcher, nproc Enter; torchscript; the state dict (refused), then the model; the rest as before.
+  auto a =
+      drive("\n\ntorchscript\n" + dict + "\n" + good + "\n\ntensors\n" + data + "\n" + std::string(14, '\n'), &t, opt);
+  CHECK(a.at("model.path") == good);
+  CHECK_THAT(t, Catch::Contains("not accepted: '" + dict + "' is not a TorchScript archive. script it"));
+  // Given with --set, it is not asked, and the file is not written.
+  InitOptions init;
+  init.output = temp_path("checked_job.yaml");
+  std::remove(init.output.c_str());
+  init.wizard = opt;
+  init.wizard.use_defaults = true;
+  init.wizard.sets = {"model.name=torchscript", "model.path=" + dict, "data.name=tensors", "data.path=" + data};
+  std::istringstream in;
+  std::ostringstream out;
+  CHECK_THROWS_WITH(init_job_file(job_registry(), init, in, out), Catch::Contains("not a TorchScript archive"));
+  CHECK_FALSE(std::filesystem::exists(init.output));
+  for (const auto& f : {good, dict, data}) std::remove(f.c_str());
 }

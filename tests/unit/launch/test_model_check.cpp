@@ -59,6 +59,13 @@ TEST_CASE("model check: the worker's answer is parsed, and anything else is name
   CHECK(w.unknown[0].name == "aten::a");
   REQUIRE(w.findings.size() == 1);
   CHECK(w.findings[0].where == "code/__torch__.py:4");
+  CHECK(w.classes.empty());  // a worker older than the list (issue 45) sends none
+  const auto c = launch::parse_worker_model_check(
+      "w",
+      R"({"operators":[],"unknown":[],"findings":[],"classes":[{"name":"Block","count":2},{"name":"Linear","count":1}]})");
+  REQUIRE(c.classes.size() == 2);
+  CHECK(c.classes[0] == std::make_pair(std::string("Block"), 2));
+  CHECK(c.classes[1].first == "Linear");
   try {
     launch::parse_worker_model_check("/opt/w", "Segmentation fault\x1b[2J");
     FAIL("no error");

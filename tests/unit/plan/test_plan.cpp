@@ -316,6 +316,11 @@ TEST_CASE("one node of a laid-out world: first rank and world size come from the
   CHECK(p.nodes[0].workers[0].env.at("GROUP_WORLD_SIZE") == "3");
   o.nproc_per_node = "4";  // 3 + 4 > 6: the node does not fit the world it was given
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("the world has 6 ranks"));
+  o.first_rank = 0;  // a world of one rank: "1 rank", not "1 ranks" (issue 45)
+  o.world_size = 1;
+  o.node_rank = 0;
+  o.nproc_per_node = "2";
+  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("the world has 1 rank") && !Catch::Contains("1 ranks"));
 }
 
 TEST_CASE("the heartbeat file follows the attempt like the error file", "[plan]") {

@@ -25,6 +25,9 @@ TEST_CASE("placement: uneven nodes get contiguous ranks in node order", "[topolo
   CHECK(locate_rank(p, 8).local_rank == 2);
   CHECK_THROWS_AS(locate_rank(p, 9), mtrain::Error);
   CHECK_THROWS_AS(locate_rank(p, -1), mtrain::Error);
+  CHECK_THROWS_WITH(locate_rank(p, 9), Catch::Contains("outside the world of 9 ranks"));
+  CHECK_THROWS_WITH(locate_rank(place_ranks({{"a", 1}}), 1),
+                    Catch::Contains("outside the world of 1 rank") && !Catch::Contains("1 ranks"));  // issue 45
 }
 
 TEST_CASE("placement: every rank maps back to exactly one (node, local rank)", "[topology][placement]") {

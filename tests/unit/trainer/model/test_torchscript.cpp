@@ -189,6 +189,12 @@ TEST_CASE("torchscript: wrap_module_types picks the blocks by class or dotted na
   const std::string e = error_text([&] { make_model(s, 0); });
   CHECK_THAT(e, Catch::Contains("matches no submodule"));
   CHECK_THAT(e, Catch::Contains("Block"));
+  // The one list of classes (the refusal above, the FSDP one-unit note, model-check for config
+  // init): plain names with their instance counts; the root is not one of them (issue 45).
+  s.wrap_module_types = "";
+  const auto classes = submodule_classes(*make_model(s, 0));
+  CHECK(classes == std::map<std::string, int>{{"Block", 2}, {"Linear", 3}, {"ModuleList", 1}});
+  CHECK(submodule_classes(*make_model(s, 0)) == submodule_classes(torch::jit::load(s.path)));
 }
 
 TEST_CASE("torchscript: model.scripted.pt carries the given weights, the live ones stay",
