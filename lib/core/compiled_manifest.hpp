@@ -9,6 +9,12 @@
 // type checked, every name a program takes found in the tensor table or the inputs, every
 // program file a regular file inside the package's programs/ folder. Loading a program runs
 // native code, so whether to load one at all is model.trust_code's decision, not this reader's.
+//
+// The shapes here are what a program may be given, and nothing else checks them: LibTorch 2.15's
+// AOTIModelPackageLoader::run checks neither shapes nor strides (measured: a [3, 8, 16] hidden
+// state given to a unit program compiled for [6, 8, 16] ran and returned [6, 8, 16], reading past
+// its input; a transposed, non-contiguous input gave wrong numbers without an error). The caller
+// of a program checks every argument's shape, dtype, device and contiguity against this table.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -10,6 +10,8 @@ import time
 import torch
 from torch.fx.experimental.proxy_tensor import make_fx
 
+from .trace import check_no_random
+
 
 def cache_dir():
     base = os.environ.get("MTRAIN_EXPORT_CACHE") or os.path.join(
@@ -39,6 +41,7 @@ def compile_program(program, args, dest, device, stats):
     # torch.export then takes as an ordinary graph (exporting the transform directly lifts
     # transform-wrapped tensors as constants).
     gm = make_fx(program, tracing_mode="fake")(*args)
+    check_no_random(gm.graph)
     ep = torch.export.export(gm, tuple(args), strict=False)
     t1 = time.monotonic()
     key = _key(ep, args, device)

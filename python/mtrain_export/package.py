@@ -101,10 +101,16 @@ def export(factory, examples, wrap_types, out, device):
             return input_values[input_names.index(name)]
         return state[name].detach()
 
+    written = {}  # cache key -> package file: identical programs (equal blocks) are stored once
+
     def run(program, args, stem):
         rel = f"programs/{stem}.pt2"
         key = compile_program(program, args, os.path.join(out, rel), device, stats)
         stats[-1]["program"] = stem
+        if key in written:
+            os.unlink(os.path.join(out, rel))
+            rel = written[key]
+        written[key] = rel
         return {"file": rel, "key": key}
 
     # Prologue: its parameter arguments first (the table's names), then model inputs.
@@ -120,7 +126,7 @@ def export(factory, examples, wrap_types, out, device):
                 "backward": run(bwd, pro_vals + [torch.ones_like(hidden)], "prologue_backward"),
                 "grads": [canonical[a] for a in pro_params]}
 
-    unit_entries, compiled = [], {}
+    unit_entries = []
     for qual, unit in units:
         rel_names = [n for n, _ in unit.named_parameters()] + [n for n, _ in unit.named_buffers()]
         full = [canonical[f"{qual}.{n}"] for n in rel_names]
@@ -129,21 +135,18 @@ def export(factory, examples, wrap_types, out, device):
                               f"({', '.join(sorted(outer_set.intersection(full)))}); tie only outside units")
         vals = [state[f"{qual}.{n}"].detach() for n in rel_names]
         n_params = len(list(unit.named_parameters()))
-        sig = (type(unit).__name__, tuple(rel_names), tuple((tuple(v.shape), v.dtype) for v in vals),
-               tuple(hidden.shape), hidden.dtype)
         fwd, bwd = unit_programs(unit, rel_names)
         with torch.no_grad():
             out_hidden = fwd(*vals, hidden)
         if out_hidden.shape != hidden.shape or out_hidden.dtype != hidden.dtype:
             raise ExportError(f"unit {qual} maps a {tuple(hidden.shape)} tensor to {tuple(out_hidden.shape)}; "
                               "a unit must keep its input's shape and dtype")
-        if sig not in compiled:  # identical blocks share their compiled programs
-            stem = f"unit{len(compiled)}_{type(unit).__name__}"
-            compiled[sig] = (run(fwd, vals + [hidden], stem + "_forward"),
-                             run(bwd, vals + [hidden, torch.ones_like(hidden)], stem + "_backward"))
+        # Equal blocks export to equal graphs: the cache key finds them (run), whatever their
+        # names, and a block that differs in code but not in parameters gets its own programs.
+        stem = f"unit{len(unit_entries)}_{type(unit).__name__}"
         unit_entries.append({"name": qual, "type": type(unit).__name__, "args": full,
-                             "grads": full[:n_params], "forward": compiled[sig][0],
-                             "backward": compiled[sig][1]})
+                             "grads": full[:n_params], "forward": run(fwd, vals + [hidden], stem + "_forward"),
+                             "backward": run(bwd, vals + [hidden, torch.ones_like(hidden)], stem + "_backward")})
         hidden = out_hidden
 
     epi_params = [a for a in epi_args if a not in input_names and a != "hidden"]
@@ -169,5 +172,5 @@ def export(factory, examples, wrap_types, out, device):
         json.dump(manifest, f, indent=1)
     n_hit = sum(s["cached"] for s in stats)
     compile_s = sum(s["compile_s"] for s in stats if not s["cached"])
-    return (f"mtrain export: wrote {out}: {len(stats)} programs ({n_hit} from the cache), "
+    return (f"mtrain export: wrote {out}: {len(stats)} programs ({n_hit} from the cache, {len(written)} files), "
             f"{len(units)} units, {len(table)} tensors; {elapsed} s in all, {compile_s:.1f} s compiling")

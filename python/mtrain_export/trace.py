@@ -40,6 +40,18 @@ class _Marker(torch.nn.Module):
         return torch.ops.mtrain_export.unit(x, self.index)
 
 
+def check_no_random(graph):
+    """A backward program recomputes its forward: a random op (dropout) would draw another mask
+    there than in the forward, and the gradients would belong to no forward at all."""
+    random = sorted({str(n.target) for n in graph.nodes if n.op == "call_function"
+                     and any(w in str(n.target) for w in ("dropout", "bernoulli", "rand"))})
+    if random:
+        raise ExportError(
+            f"the model draws random numbers in training mode ({', '.join(random)}: dropout); "
+            "the compiled programs recompute each unit's forward in its backward and cannot replay "
+            "the same draws yet. Export the model with dropout off (p=0).")
+
+
 def _slice(graph, outputs, cut):
     """A new graph computing OUTPUTS from the placeholders of GRAPH, where every node in CUT
     (node -> name) becomes a placeholder of its own. Returns (graph, placeholder names in order)."""
@@ -128,6 +140,7 @@ def split(model, units, inputs, input_names):
         for name, mod in originals:
             _set_submodule(model, name, mod)
     graph = gm.graph
+    check_no_random(graph)
     placeholders = [n for n in graph.nodes if n.op == "placeholder"]
     real = {}  # placeholder names must be identifiers; the table keeps the dotted names
     for i, (n, name) in enumerate(zip(placeholders, [k[2:] for k in names] + list(input_names))):

@@ -1,7 +1,8 @@
 """The package programs composed as the worker composes them (tests/e2e/compiled/test_*.sh).
 
   model DIR          writes DIR/model.py: make() -> the golden test's TinyGPT with SDPA attention
-                     (tests/e2e/trainer/torchscript_golden.py), seeded
+                     (tests/e2e/trainer/torchscript_golden.py), seeded; make_dropout() -> the
+                     same with dropout in its last block's MLP
   steps PKG MODEL.py N   runs N SGD steps (lr 0.1, rows in order, batch of the package's example)
                      twice: eager PyTorch on the factory's model, and the package's compiled
                      programs (prologue forward, unit forwards, epilogue step, unit backwards in
@@ -24,7 +25,9 @@ def write_model(d):
         f.write("import sys\n"
                 f"sys.path.insert(0, {os.path.join(HERE, '..', 'trainer')!r})\n"
                 "import torch\nimport torchscript_golden as g\n\n\n"
-                "def make():\n    torch.manual_seed(1)\n    return g.TinyGPT('sdpa')\n")
+                "def make():\n    torch.manual_seed(1)\n    return g.TinyGPT('sdpa')\n\n\n"
+                "def make_dropout():\n    m = make()\n    m.blocks[1].mlp.append(torch.nn.Dropout(0.1))\n"
+                "    return m\n")
 
 
 def load(path):
