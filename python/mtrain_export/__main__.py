@@ -1,4 +1,4 @@
-"""python -m mtrain_export MODULE.py:FACTORY --example NAME=DTYPE:DIMS ... --out DIR"""
+"""python -m mtrain_export MODULE.py:FACTORY --example NAME=DTYPE:DIMS ... --wrap-module-types CLASS -o DIR"""
 import argparse
 import sys
 
@@ -16,7 +16,7 @@ def main(argv=None):
                     help="one per loss input in order, e.g. input=int64:6x8 target=int64:6x8")
     ap.add_argument("--wrap-module-types", required=True,
                     help="comma-separated class names of the units (as fsdp.wrap_module_types), e.g. Block")
-    ap.add_argument("--out", required=True, help="the package directory to write")
+    ap.add_argument("-o", "--out", required=True, help="the package directory to write")
     ap.add_argument("--device", default="cpu", help="cpu or cuda (the worker's device)")
     a = ap.parse_args(argv)
     try:

@@ -6,8 +6,9 @@
   steps PKG MODEL.py N   runs N SGD steps (lr 0.1, rows in order, batch of the package's example)
                      twice: eager PyTorch on the factory's model, and the package's compiled
                      programs (prologue forward, unit forwards, epilogue step, unit backwards in
-                     reverse, prologue backward, tied gradients summed); prints max |loss delta|
-                     and max |weight delta| and exits 1 above TOL (argv[5], default 1e-5)
+                     reverse, prologue backward, tied gradients summed); prints the max |delta| of
+                     the loss, of every gradient (each step, before the update) and of every
+                     weight after N steps, and exits 1 if any is above TOL (argv[5], default 1e-5)
 """
 import json
 import os
@@ -87,25 +88,30 @@ def steps(pkg, model_py, n, tol):
     vocab = model.wte.num_embeddings
     seq = torch.randint(0, vocab, (n * batch, T + 1), generator=g)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)
-    dloss = 0.0
+    dloss = dgrad = 0.0
     for s in range(n):
         x, y = seq[s * batch:(s + 1) * batch, :T], seq[s * batch:(s + 1) * batch, 1:]
         opt.zero_grad()
         ref = model.loss(x, y)
         ref.backward()
-        opt.step()
         loss, grads = c.step({"input": x, "target": y})
         missing = set(c.w) - set(grads)
         if missing:
             raise SystemExit(f"no gradient from the programs for {sorted(missing)}")
+        # The gradients themselves, before either side steps: a wrong gradient shows here, not
+        # only after lr has scaled it into the weights.
+        ref_grads = {k: p.grad for k, p in model.named_parameters()}
+        dgrad = max(dgrad, max((grads[k] - ref_grads[k]).abs().max().item() for k in grads))
+        opt.step()
         with torch.no_grad():
             for k in grads:
                 c.w[k] = c.w[k] - 0.1 * grads[k]
         dloss = max(dloss, abs(loss.item() - ref.item()))
     sd = model.state_dict()
     dw = max((sd[k] - v).abs().max().item() for k, v in c.w.items())
-    print(f"{n} SGD steps: max |loss delta| {dloss:.3g}, max |weight delta| {dw:.3g} over {len(c.w)} tensors")
-    return 0 if max(dloss, dw) <= tol else 1
+    print(f"{n} SGD steps: max |loss delta| {dloss:.3g}, max |gradient delta| {dgrad:.3g}, "
+          f"max |weight delta| {dw:.3g} over {len(c.w)} tensors")
+    return 0 if max(dloss, dgrad, dw) <= tol else 1
 
 
 if __name__ == "__main__":
