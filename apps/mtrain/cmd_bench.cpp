@@ -146,8 +146,9 @@ void add_bench_rendezvous(CLI::App* bench, Exit& exit) {
     bench::EmitOptions e;
   };
   auto rf = std::make_shared<RdzvFlags>();
-  auto* rb = bench->add_subcommand(
-      "rendezvous", "The node rendezvous (mtrain's store, etcd) with N simulated agents on loopback: time to form, heartbeat CPU, memory");
+  auto* rb = bench->add_subcommand("rendezvous",
+                                   "The node rendezvous (mtrain's store, etcd) with N simulated agents on loopback: "
+                                   "time to form, heartbeat CPU, memory");
   rb->add_option("--nodes", rf->nodes, "Node counts to simulate, e.g. 64,512,4096")->default_str(rf->nodes);
   rb->add_option("--slots", rf->o.slots, "Ranks per simulated node")->check(CLI::Range(1, 4096))->default_str("8");
   rb->add_option("--heartbeat-seconds", rf->heartbeat_s, "How long to measure the store's heartbeat CPU")
@@ -155,8 +156,9 @@ void add_bench_rendezvous(CLI::App* bench, Exit& exit) {
       ->default_str("6");
   rb->add_option("--backend", rf->backends, "Rendezvous backends to measure, comma-separated: mtrain (the store), etcd")
       ->default_str("mtrain");
-  rb->add_option("--etcd-endpoint", rf->o.etcd_endpoints,
-                 "etcd: a running cluster's members (host:2379,…); default: start a local 3-member cluster (etcd on PATH)");
+  rb->add_option(
+      "--etcd-endpoint", rf->o.etcd_endpoints,
+      "etcd: a running cluster's members (host:2379,…); default: start a local 3-member cluster (etcd on PATH)");
   add_emit_flags(rb, rf->e);
   rb->callback([rf, &exit] {
     auto& o = rf->o;

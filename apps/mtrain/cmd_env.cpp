@@ -49,7 +49,8 @@ void build_env(CLI::App* sub, Exit& exit) {
                   "Report on this rendezvous (etcd: whether each member answers, and its version); "
                   "default: launch.rdzv_backend from MTRAIN_RDZV_BACKEND or the user file")
       ->check(CLI::IsMember(config::choice_names<config::RdzvBackend>()));
-  sub->add_option("--rdzv-endpoint", *endpoint, "Its endpoint (etcd: host1:2379,host2:2379,…); default: launch.rdzv_endpoint");
+  sub->add_option("--rdzv-endpoint", *endpoint,
+                  "Its endpoint (etcd: host1:2379,host2:2379,…); default: launch.rdzv_endpoint");
   sub->callback([format, backend, endpoint, &exit] {
     envreport::ReportOptions o;
     o.version = kVersion;

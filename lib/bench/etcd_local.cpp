@@ -94,11 +94,12 @@ LocalEtcd::LocalEtcd(int timeout_ms) {
   for (int k = 0; k < 3; ++k) cluster += fmt::format("{}e{}=http://{}", k ? "," : "", k, peers[k].str());
   for (int k = 0; k < 3; ++k) {
     const std::string client = "http://" + clients_[k].str(), peer = "http://" + peers[k].str();
-    pids_.push_back(spawn({"etcd", "--name", fmt::format("e{}", k), "--data-dir", fmt::format("{}/e{}", dir_, k),
-                           "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
-                           "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster,
-                           "--initial-cluster-state", "new", "--initial-cluster-token", fmt::format("mtrain-bench-{}", ::getpid())},
-                          fmt::format("{}/e{}.log", dir_, k)));
+    pids_.push_back(
+        spawn({"etcd", "--name", fmt::format("e{}", k), "--data-dir", fmt::format("{}/e{}", dir_, k),
+               "--listen-client-urls", client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+               "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster, "--initial-cluster-state", "new",
+               "--initial-cluster-token", fmt::format("mtrain-bench-{}", ::getpid())},
+              fmt::format("{}/e{}.log", dir_, k)));
   }
   const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (int k = 0; k < 3; ++k) {

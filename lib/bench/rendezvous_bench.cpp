@@ -90,21 +90,27 @@ RendezvousRun run_rendezvous_once(int nodes, const RendezvousBenchOptions& o) {
 
 BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const RendezvousBenchOptions& o) {
   BenchReport r;
-  r.table.headers = {"backend", "nodes", "form(s)", "form CPU(ms)", "reconnects", "heartbeats/s", "store CPU(ms/s)",
-                     "CPU/beat(us)", "store RSS(MiB)", "connection cap"};
+  r.table.headers = {"backend",      "nodes",           "form(s)",      "form CPU(ms)",   "reconnects",
+                     "heartbeats/s", "store CPU(ms/s)", "CPU/beat(us)", "store RSS(MiB)", "connection cap"};
   json rows = json::array();
   std::map<std::string, Series> form;
   // Negative: not measured (etcd: its members' memory and connections; a cluster not started here: its CPU).
   auto num = [](double v, const char* f) { return v < 0 ? std::string("-") : fmt::format(fmt::runtime(f), v); };
   for (const auto& x : runs) {
-    r.table.rows.push_back({x.backend, std::to_string(x.nodes), fmt::format("{:.3f}", x.form_s), num(x.form_cpu_ms, "{:.0f}"),
-                            std::to_string(x.reconnects), fmt::format("{:.0f}", x.heartbeats_per_s),
-                            num(x.store_cpu_ms_per_s, "{:.1f}"), num(x.store_cpu_us_per_beat, "{:.1f}"),
-                            num(x.rss_delta_mib, "{:.1f}"), x.max_connections < 0 ? "-" : std::to_string(x.max_connections)});
+    r.table.rows.push_back({x.backend, std::to_string(x.nodes), fmt::format("{:.3f}", x.form_s),
+                            num(x.form_cpu_ms, "{:.0f}"), std::to_string(x.reconnects),
+                            fmt::format("{:.0f}", x.heartbeats_per_s), num(x.store_cpu_ms_per_s, "{:.1f}"),
+                            num(x.store_cpu_us_per_beat, "{:.1f}"), num(x.rss_delta_mib, "{:.1f}"),
+                            x.max_connections < 0 ? "-" : std::to_string(x.max_connections)});
     auto opt = [](double v) { return v < 0 ? json(nullptr) : json(v); };
-    rows.push_back({{"backend", x.backend}, {"nodes", x.nodes}, {"form_s", x.form_s}, {"form_cpu_ms", opt(x.form_cpu_ms)},
-                    {"reconnects", x.reconnects}, {"heartbeats_per_s", x.heartbeats_per_s},
-                    {"store_cpu_ms_per_s", opt(x.store_cpu_ms_per_s)}, {"store_cpu_us_per_beat", opt(x.store_cpu_us_per_beat)},
+    rows.push_back({{"backend", x.backend},
+                    {"nodes", x.nodes},
+                    {"form_s", x.form_s},
+                    {"form_cpu_ms", opt(x.form_cpu_ms)},
+                    {"reconnects", x.reconnects},
+                    {"heartbeats_per_s", x.heartbeats_per_s},
+                    {"store_cpu_ms_per_s", opt(x.store_cpu_ms_per_s)},
+                    {"store_cpu_us_per_beat", opt(x.store_cpu_us_per_beat)},
                     {"rss_delta_mib", opt(x.rss_delta_mib)},
                     {"max_connections", x.max_connections < 0 ? json(nullptr) : json(x.max_connections)}});
     auto& series = form[x.backend];
@@ -123,11 +129,12 @@ BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const Rend
   r.notes.push_back("# store RSS = resident memory growth while the store started and the job formed (not creating "
                     "the simulated nodes; their request buffers are included)");
   if (std::find(o.backends.begin(), o.backends.end(), "etcd") != o.backends.end())
-    r.notes.push_back(o.etcd_endpoints.empty()
-                          ? "# etcd: N real etcd-rendezvous agents (a thread and HTTP client each) against a local 3-member "
-                            "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed; the agents' "
-                            "per-request deadline is 30 s here (3 s in mtrain launch)"
-                          : "# etcd: N real etcd-rendezvous agents against " + o.etcd_endpoints + " (its CPU is not visible here)");
+    r.notes.push_back(
+        o.etcd_endpoints.empty()
+            ? "# etcd: N real etcd-rendezvous agents (a thread and HTTP client each) against a local 3-member "
+              "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed; the agents' "
+              "per-request deadline is 30 s here (3 s in mtrain launch)"
+            : "# etcd: N real etcd-rendezvous agents against " + o.etcd_endpoints + " (its CPU is not visible here)");
   r.doc = {{"bench", "rendezvous"}, {"slots", o.slots}, {"rows", rows}};
   r.plot.title = "mtrain bench rendezvous: time to form a job";
   r.plot.xlabel = "nodes";
@@ -163,7 +170,8 @@ BenchReport run_rendezvous_bench(const RendezvousBenchOptions& o) {
       }
       for (int n : o.nodes) runs.push_back(run_etcd_rendezvous_once(n, o, members, cpu));
     } else {
-      throw Error(fmt::format("--backend '{}' is not a rendezvous backend", backend), "Give mtrain, etcd or mtrain,etcd.");
+      throw Error(fmt::format("--backend '{}' is not a rendezvous backend", backend),
+                  "Give mtrain, etcd or mtrain,etcd.");
     }
   }
   return rendezvous_report(runs, o);

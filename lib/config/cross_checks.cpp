@@ -113,7 +113,8 @@ std::vector<Problem> launch_problems(const Resolved& r) {
   const long long alloc = as_int(job, "slurm.nodes");
   if (launcher == LauncherKind::Slurm && given(r, "launch.nnodes") && given(r, "slurm.nodes") &&
       (elastic ? (alloc < nn.count.min || alloc > nn.count.max) : min_nodes(job) != alloc)) {
-    out.push_back({true, {"launch.nnodes", "slurm.nodes"},
+    out.push_back({true,
+                   {"launch.nnodes", "slurm.nodes"},
                    fmt::format("launch.nnodes {} and slurm.nodes {} disagree", as_text(job, "launch.nnodes"), alloc),
                    elastic ? "Allocate MAX nodes (slurm.nodes) and give MIN:MAX around it."
                            : "Set only slurm.nodes; the launcher takes the node count from the allocation."});

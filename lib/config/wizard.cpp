@@ -68,12 +68,16 @@ const std::vector<Question>& script() {
         {"slurm.partition", "Slurm: which partition?", launcher_is(LauncherKind::Slurm)},
         {"slurm.time", "Slurm: time limit?", launcher_is(LauncherKind::Slurm)},
         {"slurm.account", "Slurm: account to charge?", launcher_is(LauncherKind::Slurm)},
-        {"launch.nnodes", "Slurm: elastic? MIN:MAX (e.g. 2:4 of 4 nodes) goes on without a lost node; "
-                          "Enter: every node, fixed.", launcher_is(LauncherKind::Slurm)},
-        {"launch.rdzv_backend", "Elastic: where do the nodes meet? mtrain: a store on the first node (losing "
-                                "that node ends the job); etcd: an etcd cluster you run (any node may be lost).",
+        {"launch.nnodes",
+         "Slurm: elastic? MIN:MAX (e.g. 2:4 of 4 nodes) goes on without a lost node; "
+         "Enter: every node, fixed.",
+         launcher_is(LauncherKind::Slurm)},
+        {"launch.rdzv_backend",
+         "Elastic: where do the nodes meet? mtrain: a store on the first node (losing "
+         "that node ends the job); etcd: an etcd cluster you run (any node may be lost).",
          elastic},
-        {"launch.rdzv_endpoint", "etcd: the cluster's members, every node reaches them (host1:2379,host2:2379,host3:2379).",
+        {"launch.rdzv_endpoint",
+         "etcd: the cluster's members, every node reaches them (host1:2379,host2:2379,host3:2379).",
          [](const json& j) { return choice_at<RdzvBackend>(j, "launch.rdzv_backend") == RdzvBackend::Etcd; }},
         {"model.name", "Which model does mtrain-worker train?", always},
         {"model.n_layer", "GPT size: blocks.", model_is(ModelName::Gpt)},
@@ -281,9 +285,11 @@ std::map<std::string, json> run_wizard(const Registry& reg, std::istream& in, st
     const Setting& s = reg.require(q.key);
     // Under Slurm a fixed node count is the allocation's: offered as the default and, when kept,
     // left out of the file (only an elastic MIN:MAX is the launcher's own).
-    const bool slurm_nnodes = q.key == "launch.nnodes" && choice_at<LauncherKind>(r.job, "launch.launcher") == LauncherKind::Slurm;
-    const json current = slurm_nnodes && !answers.values.count(q.key) ? json(std::to_string(get(r.job, "slurm.nodes").get<long long>()))
-                                                                       : get(r.job, q.key);
+    const bool slurm_nnodes =
+        q.key == "launch.nnodes" && choice_at<LauncherKind>(r.job, "launch.launcher") == LauncherKind::Slurm;
+    const json current = slurm_nnodes && !answers.values.count(q.key)
+                             ? json(std::to_string(get(r.job, "slurm.nodes").get<long long>()))
+                             : get(r.job, q.key);
     ++number;
     if (preset) {
       out << fmt::format("[{}] {}: {} (from --set)\n", number, q.key, shown(current));

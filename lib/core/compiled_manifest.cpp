@@ -66,8 +66,8 @@ class Reader {
     return out;
   }
   std::string dtype(const json& obj, const std::string& key, const std::string& field) const {
-    static const std::set<std::string> known = {"float32", "float16", "bfloat16", "float64",
-                                                "int64",   "int32",   "int8",     "uint8", "bool"};
+    static const std::set<std::string> known = {"float32", "float16", "bfloat16", "float64", "int64",
+                                                "int32",   "int8",    "uint8",    "bool"};
     std::string d = str(obj, key, field);
     if (!known.count(d)) bad(field, fmt::format("names the dtype '{}', which mtrain does not train", visible_text(d)));
     return d;
@@ -83,8 +83,8 @@ CompiledProgram program(const Reader& r, const json& part, const std::string& ke
   CompiledProgram out{r.str(p, "file", field + ".file"), r.str(p, "key", field + ".key")};
   // Only a plain file in programs/: a manifest cannot point the loader elsewhere on the machine.
   const std::string stem = out.file.rfind("programs/", 0) == 0 ? out.file.substr(9) : std::string();
-  if (stem.empty() || stem.find('/') != std::string::npos || stem.find("..") != std::string::npos ||
-      stem.size() < 5 || stem.compare(stem.size() - 4, 4, ".pt2") != 0)
+  if (stem.empty() || stem.find('/') != std::string::npos || stem.find("..") != std::string::npos || stem.size() < 5 ||
+      stem.compare(stem.size() - 4, 4, ".pt2") != 0)
     r.bad(field + ".file", fmt::format("'{}' is not programs/<name>.pt2", visible_text(out.file)));
   const std::string why = not_regular_file(dir + "/" + out.file);
   if (!why.empty())
@@ -108,8 +108,7 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
   const std::string why = not_regular_file(path);
   if (!why.empty())
-    throw Error(fmt::format("model.path: '{}' is not a compiled package: its manifest.json {}",
-                            visible_text(dir), why),
+    throw Error(fmt::format("model.path: '{}' is not a compiled package: its manifest.json {}", visible_text(dir), why),
                 kReexport);
   std::optional<std::string> text = read_input_file(path);
   if (!text) throw Error(fmt::format("model.path: cannot read '{}'", visible_text(path)), kReexport);
@@ -117,8 +116,8 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
   try {
     doc = parse_json_limited(*text, path);
   } catch (const json::exception& e) {
-    throw Error(fmt::format("model.path: the compiled package manifest '{}' is not JSON ({})",
-                            visible_text(path), visible_text(e.what())),
+    throw Error(fmt::format("model.path: the compiled package manifest '{}' is not JSON ({})", visible_text(path),
+                            visible_text(e.what())),
                 kReexport);
   }
   Reader r(path);
@@ -203,8 +202,8 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
   for (const CompiledPart& u : m.units) with_grad.insert(u.grads.begin(), u.grads.end());
   for (const std::string& t : trainable)
     if (!with_grad.count(t))
-      r.bad("tensors", fmt::format("has the trainable parameter '{}', which no program returns a gradient for",
-                                   visible_text(t)));
+      r.bad("tensors",
+            fmt::format("has the trainable parameter '{}', which no program returns a gradient for", visible_text(t)));
   return m;
 }
 

@@ -22,13 +22,13 @@
 namespace mtrain {
 
 struct CompiledTensor {
-  std::string name;                // state_dict name (the first of a tied group)
-  bool parameter = true;           // else a buffer
+  std::string name;  // state_dict name (the first of a tied group)
+  bool parameter = true;  // else a buffer
   std::vector<int64_t> shape;
-  std::string dtype;               // "float32", "int64", … (torch's name without "torch.")
+  std::string dtype;  // "float32", "int64", … (torch's name without "torch.")
   bool requires_grad = true;
-  bool persistent = true;          // in model.safetensors (non-persistent buffers are not)
-  std::vector<std::string> tied;   // the other names of the same tensor
+  bool persistent = true;  // in model.safetensors (non-persistent buffers are not)
+  std::vector<std::string> tied;  // the other names of the same tensor
 };
 
 struct CompiledInput {
@@ -39,7 +39,7 @@ struct CompiledInput {
 
 struct CompiledProgram {
   std::string file;  // path inside the package: "programs/<stem>.pt2"
-  std::string key;   // the exporter's cache key (graph, shapes, torch, device)
+  std::string key;  // the exporter's cache key (graph, shapes, torch, device)
 };
 
 // Part of the model as programs. args: the names the programs take, in order (tensor-table
@@ -61,7 +61,7 @@ struct CompiledManifest {
   std::string dir;
   int format_version = 0;
   std::string torch_version;  // as torch.__version__ printed it: "2.15.0+cu132"
-  std::string device;         // "cpu", "cuda"
+  std::string device;  // "cpu", "cuda"
   std::vector<CompiledInput> inputs;
   std::vector<int64_t> hidden_shape;
   std::string hidden_dtype;

@@ -149,9 +149,10 @@ void render_rendezvous(Section& sec, const json& r) {
   if (r.contains("error")) sec.line("problem", s(r.at("error")));
   if (!r.contains("members")) return;
   for (const auto& m : r.at("members"))
-    sec.line(s(m.at("endpoint")), m.at("answered").get<bool>()
-                                      ? fmt::format("answers: etcd {} (cluster {})", s(m.at("etcdserver")), s(m.at("etcdcluster")))
-                                      : "no answer: " + s(m.at("error")));
+    sec.line(s(m.at("endpoint")),
+             m.at("answered").get<bool>()
+                 ? fmt::format("answers: etcd {} (cluster {})", s(m.at("etcdserver")), s(m.at("etcdcluster")))
+                 : "no answer: " + s(m.at("error")));
 }
 
 // The variables that are set (with where they came from and who reads them), the unset ones

@@ -3,9 +3,9 @@
 // everything and returns one JSON document (schema "mtrain.env/1", checked by a test); the text
 // form is rendered from that same document, so both always say the same thing.
 //
-// Top-level keys: schema, mtrain {version, executable, worker{…}}, python {path, version, torch…}, os, cpu, memory, gpus
-// {source, devices[], topology, cuda_driver_version, note}, network[], slurm, environment[],
-// user_config, shm, limits, rendezvous (when one is configured), warnings[{what, advice}].
+// Top-level keys: schema, mtrain {version, executable, worker{…}}, python {path, version, torch…}, os, cpu, memory,
+// gpus {source, devices[], topology, cuda_driver_version, note}, network[], slurm, environment[], user_config, shm,
+// limits, rendezvous (when one is configured), warnings[{what, advice}].
 #include <string>
 
 #include <nlohmann/json.hpp>

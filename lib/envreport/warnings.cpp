@@ -187,9 +187,11 @@ void check_inputs(const json& report, Warnings& w) {
       for (const auto& m : r.at("members"))
         if (!m.at("answered").get<bool>()) down.push_back(m.at("endpoint").get<std::string>());
       if (!down.empty())
-        w.add(fmt::format("{} of {} etcd members did not answer: {}", down.size(), r.at("members").size(), str::join(down, ", ")),
+        w.add(fmt::format("{} of {} etcd members did not answer: {}", down.size(), r.at("members").size(),
+                          str::join(down, ", ")),
               down.size() == r.at("members").size()
-                  ? "No node can join the rendezvous: start the etcd cluster or fix --rdzv-endpoint (etcdctl endpoint health)."
+                  ? "No node can join the rendezvous: start the etcd cluster or fix --rdzv-endpoint (etcdctl endpoint "
+                    "health)."
                   : "The job still runs while a majority answers; bring the member back before another fails.");
     }
   }

@@ -2,8 +2,8 @@
 // EtcdKv over etcd's v3 JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/…, /v3/watch;
 // keys and values base64) with Boost.Beast. Every call has a deadline; a member that does not
 // answer (refused, reset, timed out) is skipped for the next one of the list, and the one that
-// answered is tried first next time (the first try goes to a random member). Only when no member answers is the call an mtrain::Error
-// (exit 1) naming every endpoint and what each said. Username/password: the token from
+// answered is tried first next time (the first try goes to a random member). Only when no member answers is the call an
+// mtrain::Error (exit 1) naming every endpoint and what each said. Username/password: the token from
 // /v3/auth/authenticate goes in each request's Authorization header (renewed once when etcd
 // says it is no longer valid). Plain HTTP: TLS to etcd is not implemented (docs/multinode.md).
 #include <mutex>

@@ -22,7 +22,7 @@ struct KeyValue {
 struct RangeResult {
   std::vector<KeyValue> kvs;  // sorted by key
   int64_t revision = 0;       // the store's revision when read: watch from revision + 1
-  int64_t count = 0;          // how many keys matched (also when only counted)
+  int64_t count = 0;  // how many keys matched (also when only counted)
 };
 
 // One read of read_all: a key, or every key under it (prefix), or only their number (count_only).

@@ -60,7 +60,8 @@ RangeResult MemoryKv::range_prefix(const std::string& prefix) {
 
 RangeResult MemoryKv::first_created(const std::string& prefix, int64_t limit) {
   RangeResult r = range_prefix(prefix);
-  std::sort(r.kvs.begin(), r.kvs.end(), [](const KeyValue& a, const KeyValue& b) { return a.create_revision < b.create_revision; });
+  std::sort(r.kvs.begin(), r.kvs.end(),
+            [](const KeyValue& a, const KeyValue& b) { return a.create_revision < b.create_revision; });
   if (limit > 0 && static_cast<int64_t>(r.kvs.size()) > limit) r.kvs.resize(static_cast<size_t>(limit));
   return r;
 }
@@ -77,7 +78,8 @@ std::vector<RangeResult> MemoryKv::read_all(const std::vector<RangeOp>& ops) {
       if (!op.count_only) r.kvs.push_back(kv);
     };
     if (op.prefix) {
-      for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it) take(it->second);
+      for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it)
+        take(it->second);
     } else if (auto it = kv_.find(op.key); it != kv_.end()) {
       take(it->second);
     }

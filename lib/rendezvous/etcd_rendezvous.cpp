@@ -61,7 +61,9 @@ EtcdRendezvous::State EtcdRendezvous::read_state() {
 
 EtcdRendezvous::State EtcdRendezvous::state_of(const KeyValue& kv) const {
   json j = json::parse(kv.value, nullptr, false);
-  if (!j.is_object()) throw Error(fmt::format("etcd: {} holds no rendezvous state", kv.key), "remove the prefix with etcdctl del --prefix", kExitFailure);
+  if (!j.is_object())
+    throw Error(fmt::format("etcd: {} holds no rendezvous state", kv.key),
+                "remove the prefix with etcdctl del --prefix", kExitFailure);
   State s;
   s.round = j.value("round", 0);
   s.restarts = j.value("restarts", 0);
@@ -154,9 +156,12 @@ JoinResult EtcdRendezvous::join() {
           // The round formed without this node (it came late, or the job is full): out of the
           // round's members (whose count tells the running nodes nobody is lost), wait for the next.
           kv_->erase(rp + "n/" + opt_.node_id);
-          if (opt_.on_progress) opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
-          kv_->watch_prefix(job_ + "state", ctl.revision + 1, std::max(Duration(1), std::chrono::duration_cast<Duration>(
-                                                                                        std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
+          if (opt_.on_progress)
+            opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
+          kv_->watch_prefix(
+              job_ + "state", ctl.revision + 1,
+              std::max(Duration(1), std::chrono::duration_cast<Duration>(
+                                        std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
           if (clock_.now() >= deadline) throw Error(fmt::format("no round of the job under etcd prefix {} took node '{}' in within {}", job_, opt_.host, format_duration(opt_.join_timeout)), "", kExitFailure);
           keep_lease();
           continue;
@@ -184,7 +189,8 @@ JoinResult EtcdRendezvous::join() {
         for (const auto& kv : first.kvs) members.push_back(&kv);
         if (!members.empty()) {
           const std::string body = agreement_body(members, static_cast<int>(members.size()), rp);
-          if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) && r > 0)
+          if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) &&
+              r > 0)
             kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
           continue;
         }
@@ -194,12 +200,14 @@ JoinResult EtcdRendezvous::join() {
         for (const auto& kv : kv_->first_created(rp + "n/", static_cast<int64_t>(kListedHosts)).kvs)
           hosts.push_back(json::parse(kv.value).value("host", ""));
       if (count != last_count && opt_.on_progress) {
-        const std::string listed = etcd_hosts_line(hosts) + (count > static_cast<int64_t>(hosts.size()) && hosts.size() == kListedHosts
-                                                                  ? fmt::format(" and {} more", count - static_cast<int64_t>(hosts.size()))
-                                                                  : "");
+        const std::string listed =
+            etcd_hosts_line(hosts) + (count > static_cast<int64_t>(hosts.size()) && hosts.size() == kListedHosts
+                                          ? fmt::format(" and {} more", count - static_cast<int64_t>(hosts.size()))
+                                          : "");
         opt_.on_progress(opt_.min_nodes == opt_.max_nodes
                              ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, listed)
-                             : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes, opt_.max_nodes, job_, listed));
+                             : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes,
+                                           opt_.max_nodes, job_, listed));
       }
       last_count = count;
       if (now >= deadline)
@@ -210,7 +218,9 @@ JoinResult EtcdRendezvous::join() {
       // the lease's next keep-alive or the deadline.
       TimePoint until = std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3);
       if (last_call_at) until = std::min(until, *last_call_at);
-      if (until > now) kv_->watch_prefix(rp + "agreed", ctl.revision + 1, std::chrono::duration_cast<Duration>(until - now) + Duration(1));
+      if (until > now)
+        kv_->watch_prefix(rp + "agreed", ctl.revision + 1,
+                          std::chrono::duration_cast<Duration>(until - now) + Duration(1));
       if (clock_.now() >= lease_refreshed_ + opt_.node_timeout / 3) keep_lease();
     }
   }

@@ -107,7 +107,8 @@ TEST_CASE("config init in a real terminal writes a job that validates", "[e2e][c
   }
 }
 
-TEST_CASE("config init in a real terminal: an elastic Slurm job on etcd, and the script it submits", "[e2e][config][tty][etcd]") {
+TEST_CASE("config init in a real terminal: an elastic Slurm job on etcd, and the script it submits",
+          "[e2e][config][tty][etcd]") {
   if (run("command -v tmux").rc != 0) {
     WARN("skipped: tmux is not installed (apt-get install tmux)");
     return;

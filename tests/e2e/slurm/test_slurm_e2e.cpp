@@ -459,29 +459,57 @@ TEST_CASE("e2e slurm multi-node: --rdzv-backend etcd from submit's flags; a lost
   cluster(2);
   const fs::path ed = cluster().dir / "etcd";
   fs::create_directories(ed);
-  const std::string port = mtrain::str::trim(sh({"/usr/bin/python3", "-c",
-      "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"}).out);
-  const std::string peer = mtrain::str::trim(sh({"/usr/bin/python3", "-c",
-      "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"}).out);
+  const std::string port =
+      mtrain::str::trim(sh({"/usr/bin/python3", "-c",
+                            "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"})
+                            .out);
+  const std::string peer =
+      mtrain::str::trim(sh({"/usr/bin/python3", "-c",
+                            "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])"})
+                            .out);
   const std::string ep = "127.0.0.1:" + port;
-  auto started = sh({"bash", "-c",
-                     "etcd --data-dir \"$0/data\" --listen-client-urls http://" + ep + " --advertise-client-urls http://" + ep +
-                         " --listen-peer-urls http://127.0.0.1:" + peer + " >\"$0/log\" 2>&1 & echo $! >\"$0/pid\"",
-                     ed.string()});
+  auto started =
+      sh({"bash", "-c",
+          "etcd --data-dir \"$0/data\" --listen-client-urls http://" + ep + " --advertise-client-urls http://" + ep +
+              " --listen-peer-urls http://127.0.0.1:" + peer + " >\"$0/log\" 2>&1 & echo $! >\"$0/pid\"",
+          ed.string()});
   REQUIRE(started.exit_code == 0);
   struct StopEtcd {
     fs::path pid;
     ~StopEtcd() { sh({"bash", "-c", "kill -9 \"$(cat \"$0\")\" 2>/dev/null; true", pid.string()}); }
   } stop_etcd{ed / "pid"};
-  REQUIRE(eventually([&] { return sh({"curl", "-s", "-X", "POST", "http://" + ep + "/v3/kv/range", "-d", "{\"key\":\"eA==\"}"})
-                                      .out.find("header") != std::string::npos; }, 30));
+  REQUIRE(eventually(
+      [&] {
+        return sh({"curl", "-s", "-X", "POST", "http://" + ep + "/v3/kv/range", "-d", "{\"key\":\"eA==\"}"})
+                   .out.find("header") != std::string::npos;
+      },
+      30));
   // The rank: round 0 runs until the node is lost; the round after it ends at once.
-  std::string id = submit({"--nodes", "2", "--ntasks-per-node", "1", "--job-name", "etcd-elastic", "--nnodes", "1:2",
-                           "--max-restarts", "2", "--node-timeout", "3", "--rdzv-last-call", "2", "--rdzv-backend", "etcd",
-                           "--rdzv-endpoint", ep, "--", "bash", "-c",
+  std::string id = submit({"--nodes",
+                           "2",
+                           "--ntasks-per-node",
+                           "1",
+                           "--job-name",
+                           "etcd-elastic",
+                           "--nnodes",
+                           "1:2",
+                           "--max-restarts",
+                           "2",
+                           "--node-timeout",
+                           "3",
+                           "--rdzv-last-call",
+                           "2",
+                           "--rdzv-backend",
+                           "etcd",
+                           "--rdzv-endpoint",
+                           ep,
+                           "--",
+                           "bash",
+                           "-c",
                            "echo \"rank $RANK of $WORLD_SIZE round $MTRAIN_RDZV_ROUND on $SLURMD_NODENAME\"; "
                            "if [ \"$MTRAIN_RDZV_ROUND\" = 0 ]; then sleep 120; fi"});
-  REQUIRE(eventually([&] { return status(id)["state"] == "RUNNING" && count(logs(id), " of 2 round 0 on ") == 2; }, 60));
+  REQUIRE(
+      eventually([&] { return status(id)["state"] == "RUNNING" && count(logs(id), " of 2 round 0 on ") == 2; }, 60));
   auto killed = sh({kCluster, "kill-node", cluster().dir.string(), "node2"}, 30);
   INFO(killed.err);
   REQUIRE(killed.exit_code == 0);

@@ -62,8 +62,8 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   // offload opt cpu; param cpu; loss_scale Enter (0 dynamic); power 12; accum 2; steps 100; checkpoint
   // interval Enter; optim Enter; lr 3e-4; work dir; TensorBoard Enter
   std::string t;
-  auto a = drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n\n3e-4\nruns/a\n\n",
-                 &t);
+  auto a =
+      drive("4\ngpu\n2\n4\ngpu\n2:00:00\n\n\n\n6\n8\n256\n3\n8\n4\ncpu\ncpu\n\n12\n2\n100\n\n\n3e-4\nruns/a\n\n", &t);
   CHECK(a.at("launch.launcher") == "slurm");
   CHECK(a.at("slurm.nodes") == 2);
   CHECK(a.at("slurm.gpus_per_node") == 4);
@@ -84,7 +84,8 @@ TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm 
   CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
 }
 
-TEST_CASE("an elastic Slurm job is offered the etcd rendezvous, whose members must be given", "[config][wizard][etcd]") {
+TEST_CASE("an elastic Slurm job is offered the etcd rendezvous, whose members must be given",
+          "[config][wizard][etcd]") {
   // launcher 4 = slurm; nproc 1; 4 nodes, no GPUs, partition/time/account Enter; nnodes 2:4;
   // rendezvous 4 = etcd; members Enter (refused: no default), then the list; the rest Enter.
   std::string t;

@@ -22,20 +22,36 @@ json program(const std::string& stem) { return {{"file", "programs/" + stem + ".
 // The shape python/mtrain_export/package.py writes, for a model with one unit.
 json good() {
   auto tensor = [](const std::string& name, json shape) {
-    return json{{"name", name}, {"kind", "parameter"}, {"shape", shape}, {"dtype", "float32"},
+    return json{{"name", name},          {"kind", "parameter"},   {"shape", shape},    {"dtype", "float32"},
                 {"requires_grad", true}, {"tied", json::array()}, {"persistent", true}};
   };
-  return {{"format", "mtrain-compiled"}, {"format_version", 1}, {"torch", "2.15.0+cu132"}, {"device", "cpu"},
-          {"inputs", {{{"name", "input"}, {"dtype", "int64"}, {"shape", {6, 8}}},
-                      {{"name", "target"}, {"dtype", "int64"}, {"shape", {6, 8}}}}},
-          {"hidden", {{"shape", {6, 8, 16}}, {"dtype", "float32"}}},
-          {"tensors", {tensor("wte.weight", {32, 16}), tensor("blocks.0.w", {16, 16}), tensor("head.weight", {32, 16})}},
-          {"prologue", {{"args", {"wte.weight", "input"}}, {"grads", {"wte.weight"}},
-                        {"forward", program("prologue_forward")}, {"backward", program("prologue_backward")}}},
-          {"units", {{{"name", "blocks.0"}, {"type", "Block"}, {"args", {"blocks.0.w"}}, {"grads", {"blocks.0.w"}},
-                      {"forward", program("unit0_forward")}, {"backward", program("unit0_backward")}}}},
-          {"epilogue", {{"args", {"head.weight", "target", "hidden"}}, {"grads", {"head.weight"}},
-                        {"forward", program("epilogue_forward")}, {"step", program("epilogue_step")}}}};
+  return {
+      {"format", "mtrain-compiled"},
+      {"format_version", 1},
+      {"torch", "2.15.0+cu132"},
+      {"device", "cpu"},
+      {"inputs",
+       {{{"name", "input"}, {"dtype", "int64"}, {"shape", {6, 8}}},
+        {{"name", "target"}, {"dtype", "int64"}, {"shape", {6, 8}}}}},
+      {"hidden", {{"shape", {6, 8, 16}}, {"dtype", "float32"}}},
+      {"tensors", {tensor("wte.weight", {32, 16}), tensor("blocks.0.w", {16, 16}), tensor("head.weight", {32, 16})}},
+      {"prologue",
+       {{"args", {"wte.weight", "input"}},
+        {"grads", {"wte.weight"}},
+        {"forward", program("prologue_forward")},
+        {"backward", program("prologue_backward")}}},
+      {"units",
+       {{{"name", "blocks.0"},
+         {"type", "Block"},
+         {"args", {"blocks.0.w"}},
+         {"grads", {"blocks.0.w"}},
+         {"forward", program("unit0_forward")},
+         {"backward", program("unit0_backward")}}}},
+      {"epilogue",
+       {{"args", {"head.weight", "target", "hidden"}},
+        {"grads", {"head.weight"}},
+        {"forward", program("epilogue_forward")},
+        {"step", program("epilogue_step")}}}};
 }
 
 void write(const TempDir& d, const json& manifest) {
@@ -124,7 +140,7 @@ TEST_CASE("compiled manifest: another PyTorch release or device is refused", "[c
   CHECK_NOTHROW(check_compiled_target(m, "2.15.0", "cpu"));  // the CUDA-build suffix is no release
   CHECK_THAT(error_text([&] { check_compiled_target(m, "2.14.1", "cpu"); }),
              Catch::Contains("was compiled by PyTorch 2.15.0+cu132, the worker runs LibTorch 2.14.1"));
-  CHECK_THAT(error_text([&] { check_compiled_target(m, "2.15.0", "cuda:0"); }),
-             Catch::Contains("was compiled for device 'cpu', the job trains on 'cuda:0'") &&
-                 Catch::Contains("--device cuda"));
+  CHECK_THAT(
+      error_text([&] { check_compiled_target(m, "2.15.0", "cuda:0"); }),
+      Catch::Contains("was compiled for device 'cpu', the job trains on 'cuda:0'") && Catch::Contains("--device cuda"));
 }

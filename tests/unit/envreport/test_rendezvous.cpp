@@ -33,7 +33,8 @@ TEST_CASE("env: no rendezvous asked, no section; mtrain's store is named, not pr
   CHECK_FALSE(r.contains("members"));
 }
 
-TEST_CASE("env: an etcd member that refuses is named, with a warning saying no node can join", "[envreport][rendezvous]") {
+TEST_CASE("env: an etcd member that refuses is named, with a warning saying no node can join",
+          "[envreport][rendezvous]") {
   auto p = healthy();
   auto o = opts();
   o.rdzv_backend = "etcd";

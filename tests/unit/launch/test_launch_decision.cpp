@@ -294,9 +294,12 @@ TEST_CASE("decide_launch, elastic Slurm step: the node rendezvous from the alloc
 TEST_CASE("decide_launch, elastic Slurm step on etcd: the members given, no store on the first node",
           "[launch][decision][slurm][etcd]") {
   FakeProbes probes;
-  EnvMap step{{"SLURM_JOB_ID", "77"},         {"SLURM_STEP_ID", "3"},
-              {"SLURM_STEP_NODELIST", "n[1-3]"}, {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"},
-              {"SLURM_NODEID", "0"},          {"MASTER_PORT", "23456"},
+  EnvMap step{{"SLURM_JOB_ID", "77"},
+              {"SLURM_STEP_ID", "3"},
+              {"SLURM_STEP_NODELIST", "n[1-3]"},
+              {"SLURM_STEP_TASKS_PER_NODE", "1(x3)"},
+              {"SLURM_NODEID", "0"},
+              {"MASTER_PORT", "23456"},
               {"MTRAIN_RDZV_TOKEN", "0123456789abcdef0123"}};
   auto o = program();
   o.multi.nnodes = "2:3";

@@ -74,9 +74,12 @@ TEST_CASE("a watch event that arrives in two pieces is read whole", "[etcd_http]
       c << std::hex << data.size() << "\r\n" << data << "\r\n";
       asio::write(s, asio::buffer(c.str()));
     };
-    asio::write(s, asio::buffer(std::string("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")));
+    asio::write(s, asio::buffer(std::string(
+                       "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n")));
     chunk("{\"result\":{\"header\":{\"revision\":\"7\"},\"created\":true}}\n");
-    const std::string event = "{\"result\":{\"header\":{\"revision\":\"8\"},\"events\":[{\"kv\":{\"key\":\"L3gv\",\"value\":\"" + value + "\"}}]}}\n";
+    const std::string event =
+        "{\"result\":{\"header\":{\"revision\":\"8\"},\"events\":[{\"kv\":{\"key\":\"L3gv\",\"value\":\"" + value +
+        "\"}}]}}\n";
     chunk(event.substr(0, 200));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     chunk(event.substr(200));

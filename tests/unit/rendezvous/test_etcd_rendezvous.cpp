@@ -161,8 +161,7 @@ TEST_CASE("a node arriving while the round runs does not hide a lost one", "[etc
   auto fc = std::async(std::launch::async, [&] {
     try {
       c.join();
-    } catch (const mtrain::Error&) {
-    }
+    } catch (const mtrain::Error&) {}
   });
   // Until node-c has come and gone from round 0's members.
   for (int i = 0; i < 2000 && p.kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.size() != 2; ++i)

@@ -58,14 +58,17 @@ TEST_CASE("writer_job: the words around the settings become the job", "[slurm][w
   CHECK(writer_job(defaults(), none).config.empty());
 }
 
-TEST_CASE("writer_job: an elastic etcd job set in the job file makes the same script as its flags", "[slurm][writer][etcd]") {
+TEST_CASE("writer_job: an elastic etcd job set in the job file makes the same script as its flags",
+          "[slurm][writer][etcd]") {
   // The nodes' `mtrain launch --config` reads launch.nnodes from the file: the script must be the
   // elastic one (token made, --no-kill) though no launch word says so.
   WriterWords w;
   w.config = "job.yaml";
   w.self_path = "/opt/mtrain/bin/mtrain";
   w.cwd = "/home/u";
-  auto file = defaults({{"slurm.nodes", 3}, {"launch.nnodes", "2:3"}, {"launch.rdzv_backend", "etcd"},
+  auto file = defaults({{"slurm.nodes", 3},
+                        {"launch.nnodes", "2:3"},
+                        {"launch.rdzv_backend", "etcd"},
                         {"launch.rdzv_endpoint", "e1:2379,e2:2379,e3:2379"}});
   const JobOptions job = writer_job(file, w);
   CHECK(elastic_job(job));
@@ -78,8 +81,9 @@ TEST_CASE("writer_job: an elastic etcd job set in the job file makes the same sc
   CHECK_FALSE(elastic_job(writer_job(file, w)));
   // etcd in the file without its members is refused at submit, as with the flags.
   w.launch_args.clear();
-  CHECK_THROWS_WITH(writer_job(defaults({{"slurm.nodes", 3}, {"launch.nnodes", "2:3"}, {"launch.rdzv_backend", "etcd"}}), w),
-                    Catch::Matchers::Contains("--rdzv-backend etcd needs --rdzv-endpoint"));
+  CHECK_THROWS_WITH(
+      writer_job(defaults({{"slurm.nodes", 3}, {"launch.nnodes", "2:3"}, {"launch.rdzv_backend", "etcd"}}), w),
+      Catch::Matchers::Contains("--rdzv-backend etcd needs --rdzv-endpoint"));
   // A job file that leaves them out stays a plain job.
   CHECK_FALSE(elastic_job(writer_job(defaults({{"slurm.nodes", 3}}), w)));
 }
