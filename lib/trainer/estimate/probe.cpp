@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <ATen/Parallel.h>
@@ -92,7 +93,12 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   const auto prefixes = model->block_prefixes();
   nlohmann::json params = nlohmann::json::array();
   int64_t psi = 0;
+  // A tied weight (GPT-2's lm_head and wte) is one tensor, listed under each name by a TorchScript
+  // module's named_parameters; the trainer holds it once, so it is counted once (issue 44 item 5:
+  // a traced GPT-2 of 20.0M parameters was estimated as 24.2M).
+  std::set<const void*> seen;
   for (const auto& p : model->named_parameters()) {
+    if (p.value().numel() > 0 && !seen.insert(p.value().data_ptr()).second) continue;
     params.push_back({{"name", p.key()}, {"numel", p.value().numel()}, {"unit", unit_of(p.key(), prefixes)}});
     psi += p.value().numel();
   }
