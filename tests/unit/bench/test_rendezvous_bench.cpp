@@ -13,7 +13,8 @@ TEST_CASE("rendezvous bench: the report has a row per node count", "[bench][rend
   o.heartbeat_span = milliseconds(400);
   auto r = bench::run_rendezvous_bench(o);
   REQUIRE(r.table.rows.size() == 2);
-  CHECK(r.table.rows[1][0] == "16");
+  CHECK(r.table.rows[1][0] == "mtrain");  // the backend column, then the node count
+  CHECK(r.table.rows[1][1] == "16");
   CHECK(r.doc["rows"][0]["form_s"].get<double>() > 0);
   CHECK(r.doc["rows"][1]["heartbeats_per_s"].get<double>() > 0);
 }
