@@ -42,6 +42,12 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_
     if (is_auto)
       throw Error("--strategy auto needs the estimate, which failed: " + err.message(), err.hint(), err.exit_code());
     if (measure) throw;
+    // Said, not silent (issue 45 item 3): this model starts without a fit check.
+    std::fputs(
+        "mtrain: note: this model starts without a fit check: on CPU ranks without --device-memory only the "
+        "built-in models are sized (its shapes need the worker's probe); give --device-memory, or run "
+        "`mtrain estimate` with the same flags\n",
+        stderr);
     return rec;
   }
   nlohmann::json record = estimate::to_json(e);

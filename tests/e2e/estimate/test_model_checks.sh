@@ -74,6 +74,12 @@ run_mtrain "$WORK/fit_ts.out" launch --nproc-per-node 2 --strategy zero3 --model
   --device-memory 100MiB
 expect_rc 2 "launch of a TorchScript model in 100 MiB per rank: checked (measured) and refused"
 expect_in "$WORK/fit_ts.out" "zero3 needs about"
+# Without --device-memory on CPU ranks a TorchScript model is not sized: the launch says so once and trains.
+run_mtrain "$WORK/unchecked.out" launch --nproc-per-node 1 --model torchscript --model-path "$WORK/lin.pt" \
+  --set model.loss=cross_entropy --data tensors --data-path "$WORK/data.pt" --max-steps 2 --batch-size 4 \
+  --set data.val_fraction=0 --work-dir "$WORK/wd_unchecked"
+expect_rc 0 "an unsized TorchScript model on CPU ranks trains"
+expect_in "$WORK/unchecked.out" "mtrain: note: this model starts without a fit check"
 
 # --device-memory 0 is refused, not read as "detect it".
 run_mtrain "$WORK/zero.out" estimate --model mlp --device-memory 0
