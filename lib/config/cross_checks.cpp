@@ -55,6 +55,7 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
                    "current folder)."});
   }
   const std::string path = as_text(job, "model.path");
+  const std::string eval_path = as_text(job, "model.eval_path");
   // `--model-path net.pt` alone would train the built-in gpt, and every rank fail on the data.
   if (model != ModelName::Torchscript) {
     if (!path.empty())
@@ -63,6 +64,13 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
                                  as_text(job, "model.name"), model_given ? "" : " (the default)"),
                      "Add --model torchscript (model.name: torchscript in a job file) to train the TorchScript "
                      "module in model.path, or drop model.path."});
+    if (!eval_path.empty())
+      out.push_back({true,
+                     {"model.eval_path", "model.name"},
+                     fmt::format("model.eval_path '{}' is set but model.name is {}{}, which does not read it",
+                                 eval_path, as_text(job, "model.name"), model_given ? "" : " (the default)"),
+                     "model.eval_path is the eval-mode trace of a TorchScript model.path: add --model torchscript, "
+                     "or drop model.eval_path."});
     return out;
   }
   // The TorchScript file: checked here so a typo fails before any rank starts.
@@ -72,6 +80,14 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
   } else if (ranks_run_here(job) && !std::filesystem::is_regular_file(path, ec)) {
     const std::string why = not_regular_file(path);
     out.push_back({true, {"model.path"}, fmt::format("model.path '{}' {}", path, why.empty() ? "is not a file" : why), fix});
+  }
+  if (!eval_path.empty() && ranks_run_here(job) && !std::filesystem::is_regular_file(eval_path, ec)) {
+    const std::string why = not_regular_file(eval_path);
+    out.push_back({true,
+                   {"model.eval_path"},
+                   fmt::format("model.eval_path '{}' {}", eval_path, why.empty() ? "is not a file" : why),
+                   "Set model.eval_path to the eval-mode trace of model.path's module "
+                   "(torch.jit.save(torch.jit.trace(model.eval(), example), PATH)), or leave it empty."});
   }
   // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
   if (get(job, "fsdp.activation_checkpointing").get<bool>() && get(job, "fsdp.wrap_module_types").empty() &&

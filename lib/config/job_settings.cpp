@@ -19,6 +19,11 @@ void add_model_settings(Registry& r) {
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "
              "its weights are the initial weights.",
              "model-path"));
+  r.add(text("model.eval_path", "",
+             "torchscript: the eval-mode trace of the module in model.path, for a model traced with "
+             "dropout (p > 0) or BatchNorm: model.path is torch.jit.trace(model.train(), example), this "
+             "torch.jit.trace(model.eval(), example) of the same model object. Training runs model.path, "
+             "validation this file, on the same weights (one set in checkpoints)."));
   r.add(boolean("model.trust_code", false,
                 "torchscript: run a model whose code reaches outside the model (file operators, "
                 "custom operator libraries, a __setstate__ that does more than restore tensors); "

@@ -248,7 +248,8 @@ YamlLayer read_yaml_layer(const Registry& reg, const std::string& path, Source s
 }
 
 const std::vector<std::string>& file_folder_relative_keys() {
-  static const std::vector<std::string> keys = {"model.path", "model.init", "data.path", "data.val_path"};
+  static const std::vector<std::string> keys = {"model.path", "model.eval_path", "model.init", "data.path",
+                                                "data.val_path"};
   return keys;
 }
 

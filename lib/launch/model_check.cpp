@@ -19,6 +19,13 @@ WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const 
     const auto j = nlohmann::json::parse(json_text);
     for (const auto& u : j.at("unknown")) out.unknown.push_back({u.at("name").get<std::string>(), u.at("where").get<std::string>()});
     for (const auto& f : j.at("findings")) out.findings.push_back({f.at("what").get<std::string>(), f.at("where").get<std::string>()});
+    if (j.contains("eval")) {
+      const auto& e = j.at("eval");
+      for (const auto& u : e.at("unknown"))
+        out.eval_unknown.push_back({u.at("name").get<std::string>(), u.at("where").get<std::string>()});
+      for (const auto& f : e.at("findings"))
+        out.eval_findings.push_back({f.at("what").get<std::string>(), f.at("where").get<std::string>()});
+    }
     // Absent from a worker older than the list (issue 45): no classes to offer.
     if (j.contains("classes"))
       for (const auto& c : j.at("classes"))
@@ -65,12 +72,15 @@ namespace {
 
 // The worker's answer; its own refusal (a file that does not parse, a damaged zip) is relayed as
 // it is, with the worker's exit code.
-WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path, bool trust_code) {
+WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path, bool trust_code,
+                            const std::string& eval_path = "") {
   ChildOptions o;
   o.deadline = std::chrono::seconds(kModelCheckDeadlineSeconds);
   o.max_stdout = 32u << 20;
-  std::vector<std::string> argv = {worker_path, "model-check", model_path};
-  if (trust_code) argv.insert(argv.begin() + 2, "--trusted");
+  std::vector<std::string> argv = {worker_path, "model-check"};
+  if (trust_code) argv.push_back("--trusted");
+  if (!eval_path.empty()) argv.insert(argv.end(), {"--eval", eval_path});
+  argv.push_back(model_path);
   const ChildResult r = run_child(argv, o);
   if (!r.started)
     throw Error(fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
@@ -96,14 +106,21 @@ WorkerModelCheck ask_worker(const std::string& model_path, const std::string& wo
 
 }  // namespace
 
-void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code) {
+void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code,
+                             const std::string& eval_path) {
   const TorchScriptArchive archive = read_torchscript_archive(model_path);
+  std::optional<TorchScriptArchive> eval_archive;
+  if (!eval_path.empty()) eval_archive = read_torchscript_archive(eval_path);
   if (worker_path.empty()) return;
-  const WorkerModelCheck answer = ask_worker(model_path, worker_path, trust_code);
+  const WorkerModelCheck answer = ask_worker(model_path, worker_path, trust_code, eval_path);
   check_torchscript_trust(model_path, answer.findings, trust_code);
+  if (eval_archive) check_torchscript_trust(eval_path, answer.eval_findings, trust_code);
   const auto facts = read_worker_facts(worker_path);
   if (!facts) return;
   if (auto refusal = torchscript_incompatibility(model_path, archive, *facts, answer.unknown)) throw *refusal;
+  if (eval_archive)
+    if (auto refusal = torchscript_incompatibility(eval_path, *eval_archive, *facts, answer.eval_unknown))
+      throw *refusal;
 }
 
 std::vector<std::string> torchscript_module_classes(const std::string& model_path, const std::string& worker_path) {
@@ -117,7 +134,8 @@ std::vector<std::string> torchscript_module_classes(const std::string& model_pat
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
   if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Torchscript)
     check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
-                            config::get(job, "model.trust_code").get<bool>());
+                            config::get(job, "model.trust_code").get<bool>(),
+                            config::get(job, "model.eval_path").get<std::string>());
 }
 
 }  // namespace mtrain::launch

@@ -26,6 +26,9 @@ struct WorkerModelCheck {
   // Its submodule classes ("Block (x2)" as {"Block", 2}), listed when the worker loaded it (no
   // findings): what fsdp.wrap_module_types can name.
   std::vector<std::pair<std::string, int>> classes;
+  // The same two lists for model.eval_path, when it was given (`--eval`).
+  std::vector<OperatorUse> eval_unknown;
+  std::vector<TrustFinding> eval_findings;
 };
 
 // Parses the worker's answer; throws mtrain::Error naming the worker when it is not that JSON.
@@ -36,16 +39,19 @@ WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const 
 std::optional<Error> torchscript_incompatibility(const std::string& model_path, const TorchScriptArchive& archive,
                                                  const WorkerFacts& facts, const std::vector<OperatorUse>& unknown);
 
-// Effects at the edge: reads the archive, runs `worker_path model-check` on it (a deadline of
-// kModelCheckDeadline), refuses code beyond the allowlist unless `trust_code`, then operators and
-// a file format the worker lacks. Without a worker (empty path) only the archive is read: the
-// worker makes the same check before it loads the file.
-void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
-
 // Parsing a model's code takes the worker well under a second; loading LibTorch a few on a busy
 // node. Past this the launch stops with the worker's own words rather than waiting.
 inline constexpr int kModelCheckDeadlineSeconds = 120;
-void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code);
+
+// Effects at the edge: reads the archive (and `eval_path`'s, model.eval_path, when not empty),
+// runs `worker_path model-check` on it (a deadline of kModelCheckDeadlineSeconds), refuses code
+// beyond the allowlist unless `trust_code`, then operators and a file format the worker lacks, in
+// either file. The worker itself refuses a trace that would act wrongly in one phase: one that
+// froze a layer's training/evaluation mode without its eval-mode pair, or a pair that does not
+// match (trainer/model/trace_pair.hpp). Without a worker (empty path) only the archives are read:
+// the worker makes the same checks before it loads the files.
+void check_torchscript_model(const std::string& model_path, const std::string& worker_path, bool trust_code,
+                             const std::string& eval_path = "");
 
 // The submodule classes of the TorchScript model at `model_path`, as the worker at `worker_path`
 // lists them (`mtrain-worker model-check`, which loads the model only when its code is within the

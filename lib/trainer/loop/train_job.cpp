@@ -112,6 +112,7 @@ ModelSpec model_spec(const Reader& r) {
   s.input_dim = r.integer("model.input_dim");
   s.num_classes = r.integer("model.num_classes");
   s.path = r.text("model.path");
+  s.eval_path = r.text("model.eval_path");
   s.loss = r.choice<config::LossName>("model.loss");
   s.wrap_module_types = str::join(r.at("fsdp.wrap_module_types").get<std::vector<std::string>>(), ",");
   s.wrap_policy = r.choice<config::WrapPolicy>("fsdp.wrap_policy");

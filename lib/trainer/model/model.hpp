@@ -57,6 +57,8 @@ struct ModelSpec {
   int64_t input_dim = 32;    // mlp
   int64_t num_classes = 10;  // mlp, resnet
   std::string path;          // torchscript: the torch.jit.save file
+  // torchscript: the eval-mode trace of the module in `path`, which validation runs (trace_pair.hpp)
+  std::string eval_path;
   config::LossName loss = config::LossName::Auto;  // torchscript
   std::string wrap_module_types;  // torchscript: block classes / dotted names, comma-separated
   // torchscript without wrap_module_types: with wrap_policy size, activation checkpointing

@@ -16,7 +16,9 @@
 // order (a module's own parameters, then its children in registration order, pre-order), so
 // model.pt loads with load_state_dict. The initial weights are the file's (the same on every
 // rank; the seed is not used). train()/eval() switch the jit module's `training` flags together
-// with the mirror's. Units (fsdp wrap_policy layer): the submodules whose class name (TorchScript's
+// with the mirror's. A traced model whose dropout/BatchNorm mode the trace froze validates with
+// model.eval_path, the eval-mode trace of the same module bound to the same tensors
+// (trace_pair.hpp). Units (fsdp wrap_policy layer): the submodules whose class name (TorchScript's
 // `__torch__.` path and `___torch_mangle_N` stripped) or dotted name is listed in
 // model.wrap_module_types, outermost match only.
 #include "mtrain/core/error.hpp"
@@ -31,6 +33,7 @@
 #include "mtrain/trainer/model/scripted_recompute.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 #include "mtrain/trainer/model/torchscript_code_check.hpp"
+#include "mtrain/trainer/model/trace_pair.hpp"
 #include "mtrain/trainer/model/traced_module.hpp"
 #include "mtrain/trainer/strategy/wrap_policy.hpp"
 
@@ -43,6 +46,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -112,8 +116,13 @@ void collect_blocks(const torch::jit::Module& m, const std::string& prefix,
 
 class ScriptedModel : public TaskModel {
  public:
-  ScriptedModel(torch::jit::Module m, const ModelSpec& s, bool own_loss, bool traced)
-      : module_(std::move(m)), spec_(s), own_loss_(own_loss), traced_(traced) {
+  ScriptedModel(torch::jit::Module m, std::optional<torch::jit::Module> eval, const ModelSpec& s, bool own_loss,
+                bool traced)
+      : module_(std::move(m)), eval_(std::move(eval)), spec_(s), own_loss_(own_loss), traced_(traced) {
+    if (eval_) {
+      bind_eval_trace(*eval_, module_);
+      eval_->train(false);  // for good: it runs in validation only
+    }
     spec_.language_model = s.language_model || s.loss == config::LossName::LmCrossEntropy;
     mirror(*this, module_);
     std::set<std::string> wanted;
@@ -169,14 +178,16 @@ class ScriptedModel : public TaskModel {
   }
 
   EvalStats evaluate(const Batch& b) override {
+    // The eval-mode trace when there is one (its tensors are module_'s), else the module itself.
+    torch::jit::Module& m = eval_ ? *eval_ : module_;
     return evaluate_with(*this, [&] {
       EvalStats s;
-      const at::Tensor out = as_tensor(run("forward", {b.input}), "forward");
+      const at::Tensor out = as_tensor(run(m, "forward", {b.input}), "forward");
       const bool classes = out.dim() == b.target.dim() + 1 && !at::isFloatingType(b.target.scalar_type());
       if (own_loss_ || spec_.loss == config::LossName::Mse) {
-        const at::Tensor l = own_loss_ ? as_tensor(run("loss", {b.input, b.target}), "loss")
-                                       : reported(builtin_loss_name(), {b.input, b.target},
-                                                  [&] { return builtin_loss(out, b.target); });
+        const at::Tensor l =
+            own_loss_ ? as_tensor(run(m, "loss", {b.input, b.target}), "loss")
+                      : reported(builtin_loss_name(), {b.input, b.target}, [&] { return builtin_loss(out, b.target); });
         s.count = classes ? b.target.numel() : b.size();
         s.loss_sum = l.item<double>() * static_cast<double>(s.count);
         if (classes) s.correct = out.argmax(-1).eq(b.target).sum().item<int64_t>();
@@ -260,7 +271,13 @@ class ScriptedModel : public TaskModel {
   }
 
   c10::IValue run(const std::string& method, const std::vector<c10::IValue>& args) {
-    return reported(method + "()", args, [&] { return module_.get_method(method)(args); });
+    return run(module_, method, args);
+  }
+  c10::IValue run(torch::jit::Module& m, const std::string& method, const std::vector<c10::IValue>& args) {
+    const std::string what =
+        &m == &module_ ? method + "()"
+                       : fmt::format("{}() of the eval-mode trace, model.eval_path '{}',", method, spec_.eval_path);
+    return reported(what, args, [&] { return m.get_method(method)(args); });
   }
 
   // `fn` (a call of the user's code, or the built-in loss on its output); a failure becomes one
@@ -350,6 +367,7 @@ class ScriptedModel : public TaskModel {
   }
 
   torch::jit::Module module_;
+  std::optional<torch::jit::Module> eval_;  // model.eval_path, bound to module_'s tensors
   ModelSpec spec_;
   bool own_loss_;
   bool traced_;
@@ -359,38 +377,33 @@ class ScriptedModel : public TaskModel {
 
 }  // namespace
 
-std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
-  const std::string& path = s.path;
-  if (path.empty())
-    throw Error("model.name is torchscript but model.path is empty",
-                fmt::format("set model.path (--model-path) to the file; {}", kExport))
-        .at("model.path");
+namespace {
+
+// The file at `path` (the setting `key`: model.path or model.eval_path), checked as the trainer
+// needs it: parsed, never run, before LibTorch loads it (loading runs the file's __setstate__
+// code, torchscript_code_check.hpp; a trusted file is not parsed: LibTorch reports its own
+// errors), then trainable, forward(Tensor) -> Tensor and an optional loss(Tensor, Tensor) -> Tensor.
+torch::jit::Module load_checked(const std::string& path, const char* key, const ModelSpec& s) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
     throw Error(fmt::format("TorchScript model file '{}' does not exist or is not a file", path),
-                fmt::format("check model.path; {}", kExport))
-        .at("model.path");
-  torch::jit::Module m;
-  // Parsed, never run, before LibTorch loads it: loading runs the file's __setstate__ code
-  // (torchscript_code_check.hpp). A trusted file is not parsed: LibTorch reports its own errors.
+                fmt::format("check {}; {}", key, kExport))
+        .at(key);
   const TorchScriptArchive archive = read_torchscript_archive(path);
   if (!s.trust_code) check_torchscript_trust(path, check_torchscript_code(archive.code).findings, false);
+  torch::jit::Module m;
   try {
     m = torch::jit::load(path, at::kCPU);
   } catch (const std::exception& e) {  // c10::Error, and torch::jit::ErrorReport (a std::exception)
     throw torchscript_load_failure(path, e.what(), own_worker_facts());
   }
-  // Plain op-by-op interpretation (see the header comment). Thread-local in LibTorch: set on
-  // the thread that builds the model, which is the one that trains it.
-  torch::jit::setGraphExecutorOptimize(false);
-
   if (m.named_parameters().size() == 0)
     throw Error(fmt::format("the TorchScript model '{}' has no parameters: a frozen module "
                             "(torch.jit.freeze, optimize_for_inference) keeps its weights as "
                             "constants, which cannot be trained",
                             path),
                 fmt::format("save the module before freezing it: {}", kExport))
-        .at("model.path");
+        .at(key);
   bool trainable = false;
   for (const auto& p : m.named_parameters()) trainable = trainable || p.value.requires_grad();
   if (!trainable || !m.hasattr("training"))
@@ -399,49 +412,59 @@ std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
                                        : "it has no `training` attribute (it was frozen or "
                                          "optimized for inference)"),
                 fmt::format("export the trainable module instead: {}", kExport))
-        .at("model.path");
+        .at(key);
   if (!m.find_method("forward") || !takes_tensors_returns_tensor(m, "forward", 1))
     throw Error(fmt::format("the TorchScript model '{}' has forward {}; the trainer needs "
                             "forward(self, x: Tensor) -> Tensor",
                             path, m.find_method("forward") ? schema_text(m, "forward") : "missing"),
                 "wrap the model in an nn.Module whose forward takes one Tensor and returns one "
                 "Tensor (unpack tuples/dicts inside it), then script and save that")
-        .at("model.path");
-  const bool has_loss = m.find_method("loss").has_value();
-  if (has_loss && !takes_tensors_returns_tensor(m, "loss", 2))
+        .at(key);
+  if (m.find_method("loss") && !takes_tensors_returns_tensor(m, "loss", 2))
     throw Error(fmt::format("the TorchScript model '{}' has loss {}; the trainer needs "
                             "loss(self, input: Tensor, target: Tensor) -> Tensor",
                             path, schema_text(m, "loss")),
                 "mark the method @torch.jit.export with that signature, or remove it and set "
                 "model.loss")
+        .at(key);
+  return m;
+}
+
+}  // namespace
+
+std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
+  if (s.path.empty())
+    throw Error("model.name is torchscript but model.path is empty",
+                fmt::format("set model.path (--model-path) to the file; {}", kExport))
         .at("model.path");
-  if (s.loss == config::LossName::Auto && !has_loss)
+  torch::jit::Module m = load_checked(s.path, "model.path", s);
+  // Plain op-by-op interpretation (see the header comment). Thread-local in LibTorch: set on
+  // the thread that builds the model, which is the one that trains it.
+  torch::jit::setGraphExecutorOptimize(false);
+  if (s.loss == config::LossName::Auto && !m.find_method("loss"))
     throw Error(fmt::format("the TorchScript model '{}' has no loss(input, target) method and "
                             "model.loss is auto",
-                            path),
+                            s.path),
                 "set model.loss to cross_entropy (logits [B, C]), lm_cross_entropy (logits "
                 "[B, T, V]) or mse, or add `@torch.jit.export def loss(self, input: Tensor, "
                 "target: Tensor) -> Tensor` to the module")
         .at("model.loss");
-  // A trace froze each dropout/BatchNorm layer's mode: training and validation would both run
-  // in the mode it was traced in (BatchNorm updating its statistics in validation, or dropout
-  // never applied), silently. Other traced modules train (dropout with p = 0 included: the
-  // identity in both modes); a shape the trace froze fails loudly.
+  // A trace froze each dropout/BatchNorm layer's mode: one file would run both phases in the
+  // mode it was traced in (BatchNorm updating its statistics in validation, or dropout never
+  // applied), silently; with model.eval_path the pair runs each phase in its own mode. Other
+  // traced modules train (dropout with p = 0 included: the identity in both modes); a shape the
+  // trace froze fails loudly.
   const TraceFacts trace = trace_facts(m);
-  check_trace_modes(path, trace.frozen_mode_ops);
-  return std::make_shared<ScriptedModel>(std::move(m), s, s.loss == config::LossName::Auto, trace.traced);
-}
-
-void check_trace_modes(const std::string& path, const std::vector<std::string>& frozen) {
-  if (!frozen.empty())
-    throw Error(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded "
-                            "the training/evaluation mode of its layers as constants ({}): they "
-                            "would act the same in training and in validation",
-                            path, str::join(frozen, ", ")),
-                fmt::format("script the module instead of tracing it: {}; or, for dropout, set "
-                            "its p to 0.0 before tracing (a dropout with p = 0 is the identity in "
-                            "both modes and is accepted)", kExport))
-        .at("model.path");
+  std::optional<torch::jit::Module> eval;
+  if (!s.eval_path.empty()) {
+    eval = load_checked(s.eval_path, "model.eval_path", s);
+    const ModelFile eval_file{s.eval_path, *eval, trace_facts(*eval)};
+    check_trace_pair({s.path, m, trace}, &eval_file);
+  } else {
+    check_trace_pair({s.path, m, trace}, nullptr);
+  }
+  return std::make_shared<ScriptedModel>(std::move(m), std::move(eval), s, s.loss == config::LossName::Auto,
+                                         trace.traced);
 }
 
 void save_scripted_model(TaskModel& model,

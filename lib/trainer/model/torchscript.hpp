@@ -21,10 +21,6 @@ bool is_scripted_model(const TaskModel& model);
 // asks, to offer them). A model that is not the user's TorchScript: empty.
 std::map<std::string, int> submodule_classes(const torch::jit::Module& module);
 std::map<std::string, int> submodule_classes(const TaskModel& model);
-// Refuses (mtrain::Error at model.path) a module made by torch.jit.trace whose trace froze the
-// training/evaluation mode of a layer (traced_module.hpp, `frozen_mode_ops`): the worker before it
-// trains, and `mtrain-worker model-check` for the launcher, before any rank starts.
-void check_trace_modes(const std::string& path, const std::vector<std::string>& frozen_mode_ops);
 // Writes the user's TorchScript module (torch.jit.save format) with `weights` (state_dict names,
 // full tensors) in place of its parameters; the model's live parameters are untouched.
 void save_scripted_model(TaskModel& model,

@@ -2,6 +2,10 @@
 
 #include <torch/csrc/jit/ir/ir.h>
 
+#include <fmt/format.h>
+
+#include "mtrain/core/strings.hpp"
+
 #include <functional>
 #include <map>
 #include <set>
@@ -51,9 +55,7 @@ void visit(const torch::jit::Module& m, std::set<const c10::ClassType*>& seen, T
       const auto op = mode_ops().find(n->kind().toQualString());
       if (op == mode_ops().end() || n->inputs().size() <= op->second || identity_dropout(n, op->first)) return;
       const auto mode = torch::jit::toIValue(n->input(op->second));
-      if (mode && mode->isBool())
-        out.frozen_mode_ops.push_back(op->first + " (training=" +
-                                      (mode->toBool() ? "true" : "false") + ")");
+      if (mode && mode->isBool()) (mode->toBool() ? out.frozen_training : out.frozen_eval).push_back(op->first);
     });
   }
   for (const auto& c : m.children()) visit(c, seen, out);
@@ -65,10 +67,25 @@ TraceFacts trace_facts(const torch::jit::Module& m) {
   TraceFacts out;
   std::set<const c10::ClassType*> seen;
   visit(m, seen, out);
-  if (!out.traced) out.frozen_mode_ops.clear();  // a scripted constant is the user's choice
+  if (!out.traced) {  // a scripted constant is the user's choice
+    out.frozen_training.clear();
+    out.frozen_eval.clear();
+  }
   return out;
 }
 
-std::vector<std::string> frozen_mode_ops(const torch::jit::Module& m) { return trace_facts(m).frozen_mode_ops; }
+std::string TraceFacts::describe_frozen() const {
+  std::vector<std::string> parts;
+  for (const auto* ops : {&frozen_training, &frozen_eval}) {
+    std::map<std::string, int> counts;
+    std::vector<std::string> order;
+    for (const auto& op : *ops)
+      if (counts[op]++ == 0) order.push_back(op);
+    for (const auto& op : order)
+      parts.push_back(fmt::format("{} (training={}){}", op, ops == &frozen_training ? "true" : "false",
+                                  counts[op] > 1 ? fmt::format(" x{}", counts[op]) : ""));
+  }
+  return str::join(parts, ", ");
+}
 
 }  // namespace mtrain::trainer

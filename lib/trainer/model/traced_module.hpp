@@ -13,7 +13,9 @@
 // scripted module passes self.training, a trace records the value it had while tracing as a
 // constant, so train()/eval() no longer change what these layers do. A dropout whose p is the
 // constant 0 is the identity in both modes and is not counted (issue 44: GPT-2 and BERT configs
-// for fine-tuning have every dropout at 0.0); BatchNorm and any other dropout are.
+// for fine-tuning have every dropout at 0.0); BatchNorm and any other dropout are, by the mode the
+// trace recorded: a trace made in train mode cannot validate, one made in eval mode cannot train,
+// and a pair of them can (trace_pair.hpp).
 #include <string>
 #include <vector>
 
@@ -23,15 +25,18 @@ namespace mtrain::trainer {
 
 struct TraceFacts {
   bool traced = false;
-  // "aten::batch_norm (training=true)": mode-dependent operators with a constant mode.
-  std::vector<std::string> frozen_mode_ops;
+  // Mode-dependent operators ("aten::dropout", once per use) whose `training` argument the trace
+  // recorded as the constant true, resp. false. Both empty for a scripted module.
+  std::vector<std::string> frozen_training;
+  std::vector<std::string> frozen_eval;
+
+  bool any_frozen() const { return !frozen_training.empty() || !frozen_eval.empty(); }
+  // "aten::dropout (training=true) x3, aten::batch_norm (training=true)": for messages.
+  std::string describe_frozen() const;
 };
 
+// The predicate both the trainer's model loading and the launcher-side model check
+// (`mtrain-worker model-check`) use.
 TraceFacts trace_facts(const torch::jit::Module& m);
-
-// trace_facts(m).frozen_mode_ops: what makes a traced module train wrongly in one of its two
-// phases, empty when none does (or the module was scripted). The predicate both the trainer's
-// model loading and a launcher-side model check use.
-std::vector<std::string> frozen_mode_ops(const torch::jit::Module& m);
 
 }  // namespace mtrain::trainer

@@ -67,6 +67,13 @@ TEST_CASE("torchscript and data: files must exist before any rank starts", "[con
   auto missing = check(own({{"model.path", "/nonexistent/net.pt"}}));
   REQUIRE(errors(missing) == 1);
   CHECK_THAT(missing[0].message, Catch::Contains("'/nonexistent/net.pt' does not exist"));
+  // The eval-mode trace of a traced pair (issue 44 item 1): checked as model.path is.
+  CHECK(errors(check(own({{"model.path", here}, {"model.eval_path", here}}))) == 0);
+  auto no_eval = check(own({{"model.path", here}, {"model.eval_path", "/nonexistent/eval.pt"}}));
+  REQUIRE(errors(no_eval) == 1);
+  CHECK(no_eval[0].keys[0] == "model.eval_path");
+  CHECK_THAT(no_eval[0].message, Catch::Contains("model.eval_path '/nonexistent/eval.pt' does not exist"));
+  CHECK_THAT(no_eval[0].hint, Catch::Contains("torch.jit.trace(model.eval(), example)"));
   // On other hosts the path is the node's: not checked here.
   CHECK(errors(check(own({{"model.path", "/nonexistent/net.pt"}, {"launch.launcher", "ssh"},
                           {"launch.hostfile", here}}))) == 0);
@@ -104,6 +111,10 @@ TEST_CASE("a model or data path the chosen model or dataset does not read is ref
   auto mlp = check({{"model.name", "mlp"}, {"model.path", here}});
   REQUIRE(errors(mlp) == 1);
   CHECK_THAT(mlp[0].message, Catch::Contains("model.name is mlp, which"));
+  auto eval_gpt = check({{"model.eval_path", here}});
+  REQUIRE(errors(eval_gpt) == 1);
+  CHECK(eval_gpt[0].keys[0] == "model.eval_path");
+  CHECK_THAT(eval_gpt[0].message, Catch::Contains("model.eval_path '" + here + "' is set but model.name is gpt"));
 
   auto data = check({{"model.name", "torchscript"}, {"model.path", here}, {"data.path", here}});
   REQUIRE(errors(data) == 1);

@@ -47,7 +47,8 @@ json sample(const Setting& s) {
       if (s.key == "launch.ranks_filter") return "0,3";
       if (s.key == "slurm.time") return "1-02:00:00";
       // Read before any rank starts: must name a file that exists.
-      if (s.key == "model.init" || s.key == "model.path") return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
+      if (s.key == "model.init" || s.key == "model.path" || s.key == "model.eval_path")
+        return std::string(MTRAIN_SOURCE_DIR) + "/README.md";
       return "some value/with space";
   }
   return nullptr;
@@ -99,8 +100,10 @@ TEST_CASE("every setting round-trips through YAML, text and environment with its
       const std::string readme = std::string(MTRAIN_SOURCE_DIR) + "/README.md";
       const std::vector<std::string> companions =
           s.key.rfind("zero.", 0) == 0 ? std::vector<std::string>{"strategy=zero3"}
-          : s.key == "model.path"      ? std::vector<std::string>{"model.name=torchscript", "data.name=tensors",
-                                                                  "data.path=" + readme}
+          : s.key == "model.path"
+              ? std::vector<std::string>{"model.name=torchscript", "data.name=tensors", "data.path=" + readme}
+          : s.key == "model.eval_path" ? std::vector<std::string>{"model.name=torchscript", "data.name=tensors",
+                                                                  "data.path=" + readme, "model.path=" + readme}
                                        : std::vector<std::string>{};
       JobInputs in;
       in.user_file = "/nonexistent/mtrain-user.yaml";

@@ -60,6 +60,15 @@ TEST_CASE("model check: the worker's answer is parsed, and anything else is name
   REQUIRE(w.findings.size() == 1);
   CHECK(w.findings[0].where == "code/__torch__.py:4");
   CHECK(w.classes.empty());  // a worker older than the list (issue 45) sends none
+  CHECK(w.eval_unknown.empty());  // no --eval: no "eval" object
+  const auto e = launch::parse_worker_model_check(
+      "w", R"({"operators":[],"unknown":[],"findings":[],"classes":[],"eval":{"saved_by":"x","format_version":3,)"
+           R"("operators":[],"unknown":[{"name":"aten::b","where":"c:2"}],"findings":[{"what":"w","where":"v"}]}})");
+  CHECK(e.unknown.empty());
+  REQUIRE(e.eval_unknown.size() == 1);
+  CHECK(e.eval_unknown[0].name == "aten::b");
+  REQUIRE(e.eval_findings.size() == 1);
+  CHECK(e.eval_findings[0].where == "v");
   const auto c = launch::parse_worker_model_check(
       "w",
       R"({"operators":[],"unknown":[],"findings":[],"classes":[{"name":"Block","count":2},{"name":"Linear","count":1}]})");
