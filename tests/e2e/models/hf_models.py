@@ -1,4 +1,4 @@
-"""Tiny Hugging Face models for tests/e2e/models/test_hf_{gpt2,llama,bert}.sh (issue 44 item 2).
+"""Tiny Hugging Face models for tests/e2e/models/test_hf_strategies.sh (issue 44 items 1 and 2).
 
   make DIR KIND...   in DIR/KIND for each KIND:
                   KIND gpt2 | llama | bert: a tiny transformers model (2 layers, hidden 32, vocab 64,
@@ -15,13 +15,16 @@
                   model.path / model.eval_path; learnable token data (each token determines the
                   next) DIR/data.pt and DIR/val.pt. No reference training: dropout's masks are
                   random.
-  compare RUNS START   for each line LABEL, REF, GOT, TOL (tab-separated) of RUNS: max |REF - GOT|
+  check RUNS DIR PAIRS   every comparison, in one Python start (importing transformers costs
+                  seconds on CI's two cores):
+                  for each line LABEL, REF, GOT, TOL, START (tab-separated) of RUNS: max |REF - GOT|
                   over the tensors of mtrain's model.pt GOT (a plain dict), within TOL, and how far
                   REF moved from START (the traced file's weights), at least 10 x TOL: a comparison
-                  of weights that did not move would prove nothing. Prints ok/FAIL per run.
-  dropout DIR RUNS   for each line LABEL, WD (tab-separated) of RUNS, the pair's run in WD: the
+                  of weights that did not move would prove nothing;
+                  for each line LABEL, WD (tab-separated) of PAIRS, the run of DIR's pair in WD: the
                   last validation loss mtrain logged equals PyTorch's eval-mode loss of mtrain's
                   model.pt on DIR/val.pt (bound 1e-6), and the training loss fell (by 0.1 at least).
+                  Prints ok/FAIL per run; exits with the number of failures.
 """
 import glob
 import json
@@ -138,13 +141,16 @@ def max_diff(a, b):
     return worst, where
 
 
-def compare(runs_path, start_path):
-    """Each line of RUNS: LABEL<TAB>REF<TAB>GOT<TAB>TOL. Prints ok/FAIL per run; returns the failures."""
-    start = torch.jit.load(start_path).state_dict()
+def compare(runs_path):
+    """Each line of RUNS: LABEL<TAB>REF<TAB>GOT<TAB>TOL<TAB>START. Prints ok/FAIL per run; returns the failures."""
+    starts = {}
     fails = 0
     for line in open(runs_path):
-        label, ref_path, got_path, tol = line.rstrip("\n").split("\t")
+        label, ref_path, got_path, tol, start_path = line.rstrip("\n").split("\t")
         tol = float(tol)
+        if start_path not in starts:
+            starts[start_path] = torch.jit.load(start_path).state_dict()
+        start = starts[start_path]
         ref, got = torch.load(ref_path), torch.load(got_path)  # model.pt: a plain dict (weights_only)
         missing = sorted(set(ref) - set(got))
         if missing:
@@ -155,7 +161,7 @@ def compare(runs_path, start_path):
         moved, _ = max_diff(ref, start)
         good = worst <= tol and moved > 10 * tol
         fails += not good
-        print(f"{'ok' if good else 'FAIL'} - {label}: max |d| {worst:.1e} ({where}), tolerance {tol:g}; "
+        print(f"{'ok' if good else 'FAIL'} - {label}: max |d| {worst:.1e} ({where or 'every tensor equal'}), tolerance {tol:g}; "
               f"the weights moved {moved:.1e}")
     return fails
 
@@ -188,7 +194,5 @@ if __name__ == "__main__":
         for kind in sys.argv[3:]:
             os.makedirs(f"{sys.argv[2]}/{kind}", exist_ok=True)
             make(kind, f"{sys.argv[2]}/{kind}")
-    elif sys.argv[1] == "compare":
-        sys.exit(min(compare(sys.argv[2], sys.argv[3]), 100))
-    elif sys.argv[1] == "dropout":
-        sys.exit(min(dropout(sys.argv[2], sys.argv[3]), 100))
+    elif sys.argv[1] == "check":
+        sys.exit(min(compare(sys.argv[2]) + dropout(sys.argv[3], sys.argv[4]), 100))
