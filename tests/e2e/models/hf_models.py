@@ -10,6 +10,11 @@
                   -100 (ignored) elsewhere — the same count per row, so the mean over a rank's
                   targets averaged over ranks is the mean over the global batch's, as in PyTorch at
                   world 1.
+                  KIND bert_ragged: bert's model on masked-LM rows of 1 to 5 masked tokens each (as
+                  random masking gives), and DIR/ref_sgd.pt trained with DDP's loss at world 3: the
+                  mean over ranks of each rank's mean over its counted targets — which is what
+                  mtrain computes, and not the global batch's mean (the world-1 reference; the two
+                  must differ by 1e-5 at least, else the run could not tell them apart).
                   KIND gpt2_dropout: GPT-2 with every dropout 0.1, one model object traced twice,
                   after .train() (DIR/net.pt) and after .eval() (DIR/net_eval.pt): the pair
                   model.path / model.eval_path; learnable token data (each token determines the
@@ -80,14 +85,15 @@ def data(kind, n, seed=1):
         for t in range(T):
             seq[:, t + 1] = (seq[:, t] * 5 + 3) % VOCAB
         return {"input": seq[:, :T].contiguous(), "target": seq[:, 1:].contiguous()}
-    if kind != "bert":
+    if kind not in ("bert", "bert_ragged"):
         seq = torch.randint(0, VOCAB, (n, T + 1), generator=g)
         return {"input": seq[:, :T].contiguous(), "target": seq[:, 1:].contiguous()}
     tokens = torch.randint(1, VOCAB, (n, T), generator=g)
     target = torch.full((n, T), -100, dtype=torch.long)
     inp = tokens.clone()
-    for i in range(n):
-        pos = torch.randperm(T, generator=g)[:MASKED]
+    for i in range(n):  # bert_ragged: 1 to 5 masked tokens per row, as random masking gives
+        k = MASKED if kind == "bert" else int(torch.randint(1, 6, (1,), generator=g))
+        pos = torch.randperm(T, generator=g)[:k]
         target[i, pos] = tokens[i, pos]
         inp[i, pos] = 0  # the [MASK] id of this tiny vocabulary
     return {"input": inp, "target": target}
@@ -97,7 +103,9 @@ def lm_loss(logits, y):
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))  # ignore_index -100
 
 
-def reference(kind, dd, opt_name):
+def reference(kind, dd, opt_name, world=1):
+    """PyTorch's training; with world > 1, DDP's loss: the mean over ranks of each rank's mean, rank r
+    reading rows r, r + world, ... of each step (mtrain's sampler in file order)."""
     ref = Wrapper(hf_model(kind)).train()  # the traced file's initial weights, eager PyTorch
     opt = (torch.optim.SGD(ref.parameters(), lr=SGD_LR) if opt_name == "sgd"
            else torch.optim.AdamW(ref.parameters(), **ADAMW))
@@ -105,11 +113,12 @@ def reference(kind, dd, opt_name):
     for s in range(STEPS):
         x, y = dd["input"][s * GLOBAL:(s + 1) * GLOBAL], dd["target"][s * GLOBAL:(s + 1) * GLOBAL]
         opt.zero_grad()
-        loss = lm_loss(ref(x), y)
+        logits = ref(x)
+        loss = sum(lm_loss(logits[r::world], y[r::world]) for r in range(world)) / world
         loss.backward()
         opt.step()
         losses.append(loss.item())
-    print(kind, opt_name, "reference losses", " ".join(f"{l:.4f}" for l in losses))
+    print(kind, opt_name, *([f"world {world}"] if world > 1 else []), "reference losses", " ".join(f"{l:.4f}" for l in losses))
     return {k: v.detach().clone() for k, v in ref.state_dict().items()}
 
 
@@ -121,6 +130,18 @@ def make(kind, d):
         torch.jit.save(torch.jit.trace(w.eval(), ex, check_trace=False), f"{d}/net_eval.pt")
         torch.save(data(kind, 8 * GLOBAL), f"{d}/data.pt")
         torch.save(data(kind, 12, seed=2), f"{d}/val.pt")
+        return
+    if kind == "bert_ragged":  # masked-LM rows of unequal masked counts: the mean of ranks' means
+        dd = data(kind, STEPS * GLOBAL)
+        torch.jit.save(torch.jit.trace(Wrapper(hf_model("bert")).train(), (dd["input"][:2],), check_trace=False),
+                       f"{d}/net.pt")
+        torch.save(dd, f"{d}/data.pt")
+        ddp, single = reference("bert", dd, "sgd", world=3), reference("bert", dd, "sgd")
+        apart, _ = max_diff(ddp, single)
+        print(f"bert_ragged: the world-3 (per-rank mean) and world-1 (global mean) references differ by {apart:.1e}")
+        if apart < 1e-5:  # else the run's comparison could not tell the two means apart
+            sys.exit("bert_ragged: the data does not separate the two means")
+        torch.save(ddp, f"{d}/ref_sgd.pt")
         return
     w = Wrapper(hf_model(kind)).train()
     dd = data(kind, STEPS * GLOBAL)
