@@ -15,6 +15,10 @@
                   mean over ranks of each rank's mean over its counted targets — which is what
                   mtrain computes, and not the global batch's mean (the world-1 reference; the two
                   must differ by 1e-5 at least, else the run could not tell them apart).
+                  KIND gpt2_padded: GPT-2 in docs/your-model.md's MaskedWrapper (input [B, 2, T]:
+                  the ids, then the 0/1 attention mask), traced; rows of 6 to 16 tokens left-padded
+                  to 16, targets -100 at the padding; DIR/ref_sgd.pt trained with DDP's loss at world
+                  2 (the references with the mask all ones must differ by 1e-5 at least).
                   KIND gpt2_dropout: GPT-2 with every dropout 0.1, one model object traced twice,
                   after .train() (DIR/net.pt) and after .eval() (DIR/net_eval.pt): the pair
                   model.path / model.eval_path; learnable token data (each token determines the
@@ -54,6 +58,15 @@ class Wrapper(nn.Module):  # what the user traces: one Tensor in, the logits out
 
     def forward(self, ids):
         return self.model(input_ids=ids).logits
+
+
+class MaskedWrapper(nn.Module):  # docs/your-model.md's padded data: ids and the 0/1 mask in one tensor
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x):  # [B, 2, T]
+        return self.model(input_ids=x[:, 0], attention_mask=x[:, 1]).logits
 
 
 def hf_model(kind, p=0.0):
@@ -103,10 +116,10 @@ def lm_loss(logits, y):
     return F.cross_entropy(logits.reshape(-1, logits.size(-1)), y.reshape(-1))  # ignore_index -100
 
 
-def reference(kind, dd, opt_name, world=1):
+def reference(kind, dd, opt_name, world=1, wrap=Wrapper):
     """PyTorch's training; with world > 1, DDP's loss: the mean over ranks of each rank's mean, rank r
     reading rows r, r + world, ... of each step (mtrain's sampler in file order)."""
-    ref = Wrapper(hf_model(kind)).train()  # the traced file's initial weights, eager PyTorch
+    ref = wrap(hf_model(kind)).train()  # the traced file's initial weights, eager PyTorch
     opt = (torch.optim.SGD(ref.parameters(), lr=SGD_LR) if opt_name == "sgd"
            else torch.optim.AdamW(ref.parameters(), **ADAMW))
     losses = []
@@ -130,6 +143,24 @@ def make(kind, d):
         torch.jit.save(torch.jit.trace(w.eval(), ex, check_trace=False), f"{d}/net_eval.pt")
         torch.save(data(kind, 8 * GLOBAL), f"{d}/data.pt")
         torch.save(data(kind, 12, seed=2), f"{d}/val.pt")
+        return
+    if kind == "gpt2_padded":  # left-padded rows of 6 to 16 tokens, the mask in the input
+        g = torch.Generator().manual_seed(3)
+        seq = torch.randint(1, VOCAB, (STEPS * GLOBAL, T + 1), generator=g)
+        length = torch.randint(6, T + 1, (STEPS * GLOBAL, 1), generator=g)
+        mask = (torch.arange(T)[None] >= T - length).long()
+        target = seq[:, 1:].masked_fill(mask == 0, -100)
+        dd = {"input": torch.stack([seq[:, :T] * mask, mask], 1), "target": target}
+        torch.jit.save(torch.jit.trace(MaskedWrapper(hf_model("gpt2")).train(), (dd["input"][:2],), check_trace=False),
+                       f"{d}/net.pt")
+        torch.save(dd, f"{d}/data.pt")
+        ref = reference("gpt2", dd, "sgd", world=2, wrap=MaskedWrapper)
+        unmasked = dict(dd, input=torch.stack([dd["input"][:, 0], torch.ones_like(mask)], 1))
+        apart, _ = max_diff(ref, reference("gpt2", unmasked, "sgd", world=2, wrap=MaskedWrapper))
+        print(f"gpt2_padded: the references with and without the attention mask differ by {apart:.1e}")
+        if apart < 1e-5:  # else the run's comparison could not tell whether the mask was applied
+            sys.exit("gpt2_padded: the data does not show the mask")
+        torch.save(ref, f"{d}/ref_sgd.pt")
         return
     if kind == "bert_ragged":  # masked-LM rows of unequal masked counts: the mean of ranks' means
         dd = data(kind, STEPS * GLOBAL)

@@ -14,9 +14,10 @@
 # random, so the check is PyTorch's eval-mode loss of mtrain's model.pt on the validation file,
 # which must equal the validation loss mtrain logged, and a training loss that falls.
 # BERT with 1 to 5 masked tokens per row under ddp x3 equals PyTorch's DDP loss (the mean of the
-# ranks' means), which the data makes differ from the global batch's mean. Each run prints its max
-# |d| and seconds. BERT under ZeRO-3 found the engine's defect of an operator reading two units
-# (sharded_engine.hpp).
+# ranks' means), which the data makes differ from the global batch's mean; GPT-2 on left-padded
+# rows with the attention mask in its input (docs/your-model.md's MaskedWrapper) under fsdp x2
+# equals PyTorch's, which the mask changes. Each run prints its max |d| and seconds. BERT under
+# ZeRO-3 found the engine's defect of an operator reading two units (sharded_engine.hpp).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../trainer/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
@@ -26,7 +27,7 @@ PEERS=${MTRAIN_PEERS_PYTHON:-}
 HF="$(dirname "$0")/hf_models.py"
 
 # The traced models, their data and PyTorch's references in $WORK/KIND: one Python start.
-if "$PEERS" -W ignore "$HF" make "$WORK" gpt2 llama bert bert_ragged gpt2_dropout >"$WORK/make.log" 2>&1; then
+if "$PEERS" -W ignore "$HF" make "$WORK" gpt2 llama bert bert_ragged gpt2_padded gpt2_dropout >"$WORK/make.log" 2>&1; then
   grep -E "reference losses|differ by" "$WORK/make.log" | sed 's/^/    /'
 else
   fail "the traced models and PyTorch's references"
@@ -77,6 +78,14 @@ if hf_train bert_ragged ddp 3 BertLayer "$WORK/wd-bert_ragged" --max-steps 5 --s
     "$WORK/bert_ragged/ref_sgd.pt" "$WORK/wd-bert_ragged/model.pt" 1e-6 "$WORK/bert_ragged/net.pt" >>"$WORK/runs.tsv"
 fi
 
+# Padded data (docs/your-model.md's recipe): GPT-2 wrapped to take [B, 2, T], the ids and the
+# attention mask, on left-padded rows with -100 targets at the padding, under fsdp x2.
+if hf_train gpt2_padded fsdp 2 GPT2Block "$WORK/wd-gpt2_padded" --max-steps 5 --set data.val_fraction=0 \
+  --set optim.name=sgd --set optim.lr=0.1 --set optim.weight_decay=0; then
+  printf '%s\t%s\t%s\t%s\t%s\n' "gpt2, left-padded rows and the attention mask, sgd fsdp x2 (${secs} s)" \
+    "$WORK/gpt2_padded/ref_sgd.pt" "$WORK/wd-gpt2_padded/model.pt" 1e-6 "$WORK/gpt2_padded/net.pt" >>"$WORK/runs.tsv"
+fi
+
 # GPT-2 with every dropout 0.1: the pair, 8 AdamW steps on learnable tokens, validated each step.
 kind=gpt2_dropout
 : >"$WORK/pairs.tsv"
@@ -93,5 +102,5 @@ done
 "$PEERS" -W ignore "$HF" check "$WORK/runs.tsv" "$WORK/$kind" "$WORK/pairs.tsv" 2>&1
 fails=$((fails + $?))
 n=$(($(wc -l <"$WORK/runs.tsv") + $(wc -l <"$WORK/pairs.tsv")))
-[ "$n" -eq 22 ] && ok "22 runs compared" || fail "$n runs of 22 compared"
+[ "$n" -eq 23 ] && ok "23 runs compared" || fail "$n runs of 23 compared"
 finish
