@@ -14,7 +14,9 @@
                   random masking gives), and DIR/ref_sgd.pt trained with DDP's loss at world 3: the
                   mean over ranks of each rank's mean over its counted targets — which is what
                   mtrain computes, and not the global batch's mean (the world-1 reference; the two
-                  must differ by 1e-5 at least, else the run could not tell them apart).
+                  must differ by 1e-5 at least, else the run could not tell them apart), and that
+                  world-1 reference, the global batch's mean over every masked token
+                  (train.average_tokens_across_ranks), in DIR/ref_global.pt.
                   KIND gpt2_padded: GPT-2 in docs/your-model.md's MaskedWrapper (input [B, 2, T]:
                   the ids, then the 0/1 attention mask), traced; rows of 6 to 16 tokens left-padded
                   to 16, targets -100 at the padding; DIR/ref_sgd.pt trained with DDP's loss at world
@@ -173,6 +175,7 @@ def make(kind, d):
         if apart < 1e-5:  # else the run's comparison could not tell the two means apart
             sys.exit("bert_ragged: the data does not separate the two means")
         torch.save(ddp, f"{d}/ref_sgd.pt")
+        torch.save(single, f"{d}/ref_global.pt")
         return
     w = Wrapper(hf_model(kind)).train()
     dd = data(kind, STEPS * GLOBAL)

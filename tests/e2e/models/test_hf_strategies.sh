@@ -14,7 +14,8 @@
 # random, so the check is PyTorch's eval-mode loss of mtrain's model.pt on the validation file,
 # which must equal the validation loss mtrain logged, and a training loss that falls.
 # BERT with 1 to 5 masked tokens per row under ddp x3 equals PyTorch's DDP loss (the mean of the
-# ranks' means), which the data makes differ from the global batch's mean; GPT-2 on left-padded
+# ranks' means), which the data makes differ from the global batch's mean, and with
+# train.average_tokens_across_ranks under zero3 x3 (2 micro-batches) the global mean; GPT-2 on left-padded
 # rows with the attention mask in its input (docs/your-model.md's MaskedWrapper) under fsdp x2
 # equals PyTorch's, which the mask changes. Each run prints its max |d| and seconds. BERT under
 # ZeRO-3 found the engine's defect of an operator reading two units (sharded_engine.hpp).
@@ -35,11 +36,12 @@ else
   finish
 fi
 
-hf_train() {  # KIND STRATEGY WORLD UNIT WORK_DIR ARGS...: one mtrain run, its seconds in $secs
+hf_train() {  # KIND STRATEGY WORLD UNIT WORK_DIR ARGS...: one mtrain run (BATCH rows per micro-batch, default
+  # 6 / WORLD), its seconds in $secs
   local kind=$1 strategy=$2 world=$3 unit=$4 wd=$5 t0=$SECONDS
   shift 5
   retry_port_clash "$WORK/out" launch --nproc-per-node "$world" --strategy "$strategy" --master-port 0 \
-    --batch-size $((6 / world)) --model torchscript --model-path "$WORK/$kind/net.pt" --data tensors \
+    --batch-size "${BATCH:-$((6 / world))}" --model torchscript --model-path "$WORK/$kind/net.pt" --data tensors \
     --data-path "$WORK/$kind/data.pt" --set model.loss=lm_cross_entropy --set train.threads=1 \
     --set data.shuffle=false --set sched.name=constant --set fsdp.wrap_module_types="$unit" \
     --set zero.stage3_param_persistence_threshold=0 --work-dir "$wd" "$@"
@@ -77,6 +79,16 @@ if hf_train bert_ragged ddp 3 BertLayer "$WORK/wd-bert_ragged" --max-steps 5 --s
   printf '%s\t%s\t%s\t%s\t%s\n' "bert, 1 to 5 masked tokens per row, sgd ddp x3 (${secs} s)" \
     "$WORK/bert_ragged/ref_sgd.pt" "$WORK/wd-bert_ragged/model.pt" 1e-6 "$WORK/bert_ragged/net.pt" >>"$WORK/runs.tsv"
 fi
+# With train.average_tokens_across_ranks the step's loss is the mean over every masked token of the
+# global batch, as PyTorch's training at world 1 (and Hugging Face's Trainer) computes it: under
+# zero3 x3 with 1 row x 2 micro-batches per rank, so that micro-batches and ranks both hold unequal
+# counts.
+if BATCH=1 hf_train bert_ragged zero3 3 BertLayer "$WORK/wd-bert_tokens" --max-steps 5 --set data.val_fraction=0 \
+  --set optim.name=sgd --set optim.lr=0.1 --set optim.weight_decay=0 --set train.average_tokens_across_ranks=true \
+  --set train.grad_accum=2; then
+  printf '%s\t%s\t%s\t%s\t%s\n' "bert, 1 to 5 masked tokens per row, average_tokens_across_ranks, sgd zero3 x3, 2 micro-batches (${secs} s)" \
+    "$WORK/bert_ragged/ref_global.pt" "$WORK/wd-bert_tokens/model.pt" 1e-6 "$WORK/bert_ragged/net.pt" >>"$WORK/runs.tsv"
+fi
 
 # Padded data (docs/your-model.md's recipe): GPT-2 wrapped to take [B, 2, T], the ids and the
 # attention mask, on left-padded rows with -100 targets at the padding, under fsdp x2.
@@ -102,5 +114,5 @@ done
 "$PEERS" -W ignore "$HF" check "$WORK/runs.tsv" "$WORK/$kind" "$WORK/pairs.tsv" 2>&1
 fails=$((fails + $?))
 n=$(($(wc -l <"$WORK/runs.tsv") + $(wc -l <"$WORK/pairs.tsv")))
-[ "$n" -eq 23 ] && ok "23 runs compared" || fail "$n runs of 23 compared"
+[ "$n" -eq 24 ] && ok "24 runs compared" || fail "$n runs of 24 compared"
 finish
