@@ -89,6 +89,18 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
                    "Set model.eval_path to the eval-mode trace of model.path's module "
                    "(torch.jit.save(torch.jit.trace(model.eval(), example), PATH)), or leave it empty."});
   }
+  // The trainer counts the targets itself; a loss it does not compute has no targets it can count.
+  const std::string loss = as_text(job, "model.loss");
+  if (get(job, "train.average_tokens_across_ranks").get<bool>() && loss != "cross_entropy" &&
+      loss != "lm_cross_entropy") {
+    out.push_back({true,
+                   {"train.average_tokens_across_ranks", "model.loss"},
+                   fmt::format("train.average_tokens_across_ranks is true but model.loss is {}, whose targets the "
+                               "trainer does not count",
+                               loss),
+                   "Set model.loss to lm_cross_entropy (logits [B, T, V]) or cross_entropy (logits [B, C]), whose "
+                   "targets of -100 are ignored, or leave train.average_tokens_across_ranks false."});
+  }
   // Checkpointing recomputes the named blocks (or FSDP's size units): something must be named.
   if (get(job, "fsdp.activation_checkpointing").get<bool>() && get(job, "fsdp.wrap_module_types").empty() &&
       choice_at<WrapPolicy>(job, "fsdp.wrap_policy") != WrapPolicy::Size) {

@@ -98,6 +98,12 @@ void add_loop_settings(Registry& r) {
                 "size. When set, it must equal that product (checked before launch); a job that "
                 "re-forms at another world size keeps it by recomputing grad_accum.",
                 "global-batch-size"));
+  r.add(boolean("train.average_tokens_across_ranks", false,
+                "The loss of a step with targets of -100 (ignored: a masked LM's unmasked tokens, "
+                "padding): false averages each rank's mean over its counted targets, as DDP does; "
+                "true takes the mean over every counted target of the step's global batch (all ranks "
+                "and micro-batches), as Hugging Face's Trainer does by default. cross_entropy and "
+                "lm_cross_entropy losses only."));
   r.add(choice("train.precision", to_string(Precision::Fp32), choice_names<Precision>(),
                "Compute precision: fp32, or mixed precision with fp32 master weights (bf16; fp16 "
                "with loss scaling, see precision.*).",

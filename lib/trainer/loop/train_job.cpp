@@ -181,6 +181,7 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.batch_size = r.integer("train.batch_size");
   t.grad_accum = r.integer("train.grad_accum");
   t.global_batch_size = r.integer("train.global_batch_size");
+  t.average_tokens_across_ranks = r.flag("train.average_tokens_across_ranks");
   t.seed = r.at("train.seed").get<uint64_t>();
   t.work_dir = r.text("train.work_dir");
   t.log_interval = r.integer("train.log_interval");

@@ -33,6 +33,7 @@ struct TrainJob {
   int64_t batch_size = 16;
   int64_t grad_accum = 1;
   int64_t global_batch_size = 0;  // 0: batch_size x grad_accum x world (elastic_resume.hpp)
+  bool average_tokens_across_ranks = false;  // the step's loss: the global batch's mean (token_mean.hpp)
   uint64_t seed = 0;
   std::string work_dir = "work_dirs/default";
   int64_t log_interval = 10;

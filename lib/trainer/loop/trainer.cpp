@@ -38,6 +38,7 @@
 #include "mtrain/trainer/loop/preemption.hpp"
 #include "mtrain/trainer/loop/run_summary.hpp"
 #include "mtrain/trainer/loop/step_figures.hpp"
+#include "mtrain/trainer/loop/token_mean.hpp"
 #include "mtrain/trainer/loop/weights_export.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 #include "mtrain/trainer/strategy/wrap_policy.hpp"
@@ -216,14 +217,33 @@ class Loop {
     StepOutcome o;
     const auto t0 = Clock::now();
     double loss_sum = 0;
+    // Each micro-batch's mean loss is weighed: 1/grad_accum (DDP's mean of means), or by its
+    // counted targets over the step's global count (token_mean.hpp), which needs every
+    // micro-batch of the step read, and one sum over ranks, before the first backward.
+    std::vector<Batch> held;
+    std::vector<double> scales(static_cast<size_t>(job_.grad_accum), 1.0 / static_cast<double>(job_.grad_accum));
+    if (job_.average_tokens_across_ranks) {
+      const auto td = Clock::now();
+      std::vector<int64_t> counts;
+      for (int64_t a = 0; a < job_.grad_accum; ++a) {
+        held.push_back(to_device(next_batch(step_, a), parts_.device));
+        counts.push_back(held.back().target.ne(-100).sum().item<int64_t>());
+      }
+      double mine = 0;
+      for (int64_t c : counts) mine += static_cast<double>(c);
+      const auto global = static_cast<int64_t>(sum_over_ranks({mine}, "all_reduce(token count)")[0]);
+      scales = token_mean_scales(counts, global, comm_.world());
+      o.data_time += seconds_since(td);
+    }
     for (int64_t a = 0; a < job_.grad_accum; ++a) {
       const auto td = Clock::now();
-      Batch b = to_device(next_batch(step_, a), parts_.device);
+      Batch b = held.empty() ? to_device(next_batch(step_, a), parts_.device) : std::move(held[static_cast<size_t>(a)]);
       o.data_time += seconds_since(td);
+      const double scale = scales[static_cast<size_t>(a)];
       at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
-                                                    a == job_.grad_accum - 1,
-                                                    1.0 / static_cast<double>(job_.grad_accum));
-      loss_sum += loss.item<double>();
+                                                    a == job_.grad_accum - 1, scale);
+      // A micro-batch with no counted target has a mean of 0/0 and weight 0: it adds nothing.
+      if (scale != 0.0) loss_sum += loss.item<double>() * scale;
     }
     o.lr = learning_rate(job_.sched, step_, total_);
     o.result = strategy_->step(o.lr);
@@ -231,7 +251,7 @@ class Loop {
     ++step_;
     o.time = seconds_since(t0);
     step_times_.push_back(o.time);
-    o.loss = loss_sum / static_cast<double>(job_.grad_accum);
+    o.loss = loss_sum;
     return o;
   }
 

@@ -58,6 +58,20 @@ TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
   CHECK(errors(check({{"launch.launcher", "local"}, {"launch.nnodes", 2}})) == 1);
 }
 
+TEST_CASE("train.average_tokens_across_ranks needs a loss whose targets the trainer counts", "[config]") {
+  const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
+  for (const char* loss : {"lm_cross_entropy", "cross_entropy"})
+    CHECK(errors(check(own({{"model.path", here}, {"model.loss", loss}, {"train.average_tokens_across_ranks", true}}))) ==
+          0);
+  for (const char* loss : {"auto", "mse"}) {
+    auto bad = check(own({{"model.path", here}, {"model.loss", loss}, {"train.average_tokens_across_ranks", true}}));
+    REQUIRE(errors(bad) == 1);
+    CHECK(bad[0].keys[0] == "train.average_tokens_across_ranks");
+    CHECK_THAT(bad[0].message, Catch::Contains(std::string("model.loss is ") + loss));
+  }
+  CHECK(errors(check(own({{"model.path", here}, {"model.loss", "mse"}}))) == 0);
+}
+
 TEST_CASE("torchscript and data: files must exist before any rank starts", "[config]") {
   const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
   CHECK(errors(check(own({{"model.path", here}}))) == 0);

@@ -75,7 +75,7 @@ json fields(const TrainJob& t) {
                 t.seed,           t.work_dir,   t.log_interval,        t.timing_warmup_steps, t.val_interval,
                 t.val_steps,      t.threads,    t.checkpoint_interval, t.checkpoint_keep,     t.resume,
                 t.overwrite,      t.init,       t.init_strict,         t.comm_timeout_s,      t.comm_shared_memory,
-                t.cpu_memory_pool}},
+                t.cpu_memory_pool, t.average_tokens_across_ranks}},
       {"export", {t.hf_config, t.hf_prefix.value_or("<auto>")}},
       {"log",
        {t.tracking.tensorboard_dir, t.tracking.mlflow_uri, t.tracking.mlflow_experiment, t.tracking.mlflow_run_name,
