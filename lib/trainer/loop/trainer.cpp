@@ -240,8 +240,8 @@ class Loop {
       Batch b = held.empty() ? to_device(next_batch(step_, a), parts_.device) : std::move(held[static_cast<size_t>(a)]);
       o.data_time += seconds_since(td);
       const double scale = scales[static_cast<size_t>(a)];
-      at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
-                                                    a == job_.grad_accum - 1, scale);
+      at::Tensor loss =
+          strategy_->forward_backward([&] { return parts_.model->loss(b); }, a == job_.grad_accum - 1, scale);
       // A micro-batch with no counted target has a mean of 0/0 and weight 0: it adds nothing.
       if (scale != 0.0) loss_sum += loss.item<double>() * scale;
     }

@@ -61,8 +61,8 @@ TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
 TEST_CASE("train.average_tokens_across_ranks needs a loss whose targets the trainer counts", "[config]") {
   const std::string here = std::string(MTRAIN_SOURCE_DIR) + "/CMakeLists.txt";  // any existing file
   for (const char* loss : {"lm_cross_entropy", "cross_entropy"})
-    CHECK(errors(check(own({{"model.path", here}, {"model.loss", loss}, {"train.average_tokens_across_ranks", true}}))) ==
-          0);
+    CHECK(errors(check(
+              own({{"model.path", here}, {"model.loss", loss}, {"train.average_tokens_across_ranks", true}}))) == 0);
   for (const char* loss : {"auto", "mse"}) {
     auto bad = check(own({{"model.path", here}, {"model.loss", loss}, {"train.average_tokens_across_ranks", true}}));
     REQUIRE(errors(bad) == 1);
