@@ -13,17 +13,9 @@ namespace mtrain::trainer {
 namespace {
 double bytes_of(const at::Tensor& t) { return static_cast<double>(t.numel() * t.element_size()); }
 
-// Gloo (1.13) rejects bf16. Moving bytes needs no arithmetic: a bf16 tensor travels
-// with the same bits as fp16 (all-gather, broadcast, all-to-all only copy them; Gloo has no
-// int16); sums go through an fp32 copy.
-bool bits_only(const at::Tensor& t, bool flat_collectives) {
-  return !flat_collectives && t.scalar_type() == at::kBFloat16;
-}
-at::Tensor as_bits(const at::Tensor& t) { return t.view(at::kHalf); }
-
 void check_flat(const at::Tensor& t, const char* what) {
   if (!t.is_contiguous()) {
-    throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
+    throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what), "", kExitFailure);
   }
 }
 }  // namespace
@@ -81,10 +73,10 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
   }
   // The join (Gloo's full-mesh connect) waits on the store: bound it by the same timeout.
   store->setTimeout(o.timeout);
-  backend_ = o.backend == BackendKind::Nccl
-                 ? compat::make_nccl(store, o.rank, o.world, o.timeout)
-                 : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname, o.interfaces);
-  flat_collectives_ = compat::has_flat_collectives(backend_);
+  c10d_ = std::make_unique<C10dTransport>(
+      o.backend == BackendKind::Nccl ? compat::make_nccl(store, o.rank, o.world, o.timeout)
+                                     : compat::make_gloo(store, o.rank, o.world, o.timeout, o.hostname, o.interfaces),
+      o.world, o.timeout);
   if (o.shared_memory && o.world > 1 && o.backend == BackendKind::Gloo) join_shared_memory();
 }
 
@@ -109,7 +101,8 @@ void Communicator::join_shared_memory() {
   so.world = opt_.world;
   so.timeout = opt_.timeout;
   so.chunk_floats = opt_.shm_chunk_floats;
-  shm_ = ShmCollectives::join(so, r, &shm_fallback_);
+  if (auto shm = ShmCollectives::join(so, r, &shm_fallback_))
+    shm_ = std::make_unique<ShmTransport>(std::move(shm), opt_.world);
 }
 
 std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
@@ -156,26 +149,19 @@ std::function<std::string()> Communicator::absent_probe(uint64_t seq) const {
   };
 }
 
-CommHandle Communicator::handle(compat::WorkPtr w, std::string what, std::function<void()> finish) {
-  CommHandle h;
-  h.absent_ = absent_probe(++seq_);
-  h.work_ = std::move(w);
-  h.finish_ = std::move(finish);
-  h.timeout_ = opt_.timeout;
-  h.what_ = std::move(what);
-  return h;
+Transport& Communicator::via(const at::Tensor& a, const at::Tensor& b) {
+  if (shm_ && shm_->takes(a) && shm_->takes(b)) return *shm_;
+  return *c10d_;
 }
 
-bool Communicator::shm_fp32(const at::Tensor& t) const {
-  return shm_ && t.scalar_type() == at::kFloat && t.device().is_cpu();
-}
-
-CommHandle Communicator::local(std::shared_future<void> f, std::string what) {
+CommHandle Communicator::issue(Pending p, const std::string& what) {
   CommHandle h;
   h.absent_ = absent_probe(++seq_);
   h.timeout_ = opt_.timeout;
-  h.what_ = std::move(what);
-  h.local_ = std::move(f);
+  h.what_ = *p.via ? fmt::format("{} ({})", what, p.via) : what;
+  h.work_ = std::move(p.work);
+  h.local_ = std::move(p.local);
+  h.finish_ = std::move(p.finish);
   return h;
 }
 
@@ -184,21 +170,8 @@ CommHandle Communicator::all_reduce(at::Tensor t, const std::string& counter) {
   const double n = opt_.world;
   count(counter, bytes_of(t), 2.0 * (n - 1) / n);
   if (opt_.world == 1) return {};
-  if (shm_fp32(t)) {
-    return local(shm_->all_reduce(t.data_ptr<float>(), t.numel(), std::make_shared<at::Tensor>(t)),
-                 fmt::format("all_reduce of {} bytes (shared memory)", bytes_of(t)));
-  }
-  c10d::AllreduceOptions opts;
-  opts.reduceOp = c10d::ReduceOp::SUM;
-  opts.timeout = opt_.timeout;
-  if (bits_only(t, flat_collectives_)) {
-    at::Tensor wide = t.to(at::kFloat);
-    std::vector<at::Tensor> ts{wide};
-    return handle(backend_->allreduce(ts, opts), fmt::format("all_reduce of {} bytes", bytes_of(t)),
-                  [t, wide]() mutable { t.copy_(wide); });
-  }
-  std::vector<at::Tensor> ts{t};
-  return handle(backend_->allreduce(ts, opts), fmt::format("all_reduce of {} bytes", bytes_of(t)));
+  const std::string what = fmt::format("all_reduce of {} bytes", bytes_of(t));
+  return issue(via(t, t).all_reduce(std::move(t)), what);
 }
 
 CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
@@ -206,8 +179,9 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
   check_flat(output, "reduce_scatter");
   const int64_t k = output.numel();
   if (input.numel() != k * opt_.world) {
-    throw Error(fmt::format("reduce_scatter: input has {} elements, expected world {} x {}",
-                            input.numel(), opt_.world, k));
+    throw Error(
+        fmt::format("reduce_scatter: input has {} elements, expected world {} x {}", input.numel(), opt_.world, k), "",
+        kExitFailure);
   }
   const double n = opt_.world;
   count("reduce_scatter", bytes_of(input), (n - 1) / n);
@@ -216,64 +190,20 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
     return {};
   }
   const std::string what = fmt::format("reduce_scatter of {} bytes", bytes_of(input));
-  if (shm_fp32(input) && shm_fp32(output)) {
-    return local(shm_->reduce_scatter(input.data_ptr<float>(), output.data_ptr<float>(), k,
-                                      std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output)),
-                 what + " (shared memory)");
-  }
-  if (flat_collectives_) {
-    c10d::ReduceScatterOptions opts;
-    opts.reduceOp = c10d::ReduceOp::SUM;
-    opts.timeout = opt_.timeout;
-    return handle(backend_->_reduce_scatter_base(output, input, opts), what);
-  }
-  // Gloo (1.13) has no reduce-scatter: an all-to-all sends chunk r to rank r (the same bytes a
-  // ring reduce-scatter puts on the wire), then each rank sums the N chunks it received.
-  auto recv = at::empty_like(input);
-  std::vector<int64_t> splits;  // empty: equal splits
-  c10d::AllToAllOptions opts;
-  opts.timeout = opt_.timeout;
-  const bool bits = bits_only(input, false);
-  at::Tensor send = bits ? as_bits(input) : input;
-  at::Tensor into = bits ? as_bits(recv) : recv;
-  auto w = backend_->alltoall_base(into, send, splits, splits, opts);
-  return handle(std::move(w), what, [recv, output, world = opt_.world, k, bits]() mutable {
-    if (bits) {
-      output.copy_(recv.view({world, k}).to(at::kFloat).sum(0));
-    } else {
-      at::sum_out(output, recv.view({world, k}), 0);
-    }
-  });
+  return issue(via(input, output).reduce_scatter(input, output), what);
 }
 
 CommHandle Communicator::reduce_scatter_pieces(std::vector<at::Tensor> pieces, const std::vector<int64_t>& offsets,
                                                at::Tensor output) {
   check_flat(output, "reduce_scatter");
-  if (!shm_fp32(output) || pieces.size() != offsets.size()) {
-    throw Error("reduce_scatter_pieces: needs the shared-memory path, an fp32 CPU output and one offset per piece");
-  }
+  if (!shm_) throw Error("reduce_scatter_pieces: needs the shared-memory transport", "", kExitFailure);
   const int64_t k = output.numel();
-  std::vector<ShmCollectives::Piece> in;
-  in.reserve(pieces.size());
-  int64_t end = 0;
-  for (size_t i = 0; i < pieces.size(); ++i) {
-    const at::Tensor& t = pieces[i];
-    if (!shm_fp32(t) || !t.is_contiguous() || offsets[i] < end || offsets[i] + t.numel() > k * opt_.world) {
-      throw Error(fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
-                              "tensor inside [{}, {}) after the piece before",
-                              i, t.numel(), offsets[i], end, k * opt_.world));
-    }
-    in.push_back({offsets[i], t.data_ptr<float>(), t.numel()});
-    end = offsets[i] + t.numel();
-  }
   const double n = opt_.world;
   const double payload = static_cast<double>(k) * opt_.world * sizeof(float);
+  const size_t count_pieces = pieces.size();
+  Pending p = shm_->reduce_scatter_pieces(std::move(pieces), offsets, std::move(output));
   count("reduce_scatter", payload, (n - 1) / n);
-  const std::string what = fmt::format("reduce_scatter of {} bytes (shared memory, {} pieces)", payload, pieces.size());
-  return local(shm_->reduce_scatter_pieces(std::move(in), output.data_ptr<float>(), k,
-                                           std::make_shared<std::pair<std::vector<at::Tensor>, at::Tensor>>(
-                                               std::move(pieces), output)),
-               what);
+  return issue(std::move(p), fmt::format("reduce_scatter of {} bytes ({} pieces)", payload, count_pieces));
 }
 
 CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
@@ -281,8 +211,9 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
   check_flat(output, "all_gather");
   const int64_t k = input.numel();
   if (output.numel() != k * opt_.world) {
-    throw Error(fmt::format("all_gather: output has {} elements, expected world {} x {}",
-                            output.numel(), opt_.world, k));
+    throw Error(
+        fmt::format("all_gather: output has {} elements, expected world {} x {}", output.numel(), opt_.world, k), "",
+        kExitFailure);
   }
   const double n = opt_.world;
   count("all_gather", bytes_of(output), (n - 1) / n);
@@ -291,26 +222,7 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
     return {};
   }
   const std::string what = fmt::format("all_gather of {} bytes", bytes_of(output));
-  if (shm_fp32(input) && shm_fp32(output)) {
-    return local(shm_->all_gather(input.data_ptr<float>(), output.data_ptr<float>(), k,
-                                  std::make_shared<std::pair<at::Tensor, at::Tensor>>(input, output)),
-                 what + " (shared memory)");
-  }
-  c10d::AllgatherOptions opts;
-  opts.timeout = opt_.timeout;
-  if (flat_collectives_) {
-    return handle(backend_->_allgather_base(output, input, opts), what);
-  }
-  // Gloo copies its result into the output list; views of the flat output make that the
-  // final placement, with no copy of ours.
-  const bool bits = bits_only(input, false);
-  std::vector<std::vector<at::Tensor>> outs(1);
-  for (int r = 0; r < opt_.world; ++r) {
-    at::Tensor o = output.narrow(0, r * k, k).view(input.sizes());
-    outs[0].push_back(bits ? as_bits(o) : o);
-  }
-  std::vector<at::Tensor> ins{bits ? as_bits(input) : input};
-  return handle(backend_->allgather(outs, ins, opts), what);
+  return issue(via(input, output).all_gather(input, output), what);
 }
 
 CommHandle Communicator::broadcast(at::Tensor t, int root) {
@@ -318,19 +230,13 @@ CommHandle Communicator::broadcast(at::Tensor t, int root) {
   const double n = opt_.world;
   count("broadcast", bytes_of(t), (n - 1) / n);
   if (opt_.world == 1) return {};
-  std::vector<at::Tensor> ts{bits_only(t, flat_collectives_) ? as_bits(t) : t};
-  c10d::BroadcastOptions opts;
-  opts.rootRank = root;
-  opts.rootTensor = 0;
-  opts.timeout = opt_.timeout;
-  return handle(backend_->broadcast(ts, opts), fmt::format("broadcast of {} bytes", bytes_of(t)));
+  const std::string what = fmt::format("broadcast of {} bytes", bytes_of(t));
+  return issue(c10d_->broadcast(std::move(t), root), what);
 }
 
 void Communicator::barrier() {
   if (opt_.world == 1) return;
-  c10d::BarrierOptions opts;
-  opts.timeout = opt_.timeout;
-  handle(backend_->barrier(opts), "barrier").wait();
+  issue(c10d_->barrier(), "barrier").wait();
 }
 
 }  // namespace mtrain::trainer

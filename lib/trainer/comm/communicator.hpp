@@ -1,6 +1,7 @@
 #pragma once
-// The communicator: the collectives a strategy needs over one c10d backend (Gloo on CPU, NCCL
-// in CUDA builds), each asynchronous with a timeout, and byte counters per collective.
+// The communicator: the collectives a strategy needs, each asynchronous with a timeout, and byte
+// counters per collective. The bytes move through a transport (transport.hpp): the c10d backend
+// (Gloo on CPU, NCCL in CUDA builds), or shared memory between the ranks of one host.
 //
 // Counting (docs/architecture.md §5): payload = bytes of the tensor handed to the collective;
 // wire = what each rank sends with a ring algorithm: payload·2(N−1)/N for all-reduce,
@@ -14,8 +15,9 @@
 #include <vector>
 #include <string>
 
+#include "mtrain/trainer/comm/c10d_transport.hpp"
 #include "mtrain/trainer/comm/compat.hpp"
-#include "mtrain/trainer/comm/shm_collectives.hpp"
+#include "mtrain/trainer/comm/shm_transport.hpp"
 
 namespace mtrain::trainer {
 
@@ -37,7 +39,7 @@ class CommHandle {
  private:
   friend class Communicator;
   compat::WorkPtr work_;
-  std::shared_future<void> local_;  // a shared-memory all-reduce (ShmCollectives)
+  std::shared_future<void> local_;  // a shared-memory collective (ShmTransport)
   std::function<void()> finish_;  // local step after the wire part (e.g. the reduce-scatter sum)
   std::chrono::milliseconds timeout_{0};
   std::string what_;
@@ -109,9 +111,9 @@ class Communicator {
   Communicator(const compat::StorePtr& store, const CommOptions& o, std::shared_ptr<Counters> sink);
   void count(const std::string& name, double payload, double wire_factor);
   void join_shared_memory();
-  bool shm_fp32(const at::Tensor& t) const;
-  CommHandle local(std::shared_future<void> f, std::string what);
-  CommHandle handle(compat::WorkPtr w, std::string what, std::function<void()> finish = {});
+  // The transport of a call on these tensors: shared memory where it takes every one, else c10d.
+  Transport& via(const at::Tensor& a, const at::Tensor& b);
+  CommHandle issue(Pending p, const std::string& what);
 
   // Which ranks never reached collective number `seq` (this one failed), as a clause.
   std::function<std::string()> absent_probe(uint64_t seq) const;
@@ -121,10 +123,9 @@ class Communicator {
   std::vector<int> members_;  // a sub-group's global rank per group rank; empty: the world
   uint64_t seq_ = 0;          // collectives issued so far (the same sequence on every rank)
   std::string shm_fallback_;
-  compat::BackendPtr backend_;
-  bool flat_collectives_ = false;
+  std::unique_ptr<C10dTransport> c10d_;
   std::shared_ptr<Counters> sink_;
-  std::unique_ptr<ShmCollectives> shm_;
+  std::unique_ptr<ShmTransport> shm_;  // only when every rank of the group is on this host
 
  public:
   bool uses_shared_memory() const { return shm_ != nullptr; }

@@ -12,7 +12,8 @@ namespace {
 // Named apart from torchscript.cpp's kExport: the two files can share a unity batch.
 constexpr const char* kExportHow = "export it with torch.jit.save(torch.jit.script(model), PATH)";
 
-std::string first_line(const std::string& s) {
+// The first line of a message, trimmed and bounded (a TorchScript error can be pages long).
+std::string message_head(const std::string& s) {
   std::string line = str::trim(s.substr(0, s.find('\n')));
   if (line.size() > 300) line = line.substr(0, 300) + "…";
   return line;
@@ -40,14 +41,14 @@ Error torchscript_load_failure(const std::string& path, const std::string& what,
                  rebuild)
         .at("model.path");
   if (what.find("PytorchStreamReader") != std::string::npos || what.find("constants.pkl") != std::string::npos)
-    return Error(fmt::format("'{}' is not a TorchScript archive ({})", path, first_line(what)),
+    return Error(fmt::format("'{}' is not a TorchScript archive ({})", path, message_head(what)),
                  fmt::format("a file written by torch.save (a state dict or a pickled nn.Module) cannot be "
                              "trained here; {}",
                              kExportHow))
         .at("model.path");
-  return Error(fmt::format("the TorchScript model '{}' cannot be loaded by {}: {}", path, mine, first_line(what)),
-               fmt::format("check that it loads with torch.jit.load in the PyTorch that saved it; {}; or {}", kExportHow,
-                           rebuild))
+  return Error(fmt::format("the TorchScript model '{}' cannot be loaded by {}: {}", path, mine, message_head(what)),
+               fmt::format("check that it loads with torch.jit.load in the PyTorch that saved it; {}; or {}",
+                           kExportHow, rebuild))
       .at("model.path");
 }
 
