@@ -35,7 +35,7 @@ json num_or_null(const json& j, const std::string& key) { return j.contains(key)
 
 std::string fmt_num(const json& v, const char* spec) { return v.is_number() ? fmt::format(fmt::runtime(spec), v.get<double>()) : "-"; }
 
-std::string fmt_bytes(const json& v) { return v.is_number() ? envreport::human_bytes(v.get<double>()) : "-"; }
+std::string fmt_bytes(const json& v) { return v.is_number() ? human_bytes(v.get<double>(), 1) : "-"; }
 
 }  // namespace
 

@@ -16,7 +16,7 @@ std::string s(const json& v) {
   return v.dump();
 }
 
-std::string bytes(const json& v) { return v.is_null() ? "-" : human_bytes(v.get<double>()); }
+std::string bytes(const json& v) { return v.is_null() ? "-" : human_bytes(v.get<double>(), 1); }
 
 // One section's "key: value" rows. The values line up one space past the section's longest key,
 // and no nearer than the 16 characters every section once shared: short sections keep their

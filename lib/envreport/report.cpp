@@ -35,16 +35,6 @@ json limit_value(uint64_t v) { return v == UINT64_MAX ? json(nullptr) : json(v);
 
 }  // namespace
 
-std::string human_bytes(double b) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (b >= 1024 && u < 4) {
-    b /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", b) : fmt::format("{:.1f} {}", b, units[u]);
-}
-
 json collect_report(const SystemProbe& probe, const ReportOptions& opt) {
   const auto env = probe.environment();
   json r;

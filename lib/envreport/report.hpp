@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/core/bytes_text.hpp"
 #include "mtrain/core/worker_facts.hpp"
 #include "mtrain/envreport/system_probe.hpp"
 
@@ -57,6 +58,5 @@ std::string render_text(const json& report);
 std::string blas_kind(const std::string& path);
 
 // "64.0 MiB", "15.6 GiB".
-std::string human_bytes(double bytes);
 
 }  // namespace mtrain::envreport

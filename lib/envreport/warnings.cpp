@@ -84,7 +84,8 @@ void check_shm(const json& report, Warnings& w) {
   if (!shm.at("mounted").get<bool>()) {
     w.add("/dev/shm is not mounted", "NCCL and data-loader workers need shared memory: mount a tmpfs on /dev/shm.");
   } else if (shm.at("total_bytes").get<uint64_t>() < kMinShm) {
-    w.add(fmt::format("/dev/shm is only {} (containers default to 64 MiB)", human_bytes(shm.at("total_bytes").get<double>())),
+    w.add(fmt::format("/dev/shm is only {} (containers default to 64 MiB)",
+                      human_bytes(shm.at("total_bytes").get<double>(), 1)),
           "NCCL's shared-memory transport and data-loader workers fail with bus errors when it fills: run the "
           "container with --shm-size=8g (or --ipc=host), or `mount -o remount,size=8G /dev/shm`.");
   }

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/model_state.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
@@ -156,7 +157,6 @@ namespace {
 
 // What one candidate shards, holds transiently and sends (docs/architecture.md §6).
 struct Layout {
-  bool params_sharded = false, grads_sharded = false, optim_sharded = false;
   double gathered = 0, buckets = 0;  // bytes
   double grads_in_flight = 0;        // of those, autograd's unsharded gradients
   // Resident parameters kept in 16 bits: the export gathers the fp32 masters of one unit at a
@@ -184,7 +184,6 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
     l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(static_cast<int>(N));
     return l;
   }
-  l.params_sharded = l.grads_sharded = l.optim_sharded = true;
   // Unsharded gradients: the unit being filled beside the one whose reduction is in flight.
   const double unit_grads = gb * static_cast<double>(two_largest(units_of(m)));
   l.grads_in_flight = unit_grads;
@@ -230,13 +229,11 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       l.comm_formula = "all-reduce 2Ψ" + fmt_ratio(n);
       break;
     case StrategyName::Zero1:
-      l.optim_sharded = true;
       if (mixed(s)) l.export_unit = reduce_unit;
       l.comm_elems = 2 * psi * ratio;
       l.comm_formula = "reduce-scatter Ψ + all-gather Ψ, ×" + fmt_ratio(n);
       break;
     case StrategyName::Zero2: {
-      l.grads_sharded = l.optim_sharded = true;
       // One reduce bucket of autograd's unsharded gradients and the reduced shard it yields
       // (nothing to reduce on one rank); with overlap_comm the next bucket fills while one is
       // reduced, and the engine keeps the two within two buckets (sharded_engine.hpp).
@@ -250,7 +247,6 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       break;
     }
     case StrategyName::Zero3:
-      l.params_sharded = l.grads_sharded = l.optim_sharded = true;
       // The forward keeps every module it gathered while it may be used again within
       // stage3_max_reuse_distance, up to stage3_max_live_parameters elements (DeepSpeed's
       // defaults, 1e9 each: the whole model below 1B parameters); the gradients of the module
@@ -263,9 +259,8 @@ Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
       break;
     case StrategyName::Fsdp: l = fsdp_layout(c, s, m, pb, gb); break;
   }
-  // One rank: nothing is sharded or sent; the sharded engines still gather (copy) their units
-  // as at any world size.
-  if (n == 1) l.params_sharded = l.grads_sharded = l.optim_sharded = false;
+  // One rank sends nothing; the sharded engines still gather (copy) their units as at any
+  // world size.
   return l;
 }
 
@@ -312,14 +307,17 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   Row r;
   r.c = c;
   const double psi = static_cast<double>(m.model.num_params());
-  const double pb = mixed(s) ? 2 : 4, gb = pb, ob = mixed(s) ? 12 : 8;
+  const double pb = mixed(s) ? 2 : 4, gb = pb;
   const double N = shard_group(c, s);
   const Layout l = layout_of(c, s, m.model);
-  r.params = l.params_sharded ? pb * psi / N : pb * psi;
-  if (l.params_sharded && c.strategy == StrategyName::Zero3)
+  // The model states of §6, as the trainer's ledger counts them (config/model_state.hpp).
+  const config::ModelStateBytes state = config::expected_model_state_bytes(c.strategy, c.sharding, s.precision,
+                                                                           m.model.num_params(), static_cast<int>(N));
+  r.params = state.params;
+  if (c.strategy == StrategyName::Zero3 && N > 1)
     r.params += pb * static_cast<double>(persistent_params(m.model, s.zero_persistence_threshold)) * (N - 1) / N;
-  r.grads = l.grads_sharded ? gb * psi / N : gb * psi;
-  r.optimizer = l.optim_sharded ? ob * psi / N : ob * psi;
+  r.grads = state.grads;
+  r.optimizer = state.optimizer;
   const Activations& act = c.checkpointing ? m.activations_ckpt : m.activations;
   r.gathered = l.gathered;
   r.buckets = l.buckets;
@@ -511,16 +509,6 @@ std::pair<Row, std::string> choose_auto(const Estimate& e) {
   }
   Row first = e.rows.front();
   throw Error("--strategy auto: " + refusal_paragraph(e, first));
-}
-
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
-  int u = 0;
-  while (std::abs(bytes) >= 1024 && u < 5) {
-    bytes /= 1024;
-    ++u;
-  }
-  return u == 0 ? fmt::format("{:.0f} B", bytes) : fmt::format("{:.{}f} {}", bytes, bytes < 10 ? 2 : 1, units[u]);
 }
 
 std::optional<double> parse_bytes(const std::string& in) {

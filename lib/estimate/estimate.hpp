@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mtrain/core/bytes_text.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
@@ -137,7 +138,6 @@ std::string refusal_paragraph(const Estimate& e, const Row& current);
 // nothing fits, naming what would.
 std::pair<Row, std::string> choose_auto(const Estimate& e);
 
-std::string human_bytes(double bytes);  // "12.3 GiB"
 // "80GiB", "80 GB", "24g", "1.5TiB", "81920MiB", plain bytes. nullopt when not a size.
 std::optional<double> parse_bytes(const std::string& text);
 

@@ -5,7 +5,8 @@
 namespace mtrain::trainer {
 
 int job_ledger_world(const TrainJob& job, int world) {
-  return ledger_group_size(job.strategy, job.strat.fsdp.sharding_strategy, world, job.strat.local_world_size);
+  return config::model_state_group_size(job.strategy, job.strat.fsdp.sharding_strategy, world,
+                                        job.strat.local_world_size);
 }
 
 ModelStateBytes job_ledger_formula(const TrainJob& job, const std::string& strategy_name, int64_t psi, int world) {

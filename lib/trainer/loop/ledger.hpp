@@ -1,45 +1,20 @@
 #pragma once
-// The memory ledger: model-state bytes per rank that docs/architecture.md §6 predicts for a
-// strategy, beside what the strategy reports (Strategy::memory()), for the table rank 0 prints
-// at start and the keys summary.json carries.
-//
-// Formula (Ψ parameters, N ranks in the sharding group, Adam):
-//   fp32 (4 param + 4 grad + 8 Adam):            bf16/fp16 (2 param + 2 grad + K=12 master+Adam):
-//     ddp / fsdp NO_SHARD      16Ψ                   16Ψ
-//     zero1                    8Ψ + 8Ψ/N             4Ψ + 12Ψ/N
-//     zero2 / fsdp SHARD_GRAD_OP 4Ψ + 12Ψ/N          2Ψ + 14Ψ/N
-//     zero3 / fsdp FULL_SHARD  16Ψ/N                 16Ψ/N
-//     fsdp HYBRID_SHARD        16Ψ/N with N = the shard group, the ranks of one node
-//                              (ledger_group_size() gives the N to pass as `world`)
-// Gathered units (ZeRO-3/FSDP) are excluded: they are transient, reported separately.
+// The memory ledger: the model-state bytes per rank a strategy reports (Strategy::memory()) beside
+// what docs/architecture.md §6 predicts (config/model_state.hpp, the formula `mtrain estimate`
+// uses too), for the table rank 0 prints at start and the keys summary.json carries. Gathered
+// units (ZeRO-3/FSDP) are excluded: they are transient, reported separately.
 #include <cstdint>
 #include <string>
 
+#include "mtrain/config/model_state.hpp"
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 
-// Bytes per rank, split as the strategy's MemoryLedger is.
-struct ModelStateBytes {
-  double params = 0;
-  double grads = 0;
-  double optimizer = 0;  // optimiser state, including the fp32 master copy under mixed precision
-  std::string formula;   // e.g. "4Ψ + 12Ψ/N"
-  double total() const { return params + grads + optimizer; }
-};
-
-// sharding_strategy is used for fsdp only. world: N ≥ 1, the size of the group the state is
-// sharded over.
-ModelStateBytes expected_model_state_bytes(config::StrategyName strategy, config::ShardingStrategy sharding_strategy,
-                                           config::Precision precision, int64_t psi, int world);
-
-// N of the formula for a run on `world` ranks: for fsdp HYBRID_SHARD the shard group of
-// local_world_size ranks (the strategy's StrategyOptions::local_world_size; 0 = the whole world,
-// as the strategy itself treats it), for every other strategy the world.
-int ledger_group_size(config::StrategyName strategy, config::ShardingStrategy sharding_strategy, int world,
-                      int local_world_size);
+using config::expected_model_state_bytes;
+using config::ModelStateBytes;
 
 // The table rank 0 prints at start: measured bytes per rank (params, grads, optimizer and the
 // largest gathered unit when `gathered` ≥ 0) beside the formula, with Ψ and N.
@@ -48,7 +23,7 @@ struct LedgerReport {
   config::ShardingStrategy sharding_strategy = config::ShardingStrategy::FullShard;
   config::Precision precision = config::Precision::Fp32;
   int64_t psi = 0;
-  int world = 1;       // N, the ranks the state is sharded over (ledger_group_size)
+  int world = 1;  // N, the ranks the state is sharded over (config::model_state_group_size)
   int world_size = 0;  // all ranks, printed beside N when it differs (HYBRID_SHARD); 0 = same
   int64_t params = 0;  // measured, from Strategy::memory() (fullest rank)
   int64_t grads = 0;

@@ -259,7 +259,7 @@ TEST_CASE("sizes parse with binary and decimal units", "[estimate]") {
   CHECK(*parse_bytes("1000") == 1000);
   CHECK_FALSE(parse_bytes("lots"));
   CHECK_FALSE(parse_bytes("80 parsecs"));
-  CHECK(human_bytes(80.0 * 1073741824) == "80.0 GiB");
+  CHECK(mtrain::human_bytes(80.0 * 1073741824) == "80.0 GiB");
 }
 
 TEST_CASE("the table's sizes are in a unit that shows them; parameters as K/M/B", "[estimate]") {

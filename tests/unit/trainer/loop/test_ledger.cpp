@@ -1,5 +1,5 @@
-// The memory ledger: docs/architecture.md §6 per strategy and precision, the printed table, and
-// summary.json's measured-vs-formula keys.
+// The memory ledger: the printed table beside §6's formula (config/model_state.hpp, tested in
+// tests/unit/config/test_model_state.cpp), and summary.json's measured-vs-formula keys.
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
@@ -22,38 +22,9 @@ ShardingStrategy SH(const std::string& name) {
 Precision P(const std::string& name) { return choice_from_text<Precision>(name, "train.precision"); }
 OffloadDevice O(const std::string& name) { return choice_from_text<OffloadDevice>(name, "zero.offload_param_device"); }
 
-void check(const std::string& strategy, const std::string& sharding, const std::string& precision,
-           double params, double grads, double optim, const std::string& formula) {
-  INFO(strategy << " " << sharding << " " << precision);
-  const auto b = expected_model_state_bytes(S(strategy), SH(sharding), P(precision), 1000, 4);
-  CHECK(b.params == params);
-  CHECK(b.grads == grads);
-  CHECK(b.optimizer == optim);
-  CHECK(b.formula == formula);
-}
 }  // namespace
 
-TEST_CASE("expected model-state bytes follow docs/architecture.md §6", "[ledger]") {
-  // Ψ = 1000, N = 4.
-  check("ddp", "", "fp32", 4000, 4000, 8000, "16Ψ");
-  check("zero1", "", "fp32", 4000, 4000, 2000, "8Ψ + 8Ψ/N");
-  check("zero2", "", "fp32", 4000, 1000, 2000, "4Ψ + 12Ψ/N");
-  check("zero3", "", "fp32", 1000, 1000, 2000, "16Ψ/N");
-  check("fsdp", "FULL_SHARD", "fp32", 1000, 1000, 2000, "16Ψ/N");
-  check("fsdp", "", "fp32", 1000, 1000, 2000, "16Ψ/N");
-  check("fsdp", "SHARD_GRAD_OP", "fp32", 1000, 1000, 2000, "16Ψ/N");  // resharded after backward
-  check("fsdp", "NO_SHARD", "fp32", 4000, 4000, 8000, "16Ψ");
-  check("fsdp", "HYBRID_SHARD", "fp32", 1000, 1000, 2000, "16Ψ/N");
-  check("ddp", "", "bf16", 2000, 2000, 12000, "16Ψ");
-  check("zero1", "", "bf16", 2000, 2000, 3000, "4Ψ + 12Ψ/N");
-  check("zero2", "", "fp16", 2000, 500, 3000, "2Ψ + 14Ψ/N");
-  check("zero3", "", "bf16", 500, 500, 3000, "16Ψ/N");
-  // Totals as the section states them.
-  CHECK(expected_model_state_bytes(S("zero1"), SH(""), P("fp32"), 1000, 4).total() == 8 * 1000 + 8 * 1000 / 4);
-  CHECK(expected_model_state_bytes(S("zero2"), SH(""), P("bf16"), 1000, 4).total() == 2 * 1000 + 14 * 1000 / 4);
-  CHECK(expected_model_state_bytes(S("zero3"), SH(""), P("fp32"), 1000, 1).total() == 16000);
-  CHECK_THROWS(expected_model_state_bytes(S("ddp"), SH(""), P("fp32"), 1, 0));
-
+TEST_CASE("the ledger table prints measured bytes beside §6's formula", "[ledger]") {
   LedgerReport r;
   r.strategy = S("zero2");
   r.precision = Precision::Fp32;
@@ -69,11 +40,12 @@ TEST_CASE("expected model-state bytes follow docs/architecture.md §6", "[ledger
 
 TEST_CASE("HYBRID_SHARD's ledger uses N = the shard group (ranks per node), not the world",
           "[ledger]") {
-  CHECK(ledger_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 2) == 2);
-  CHECK(ledger_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 0) == 4);  // no group given: the world
-  CHECK(ledger_group_size(S("fsdp"), SH("FULL_SHARD"), 4, 2) == 4);
-  CHECK(ledger_group_size(S("zero3"), SH("HYBRID_SHARD"), 4, 2) == 4);  // fsdp.* applies to fsdp only
-  CHECK(ledger_group_size(S("ddp"), SH(""), 1, 0) == 1);
+  CHECK(mtrain::config::model_state_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 2) == 2);
+  CHECK(mtrain::config::model_state_group_size(S("fsdp"), SH("HYBRID_SHARD"), 4, 0) == 4);  // no group given: the world
+  CHECK(mtrain::config::model_state_group_size(S("fsdp"), SH("FULL_SHARD"), 4, 2) == 4);
+  CHECK(mtrain::config::model_state_group_size(S("zero3"), SH("HYBRID_SHARD"), 4, 2) ==
+        4);  // fsdp.* applies to fsdp only
+  CHECK(mtrain::config::model_state_group_size(S("ddp"), SH(""), 1, 0) == 1);
 
   LedgerReport r;
   r.strategy = S("fsdp");
