@@ -57,3 +57,12 @@ find_package(yaml-cpp REQUIRED)
 mtrain_static_archive(static::yaml_cpp libyaml-cpp.a yaml-cpp libyaml-cpp-dev)
 find_package(ZLIB REQUIRED)
 mtrain_static_archive(static::zlib libz.a ZLIB::ZLIB zlib1g-dev)
+
+# OpenSSL for TLS to etcd (lib/rendezvous/etcd_tls.cpp), launcher side only: the worker never
+# links the rendezvous. Static for the same reason as above (mtrain maps only glibc); libcrypto
+# calls dlopen and threads, which glibc provides.
+find_package(OpenSSL 3 REQUIRED)
+mtrain_static_archive(static::crypto libcrypto.a OpenSSL::Crypto libssl-dev)
+set_property(TARGET static::crypto PROPERTY INTERFACE_LINK_LIBRARIES ${CMAKE_DL_LIBS} Threads::Threads)
+mtrain_static_archive(static::ssl libssl.a OpenSSL::SSL libssl-dev)
+set_property(TARGET static::ssl PROPERTY INTERFACE_LINK_LIBRARIES static::crypto)
