@@ -3,7 +3,8 @@
 # loopback started with --cert-file/--key-file/--client-cert-auth/--trusted-ca-file, its
 # certificates made here by the openssl CLI.
 #   1. mutual TLS: two launchers (--rdzv-etcd-cacert/-cert/-key) form a job and train the tiny GPT;
-#   2. a wrong CA file and a missing client certificate are refused: exit 2, one paragraph, no rank;
+#   2. a wrong CA file and a missing client certificate are refused: exit 2, one paragraph, no rank
+#      (and `mtrain env` asks the member over TLS);
 #   3. auth enabled (etcdctl user add root / auth enable; --auth-token-ttl 1, so that the token
 #      expires between two heartbeats and every one re-authenticates): two launchers as user mt,
 #      one with the password from a file and one from MTRAIN_ETCD_PASSWORD, form and train;
@@ -90,6 +91,13 @@ wait_for "$WORK/tls.node0" "nodes joined" 20 || fail "n0 did not join over TLS"
 start_node tls 1 "${tls[@]}"
 trained tls "mutual TLS"
 echo "    (the TLS job took $(echo "$(now) - $t0" | bc) s)"
+
+# mtrain env asks the member over TLS with the certificates the launch would use (its settings
+# from the environment here).
+envj=$(MTRAIN_RDZV_ETCD_CACERT="$PKI/ca.crt" MTRAIN_RDZV_ETCD_CERT="$PKI/client.crt" MTRAIN_RDZV_ETCD_KEY="$PKI/client.key" \
+  "$MTRAIN" env --rdzv-backend etcd --rdzv-endpoint "https://$CLIENT" --format json)
+got=$(echo "$envj" | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["rendezvous"]; print(r["answered"], r["members"][0].get("etcdserver") or r["members"][0].get("error"))')
+[ "$got" = "1 $(etcd --version | sed -n 's/^etcd Version: //p')" ] && ok "mtrain env: the TLS member answers ($got)" || fail "mtrain env over TLS: $got"
 
 # 2. a wrong CA; no client certificate.
 refused_launch "is not trusted: its server certificate failed the check against --rdzv-etcd-cacert '$PKI/other-ca.crt'" \
