@@ -3,7 +3,8 @@
 # loopback started with --cert-file/--key-file/--client-cert-auth/--trusted-ca-file, its
 # certificates made here by the openssl CLI.
 #   1. mutual TLS: two launchers (--rdzv-etcd-cacert/-cert/-key) form a job and train the tiny GPT;
-#   2. a wrong CA file and a missing client certificate are refused: exit 2, one paragraph, no rank
+#   2. a wrong CA file, a member name the certificate does not list and a missing client
+#      certificate are refused: exit 2, one paragraph, no rank
 #      (and `mtrain env` asks the member over TLS);
 #   3. auth enabled (etcdctl user add root / auth enable; --auth-token-ttl 1, so that the token
 #      expires between two heartbeats and every one re-authenticates): two launchers as user mt,
@@ -104,6 +105,10 @@ refused_launch "is not trusted: its server certificate failed the check against 
   --rdzv-endpoint "https://$CLIENT" --rdzv-etcd-cacert "$PKI/other-ca.crt" --rdzv-etcd-cert "$PKI/client.crt" \
   --rdzv-etcd-key "$PKI/client.key"
 refused_launch "asks every client for a certificate" --rdzv-endpoint "https://$CLIENT" --rdzv-etcd-cacert "$PKI/ca.crt"
+# The right CA, but the member named by a name its certificate does not list (only IP:127.0.0.1):
+# the name is checked, not only the signature.
+refused_launch "is not trusted: .*(hostname mismatch)" --rdzv-endpoint "https://localhost:${CLIENT##*:}" \
+  --rdzv-etcd-cacert "$PKI/ca.crt" --rdzv-etcd-cert "$PKI/client.crt" --rdzv-etcd-key "$PKI/client.key"
 
 # 3. auth: root and a user mt allowed the job's prefix.
 ctl user add root:root-pw >/dev/null && ctl role add root >/dev/null && ctl user grant-role root root >/dev/null \
