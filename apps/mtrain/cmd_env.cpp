@@ -30,6 +30,9 @@ void rendezvous_of(envreport::ReportOptions& o, const std::string& backend, cons
     const auto job = config::resolve_job(config::job_registry(), in).job;
     o.rdzv_backend = config::get(job, "launch.rdzv_backend").get<std::string>();
     o.rdzv_endpoint = config::get(job, "launch.rdzv_endpoint").get<std::string>();
+    o.rdzv_etcd_cacert = config::get(job, "launch.rdzv_etcd_cacert").get<std::string>();
+    o.rdzv_etcd_cert = config::get(job, "launch.rdzv_etcd_cert").get<std::string>();
+    o.rdzv_etcd_key = config::get(job, "launch.rdzv_etcd_key").get<std::string>();
   } catch (const Error&) {
     o.rdzv_backend = backend;
     o.rdzv_endpoint = endpoint;

@@ -170,6 +170,30 @@ void add_rendezvous_settings(Registry& r) {
              "it, listening only there. Needs MTRAIN_RDZV_TOKEN on every node.",
              "rdzv-endpoint"));
   r.add(text("launch.rdzv_id", "", "Run id (TORCHELASTIC_RUN_ID); default: the job id.", "rdzv-id"));
+  // TLS and auth to etcd as etcdctl takes them (--cacert, --cert, --key, --user). The password is
+  // no setting: a flag's value is in every process listing and shell history, and a setting's in
+  // job files and `config show`; it comes from MTRAIN_ETCD_PASSWORD or a file only.
+  r.add(text("launch.rdzv_etcd_cacert", "",
+             "With --rdzv-backend etcd: PEM file of the CA that signed etcd's server certificate (its --cert-file); "
+             "TLS (https) to every member, the certificate checked against it and the member's name or address. "
+             "Empty: https:// members are checked against the system's CA certificates.",
+             "rdzv-etcd-cacert"));
+  r.add(text("launch.rdzv_etcd_cert", "",
+             "With --rdzv-backend etcd: PEM client certificate this node presents (etcd --client-cert-auth: mutual "
+             "TLS), signed by the CA of etcd's --trusted-ca-file; with --rdzv-etcd-key.",
+             "rdzv-etcd-cert"));
+  r.add(text("launch.rdzv_etcd_key", "", "The private key (PEM, no passphrase) of --rdzv-etcd-cert.", "rdzv-etcd-key"));
+  Setting etcd_user = text("launch.rdzv_etcd_user", "",
+                           "With --rdzv-backend etcd: the etcd user (etcd auth enabled; its role needs readwrite on "
+                           "/mtrain/). Its password from the environment variable MTRAIN_ETCD_PASSWORD or "
+                           "--rdzv-etcd-password-file, never a flag.",
+                           "rdzv-etcd-user");
+  etcd_user.env = "MTRAIN_ETCD_USERNAME";  // the variable the etcd backend read before this setting
+  r.add(etcd_user);
+  r.add(text("launch.rdzv_etcd_password_file", "",
+             "File whose first line is the password of --rdzv-etcd-user (keep it chmod 600); instead of "
+             "MTRAIN_ETCD_PASSWORD.",
+             "rdzv-etcd-password-file"));
   // MTRAIN_JOB_ID, which every rank also finds in its environment: a launch started inside a rank
   // (or by a script that set it) joins that job's run folder, as --job-id always did.
   r.add(text("launch.job_id", "", "Job id (MTRAIN_JOB_ID); default: generated.", "job-id"));

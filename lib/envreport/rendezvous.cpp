@@ -11,7 +11,8 @@
 
 namespace mtrain::envreport {
 
-json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms) {
+json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms,
+                      const rendezvous::EtcdTlsFiles& tls) {
   json r = {{"backend", backend}, {"endpoint", endpoint.empty() ? json(nullptr) : json(endpoint)}};
   if (backend != "etcd") return r;
   if (endpoint.empty()) {
@@ -19,8 +20,11 @@ json probe_rendezvous(const std::string& backend, const std::string& endpoint, i
     return r;
   }
   std::vector<rendezvous::Endpoint> eps;
+  bool https = false;
   try {
-    eps = rendezvous::parse_etcd_endpoints(endpoint);
+    const rendezvous::EtcdMembers members = rendezvous::parse_etcd_members(endpoint);
+    eps = members.endpoints;
+    https = members.https || !tls.ca_file.empty() || !tls.cert_file.empty() || !tls.key_file.empty();
   } catch (const Error& e) {
     r["error"] = e.message();
     return r;
@@ -32,6 +36,8 @@ json probe_rendezvous(const std::string& backend, const std::string& endpoint, i
     try {
       rendezvous::EtcdOptions o;
       o.endpoints = {ep};
+      o.tls = https;
+      o.tls_files = tls;
       o.op_timeout = rendezvous::Duration(std::clamp(timeout_ms, 100, 3000));
       const json v = rendezvous::EtcdHttp(o).version();
       m["answered"] = true;

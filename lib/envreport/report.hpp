@@ -13,6 +13,7 @@
 #include "mtrain/core/bytes_text.hpp"
 #include "mtrain/core/worker_facts.hpp"
 #include "mtrain/envreport/system_probe.hpp"
+#include "mtrain/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::envreport {
 
@@ -25,6 +26,7 @@ struct ReportOptions {
   int command_timeout_ms = 20000;  // each probe command (nvidia-smi, sinfo, the worker)
   // The rendezvous the job is set for (flags, else MTRAIN_* and the user file); empty: not asked.
   std::string rdzv_backend, rdzv_endpoint;
+  std::string rdzv_etcd_cacert, rdzv_etcd_cert, rdzv_etcd_key;  // TLS to etcd, as the launch would
 };
 
 json collect_report(const SystemProbe& probe, const ReportOptions& opt);
@@ -44,7 +46,9 @@ json worker_from_facts(const std::string& worker_path, const WorkerFacts& facts)
 json probe_slurm(const SystemProbe& probe, int timeout_ms);
 // {backend, endpoint, members[{endpoint, answered, etcdserver, etcdcluster | error}], answered}:
 // etcd's /version of each member (rendezvous.cpp); other backends: backend and endpoint only.
-json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms);
+// https members or certificate files: TLS, as `mtrain launch` speaks it (etcd_tls.hpp).
+json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms,
+                      const rendezvous::EtcdTlsFiles& tls = {});
 json probe_environment(const std::map<std::string, std::string>& env);
 json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);
 

@@ -19,6 +19,8 @@ struct MultiNodeOptions {
   bool node_rank_given = false;
   config::RdzvBackend rdzv_backend = config::RdzvBackend::Static;  // c10d is taken as mtrain
   std::string rdzv_endpoint;        // HOST[:PORT] of the node-level store
+  std::string rdzv_etcd_cacert, rdzv_etcd_cert, rdzv_etcd_key;  // TLS to etcd (etcd_client.hpp)
+  std::string rdzv_etcd_user, rdzv_etcd_password_file;  // etcd auth; the password never a flag
   int rdzv_port = 29400;            // its port when rdzv_endpoint has none / the ssh launcher's store
   double rdzv_timeout_s = 300;      // every node must have joined by then
   double rdzv_last_call_s = 30;     // with MIN:MAX: wait this long for more once MIN joined

@@ -72,33 +72,41 @@ std::vector<LaunchBinding> placement_bindings() {
 // How the nodes meet and stay together: rendezvous, node identity, timeouts, ssh.
 std::vector<LaunchBinding> rendezvous_bindings() {
   return {
-    {"launch.rdzv_backend",
-     choice<config::RdzvBackend>("launch.rdzv_backend", [](O& o) -> auto& { return o.multi.rdzv_backend; })},
-    {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
-    {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
-    {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
-    {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
-    {"launch.role", text([](O& o) -> std::string& { return o.plan.role; })},
-    {"launch.node_rank",
-     [](O& o, const json& v, bool given) {
-       o.plan.node_rank = v.get<int>();
-       o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
-     }},
-    {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
-    {"launch.scale_up", choice<config::ScaleUp>("launch.scale_up", [](O& o) -> auto& { return o.multi.scale_up; })},
-    {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
-    {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
-    {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
-    {"launch.heartbeat_timeout_s", value<double>([](O& o) -> double& { return o.heartbeat_timeout_s; })},
-    {"launch.grace_period_s", value<double>([](O& o) -> double& { return o.grace_period_s; })},
-    {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
-    {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
-    {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
-    {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
-    {"launch.ssh_option", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
-    {"launch.ssh_port", value<int>([](O& o) -> int& { return o.multi.ssh_port; })},
-    {"launch.export", value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
-    {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
+      {"launch.rdzv_backend", choice<config::RdzvBackend>(
+                                  "launch.rdzv_backend", [](O & o) -> auto& { return o.multi.rdzv_backend; })},
+      {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
+      {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
+      {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
+      {"launch.rdzv_etcd_cacert", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_cacert; })},
+      {"launch.rdzv_etcd_cert", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_cert; })},
+      {"launch.rdzv_etcd_key", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_key; })},
+      {"launch.rdzv_etcd_user", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_user; })},
+      {"launch.rdzv_etcd_password_file", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_password_file; })},
+      {"launch.job_id", text([](O& o) -> std::string& { return o.plan.job_id; })},
+      {"launch.role", text([](O& o) -> std::string& { return o.plan.role; })},
+      {"launch.node_rank",
+       [](O& o, const json& v, bool given) {
+         o.plan.node_rank = v.get<int>();
+         o.multi.node_rank_given = given;  // from any source: this node is static node K (launch_decision.cpp)
+       }},
+      {"launch.node_name", text([](O& o) -> std::string& { return o.multi.node_name; })},
+      {"launch.scale_up", choice<config::ScaleUp>(
+                              "launch.scale_up", [](O & o) -> auto& { return o.multi.scale_up; })},
+      {"launch.rdzv_timeout_s", value<double>([](O& o) -> double& { return o.multi.rdzv_timeout_s; })},
+      {"launch.rdzv_last_call_s", value<double>([](O& o) -> double& { return o.multi.rdzv_last_call_s; })},
+      {"launch.node_timeout_s", value<double>([](O& o) -> double& { return o.multi.node_timeout_s; })},
+      {"launch.heartbeat_timeout_s", value<double>([](O& o) -> double& { return o.heartbeat_timeout_s; })},
+      {"launch.grace_period_s", value<double>([](O& o) -> double& { return o.grace_period_s; })},
+      {"launch.num_nodes", count_or_all([](O& o) -> int& { return o.multi.num_nodes; })},
+      {"launch.num_gpus", count_or_all([](O& o) -> int& { return o.multi.num_gpus; })},
+      {"launch.remote_mtrain", text([](O& o) -> std::string& { return o.multi.remote_mtrain; })},
+      {"launch.ssh_identity", text([](O& o) -> std::string& { return o.multi.ssh_identity; })},
+      {"launch.ssh_option",
+       value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.ssh_options; })},
+      {"launch.ssh_port", value<int>([](O& o) -> int& { return o.multi.ssh_port; })},
+      {"launch.export",
+       value<std::vector<std::string>>([](O& o) -> std::vector<std::string>& { return o.multi.exports; })},
+      {"launch.export_env_file", text([](O& o) -> std::string& { return o.multi.export_env_file; })},
   };
 }
 

@@ -10,6 +10,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/launch/etcd_client.hpp"
 #include "mtrain/launch/preflight.hpp"
 #include "mtrain/launch/scale_up.hpp"
 #include "mtrain/launch/ssh_runner.hpp"
@@ -255,13 +256,9 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
     throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
                 "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
   if (etcd) {
-    // The cluster's members; credentials from the environment, never the command line.
     a.etcd = true;
-    a.etcd_client.endpoints = rendezvous::parse_etcd_endpoints(m.rdzv_endpoint);
+    a.etcd_client = etcd_client_options(m, env);
     a.endpoint = a.etcd_client.endpoints.front();
-    auto user = env.find("MTRAIN_ETCD_USERNAME"), pass = env.find("MTRAIN_ETCD_PASSWORD");
-    if (user != env.end()) a.etcd_client.username = user->second;
-    if (pass != env.end()) a.etcd_client.password = pass->second;
   } else {
     a.endpoint = endpoint_of(m);
   }

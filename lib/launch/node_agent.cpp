@@ -283,6 +283,7 @@ rendezvous::EtcdRendezvousOptions etcd_options(const AgentOptions& a, const plan
   eo.join_timeout = a.join_timeout;
   eo.last_call = a.last_call;
   eo.node_timeout = a.node_timeout;
+  eo.scale_up = store_scales_up(a.scale_up, a.nnodes.elastic());
   eo.on_progress = co.on_progress;
   return eo;
 }

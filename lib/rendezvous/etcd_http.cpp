@@ -1,12 +1,15 @@
 #include "mtrain/rendezvous/etcd_http.hpp"
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 #include <boost/asio.hpp>
+#include <boost/asio/ssl.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/core/detail/base64.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
@@ -96,25 +99,38 @@ json etcd_first_message(const std::string& body, const std::string& until) {
 
 }  // namespace
 
-std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what) {
-  std::vector<Endpoint> out;
+EtcdMembers parse_etcd_members(const std::string& text, const std::string& what) {
+  EtcdMembers out;
+  size_t https = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    for (const char* scheme : {"http://", "https://"})
-      if (part.rfind(scheme, 0) == 0) part = part.substr(std::string(scheme).size());
+    for (const std::string scheme : {"http://", "https://"})
+      if (part.rfind(scheme, 0) == 0) {
+        part = part.substr(scheme.size());
+        if (scheme == "https://") ++https;
+      }
     if (part.empty())
       throw Error(fmt::format("{} '{}': an empty member in the list", what, text),
                   "give the etcd members as host1:2379,host2:2379,host3:2379");
     Endpoint ep = parse_endpoint(part, what);
     const bool has_port = part.back() != ']' && part.find(':', part.rfind(']') == std::string::npos ? 0 : part.rfind(']')) != std::string::npos;
     if (!has_port) ep.port = kDefaultEtcdPort;
-    out.push_back(ep);
+    out.endpoints.push_back(ep);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  if (https > 0 && https != out.endpoints.size())
+    throw Error(
+        fmt::format("{} '{}': some members are https:// and some not", what, text),
+        "one job speaks to every member of the cluster the same way: write https:// before each, or before none");
+  out.https = https > 0;
   return out;
+}
+
+std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what) {
+  return parse_etcd_members(text, what).endpoints;
 }
 
 EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
@@ -122,25 +138,68 @@ EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
   // Every node is given the same list: starting each at a random member spreads a job's requests
   // over the cluster instead of queueing them all at the first member.
   preferred_ = std::random_device{}() % opt_.endpoints.size();
+  if (opt_.tls) tls_ = std::make_shared<EtcdTlsContext>(opt_.tls_files);
 }
+
+namespace {
+
+// One request and its reply on a connected stream, plain or TLS. `step(name)` runs the io_context
+// that drives it and turns the step's error into what it means; a stream's idle end is EtcdStreamIdle.
+template <class Stream, class Step>
+std::pair<unsigned, std::string> etcd_round_trip(Stream& stream, beast::error_code& ec, const Step& step,
+                                                 http::request<http::string_body>& req, const std::string& until,
+                                                 Duration wait) {
+  http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+  step("request");
+  beast::flat_buffer buf;
+  http::response_parser<http::string_body> parser;
+  parser.body_limit(kEtcdMaxReplyBytes);
+  http::async_read_header(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+  step("reply");
+  const unsigned status = parser.get().result_int();
+  if (until.empty() || status != 200) {
+    http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+    step("reply");
+  } else {
+    // A stream: read what arrives until the awaited message is whole or `wait` passes.
+    beast::get_lowest_layer(stream).expires_after(wait);
+    while (!parser.is_done() && !etcd_message_complete(parser.get().body(), until)) {
+      http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+      if (step("stream")) throw EtcdStreamIdle{};
+    }
+  }
+  return {status, std::move(parser.get().body())};
+}
+
+}  // namespace
 
 std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, const std::string& path,
                                const std::string& body, const std::string& until, Duration wait) {
   asio::io_context io;
-  beast::tcp_stream stream(io);
   beast::error_code ec;
   tcp::resolver resolver(io);
   auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
   if (ec) throw EtcdUnreachable(fmt::format("cannot resolve: {}", ec.message()));
-  stream.expires_after(opt_.op_timeout);
-  auto run = [&](const char* step) {
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::optional<beast::tcp_stream> plain;
+  beast::tcp_stream& tcp = tls_ ? (tls.emplace(io, tls_->context()), tls->next_layer()) : plain.emplace(io);
+  // Runs what was started; true when a stream's wait ran out (only "stream" steps ask).
+  auto step = [&](const char* name) {
     io.restart();
     io.run();
-    if (ec == beast::error::timeout) throw EtcdUnreachable(fmt::format("{} timed out after {}", step, format_duration(opt_.op_timeout)));
-    if (ec && ec != http::error::end_of_stream) throw EtcdUnreachable(fmt::format("{}: {}", step, ec.message()));
+    if (ec == beast::error::timeout) {
+      if (std::string(name) == "stream") return true;
+      throw EtcdUnreachable(fmt::format("{} timed out after {}", name, format_duration(opt_.op_timeout)));
+    }
+    // A reply that ends with the connection is whole; a stream that ends did not show its message.
+    if (!ec || (ec == http::error::end_of_stream && std::string(name) != "stream")) return false;
+    if (tls_)
+      if (auto refused = tls_->refusal(ec, tls->native_handle(), ep.str())) throw *refused;
+    throw EtcdUnreachable(fmt::format("{}: {}", name, ec.message()));
   };
-  stream.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
-  run("connect");
+  tcp.expires_after(opt_.op_timeout);
+  tcp.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
+  step("connect");
 
   http::request<http::string_body> req{method == "GET" ? http::verb::get : http::verb::post, path, 11};
   req.set(http::field::host, ep.str());
@@ -148,44 +207,68 @@ std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, co
   if (!auth_token_.empty()) req.set(http::field::authorization, auth_token_);
   req.body() = body;
   req.prepare_payload();
-  http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
-  run("request");
-
-  beast::flat_buffer buf;
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(kEtcdMaxReplyBytes);
-  http::async_read_header(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
-  run("reply");
-  const unsigned status = parser.get().result_int();
-  if (until.empty() || status != 200) {
-    http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
-    run("reply");
+  std::pair<unsigned, std::string> reply;
+  if (tls) {
+    tls_->prepare(tls->native_handle(), ep.host);
+    tls->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
+    step("TLS handshake");
+    reply = etcd_round_trip(*tls, ec, step, req, until, wait);
   } else {
-    // A stream: read what arrives until the awaited message is whole or `wait` passes.
-    stream.expires_after(wait);
-    while (!parser.is_done() && !etcd_message_complete(parser.get().body(), until)) {
-      http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
-      io.restart();
-      io.run();
-      if (ec == beast::error::timeout) throw EtcdStreamIdle{};
-      if (ec) throw EtcdUnreachable(fmt::format("stream: {}", ec.message()));
-    }
+    reply = etcd_round_trip(*plain, ec, step, req, until, wait);
   }
-  std::string out = std::move(parser.get().body());
-  if (status == 200) return out;
+  auto& [status, out] = reply;
+  if (status == 200) return std::move(out);
   json err = json::parse(out, nullptr, false);
   const std::string msg = err.is_object() ? err.value("message", err.value("error", out)) : out;
+  refuse_configuration(ep, path, msg);
   if (msg.find("auth token") != std::string::npos || (err.is_object() && err.value("code", 0) == 16)) throw EtcdAuthExpired{};
   if (status >= 500 || msg.find("no leader") != std::string::npos || msg.find("leader changed") != std::string::npos)
     throw EtcdUnreachable(fmt::format("HTTP {}: {}", status, msg));
-  throw Error(fmt::format("etcd at {} refused {}: {}", ep.str(), path, msg),
-              "check the etcd user's permissions on the job's prefix (--rdzv-conf) and the etcd version (3.4 or newer)", 1);
+  throw Error(
+      fmt::format("etcd at {} refused {}: {}", ep.str(), path, msg),
+      "check the etcd user's permissions on the job's prefix (/mtrain/rdzv/) and the etcd version (3.4 or newer)", 1);
+}
+
+void EtcdHttp::refuse_configuration(const Endpoint& ep, const std::string& path, const std::string& msg) const {
+  const auto says = [&](const char* text) { return msg.find(text) != std::string::npos; };
+  if (says("HTTP request to an HTTPS server"))
+    throw Error(fmt::format("etcd member {} speaks TLS (https) and was spoken to in plain HTTP", ep.str()),
+                "write https:// before every member of --rdzv-endpoint and give --rdzv-etcd-cacert the CA certificate "
+                "that signed etcd's --cert-file");
+  if (says("CommonName of client sending a request against gateway"))
+    throw Error(fmt::format("etcd member {} refuses the client certificate --rdzv-etcd-cert '{}' because it has a "
+                            "Common Name: with auth enabled, etcd's JSON gateway (which mtrain speaks) cannot pass a "
+                            "certificate's name on as the etcd user",
+                            ep.str(), opt_.tls_files.cert_file),
+                "make the nodes' client certificate without a CN (openssl req -subj /O=mtrain …) and name the user "
+                "with --rdzv-etcd-user");
+  if (path == "/v3/auth/authenticate" && says("authentication failed"))
+    throw Error(fmt::format("etcd at {} refused user '{}' with the password from {}: {}", ep.str(), opt_.username,
+                            opt_.password_source.empty() ? "nowhere (none given)" : opt_.password_source, msg),
+                fmt::format("check the user and its password (etcdctl user get {} / user passwd {})", opt_.username,
+                            opt_.username));
+  if (says("user name is empty"))
+    throw Error(fmt::format("etcd at {} has authentication enabled and this node gave no user", ep.str()),
+                "give --rdzv-etcd-user NAME and its password in the environment variable MTRAIN_ETCD_PASSWORD or a "
+                "file named by --rdzv-etcd-password-file");
+  if (says("permission denied"))
+    throw Error(fmt::format("etcd at {} denied {} to user '{}': {}", ep.str(), path, opt_.username, msg),
+                "grant the user's role read and write on the job's prefix: etcdctl role grant-permission ROLE "
+                "--prefix=true readwrite /mtrain/");
 }
 
 void EtcdHttp::authenticate_locked(const Endpoint& ep) {
   auth_token_.clear();
   const std::string body = json{{"name", opt_.username}, {"password", opt_.password}}.dump();
-  json reply = json::parse(exchange(ep, "POST", "/v3/auth/authenticate", body, "", opt_.op_timeout));
+  json reply;
+  try {
+    reply = json::parse(exchange(ep, "POST", "/v3/auth/authenticate", body, "", opt_.op_timeout));
+  } catch (const Error& e) {
+    // A user given to a cluster without auth: requests go without a token, as etcdctl's do.
+    if (e.message().find("authentication is not enabled") == std::string::npos) throw;
+    auth_not_enabled_ = true;
+    return;
+  }
   auth_token_ = reply.value("token", "");
   if (auth_token_.empty())
     throw Error(fmt::format("etcd at {} did not authenticate user '{}'", ep.str(), opt_.username),
@@ -203,14 +286,15 @@ json EtcdHttp::call_streaming(const std::string& path, const json& body, const s
     try {
       for (int attempt = 0;; ++attempt) {
         try {
-          if (!opt_.username.empty() && auth_token_.empty()) authenticate_locked(ep);
+          if (!opt_.username.empty() && auth_token_.empty() && !auth_not_enabled_) authenticate_locked(ep);
           std::string reply = exchange(ep, path == "/version" ? "GET" : "POST", path, text, until, wait);
           preferred_ = i;
           return until.empty() ? json::parse(reply) : etcd_first_message(reply, until);
         } catch (const EtcdAuthExpired&) {
           if (attempt > 0 || opt_.username.empty())
             throw Error(fmt::format("etcd at {} refused the rendezvous' credentials", ep.str()),
-                        "give the etcd user and password (--rdzv-conf username=…,password=…)", 1);
+                        "give --rdzv-etcd-user and its password (MTRAIN_ETCD_PASSWORD or --rdzv-etcd-password-file)",
+                        1);
           auth_token_.clear();
         }
       }

@@ -5,7 +5,11 @@
 // answered is tried first next time (the first try goes to a random member). Only when no member answers is the call an
 // mtrain::Error (exit 1) naming every endpoint and what each said. Username/password: the token from
 // /v3/auth/authenticate goes in each request's Authorization header (renewed once when etcd
-// says it is no longer valid). Plain HTTP: TLS to etcd is not implemented (docs/multinode.md).
+// says it is no longer valid: simple tokens expire after etcd's --auth-token-ttl unused, and
+// belong to the member that issued them). TLS (https members, etcd_tls.hpp): a refused
+// certificate, a wrong password or a missing user is the configuration's fault, not the
+// member's: an mtrain::Error with exit 2 at once, no other member tried.
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -14,6 +18,7 @@
 
 #include "mtrain/rendezvous/endpoint.hpp"
 #include "mtrain/rendezvous/etcd_kv.hpp"
+#include "mtrain/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -21,11 +26,20 @@ inline constexpr uint16_t kDefaultEtcdPort = 2379;
 
 struct EtcdOptions {
   std::vector<Endpoint> endpoints;  // the cluster's client URLs, in the order to try them
+  bool tls = false;  // https: every member, its certificate checked (tls_files)
+  EtcdTlsFiles tls_files;
   std::string username, password;   // empty username: no auth
+  std::string password_source;  // where the password came from, for the error that refuses it
   Duration op_timeout{3000};        // one request and its reply, per endpoint
 };
 
-// "host1:2379,host2:2379,[::1]:2379" (port defaults to 2379); an mtrain::Error naming `what`.
+// "host1:2379,host2:2379,[::1]:2379" (port defaults to 2379; http:// or https:// before a member,
+// the same scheme for all); an mtrain::Error naming `what`.
+struct EtcdMembers {
+  std::vector<Endpoint> endpoints;
+  bool https = false;  // every member was written https://
+};
+EtcdMembers parse_etcd_members(const std::string& text, const std::string& what = "--rdzv-endpoint");
 std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what = "--rdzv-endpoint");
 
 class EtcdHttp final : public EtcdKv {
@@ -58,11 +72,16 @@ class EtcdHttp final : public EtcdKv {
   nlohmann::json call_streaming(const std::string& path, const nlohmann::json& body, const std::string& until, Duration wait,
                                 bool* timed_out);
   void authenticate_locked(const Endpoint& ep);
+  // A reply that says the configuration is wrong (TLS spoken plain, a wrong password, no user, no
+  // permission): an mtrain::Error with exit 2; else returns.
+  void refuse_configuration(const Endpoint& ep, const std::string& path, const std::string& msg) const;
 
   EtcdOptions opt_;
+  std::shared_ptr<EtcdTlsContext> tls_;  // set when opt_.tls
   std::mutex mu_;
   size_t preferred_ = 0;      // the member that answered last
   std::string auth_token_;
+  bool auth_not_enabled_ = false;  // a user was given, the cluster has no auth
 };
 
 }  // namespace mtrain::rendezvous

@@ -156,6 +156,7 @@ JoinResult EtcdRendezvous::join() {
           // The round formed without this node (it came late, or the job is full): out of the
           // round's members (whose count tells the running nodes nobody is lost), wait for the next.
           kv_->erase(rp + "n/" + opt_.node_id);
+          if (scale_up_for(now_state, ids.size())) continue;  // the next round is open: join it
           if (opt_.on_progress)
             opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
           kv_->watch_prefix(
@@ -187,6 +188,7 @@ JoinResult EtcdRendezvous::join() {
         const RangeResult first = kv_->first_created(rp + "n/", opt_.max_nodes);
         std::vector<const KeyValue*> members;
         for (const auto& kv : first.kvs) members.push_back(&kv);
+        if (r > 0) order_survivors_first(members, r);
         if (!members.empty()) {
           const std::string body = agreement_body(members, static_cast<int>(members.size()), rp);
           if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) &&
@@ -251,6 +253,32 @@ EtcdRendezvous::State EtcdRendezvous::fail_or_restart(const std::string& reason)
       return read_state();
     }
   }
+}
+
+void EtcdRendezvous::order_survivors_first(std::vector<const KeyValue*>& members, int r) const {
+  const std::string before = round_prefix(r - 1), rp = round_prefix(r);
+  auto prev = kv_->get(before + "agreed");
+  if (!prev) return;
+  const auto ids = signed_agreement(prev->value, before).at("ids").get<std::vector<std::string>>();
+  auto rank_before = [&](const KeyValue* kv) {
+    return std::find(ids.begin(), ids.end(), kv->key.substr(rp.size() + 2)) - ids.begin();
+  };
+  std::stable_sort(members.begin(), members.end(),
+                   [&](const KeyValue* a, const KeyValue* b) { return rank_before(a) < rank_before(b); });
+}
+
+bool EtcdRendezvous::scale_up_for(const State& s, size_t running) {
+  if (!opt_.scale_up || s.failed || running >= static_cast<size_t>(opt_.max_nodes)) return false;
+  // A node that finished cannot redo its work: the newcomer waits, as without scale up.
+  if (kv_->read_all({{round_prefix(s.round) + "done/", true, true}})[0].count > 0) return false;
+  const json next = {
+      {"round", s.round + 1},
+      {"restarts", s.restarts},
+      {"reason", fmt::format("node '{}' is waiting to join: the job scales up from {} nodes", opt_.host, running)},
+      {"membership_change", true}};
+  // Lost to another writer (another newcomer, a failure): the state moved all the same.
+  kv_->compare_and_put(job_ + "state", s.mod_revision, next.dump());
+  return true;
 }
 
 JobState EtcdRendezvous::heartbeat() {

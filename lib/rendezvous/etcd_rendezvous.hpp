@@ -10,7 +10,8 @@
 //   P r/<round>/agreed            the round's assignment, with an HMAC under the token
 //   P r/<round>/done/<node id>    the node's ranks finished
 //
-// Join order is the member keys' create revision. The round forms when MAX nodes are in, or
+// Join order is the member keys' create revision (in a later round, the last round's nodes
+// first, in their order there). The round forms when MAX nodes are in, or
 // when the last-call window that opens once MIN are in has passed: the first agent to see it
 // creates "agreed" in a transaction (create revision 0), every other agent reads that one.
 // Waiting is an etcd watch on the round's agreement key, bounded by the last call, the time the
@@ -20,7 +21,11 @@
 // A node whose member key is gone while the round runs is lost; a node reporting its ranks
 // failed likewise opens the next round: "state" moves from round r to r+1 by compare-and-swap
 // on its mod revision (one winner), while restarts are left; else state says failed, with the
-// reason naming the node(s). A node that arrives while a round runs waits for the next round.
+// reason naming the node(s). A node that arrives while a round runs with fewer than MAX nodes
+// moves "state" to the next round itself (scale up: a membership change, restarts left as they
+// are, by the same compare-and-swap), unless scale up is off or a node of the round has finished;
+// the running nodes see the round change on their next heartbeat and re-join. Otherwise it waits
+// for the next round.
 #include <functional>
 #include <memory>
 #include <string>
@@ -48,6 +53,7 @@ struct EtcdRendezvousOptions {
   Duration join_timeout{600000};
   Duration last_call{30000};
   Duration node_timeout{30000};  // the lease's TTL: silence after which a node is lost
+  bool scale_up = false;  // an arrival opens the next round (launch/scale_up.hpp)
   std::function<void(const std::string&)> on_progress;
 };
 
@@ -79,6 +85,13 @@ class EtcdRendezvous final : public Membership {
   JobState job_state(const State& s) const;
   // Open the next round or fail the job (one writer wins); returns the state after.
   State fail_or_restart(const std::string& reason);
+  // This node came after round `s.round` formed with `running` nodes: open the next round for
+  // it if the job scales up and may (fewer than MAX, nobody finished). Whether `state` moved.
+  bool scale_up_for(const State& s, size_t running);
+  // The nodes of the round before first, in their node-rank order there, then newcomers in join
+  // order (as the mtrain store orders them): a node arriving or re-joining first does not take
+  // node 0, the master's host, from the survivors.
+  void order_survivors_first(std::vector<const KeyValue*>& members, int r) const;
   std::string round_prefix(int round) const;
 
   EtcdRendezvousOptions opt_;

@@ -6,7 +6,9 @@
 #   3. the etcd member the nodes talk to first is killed mid-run: the job does not notice;
 #   4. the node that joined first is SIGKILLed (agent and rank): the survivor re-forms alone
 #      (round 1) within the node timeout and finishes;
-#   4b. etcd with auth enabled: nodes with MTRAIN_ETCD_USERNAME/PASSWORD form the job, one without is refused;
+#   4b. etcd with auth enabled: nodes with MTRAIN_ETCD_USERNAME/PASSWORD form the job, one without is refused
+#       (exit 2, before its rank; TLS and the other refusals: test_etcd_tls.sh);
+#   4c. scale up: a third node arriving while two run (--nnodes 2:3) joins at once, no restart counted;
 #   0/3. `mtrain env` reports each member's answer and version, and names the one killed;
 #   5. the whole etcd cluster is lost: every node stops its ranks within the node timeout and
 #      says why in one paragraph naming the members.
@@ -99,9 +101,27 @@ wait "$agent0"; rc0=$?; wait "$agent1"; rc1=$?
 [ "$rc0 $rc1" = "0 0" ] && ok "with etcd auth: the job formed as user mt and finished" || { fail "auth job: $rc0 $rc1"; show auth; }
 start_node noauth 0 1 1 0
 wait "$agent0"; rc0=$?
-[ "$rc0" != 0 ] && ok "without credentials the node is refused (exit $rc0): $(grep -m1 -o "etcd at [^:]*:[0-9]* refused[^.]*" "$WORK/noauth.node0")" \
+[ "$rc0" = 2 ] && grep -q "^error: etcd at .* has authentication enabled and this node gave no user" "$WORK/noauth.node0" \
+  && ! grep -q "^rank " "$WORK/noauth.node0" && ok "without credentials the node is refused before its rank (exit 2): $(grep -m1 -o "etcd at [^:]*:[0-9]* has[^.]*" "$WORK/noauth.node0")" \
   || { fail "no-credentials node: exit $rc0"; show noauth; }
 ctl --user root:root-pw auth disable
+
+# 4c. scale up: n0 and n1 run (--nnodes 2:3, --scale-up now); n2 arrives and the job re-forms
+#     with it at once, as a membership change (restart count 0, no --max-restarts needed).
+start_node grow 0 2:3 30 1 --scale-up now
+wait_for "$WORK/grow.node0" "nodes joined" 10
+start_node grow 1 2:3 30 1 --scale-up now
+wait_for "$WORK/grow.node1" "rank [01] of 2" 20 || fail "grow job did not start"
+tk=$(date +%s.%N)
+start_node grow 2 2:3 30 1 --scale-up now
+rcs=""
+for k in 0 1 2; do wait "$(eval echo "\$agent$k")"; rcs="$rcs $?"; done
+te=$(date +%s.%N)
+[ "$rcs" = " 0 0 0" ] && grep -q "rank 2 of 3 round 1" "$WORK/grow.node2" && grep -q "rank 0 of 3 round 1" "$WORK/grow.node0" \
+  && ok "n2 arrived: the job re-formed at 3 nodes (n2 last, n0 still rank 0) and finished $(echo "$te - $tk" | bc) s later" \
+  || { fail "scale up: exit$rcs"; show grow; }
+grep -q "the job restarts: node 'n2' is waiting to join: the job scales up from 2 nodes" "$WORK/grow.node0" \
+  && ok "the running nodes were told why: n2 is waiting to join" || { fail "no scale-up reason"; show grow; }
 
 # 5. the whole cluster is lost.
 start_node gone 0 2 60 0

@@ -2,13 +2,53 @@
 
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/rendezvous/etcd_http.hpp"
 
 using namespace mtrain::rendezvous;
+
+namespace {
+
+// A gateway that answers each connection's one request with the next of `replies` (status, body)
+// and records what was asked: "target auth".
+struct ScriptedGateway {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor acceptor{io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+  std::vector<std::string> seen;
+  std::thread thread;
+  explicit ScriptedGateway(std::vector<std::pair<unsigned, std::string>> replies) {
+    thread = std::thread([this, replies] {
+      namespace http = boost::beast::http;
+      for (const auto& [status, body] : replies) {
+        boost::asio::ip::tcp::socket s(io);
+        acceptor.accept(s);
+        boost::beast::flat_buffer buf;
+        http::request<http::string_body> req;
+        http::read(s, buf, req);
+        seen.push_back(std::string(req.target()) + " " + std::string(req[http::field::authorization]));
+        http::response<http::string_body> res{static_cast<http::status>(status), 11};
+        res.set(http::field::content_type, "application/json");
+        res.body() = body;
+        res.prepare_payload();
+        http::write(s, res);
+      }
+    });
+  }
+  ~ScriptedGateway() { finish(); }
+  std::vector<std::string> finish() {
+    if (thread.joinable()) thread.join();
+    return seen;
+  }
+  uint16_t port() const { return acceptor.local_endpoint().port(); }
+};
+
+}  // namespace
 
 TEST_CASE("etcd endpoint lists: default port, schemes, IPv6", "[etcd_http]") {
   auto eps = parse_etcd_endpoints("a:2381,b,http://c:2390,[::1]:2400,[::1]");
@@ -19,6 +59,11 @@ TEST_CASE("etcd endpoint lists: default port, schemes, IPv6", "[etcd_http]") {
   CHECK(eps[3].str() == "[::1]:2400");
   CHECK(eps[4].str() == "[::1]:2379");
   CHECK_THROWS_AS(parse_etcd_endpoints("a:2379,,b"), mtrain::Error);
+  CHECK_FALSE(parse_etcd_members("a,http://b").https);
+  const auto tls = parse_etcd_members("https://a:2381,https://[::1]");
+  CHECK(tls.https);
+  CHECK(tls.endpoints[1].str() == "[::1]:2379");
+  CHECK_THROWS_AS(parse_etcd_members("https://a,b"), mtrain::Error);
 }
 
 TEST_CASE("a cluster none of whose members answers is one error naming every member", "[etcd_http]") {
@@ -93,4 +138,56 @@ TEST_CASE("a watch event that arrives in two pieces is read whole", "[etcd_http]
   CHECK_NOTHROW(changed = kv.watch_prefix("/x/", 8, Duration(2000)));
   CHECK(changed);
   server.join();
+}
+
+TEST_CASE("an expired auth token is renewed and the request repeated", "[etcd_http]") {
+  // etcd's simple tokens expire after --auth-token-ttl unused (and belong to one member).
+  ScriptedGateway gw({{200, R"({"token":"t1"})"},
+                      {401, R"({"code":16,"message":"etcdserver: invalid auth token"})"},
+                      {200, R"({"token":"t2"})"},
+                      {200, R"({"header":{"revision":"5"},"kvs":[]})"}});
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gw.port()}};
+  o.username = "mt";
+  o.password = "pw";
+  EtcdHttp kv(o);
+  CHECK(kv.range_prefix("/x/").revision == 5);
+  CHECK(gw.finish() == std::vector<std::string>{"/v3/auth/authenticate ", "/v3/kv/range t1", "/v3/auth/authenticate ",
+                                                "/v3/kv/range t2"});
+}
+
+TEST_CASE("a wrong password is refused at once with exit 2, naming the user and where the password came from",
+          "[etcd_http]") {
+  // Not "no member answered" after trying the others: every member would say the same.
+  ScriptedGateway gw(
+      {{400, R"({"code":3,"message":"etcdserver: authentication failed, invalid user ID or password"})"}});
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gw.port()}};
+  o.username = "mt";
+  o.password = "wrong";
+  o.password_source = "MTRAIN_ETCD_PASSWORD";
+  EtcdHttp kv(o);
+  try {
+    kv.get("/k");
+    FAIL("no error");
+  } catch (const mtrain::Error& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK(e.message().find("refused user 'mt' with the password from MTRAIN_ETCD_PASSWORD") != std::string::npos);
+  }
+  CHECK(gw.finish().size() == 1);
+}
+
+TEST_CASE("a TLS member spoken to in plain HTTP is refused with exit 2", "[etcd_http]") {
+  ScriptedGateway gw({{400, "Client sent an HTTP request to an HTTPS server.\n"}});
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gw.port()}};
+  EtcdHttp kv(o);
+  try {
+    kv.get("/k");
+    FAIL("no error");
+  } catch (const mtrain::Error& e) {
+    CHECK(e.exit_code() == 2);
+    CHECK(e.message().find("speaks TLS (https)") != std::string::npos);
+  }
+  gw.finish();
 }

@@ -178,3 +178,80 @@ TEST_CASE("a node arriving while the round runs does not hide a lost one", "[etc
   p.a->report_failure("test over");
   fc.wait_for(std::chrono::seconds(5));
 }
+
+TEST_CASE("scale up: a node arriving while fewer than MAX run opens the next round, restarts left",
+          "[etcd_rendezvous]") {
+  ManualClock clock;
+  auto kv = std::make_shared<MemoryKv>(clock);
+  // Round 0 forms at MIN once the last call (0) is over; the agents that re-join for round 1 wait
+  // a last call the manual clock never reaches, so round 1 forms at MAX (3).
+  auto opts = [](const std::string& host, Duration last_call) {
+    auto o = node(host, 2, 3);
+    o.node_id = host;
+    o.scale_up = true;
+    o.last_call = last_call;
+    return o;
+  };
+  EtcdRendezvous a(opts("node-a", Duration(0)), kv, clock), b(opts("node-b", Duration(0)), kv, clock);
+  auto fa = std::async(std::launch::async, [&] { return a.join(); });
+  while (kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  b.join();
+  REQUIRE(fa.get().assignment.world_size == 4);
+
+  EtcdRendezvous c(opts("node-c", Duration(60000)), kv, clock);
+  auto fc = std::async(std::launch::async, [&] { return c.join(); });
+  JobState s;
+  for (int i = 0; i < 2000 && (s = a.heartbeat()).round == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  if (s.round != 1) {  // no scale up: end node-c's wait (past its join timeout) rather than hang
+    clock.advance(Duration(120000));
+    fc.wait();
+    FAIL("node-c's arrival did not open round 1");
+  }
+  CHECK(s.phase == Phase::joining);
+  CHECK(s.membership_change);
+  CHECK(s.restart_reason == "node 'node-c' is waiting to join: the job scales up from 2 nodes");
+  // node-a and node-b re-join (as their agents would, the same node ids); node-c came first, yet
+  // the survivors keep node ranks 0 and 1.
+  EtcdRendezvous a1(opts("node-a", Duration(60000)), kv, clock), b1(opts("node-b", Duration(60000)), kv, clock);
+  auto fb = std::async(std::launch::async, [&] { return b1.join(); });
+  const JoinResult ja = a1.join(), jb = fb.get(), jc = fc.get();
+  CHECK(ja.round == 1);
+  CHECK(ja.restarts == 0);
+  CHECK(ja.assignment.world_size == 6);
+  CHECK(ja.node_rank == 0);
+  CHECK(jb.node_rank == 1);
+  CHECK(jc.node_rank == 2);
+}
+
+TEST_CASE("scale up off, or a full job: the arriving node waits for the next round", "[etcd_rendezvous]") {
+  for (const bool full : {false, true}) {
+    ManualClock clock;
+    auto kv = std::make_shared<MemoryKv>(clock);
+    auto o = [&](const std::string& host) {
+      auto n = node(host, 2, full ? 2 : 3);
+      n.scale_up = full;  // off when not full; on (but the job is full) when full
+      n.node_timeout = Duration(100);
+      return n;
+    };
+    EtcdRendezvous a(o("node-a"), kv, clock), b(o("node-b"), kv, clock);
+    auto fa = std::async(std::launch::async, [&] { return a.join(); });
+    while (kv->range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty())
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    b.join();
+    fa.get();
+    auto late = o("node-c");
+    late.join_timeout = Duration(300);
+    EtcdRendezvous c(late, kv, clock);
+    auto fc = std::async(std::launch::async, [&] {
+      try {
+        c.join();
+      } catch (const mtrain::Error&) {}
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    CHECK(a.heartbeat().round == 0);
+    clock.advance(Duration(400));  // node-c's join timeout
+    fc.wait_for(std::chrono::seconds(5));
+  }
+}
