@@ -81,7 +81,7 @@ _mtrain_values() {
   _mtrain_r=()
   case "$1|$2" in
     'mtrain launch|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
-    'mtrain launch|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
+    'mtrain launch|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript compiled) ;;
     'mtrain launch|--model-path') _mtrain_kind=none ;;
     'mtrain launch|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
     'mtrain launch|--init') _mtrain_kind=files ;;
@@ -269,7 +269,7 @@ _mtrain_values() {
     'mtrain config show|--format') _mtrain_kind=list; _mtrain_r=(yaml json) ;;
     'mtrain config show|--set') _mtrain_kind=settings ;;
     'mtrain config show|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
-    'mtrain config show|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
+    'mtrain config show|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript compiled) ;;
     'mtrain config show|--model-path') _mtrain_kind=none ;;
     'mtrain config show|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
     'mtrain config show|--init') _mtrain_kind=files ;;
@@ -405,7 +405,7 @@ _mtrain_values() {
     'mtrain estimate|--log-dir') _mtrain_kind=files ;;
     'mtrain estimate|--device-memory') _mtrain_kind=none ;;
     'mtrain estimate|--strategy') _mtrain_kind=list; _mtrain_r=(ddp zero1 zero2 zero3 fsdp auto) ;;
-    'mtrain estimate|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript) ;;
+    'mtrain estimate|--model') _mtrain_kind=list; _mtrain_r=(mlp gpt resnet18 resnet50 torchscript compiled) ;;
     'mtrain estimate|--model-path') _mtrain_kind=none ;;
     'mtrain estimate|--model-loss') _mtrain_kind=list; _mtrain_r=(auto cross_entropy mse lm_cross_entropy) ;;
     'mtrain estimate|--init') _mtrain_kind=files ;;

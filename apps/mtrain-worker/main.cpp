@@ -26,7 +26,7 @@ const char* kUsage =
     "       mtrain-worker bench-comm --ops OPS --sizes BYTES,... [--iters N] [--warmup W] [--out FILE]\n"
     "       mtrain-worker build-info [--facts FILE [--set key=value]...]\n"
     "       mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]\n"
-    "       mtrain-worker model-check FILE\n"
+    "       mtrain-worker model-check FILE | --compiled DIR\n"
     "One rank of mtrain's bundled trainer. `mtrain launch` starts it with the job it resolved and\n"
     "the rank environment (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT); without them it trains\n"
     "alone (world 1).\n";

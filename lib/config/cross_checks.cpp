@@ -32,6 +32,43 @@ int effective_zero_stage(const json& job) {
   return static_cast<int>(as_int(job, "zero.stage"));
 }
 
+// model.name compiled: a package folder (python -m mtrain_export), native code that runs only
+// with model.trust_code. The manifest itself, the PyTorch it was compiled by and model.init
+// against its tensor table are the launcher's check (launch/model_check.hpp), which knows the worker.
+std::vector<Problem> compiled_package_problems(const json& job, const std::string& path, const std::string& eval_path) {
+  std::vector<Problem> out;
+  const char* fix =
+      "Set model.path (--model-path) to the folder `python -m mtrain_export MODULE.py:FACTORY --example "
+      "... --wrap-module-types ... --out DIR` wrote (docs/your-model.md).";
+  std::error_code ec;
+  if (path.empty()) {
+    out.push_back({true, {"model.path"}, "model.path is empty but model.name is compiled", fix});
+  } else if (ranks_run_here(job) && !std::filesystem::is_directory(path, ec)) {
+    out.push_back({true,
+                   {"model.path"},
+                   fmt::format("model.path '{}' is not a folder: a compiled package is the folder "
+                               "holding manifest.json, model.safetensors and programs/",
+                               path),
+                   fix});
+  }
+  if (!get(job, "model.trust_code").get<bool>())
+    out.push_back({true,
+                   {"model.trust_code", "model.name"},
+                   fmt::format("model.name is compiled but model.trust_code is false: the package '{}' holds native "
+                               "code (each program in programs/ is a compiled shared library that runs when it is "
+                               "loaded), which mtrain runs only when you trust whoever compiled it",
+                               path),
+                   "Set model.trust_code true (--set model.trust_code=true) for a package you or someone you trust "
+                   "exported, or export the model yourself with python -m mtrain_export."});
+  if (!eval_path.empty())
+    out.push_back(
+        {true,
+         {"model.eval_path", "model.name"},
+         fmt::format("model.eval_path '{}' is set but model.name is compiled, which does not read it", eval_path),
+         "Validation runs the package's own programs: drop model.eval_path."});
+  return out;
+}
+
 // Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
 // `model_given`: model.name was set (not its default), for the message.
 std::vector<Problem> model_file_problems(const json& job, bool model_given) {
@@ -56,6 +93,10 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
   }
   const std::string path = as_text(job, "model.path");
   const std::string eval_path = as_text(job, "model.eval_path");
+  if (model == ModelName::Compiled) {
+    for (Problem& p : compiled_package_problems(job, path, eval_path)) out.push_back(std::move(p));
+    return out;
+  }
   // `--model-path net.pt` alone would train the built-in gpt, and every rank fail on the data.
   if (model != ModelName::Torchscript) {
     if (!path.empty())

@@ -62,8 +62,10 @@ std::vector<Problem> synthetic_model(const json& job) {
              "Name the file's format: --data tensors for a torch.save({\"input\": X, \"target\": Y}) file, "
              "--data tokens for a token file (train.bin), --data text or cifar10 for the built-in models "
              "(data.name in a job file); or drop data.path."}};
-  if (model_of(job) == ModelName::Torchscript)
-    return {{true, {"data.name", "model.name"}, fmt::format("{}, which has no task for your own model (model torchscript)", which),
+  if (model_of(job) == ModelName::Torchscript || model_of(job) == ModelName::Compiled)
+    return {{true,
+             {"data.name", "model.name"},
+             fmt::format("{}, which has no task for your own model (model {})", which, text(job, "model.name")),
              "Give the data to train on: --data tensors --data-path FILE for a torch.save({\"input\": X, "
              "\"target\": Y}) file, or --data tokens --data-path train.bin for a language model (data.name "
              "and data.path in a job file)."}};

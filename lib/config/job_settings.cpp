@@ -14,10 +14,14 @@ using namespace detail;
 
 void add_model_settings(Registry& r) {
   r.add(choice("model.name", to_string(ModelName::Gpt), choice_names<ModelName>(),
-               "Model architecture; torchscript trains your own module from model.path.", "model"));
+               "Model architecture; torchscript trains your own module from model.path, compiled your "
+               "own module exported and compiled ahead of time (python -m mtrain_export) from the "
+               "package folder model.path.",
+               "model"));
   r.add(text("model.path", "",
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "
-             "its weights are the initial weights.",
+             "its weights are the initial weights. compiled: the package folder python -m "
+             "mtrain_export wrote (manifest.json, model.safetensors, programs/).",
              "model-path"));
   r.add(text("model.eval_path", "",
              "torchscript: the eval-mode trace of the module in model.path, for a model traced with "
@@ -27,7 +31,8 @@ void add_model_settings(Registry& r) {
   r.add(boolean("model.trust_code", false,
                 "torchscript: run a model whose code reaches outside the model (file operators, "
                 "custom operator libraries, a __setstate__ that does more than restore tensors); "
-                "such files are refused unless you trust their author."));
+                "such files are refused unless you trust their author. compiled: required, since "
+                "a package's programs are native code that runs when loaded."));
   r.add(choice("model.loss", to_string(LossName::Auto), choice_names<LossName>(),
                "torchscript: the loss. auto: the module's own exported loss(input, target) "
                "method; cross_entropy: logits [B, C] vs classes [B]; lm_cross_entropy: logits "

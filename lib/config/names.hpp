@@ -25,7 +25,7 @@ struct ChoiceTable<StrategyName> {
                                                      {StrategyName::Fsdp, "fsdp"}};
 };
 
-enum class ModelName { Mlp, Gpt, Resnet18, Resnet50, Torchscript };
+enum class ModelName { Mlp, Gpt, Resnet18, Resnet50, Torchscript, Compiled };
 template <>
 struct ChoiceTable<ModelName> {
   static constexpr const char* what = "model";
@@ -33,7 +33,8 @@ struct ChoiceTable<ModelName> {
                                                   {ModelName::Gpt, "gpt"},
                                                   {ModelName::Resnet18, "resnet18"},
                                                   {ModelName::Resnet50, "resnet50"},
-                                                  {ModelName::Torchscript, "torchscript"}};
+                                                  {ModelName::Torchscript, "torchscript"},
+                                                  {ModelName::Compiled, "compiled"}};
 };
 
 // `auto` is no strategy: it asks the launcher to pick the fastest one that fits (lib/estimate)

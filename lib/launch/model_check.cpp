@@ -8,6 +8,7 @@
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/child_process.hpp"
+#include "mtrain/core/compiled_manifest.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/visible_text.hpp"
 
@@ -70,17 +71,14 @@ std::optional<Error> torchscript_incompatibility(const std::string& model_path, 
 
 namespace {
 
-// The worker's answer; its own refusal (a file that does not parse, a damaged zip) is relayed as
-// it is, with the worker's exit code.
-WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path, bool trust_code,
-                            const std::string& eval_path = "") {
+// `argv` (`worker_path model-check …`) run to its answer on standard output; the worker's own
+// refusal (a file that does not parse, a damaged zip, a package for another PyTorch) is relayed
+// as it is, with the worker's exit code.
+std::string run_worker_check(const std::vector<std::string>& argv, const std::string& model_path,
+                             const std::string& worker_path, const char* what) {
   ChildOptions o;
   o.deadline = std::chrono::seconds(kModelCheckDeadlineSeconds);
   o.max_stdout = 32u << 20;
-  std::vector<std::string> argv = {worker_path, "model-check"};
-  if (trust_code) argv.push_back("--trusted");
-  if (!eval_path.empty()) argv.insert(argv.end(), {"--eval", eval_path});
-  argv.push_back(model_path);
   const ChildResult r = run_child(argv, o);
   if (!r.started)
     throw Error(fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
@@ -97,12 +95,27 @@ WorkerModelCheck ask_worker(const std::string& model_path, const std::string& wo
   // Exit 2 is the worker's refusal of the model, already one paragraph naming the file and the fix.
   if (r.exit_code == kExitUsage) throw Error(visible_text(said));
   if (r.exit_code != 0)
-    throw Error(fmt::format("checking the TorchScript model '{}' with '{}' failed (exit {}): {}", model_path,
-                            worker_path, r.exit_code, visible_text(said)),
+    throw Error(fmt::format("checking the {} '{}' with '{}' failed (exit {}): {}", what, model_path, worker_path,
+                            r.exit_code, visible_text(said)),
                 "", kExitFailure)
         .at("model.path");
-  return parse_worker_model_check(worker_path, r.out);
+  return r.out;
 }
+
+WorkerModelCheck ask_worker(const std::string& model_path, const std::string& worker_path, bool trust_code,
+                            const std::string& eval_path = "") {
+  std::vector<std::string> argv = {worker_path, "model-check"};
+  if (trust_code) argv.push_back("--trusted");
+  if (!eval_path.empty()) argv.insert(argv.end(), {"--eval", eval_path});
+  argv.push_back(model_path);
+  return parse_worker_model_check(worker_path, run_worker_check(argv, model_path, worker_path, "TorchScript model"));
+}
+
+// The device type the ranks train on, as far as the launcher knows it from the worker: a worker
+// without CUDA trains on the CPU; a CUDA worker's ranks use the GPUs a node has (launch.device
+// is not in the trainer's job), so "" leaves the device to the ranks, which check every program
+// argument's device against the package's.
+std::string compiled_device(const std::optional<WorkerFacts>& facts) { return facts && !facts->cuda ? "cpu" : ""; }
 
 }  // namespace
 
@@ -131,7 +144,42 @@ std::vector<std::string> torchscript_module_classes(const std::string& model_pat
   return out;
 }
 
+void check_compiled_model(const config::json& job, const std::string& worker_path) {
+  const std::string dir = config::get(job, "model.path").get<std::string>();
+  const CompiledManifest m = read_compiled_manifest(dir);
+  // The programs take exactly the example's rows (AOTInductor checks no shape; the rank would
+  // refuse the first batch): said here, before any rank starts.
+  const int64_t rows = config::get(job, "train.batch_size").get<int64_t>();
+  for (const CompiledInput& in : m.inputs)
+    if (!in.shape.empty() && in.shape[0] != rows)
+      throw Error(fmt::format("{} rows per rank, but the compiled package '{}' was exported for '{}' of {} rows: its "
+                              "programs run only the shapes they were compiled for",
+                              rows, visible_text(dir), visible_text(in.name), in.shape[0]),
+                  fmt::format("Set train.batch_size (--batch-size) to {}, or export the package again with --example "
+                              "{}=…:{}x… (python -m mtrain_export)",
+                              in.shape[0], visible_text(in.name), rows))
+          .at("train.batch_size");
+  if (worker_path.empty()) return;
+  const auto facts = read_worker_facts(worker_path);
+  if (facts) {
+    const std::string device = compiled_device(facts);
+    check_compiled_target(m, facts->libtorch, device.empty() ? m.device : device);
+  }
+  // The worker's own word: that it runs compiled programs at all (not on LibTorch 1.13), the
+  // release once more (no facts file beside an old worker), and model.init against the table.
+  std::vector<std::string> argv = {worker_path, "model-check", "--compiled"};
+  const std::string init = config::get(job, "model.init").get<std::string>();
+  if (!init.empty()) {
+    argv.insert(argv.end(), {"--init", init});
+    if (!config::get(job, "model.init_strict").get<bool>()) argv.push_back("--init-not-strict");
+  }
+  argv.push_back(dir);
+  run_worker_check(argv, dir, worker_path, "compiled package");
+}
+
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
+  if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Compiled)
+    return check_compiled_model(job, worker_path);
   if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Torchscript)
     check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
                             config::get(job, "model.trust_code").get<bool>(),

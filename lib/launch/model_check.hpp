@@ -59,9 +59,16 @@ void check_torchscript_model(const std::string& model_path, const std::string& w
 // fsdp.wrap_module_types. Throws mtrain::Error when the worker refuses the file.
 std::vector<std::string> torchscript_module_classes(const std::string& model_path, const std::string& worker_path);
 
+// model.name compiled, before any rank starts: the package's manifest (every program present),
+// the PyTorch release and device type it was compiled for against the worker's facts
+// (core/compiled_manifest.hpp; the device type where the worker has no CUDA), then `worker_path model-check --compiled
+// [--init FILE] DIR`: that the worker runs compiled programs at all (LibTorch 2.x) and that model.init matches the
+// tensor table. model.trust_code is config's cross check. Without a worker (empty path) the manifest alone.
+void check_compiled_model(const config::json& job, const std::string& worker_path);
+
 // The bundled trainer's model file, before any rank starts on this host: for model.name
-// torchscript, check_torchscript_model. (The data files are checked with every other problem of
-// the job by config::check_before_launch, from data_checks.cpp's table.)
+// torchscript, check_torchscript_model; for compiled, check_compiled_model. (The data files are checked with every
+// other problem of the job by config::check_before_launch, from data_checks.cpp's table.)
 void check_trainer_files(const config::json& job, const std::string& worker_path);
 
 }  // namespace mtrain::launch

@@ -13,6 +13,9 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#if TORCH_VERSION_MAJOR >= 2
+#include <torch/csrc/inductor/aoti_package/model_package_loader.h>
+#endif
 #ifdef MTRAIN_WITH_CUDA
 #include <cuda_runtime_api.h>
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -21,6 +24,8 @@
 #endif
 
 #include <atomic>
+
+#include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/comm/pooled_cpu.hpp"
@@ -241,6 +246,20 @@ std::shared_ptr<void> autocast_scope(const at::Device& device, at::ScalarType dt
     ac::set_enabled(was);
     ac::set_autocast_gpu_dtype(prev);
   });
+#endif
+}
+
+bool compiled_programs_supported() { return TORCH_VERSION_MAJOR >= 2; }
+
+CompiledCall load_compiled_program(const std::string& path) {
+#if TORCH_VERSION_MAJOR >= 2
+  auto loader = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path);
+  return [loader](const std::vector<at::Tensor>& inputs) { return loader->run(inputs); };
+#else
+  throw Error(fmt::format("cannot load the compiled program '{}': this mtrain-worker is built against LibTorch "
+                          "1.13, which has no AOTInductor loader",
+                          path),
+              "build mtrain against PyTorch 2.x, or train the model as TorchScript (model.name torchscript)");
 #endif
 }
 

@@ -7,6 +7,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <ATen/ATen.h>
 #include <torch/csrc/api/include/torch/version.h>
@@ -93,6 +94,16 @@ void device_synchronize(const at::Device& device);
 
 // Peak bytes the CUDA caching allocator has held on `device` (0 for CPU devices or CPU builds).
 int64_t device_peak_bytes(const at::Device& device);
+
+// AOTInductor-compiled programs (model.name compiled: the .pt2 files of a package) run on the
+// LibTorch 2.x line only; 1.13 has no loader, and its worker refuses the format.
+bool compiled_programs_supported();
+// Loads the .pt2 program at `path` — it holds a compiled shared library, so loading runs native
+// code: the caller has model.trust_code's word — and returns its call, inputs to outputs. The
+// loader checks neither shapes nor strides of what it is given (the caller does). Throws
+// mtrain::Error where compiled_programs_supported() is false; LibTorch's own errors pass through.
+using CompiledCall = std::function<std::vector<at::Tensor>(const std::vector<at::Tensor>&)>;
+CompiledCall load_compiled_program(const std::string& path);
 
 // Stores.
 StorePtr make_tcp_store(const std::string& host, int port, bool is_server, int world,

@@ -28,6 +28,8 @@ std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Spl
 void require_language_model(const ModelSpec& m, const char* dataset) {
   if (m.name == config::ModelName::Gpt) return;
   if (m.name == config::ModelName::Torchscript && (m.loss == config::LossName::LmCrossEntropy || m.language_model)) return;
+  // The package's programs check the windows' shape and dtype against what they were compiled for.
+  if (m.name == config::ModelName::Compiled) return;
   throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, config::to_string(m.name)),
               "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
               "against targets [B,T]), or data synthetic/cifar10 for classifiers")

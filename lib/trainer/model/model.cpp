@@ -22,6 +22,7 @@ std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed) {
     case ModelName::Resnet18: return make_resnet(spec, 18, seed);
     case ModelName::Resnet50: return make_resnet(spec, 50, seed);
     case ModelName::Torchscript: return make_torchscript(spec);
+    case ModelName::Compiled: return make_compiled(spec);
   }
   throw Error(fmt::format("model '{}' has no implementation", config::to_string(spec.name)), "", kExitFailure);
 }

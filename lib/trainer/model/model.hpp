@@ -56,7 +56,8 @@ struct ModelSpec {
   int64_t depth = 3;         // mlp: linear layers
   int64_t input_dim = 32;    // mlp
   int64_t num_classes = 10;  // mlp, resnet
-  std::string path;          // torchscript: the torch.jit.save file
+  // torchscript: the torch.jit.save file; compiled: the package folder (python/mtrain_export)
+  std::string path;
   // torchscript: the eval-mode trace of the module in `path`, which validation runs (trace_pair.hpp)
   std::string eval_path;
   config::LossName loss = config::LossName::Auto;  // torchscript
@@ -69,7 +70,8 @@ struct ModelSpec {
   // blocks from it when built; every model follows set_activation_checkpointing, which the
   // worker calls with this value (the one place it is held).
   bool activation_checkpointing = false;
-  bool trust_code = false;  // model.trust_code: run a TorchScript file core/torchscript_trust refuses
+  // model.trust_code: run a TorchScript file core/torchscript_trust refuses; load a compiled package
+  bool trust_code = false;
   bool language_model = false;    // torchscript: lm_cross_entropy loss or tokens data
 };
 

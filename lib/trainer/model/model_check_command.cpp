@@ -7,6 +7,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/torchscript_archive.hpp"
+#include "mtrain/trainer/model/compiled_model.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 #include "mtrain/trainer/model/torchscript_code_check.hpp"
 #include "mtrain/trainer/model/trace_pair.hpp"
@@ -80,11 +81,17 @@ nlohmann::json run_model_check(const std::string& path, bool trusted, const std:
 
 int run_model_check_command(const std::vector<std::string>& args, std::ostream& out) {
   std::vector<std::string> files;
-  std::string eval_path;
-  bool trusted = false;
+  std::string eval_path, init;
+  bool trusted = false, compiled = false, init_strict = true;
   for (size_t i = 0; i < args.size(); ++i) {
     if (args[i] == "--trusted") {
       trusted = true;
+    } else if (args[i] == "--compiled") {
+      compiled = true;
+    } else if (args[i] == "--init" && i + 1 < args.size()) {
+      init = args[++i];
+    } else if (args[i] == "--init-not-strict") {
+      init_strict = false;
     } else if (args[i] == "--eval" && i + 1 < args.size()) {
       eval_path = args[++i];
     } else {
@@ -92,8 +99,16 @@ int run_model_check_command(const std::vector<std::string>& args, std::ostream& 
     }
   }
   if (files.size() != 1 || files[0].empty() || files[0][0] == '-')
-    throw Error("mtrain-worker model-check takes one argument, the TorchScript file",
-                "mtrain-worker model-check [--trusted] [--eval EVAL_FILE] FILE");
+    throw Error("mtrain-worker model-check takes one argument, the TorchScript file or the compiled package folder",
+                "mtrain-worker model-check [--trusted] [--eval EVAL_FILE] FILE, or mtrain-worker model-check "
+                "--compiled [--init FILE [--init-not-strict]] DIR");
+  if (compiled) {
+    // Loads no program (that runs native code): the manifest, the release, model.init's table.
+    check_compiled_package(files[0], init, init_strict);
+    out << R"({"compiled": true})" << std::endl;
+    if (!out) throw Error("cannot write the model check's result to standard output");
+    return 0;
+  }
   // JSON escapes control characters, and invalid UTF-8 is replaced, never thrown on.
   out << run_model_check(files[0], trusted, eval_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
       << std::endl;

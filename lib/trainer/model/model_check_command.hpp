@@ -14,6 +14,9 @@
 // `mtrain config init` offers for fsdp.wrap_module_types); otherwise "classes" is empty.
 // A file that is not a TorchScript archive, does not parse, or is such a trace is an
 // mtrain::Error (exit 2): its paragraph is the launcher's refusal.
+// `mtrain-worker model-check --compiled [--init FILE [--init-not-strict]] DIR`: a compiled package
+// (model.name compiled) checked by compiled_model.hpp's check_compiled_package, no program loaded;
+// prints {"compiled": true}, or refuses (exit 2) in one paragraph.
 #include <string>
 #include <vector>
 

@@ -8,6 +8,7 @@ std::shared_ptr<TaskModel> make_mlp(const ModelSpec& spec, uint64_t seed);
 std::shared_ptr<TaskModel> make_gpt(const ModelSpec& spec, uint64_t seed);
 std::shared_ptr<TaskModel> make_resnet(const ModelSpec& spec, int depth, uint64_t seed);
 std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& spec);
+std::shared_ptr<TaskModel> make_compiled(const ModelSpec& spec);
 
 // Shared by the classifiers: summed cross-entropy and argmax hits of logits [N, C] vs int64 [N].
 EvalStats classifier_stats(const at::Tensor& logits, const at::Tensor& target);

@@ -13,6 +13,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/optim/clip.hpp"
+#include "mtrain/trainer/strategy/parameter_use.hpp"
 
 namespace mtrain::trainer {
 namespace detail {
@@ -511,6 +512,17 @@ int64_t ShardedEngine::optimizer_steps() const {
 }
 
 }  // namespace detail
+
+// The same path as an operator's inputs (dispatch / dispatch_end), called by hand.
+std::shared_ptr<void> use_parameters(const std::vector<at::Tensor>& tensors) {
+  std::vector<const void*> storages;
+  storages.reserve(tensors.size());
+  for (const at::Tensor& t : tensors)
+    if (t.defined() && t.has_storage()) storages.push_back(t.storage().unsafeGetStorageImpl());
+  void* engine = detail::dispatch(storages.data(), storages.size());
+  if (engine == nullptr) return nullptr;
+  return std::shared_ptr<void>(engine, [](void* e) { detail::dispatch_end(e); });
+}
 
 std::unique_ptr<Strategy> make_sharded(ShardedConfig c, const StrategyOptions& o, Communicator& comm) {
   return std::make_unique<detail::ShardedEngine>(std::move(c), o, comm);

@@ -29,6 +29,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "mtrain/trainer/model/compiled_model.hpp"
 #include "mtrain/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
@@ -67,10 +68,11 @@ std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communi
     c.gather_16bit_on_save = z.stage3_gather_16bit_weights_on_model_save;
     const int64_t threshold = z.stage3_param_persistence_threshold;
     c.plan = [threshold](const ParamList& p, torch::nn::Module& m) {
-      // A TorchScript model's named blocks (fsdp.wrap_module_types) are fetched whole, like
-      // its FSDP units; the built-in models keep DeepSpeed's per-submodule units.
+      // A TorchScript model's named blocks (fsdp.wrap_module_types) and a compiled package's
+      // units (one program reads the whole block) are fetched whole, like their FSDP units; the
+      // built-in models keep DeepSpeed's per-submodule units.
       std::vector<std::string> leaves;
-      if (auto* tm = dynamic_cast<TaskModel*>(&m); tm && is_scripted_model(*tm))
+      if (auto* tm = dynamic_cast<TaskModel*>(&m); tm && (is_scripted_model(*tm) || is_compiled_model(*tm)))
         leaves = tm->block_prefixes();
       return module_units(p, threshold, leaves);
     };

@@ -3,6 +3,13 @@
   model DIR          writes DIR/model.py: make() -> the golden test's TinyGPT with SDPA attention
                      (tests/e2e/trainer/torchscript_golden.py), seeded; make_dropout() -> the
                      same with dropout in its last block's MLP
+  data DIR ROWS      writes DIR/data.pt: torch.save({"input", "target"}) of ROWS token rows of the
+                     package's length (target = input shifted by one), seeded
+  train PKG MODEL.py DATA GLOBAL STEPS OPT LR OUT
+                     eager PyTorch training of the factory's model, started from the package's
+                     model.safetensors: STEPS steps of OPT (sgd, adamw; weight decay 0) on GLOBAL
+                     rows per step in file order (as mtrain reads them with data.shuffle false);
+                     its state dict to OUT
   steps PKG MODEL.py N   runs N SGD steps (lr 0.1, rows in order, batch of the package's example)
                      twice: eager PyTorch on the factory's model, and the package's compiled
                      programs (prologue forward, unit forwards, epilogue step, unit backwards in
@@ -114,9 +121,42 @@ def steps(pkg, model_py, n, tol):
     return 0 if max(dloss, dgrad, dw) <= tol else 1
 
 
+def make_data(d, rows):
+    g = torch.Generator().manual_seed(11)
+    from torchscript_golden import T, VOCAB
+    seq = torch.randint(0, VOCAB, (rows, T + 1), generator=g)
+    torch.save({"input": seq[:, :T].contiguous(), "target": seq[:, 1:].contiguous()}, os.path.join(d, "data.pt"))
+
+
+def train(pkg, model_py, data_path, global_batch, steps, opt_name, lr, out):
+    model = load(model_py)
+    model.load_state_dict(load_file(os.path.join(pkg, "model.safetensors")), strict=True)
+    data = torch.load(data_path)
+    if opt_name == "sgd":
+        opt = torch.optim.SGD(model.parameters(), lr=lr)
+    else:
+        opt = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0.0)
+    model.train()
+    for s in range(steps):
+        x = data["input"][s * global_batch:(s + 1) * global_batch]
+        y = data["target"][s * global_batch:(s + 1) * global_batch]
+        if len(x) < global_batch:
+            raise SystemExit(f"{data_path} has rows for {s} steps of {global_batch}, not {steps}")
+        opt.zero_grad()
+        model.loss(x, y).backward()
+        opt.step()
+    torch.save({k: v.detach().clone() for k, v in model.state_dict().items()}, out)
+
+
 if __name__ == "__main__":
     if sys.argv[1] == "model":
         write_model(sys.argv[2])
+    elif sys.argv[1] == "data":
+        sys.path.insert(0, os.path.join(HERE, "..", "trainer"))
+        make_data(sys.argv[2], int(sys.argv[3]))
+    elif sys.argv[1] == "train":
+        a = sys.argv[2:]
+        train(a[0], a[1], a[2], int(a[3]), int(a[4]), a[5], float(a[6]), a[7])
     elif sys.argv[1] == "steps":
         sys.exit(steps(sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]) if len(sys.argv) > 5 else 1e-5))
     else:

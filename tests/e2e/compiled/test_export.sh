@@ -43,4 +43,10 @@ expect_in "$WORK/out" "no module of the model is of a type in --wrap-module-type
   --example target=int64:6x8 --wrap-module-types Block --out "$WORK/pkg4" >"$WORK/out" 2>&1; rc=$?
 expect_rc 2 "a model with dropout refused"
 expect_in "$WORK/out" "draws random numbers in training mode"
+# The compiled programs for test_train_compiled.sh (the same model and examples), replaced whole so
+# that it never sees half a copy.
+if [ "$fails" -eq 0 ] && [ -n "${MTRAIN_E2E_EXPORT_CACHE:-}" ]; then
+  rm -rf "$MTRAIN_E2E_EXPORT_CACHE.new" && cp -r "$WORK/cache" "$MTRAIN_E2E_EXPORT_CACHE.new" &&
+    rm -rf "$MTRAIN_E2E_EXPORT_CACHE" && mv "$MTRAIN_E2E_EXPORT_CACHE.new" "$MTRAIN_E2E_EXPORT_CACHE"
+fi
 finish

@@ -149,3 +149,31 @@ TEST_CASE("strategy auto: the strategy checks wait for the launcher's choice; th
   CHECK(errors(check({{"strategy", "auto"}, {"zero.offload_optimizer_device", "cpu"}})) == 0);
   CHECK(errors(check({{"strategy", "auto"}, {"model.n_embd", 100}, {"model.n_head", 3}})) == 1);
 }
+
+// Issue 47: a compiled package is a folder of native code — refused without model.trust_code,
+// and a file or nothing where the folder should be, before any rank starts.
+TEST_CASE("model.name compiled: a package folder, run only with model.trust_code", "[config]") {
+  const std::string dir = MTRAIN_SOURCE_DIR;
+  const std::string data = dir + "/CMakeLists.txt";
+  auto compiled = [&](std::map<std::string, json> v) {
+    v.emplace("model.name", "compiled");
+    v.emplace("data.name", "tensors");
+    v.emplace("data.path", data);
+    return check(std::move(v));
+  };
+  CHECK(errors(compiled({{"model.path", dir}, {"model.trust_code", true}})) == 0);
+  auto untrusted = compiled({{"model.path", dir}});
+  REQUIRE(errors(untrusted) == 1);
+  CHECK(untrusted[0].keys[0] == "model.trust_code");
+  CHECK_THAT(untrusted[0].message, Catch::Contains("holds native code"));
+  CHECK_THAT(untrusted[0].hint, Catch::Contains("model.trust_code=true"));
+  auto file = compiled({{"model.path", data}, {"model.trust_code", true}});
+  REQUIRE(errors(file) == 1);
+  CHECK_THAT(file[0].message, Catch::Contains("is not a folder"));
+  auto empty = compiled({{"model.trust_code", true}});
+  REQUIRE(errors(empty) == 1);
+  CHECK_THAT(empty[0].message, Catch::Contains("model.path is empty but model.name is compiled"));
+  auto no_data = check({{"model.name", "compiled"}, {"model.path", dir}, {"model.trust_code", true}});
+  REQUIRE(errors(no_data) == 1);
+  CHECK_THAT(no_data[0].message, Catch::Contains("no task for your own model (model compiled)"));
+}

@@ -9,7 +9,8 @@ using namespace mtrain::config;
 
 TEST_CASE("names: one table each for strategies and models", "[config][names]") {
   CHECK(choice_names<StrategyName>() == std::vector<std::string>{"ddp", "zero1", "zero2", "zero3", "fsdp"});
-  CHECK(choice_names<ModelName>() == std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50", "torchscript"});
+  CHECK(choice_names<ModelName>() ==
+        std::vector<std::string>{"mlp", "gpt", "resnet18", "resnet50", "torchscript", "compiled"});
   for (const auto& n : choice_names<StrategyName>()) CHECK(to_string(strategy_from_text(n)) == n);
   for (const auto& n : choice_names<ModelName>()) CHECK(to_string(model_from_text(n)) == n);
   CHECK_FALSE(parse_choice<StrategyName>("zero").has_value());
