@@ -119,6 +119,7 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   // 278-326 MiB on glibc, 201 on the pool, and the run's first step 228 with its warm-up state),
   // which had every strategy's estimate 65-80 MiB above the run's peak.
   if (tj.cpu_memory_pool) install_pooled_cpu_allocator();
+  out["allocator"] = pooled_cpu_allocator_installed() ? "block pool" : "system";
   const auto data = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
   const int64_t n = std::max<int64_t>(data->size(), 1);
   bool reset_ok = true;
