@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "mtrain/completion/help.hpp"
 #include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/launch_choices.hpp"
 #include "mtrain/config/registry.hpp"
@@ -84,7 +85,19 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     // The model file is checked as `mtrain launch` checks it before any rank starts (the archive's
     // records, the trust check, the worker's LibTorch), so the probe never loads what launch would
     // refuse, and the refusal is the launcher's paragraph with exit 2.
-    if (o.weights.empty()) launch::check_trainer_files(spec, o.worker_path);
+    if (o.weights.empty()) {
+      launch::check_trainer_files(spec, o.worker_path);
+      // The probe runs one forward/backward on the job's data: data a launch would refuse (none
+      // for a TorchScript model, a missing file) is refused here with the launch's words, exit 2,
+      // rather than as the probe's failure with its internal command line. The built-in models
+      // train on synthetic data or the embedded corpus, so they need no --data.
+      auto problems = config::data_model_problems(spec);
+      for (auto& p : config::data_file_problems(spec, true)) problems.push_back(std::move(p));
+      for (const auto& p : problems)
+        if (p.error)
+          throw Error("estimate measures the model with one forward/backward on its data, and " + p.message + ".",
+                      p.hint);
+    }
     const auto e = estimate::estimate_job(spec, o);
     const std::string out = f->format == "json" ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
     if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)

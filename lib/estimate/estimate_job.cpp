@@ -61,10 +61,13 @@ std::string capture(const std::vector<std::string>& argv) {
     if (r.err_truncated) e = "…" + e;
     if (r.timed_out) e = fmt::format("stopped after {} minutes{}", kProbeDeadline.count(), e.empty() ? "" : ": " + e);
     if (r.out_truncated) e = fmt::format("printed more than {} bytes", co.max_stdout);
-    throw Error(fmt::format("estimate: `{}` failed (exit {}): {}", str::shell_join(argv), r.exit_code,
-                            e.empty() ? "no message" : e),
-                "check that the model and data settings train (the probe builds the model and runs one step on the CPU)",
-                r.exit_code == kExitUsage && !r.timed_out ? kExitUsage : kExitFailure);
+    // Not the command line: its job file is a temporary one, removed by now (issue 45 item 3).
+    throw Error(
+        fmt::format("estimate: the probe (mtrain-worker estimate-probe, one forward/backward on this CPU) "
+                    "failed (exit {}): {}",
+                    r.exit_code, e.empty() ? "no message" : e),
+        "check that the model and data settings train (the probe builds the model and runs one step on the CPU)",
+        r.exit_code == kExitUsage && !r.timed_out ? kExitUsage : kExitFailure);
   }
   return r.out;
 }

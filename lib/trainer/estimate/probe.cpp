@@ -12,6 +12,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/trainer/comm/pooled_cpu.hpp"
 #include "mtrain/trainer/data/dataset.hpp"
 #include "mtrain/trainer/loop/train_job.hpp"
 #include "mtrain/trainer/model/model.hpp"
@@ -112,6 +113,13 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   // The gradients a step accumulates into (a later step's backward adds to them in place).
   for (auto& p : model->parameters())
     if (p.requires_grad()) p.mutable_grad() = at::zeros_like(p);
+  // The passes allocate as the run's steps do: from the block pool where the job uses it
+  // (train.cpu_memory_pool, installed by the trainer after setup as here). glibc's allocator
+  // peaks higher for the same tensors (issue 44 item 5: a traced GPT-2's pass at batch 4 rose
+  // 278-326 MiB on glibc, 201 on the pool, and the run's first step 228 with its warm-up state),
+  // which had every strategy's estimate 65-80 MiB above the run's peak.
+  if (tj.cpu_memory_pool) install_pooled_cpu_allocator();
+  out["allocator"] = pooled_cpu_allocator_installed() ? "block pool" : "system";
   const auto data = make_dataset(tj.data, tj.model, Split::Train, tj.seed);
   const int64_t n = std::max<int64_t>(data->size(), 1);
   bool reset_ok = true;
@@ -130,6 +138,8 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
       int64_t act = 0;
       // Pass 0 warms up (lazily made state); the measured pass is what every later step does.
       for (int pass = o.warmup ? 0 : 1; pass < 2; ++pass) {
+        // What the previous pass freed goes back to the system, so the mark counts this pass alone.
+        if (pooled_cpu_allocator_installed()) cpu_block_pool().trim();
         malloc_trim(0);
         reset_ok = reset_high_water_mark() && reset_ok;
         const int64_t before = status_bytes("VmRSS");

@@ -81,6 +81,27 @@ run_mtrain "$WORK/unchecked.out" launch --nproc-per-node 1 --model torchscript -
 expect_rc 0 "an unsized TorchScript model on CPU ranks trains"
 expect_in "$WORK/unchecked.out" "mtrain: note: this model starts without a fit check"
 
+# Issue 45 item 3: a TorchScript model without --data exited 1 with the probe's internal command
+# line; it is refused before the probe (exit 2) with what it needs (the job's cross-check), and so
+# is a data file that is not there (the launch's file check, which estimate skipped: the probe
+# failed on it). A built-in model needs no --data.
+"$TORCH_PY" -c 'import sys, torch; torch.jit.save(torch.jit.script(torch.nn.Linear(4, 2)), sys.argv[1])' "$WORK/net.pt" 2>/dev/null
+run_mtrain "$WORK/nodata.out" estimate --model torchscript --model-path "$WORK/net.pt" --device-memory 1GiB
+expect_rc 2 "estimate of a TorchScript model without --data"
+expect_in "$WORK/nodata.out" "--data tensors --data-path FILE"
+expect_not_in "$WORK/nodata.out" "estimate-probe --job"
+run_mtrain "$WORK/missing.out" estimate --model torchscript --model-path "$WORK/net.pt" --data tensors \
+  --data-path "$WORK/missing.pt" --device-memory 1GiB
+expect_rc 2 "estimate with a data file that is not there"
+expect_in "$WORK/missing.out" "estimate measures the model with one forward/backward on its data, and"
+expect_in "$WORK/missing.out" "missing.pt"
+expect_not_in "$WORK/missing.out" "estimate-probe --job"
+if [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ]; then
+  run_mtrain "$WORK/mlp.out" estimate --model mlp --batch-size 4 --set train.threads=1 --device-memory 1GiB
+  expect_rc 0 "estimate of the built-in mlp without --data"
+  expect_in "$WORK/mlp.out" "Ψ = "
+fi
+
 # --device-memory 0 is refused, not read as "detect it".
 run_mtrain "$WORK/zero.out" estimate --model mlp --device-memory 0
 expect_rc 2 "estimate --device-memory 0"
