@@ -1,5 +1,7 @@
 #include "mtrain/tracking/bounded_worker.hpp"
 
+#include <algorithm>
+
 namespace mtrain::tracking {
 
 BoundedWorker::BoundedWorker(size_t capacity) : capacity_(capacity), thread_([this] { run(); }) {}
@@ -19,11 +21,21 @@ bool BoundedWorker::push(std::function<void()> task) {
   return true;
 }
 
-bool BoundedWorker::stop(std::chrono::milliseconds grace) {
-  bool drained;
+bool BoundedWorker::stop(std::chrono::milliseconds grace, const std::function<void()>& waiting) {
+  bool drained = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
-    drained = idle_.wait_for(lock, grace, [this] { return queue_.empty() && !busy_; });
+    const auto deadline = std::chrono::steady_clock::now() + grace;
+    for (;;) {
+      const auto slice = std::min(deadline, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      drained = idle_.wait_until(lock, slice, [this] { return queue_.empty() && !busy_; });
+      if (drained || std::chrono::steady_clock::now() >= deadline) break;
+      if (waiting) {
+        lock.unlock();
+        waiting();
+        lock.lock();
+      }
+    }
     dropped_ += static_cast<int64_t>(queue_.size());
     queue_.clear();
     stopping_ = true;

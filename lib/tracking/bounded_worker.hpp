@@ -24,7 +24,10 @@ class BoundedWorker {
   bool push(std::function<void()> task);
   // Lets the queue drain for up to `grace`, then drops what is left and joins the thread once the
   // running task returns (tasks bound their own time). True if everything queued ran.
-  bool stop(std::chrono::milliseconds grace);
+  // `waiting` is called about once a second meanwhile, on the caller's thread: a trainer touches
+  // its heartbeat there, or the launcher's stall watch (20 s at fast steps) kills it while a
+  // backlog drains.
+  bool stop(std::chrono::milliseconds grace, const std::function<void()>& waiting = {});
   int64_t dropped() const;
 
  private:

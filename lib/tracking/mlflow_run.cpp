@@ -86,7 +86,8 @@ void MlflowRun::metrics(int64_t step, const std::vector<Scalar>& scalars) {
 }
 
 void MlflowRun::finish(RunEnd end, const std::string& message,
-                       const std::vector<std::pair<std::string, std::string>>& artifacts) {
+                       const std::vector<std::pair<std::string, std::string>>& artifacts,
+                       const std::function<void()>& waiting) {
   if (finished_) return;
   finished_ = true;
   auto grace = timeouts_.finish_grace;
@@ -112,7 +113,7 @@ void MlflowRun::finish(RunEnd end, const std::string& message,
       client_.update_run(run_.run_id, status, now_ms());
     });
   });
-  worker_->stop(grace);
+  worker_->stop(grace, waiting);
 }
 
 void MlflowRun::attempt(const std::string& what, const std::function<void()>& call) {

@@ -36,8 +36,10 @@ class MlflowRun {
   ~MlflowRun();
 
   void metrics(int64_t step, const std::vector<Scalar>& scalars);
-  // Queues the artifacts (name → file) and the status, then waits for the queue a bounded time.
-  void finish(RunEnd end, const std::string& message, const std::vector<std::pair<std::string, std::string>>& artifacts);
+  // Queues the artifacts (name → file) and the status, then waits for the queue a bounded time,
+  // calling `waiting` about once a second meanwhile (BoundedWorker::stop).
+  void finish(RunEnd end, const std::string& message, const std::vector<std::pair<std::string, std::string>>& artifacts,
+              const std::function<void()>& waiting = {});
 
  private:
   void attempt(const std::string& what, const std::function<void()>& call);

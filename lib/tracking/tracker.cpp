@@ -86,8 +86,9 @@ void Tracker::log(const json& record, const std::vector<Scalar>& extra) {
 }
 
 void Tracker::end(RunEnd how, const std::string& message,
-                  const std::vector<std::pair<std::string, std::string>>& artifacts) {
-  if (mlflow_) mlflow_->finish(how, message, artifacts);
+                  const std::vector<std::pair<std::string, std::string>>& artifacts,
+                  const std::function<void()>& waiting) {
+  if (mlflow_) mlflow_->finish(how, message, artifacts, waiting);
 }
 
 }  // namespace mtrain::tracking

@@ -46,8 +46,10 @@ class Tracker {
 
   // A metrics.jsonl record and any figures it does not hold (throughput).
   void log(const nlohmann::json& record, const std::vector<Scalar>& extra = {});
-  // artifacts: (name, file) pairs for MLflow; message: a failure's first line.
-  void end(RunEnd how, const std::string& message, const std::vector<std::pair<std::string, std::string>>& artifacts);
+  // artifacts: (name, file) pairs for MLflow; message: a failure's first line; `waiting` is
+  // called about once a second while MLflow's queue drains (the trainer's heartbeat).
+  void end(RunEnd how, const std::string& message, const std::vector<std::pair<std::string, std::string>>& artifacts,
+           const std::function<void()>& waiting = {});
 
  private:
   std::function<void(const std::string&)> warn_;

@@ -25,16 +25,18 @@ std::string rank_list(const std::vector<int>& ranks, const std::vector<int>& mem
 }  // namespace
 
 AbsentRanks find_absent_ranks(const compat::StorePtr& store, int rank, int world, uint64_t seq,
-                              std::chrono::milliseconds grace) {
+                              std::chrono::milliseconds grace, std::function<bool()> stopping) {
   auto result = std::make_shared<std::promise<AbsentRanks>>();
   auto answer = result->get_future();
   // The thread owns copies of everything it touches: it may outlive this call.
-  std::thread([store, rank, world, seq, grace, result] {
+  std::thread([store, rank, world, seq, grace, result, stopping = std::move(stopping)] {
     try {
       store->set(key(seq, rank), std::vector<uint8_t>{'1'});
       std::vector<bool> seen(static_cast<size_t>(world), false);
       seen[static_cast<size_t>(rank)] = true;
       const auto deadline = std::chrono::steady_clock::now() + grace;
+      AbsentRanks a;
+      a.store_answered = true;
       for (;;) {
         bool all = true;
         for (int r = 0; r < world; ++r) {
@@ -42,10 +44,12 @@ AbsentRanks find_absent_ranks(const compat::StorePtr& store, int rank, int world
           all = all && seen[static_cast<size_t>(r)];
         }
         if (all || std::chrono::steady_clock::now() >= deadline) break;
+        if (stopping && stopping()) {
+          a.cut_short = true;
+          break;
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
-      AbsentRanks a;
-      a.store_answered = true;
       for (int r = 0; r < world; ++r)
         if (r != rank) (seen[static_cast<size_t>(r)] ? a.gave_up : a.absent).push_back(r);
       result->set_value(a);
@@ -64,6 +68,10 @@ std::string describe_absent_ranks(const AbsentRanks& a, const std::vector<int>& 
     const int host = members.empty() ? 0 : members[0];
     return fmt::format("the store on rank {} did not answer within {:.0f} s, so which ranks never reached it is "
                        "unknown (rank {} may have stopped or exited)", host, s, host);
+  }
+  if (a.cut_short && !a.absent.empty()) {
+    return "which ranks never reached it is unknown: this rank was told to stop (a launcher tears the job down "
+           "when a rank fails) before the others could say they had reached it";
   }
   if (a.absent.empty()) {
     return a.gave_up.empty() ? std::string("it was the only rank")

@@ -144,9 +144,10 @@ std::function<std::string()> Communicator::absent_probe(uint64_t seq) const {
   // Long enough for the peers waiting in the same collective to time out too (they entered it
   // about when this rank did), short next to the timeout that already passed.
   const auto grace = std::clamp(opt_.timeout / 2, std::chrono::milliseconds(1000), std::chrono::milliseconds(5000));
-  return [store = store_, rank = opt_.rank, world = opt_.world, members = members_, seq, grace] {
-    return describe_absent_ranks(find_absent_ranks(store, rank, world, seq, grace), members, grace);
-  };
+  return
+      [store = store_, rank = opt_.rank, world = opt_.world, members = members_, seq, grace, stopping = opt_.stopping] {
+        return describe_absent_ranks(find_absent_ranks(store, rank, world, seq, grace, stopping), members, grace);
+      };
 }
 
 Transport& Communicator::via(const at::Tensor& a, const at::Tensor& b) {

@@ -64,6 +64,9 @@ struct CommOptions {
   // the segment cannot be made (the group agrees).
   bool shared_memory = false;
   int64_t shm_chunk_floats = 0;  // 0: ShmCollectives's default (tests use small chunks)
+  // Polled after a collective failed: true when the process is being stopped, so the ranks that
+  // never reached it are not waited for (find_absent_ranks).
+  std::function<bool()> stopping;
 };
 
 class Communicator {

@@ -80,7 +80,8 @@ class Loop {
     try {
       return run_loop();
     } catch (const std::exception& e) {
-      if (tracker_) tracker_->end(tracking::RunEnd::Failed, first_line(failure_paragraph(e)), {});
+      if (tracker_)
+        tracker_->end(tracking::RunEnd::Failed, first_line(failure_paragraph(e)), {}, [this] { heartbeat_.beat(); });
       throw;
     }
   }
@@ -677,7 +678,9 @@ class Loop {
     if (tracker_) {
       std::vector<std::pair<std::string, std::string>> files = {{"summary.json", run_dir_ + "/summary.json"}};
       if (stopped_by == 0) files.emplace_back("model.safetensors", job_.work_dir + "/model.safetensors");
-      tracker_->end(stopped_by == 0 ? tracking::RunEnd::Finished : tracking::RunEnd::Killed, "", files);
+      // MLflow's backlog may take its 30 s to drain: a heartbeat keeps the launcher's stall watch off.
+      tracker_->end(stopped_by == 0 ? tracking::RunEnd::Finished : tracking::RunEnd::Killed, "", files,
+                    [this] { heartbeat_.beat(); });
     }
     TrainResult r;
     r.steps = step_;

@@ -190,6 +190,7 @@ CommOptions comm_options(const TrainJob& tj, const WorkerOptions& o, const RankP
   co.rank = place.rank;
   co.world = place.world;
   co.timeout = std::chrono::milliseconds(static_cast<int64_t>(tj.comm_timeout_s * 1000));
+  co.stopping = [] { return pending_stop_signal() != 0; };
   if (device.is_cuda()) co.backend = BackendKind::Nccl;
   co.shared_memory = tj.comm_shared_memory && device.is_cpu() && place.world > 1 &&
                      env_int(o, "LOCAL_WORLD_SIZE", 0) == place.world;

@@ -2,7 +2,8 @@
 # log.mlflow.uri (issue 42) against a real `mlflow server` on 127.0.0.1 with a temporary backend
 # store: the run's parameters, metrics per logging step (equal to metrics.jsonl), tags, artifacts
 # (model.safetensors, summary.json through the artifact proxy) and status FINISHED, read back with
-# the mlflow client; a run stopped by a signal ends KILLED.
+# the mlflow client; a run stopped by SIGTERM to the launcher ends KILLED; a run whose rank 1 is
+# killed with no restarts left ends FAILED with rank 0's failure line as the tag mtrain.failure.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/tracking_lib.sh"
 need_tracking mlflow
@@ -25,25 +26,48 @@ run_mtrain "$WORK/run" launch "${small[@]}" --work-dir "$WORK/wd" --max-steps 30
 expect_rc 0 "training with MLflow tracking"
 expect_not_in "$WORK/run" "warning: MLflow"
 
-# A run stopped by SIGUSR1 (preemption: checkpoint, then exit) ends KILLED.
+# SIGTERM to the launcher (a scheduler's cancel): the ranks checkpoint and exit, the run ends KILLED.
 "$MTRAIN" launch "${small[@]}" --work-dir "$WORK/wd2" --max-steps 100000 --set train.log_interval=5 \
   --set log.mlflow.uri="$uri" --set log.mlflow.experiment=e2e --set log.mlflow.run_name=stopped >"$WORK/run2" 2>&1 &
 launcher=$!
 bound $launcher 120
 wait_for "$WORK/wd2/metrics.jsonl" "\"step\"" 60
-kill -USR1 $launcher
+kill -TERM $launcher
 wait $launcher; rc=$?; kill $watchdog 2>/dev/null
-expect_in "$WORK/run2" "preempted by"
+expect_rc 143 "stopped by SIGTERM"
+expect_in "$WORK/run2" "preempted by SIGTERM"
 
-"$TRACK_PY" - "$uri" "$WORK/wd" <<'PYEOF' && ok "mlflow reads back params, metrics, tags, artifacts and status" || fail "mlflow run"
+# Rank 1 SIGKILLed, no restarts left, the launcher's default grace period (5 s): rank 0 fails in a
+# collective with the dead rank while the launcher tears it down, and must still end the run
+# FAILED with its failure's first line before the SIGKILL (it used to spend the grace naming the
+# absent ranks, and the run stayed RUNNING).
+export TMPDIR="$WORK"  # the ranks' job files: the victim search matches this test's ranks only
+"$MTRAIN" launch "${small[@]:2}" --nproc-per-node 2 --work-dir "$WORK/wd3" --max-steps 100000 \
+  --set train.log_interval=5 --set log.mlflow.uri="$uri" --set log.mlflow.experiment=e2e \
+  --set log.mlflow.run_name=failed >"$WORK/run3" 2>&1 &
+launcher=$!
+bound $launcher 120
+wait_for "$WORK/wd3/metrics.jsonl" "\"step\"" 60
+for p in $(pgrep -f "mtrain-worker --job $WORK"); do
+  tr '\0' '\n' <"/proc/$p/environ" 2>/dev/null | grep -qx "RANK=1" && kill -KILL "$p"
+done
+wait $launcher; rc=$?; kill $watchdog 2>/dev/null
+expect_rc 137 "rank 1 killed: the job fails with its signal"
+expect_in "$WORK/run3" "failed on attempt 0 (max restarts 0)"
+expect_in "$WORK/run3" "rank 0 (local rank 0, host $(hostname), pid"
+grep -q "^\[[^]]*:0\] \[rank 0\] error: " "$WORK/run3" && ok "rank 0 reported its failure before the teardown's SIGKILL" \
+  || { fail "rank 0 was killed before it reported its failure"; sed 's/^/    | /' "$WORK/run3"; }
+sed -n 's/^\[[^]]*:0\] \[rank 0\] //p' "$WORK/run3" | head -1 >"$WORK/failure_line"
+
+"$TRACK_PY" - "$uri" "$WORK/wd" "$WORK/failure_line" <<'PYEOF' && ok "mlflow reads back params, metrics, tags, artifacts and status" || fail "mlflow run"
 import json, os, sys, tempfile
 import mlflow
 from mlflow.tracking import MlflowClient
-uri, wd = sys.argv[1], sys.argv[2]
+uri, wd, failure_line = sys.argv[1], sys.argv[2], open(sys.argv[3]).read().rstrip("\n")
 c = MlflowClient(tracking_uri=uri)
 exp = c.get_experiment_by_name("e2e")
 runs = {r.info.run_name: r for r in c.search_runs([exp.experiment_id])}
-assert set(runs) == {"first", "stopped"}, set(runs)
+assert set(runs) == {"first", "stopped", "failed"}, set(runs)
 r = runs["first"]
 assert r.info.status == "FINISHED", r.info.status
 assert r.data.params["train.max_steps"] == "30" and r.data.params["strategy"] == "ddp", r.data.params
@@ -67,6 +91,10 @@ got = c.download_artifacts(r.info.run_id, "summary.json", d)
 assert json.load(open(got))["steps"] == 30
 s = runs["stopped"]
 assert s.info.status == "KILLED", s.info.status
+assert "mtrain.failure" not in s.data.tags, s.data.tags
+f = runs["failed"]
+assert f.info.status == "FAILED", f.info.status
+assert failure_line.startswith("error: ") and f.data.tags["mtrain.failure"] == failure_line, (f.data.tags, failure_line)
 print("runs:", {n: x.info.status for n, x in runs.items()}, "loss points:", len(hist))
 PYEOF
 finish

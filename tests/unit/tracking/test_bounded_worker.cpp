@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <thread>
 #include <vector>
 
 #include "mtrain/tracking/bounded_worker.hpp"
@@ -48,4 +49,19 @@ TEST_CASE("a blocked task never blocks push: a full queue drops, stop is bounded
   releaser.join();
   CHECK(ran == 1);
   CHECK(w.dropped() == 100);
+}
+
+TEST_CASE("stop calls `waiting` about once a second while a backlog drains", "[tracking][bounded_worker]") {
+  // A trainer touches its heartbeat there: the launcher's stall watch (20 s) must not take a rank
+  // waiting out MLflow's 30 s grace for a stalled rank.
+  BoundedWorker w(16);
+  for (int i = 0; i < 5; ++i) w.push([] { std::this_thread::sleep_for(600ms); });
+  int calls = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK(w.stop(10000ms, [&] { ++calls; }));
+  const auto took = std::chrono::steady_clock::now() - t0;
+  CHECK(took >= 2900ms);
+  CHECK(took < 8000ms);
+  CHECK(calls >= 2);
+  CHECK(calls <= 4);
 }

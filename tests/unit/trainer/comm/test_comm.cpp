@@ -258,3 +258,19 @@ TEST_CASE("absent ranks: the clause names global ranks of a sub-group", "[traine
   CHECK_THAT(describe_absent_ranks(AbsentRanks{}, {}, std::chrono::seconds(5)),
              Catch::Contains("the store on rank 0 did not answer within 5 s"));
 }
+
+TEST_CASE("absent ranks: a rank being stopped does not wait out the grace", "[trainer][comm]") {
+  // Rank 1 never says it gave up (dead); rank 0 is being stopped (the launcher's teardown): it
+  // must answer within a poll, not after the 5 s grace that outlasts the launcher's own.
+  auto store = compat::make_hash_store();
+  const auto t0 = std::chrono::steady_clock::now();
+  const AbsentRanks a = find_absent_ranks(store, 0, 2, 7, std::chrono::seconds(5), [] { return true; });
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::seconds(2));
+  CHECK(a.cut_short);
+  CHECK_THAT(describe_absent_ranks(a, {}, std::chrono::seconds(5)),
+             Catch::Contains("which ranks never reached it is unknown: this rank was told to stop"));
+  // Not being stopped, the same wait names rank 1 once the grace is over.
+  const AbsentRanks b = find_absent_ranks(store, 0, 2, 8, std::chrono::milliseconds(300), [] { return false; });
+  CHECK(!b.cut_short);
+  CHECK(b.absent == std::vector<int>{1});
+}
