@@ -23,7 +23,7 @@ at::Tensor as_bits(const at::Tensor& t) { return t.view(at::kHalf); }
 
 void check_flat(const at::Tensor& t, const char* what) {
   if (!t.is_contiguous()) {
-    throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
+    throw RuntimeFailure(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
   }
 }
 }  // namespace
@@ -76,8 +76,8 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
                            std::shared_ptr<Counters> sink)
     : opt_(o), store_(store), sink_(std::move(sink)) {
   if (o.world < 1 || o.rank < 0 || o.rank >= o.world) {
-    throw Error(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
-                "RANK must be in [0, WORLD_SIZE)");
+    throw UsageError(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
+                     "RANK must be in [0, WORLD_SIZE)");
   }
   // The join (Gloo's full-mesh connect) waits on the store: bound it by the same timeout.
   store->setTimeout(o.timeout);
@@ -120,7 +120,7 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
     if (ranks[i] == opt_.rank) o.rank = static_cast<int>(i);
   }
   if (o.rank < 0) {
-    throw Error(fmt::format("rank {} asked to join sub-group '{}' it is not a member of", opt_.rank, tag));
+    throw RuntimeFailure(fmt::format("rank {} asked to join sub-group '{}' it is not a member of", opt_.rank, tag));
   }
   o.world = static_cast<int>(ranks.size());
   auto store = compat::make_prefix_store("subgroup/" + tag + "/", store_);
@@ -206,8 +206,8 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
   check_flat(output, "reduce_scatter");
   const int64_t k = output.numel();
   if (input.numel() != k * opt_.world) {
-    throw Error(fmt::format("reduce_scatter: input has {} elements, expected world {} x {}",
-                            input.numel(), opt_.world, k));
+    throw RuntimeFailure(
+        fmt::format("reduce_scatter: input has {} elements, expected world {} x {}", input.numel(), opt_.world, k));
   }
   const double n = opt_.world;
   count("reduce_scatter", bytes_of(input), (n - 1) / n);
@@ -250,7 +250,8 @@ CommHandle Communicator::reduce_scatter_pieces(std::vector<at::Tensor> pieces, c
                                                at::Tensor output) {
   check_flat(output, "reduce_scatter");
   if (!shm_fp32(output) || pieces.size() != offsets.size()) {
-    throw Error("reduce_scatter_pieces: needs the shared-memory path, an fp32 CPU output and one offset per piece");
+    throw RuntimeFailure(
+        "reduce_scatter_pieces: needs the shared-memory path, an fp32 CPU output and one offset per piece");
   }
   const int64_t k = output.numel();
   std::vector<ShmCollectives::Piece> in;
@@ -259,9 +260,10 @@ CommHandle Communicator::reduce_scatter_pieces(std::vector<at::Tensor> pieces, c
   for (size_t i = 0; i < pieces.size(); ++i) {
     const at::Tensor& t = pieces[i];
     if (!shm_fp32(t) || !t.is_contiguous() || offsets[i] < end || offsets[i] + t.numel() > k * opt_.world) {
-      throw Error(fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
-                              "tensor inside [{}, {}) after the piece before",
-                              i, t.numel(), offsets[i], end, k * opt_.world));
+      throw RuntimeFailure(
+          fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
+                      "tensor inside [{}, {}) after the piece before",
+                      i, t.numel(), offsets[i], end, k * opt_.world));
     }
     in.push_back({offsets[i], t.data_ptr<float>(), t.numel()});
     end = offsets[i] + t.numel();
@@ -281,8 +283,8 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
   check_flat(output, "all_gather");
   const int64_t k = input.numel();
   if (output.numel() != k * opt_.world) {
-    throw Error(fmt::format("all_gather: output has {} elements, expected world {} x {}",
-                            output.numel(), opt_.world, k));
+    throw RuntimeFailure(
+        fmt::format("all_gather: output has {} elements, expected world {} x {}", output.numel(), opt_.world, k));
   }
   const double n = opt_.world;
   count("all_gather", bytes_of(output), (n - 1) / n);

@@ -177,10 +177,10 @@ class Loop {
     const int64_t per_rank = samples_per_rank(sampler_);
     const int64_t per_step = job_.batch_size * job_.grad_accum;
     if (per_rank < per_step) {
-      throw Error(fmt::format("the training split has {} samples per rank, fewer than one step "
-                              "needs (batch_size {} x grad_accum {})",
-                              per_rank, job_.batch_size, job_.grad_accum),
-                  "lower train.batch_size or train.grad_accum, or use more data");
+      throw UsageError(fmt::format("the training split has {} samples per rank, fewer than one step "
+                                   "needs (batch_size {} x grad_accum {})",
+                                   per_rank, job_.batch_size, job_.grad_accum),
+                       "lower train.batch_size or train.grad_accum, or use more data");
     }
     steps_per_epoch_ = per_rank / per_step;
     by_epochs_ = job_.max_epochs > 0;
@@ -240,8 +240,8 @@ class Loop {
       Batch b = held.empty() ? to_device(next_batch(step_, a), parts_.device) : std::move(held[static_cast<size_t>(a)]);
       o.data_time += seconds_since(td);
       const double scale = scales[static_cast<size_t>(a)];
-      at::Tensor loss = strategy_->forward_backward([&] { return parts_.model->loss(b); },
-                                                    a == job_.grad_accum - 1, scale);
+      at::Tensor loss =
+          strategy_->forward_backward([&] { return parts_.model->loss(b); }, a == job_.grad_accum - 1, scale);
       // A micro-batch with no counted target has a mean of 0/0 and weight 0: it adds nothing.
       if (scale != 0.0) loss_sum += loss.item<double>() * scale;
     }
@@ -624,12 +624,13 @@ class Loop {
                                 step_, goal, dir));
       return;
     }
-    throw Error(fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
-                            "nothing to train (--resume {} picked it)",
-                            step_, goal, dir, job_.resume),
-                fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
-                            "--overwrite without --resume to remove the work dir's checkpoints.",
-                            step_));
+    throw UsageError(
+        fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
+                    "nothing to train (--resume {} picked it)",
+                    step_, goal, dir, job_.resume),
+        fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
+                    "--overwrite without --resume to remove the work dir's checkpoints.",
+                    step_));
   }
 
   // Pretrained weights before step 0; every rank reads its own part of the file.

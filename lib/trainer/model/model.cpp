@@ -23,7 +23,7 @@ std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed) {
     case ModelName::Resnet50: return make_resnet(spec, 50, seed);
     case ModelName::Torchscript: return make_torchscript(spec);
   }
-  throw Error(fmt::format("model '{}' has no implementation", config::to_string(spec.name)), "", kExitFailure);
+  throw RuntimeFailure(fmt::format("model '{}' has no implementation", config::to_string(spec.name)), "");
 }
 
 std::string shape_of(const at::Tensor& t) {
