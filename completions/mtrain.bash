@@ -203,7 +203,7 @@ _mtrain_values() {
     'mtrain launch|--config_file') _mtrain_kind=none ;;
     'mtrain launch|--config-file') _mtrain_kind=none ;;
     'mtrain checkpoint consolidate|--output'|'mtrain checkpoint consolidate|-o') _mtrain_kind=files ;;
-    'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16) ;;
+    'mtrain checkpoint consolidate|--dtype') _mtrain_kind=list; _mtrain_r=(fp32 bf16 fp16 float32 bfloat16 float16) ;;
     'mtrain checkpoint consolidate|--format') _mtrain_kind=list; _mtrain_r=(pt safetensors hf) ;;
     'mtrain checkpoint consolidate|--hf-config') _mtrain_kind=none ;;
     'mtrain checkpoint consolidate|--hf-prefix') _mtrain_kind=none ;;

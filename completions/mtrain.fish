@@ -382,7 +382,7 @@ function __mtrain_values
         case 'mtrain checkpoint consolidate|--output' 'mtrain checkpoint consolidate|-o'
             printf '%s\n' 'files'
         case 'mtrain checkpoint consolidate|--dtype'
-            printf '%s\n' 'list' 'fp32' 'bf16' 'fp16'
+            printf '%s\n' 'list' 'fp32' 'bf16' 'fp16' 'float32' 'bfloat16' 'float16'
         case 'mtrain checkpoint consolidate|--format'
             printf '%s\n' 'list' 'pt' 'safetensors' 'hf'
         case 'mtrain checkpoint consolidate|--hf-config'

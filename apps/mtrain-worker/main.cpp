@@ -39,10 +39,10 @@ int guarded(const std::string& tag, F&& body) {
     return body();
   } catch (const mtrain::Error& e) {
     std::cerr << tag << e.paragraph() << std::endl;
-    return e.exit_code();
+    return mtrain::exit_code_of(e);
   } catch (const std::exception& e) {
     std::cerr << tag << mtrain::trainer::failure_paragraph(e) << std::endl;  // no C++ backtrace
-    return mtrain::kExitFailure;
+    return mtrain::exit_code_of(e);
   }
 }
 

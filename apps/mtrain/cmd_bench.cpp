@@ -10,6 +10,7 @@
 #include "mtrain/bench/report.hpp"
 #include "mtrain/bench/tcp_barrier.hpp"
 #include "mtrain/bench/train_bench.hpp"
+#include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
@@ -23,7 +24,7 @@ namespace {
 
 void add_emit_flags(CLI::App* sub, bench::EmitOptions& e) {
   const char* g = "Output";
-  sub->add_option("--format", e.format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text")->group(g);
+  config::add_choice_option(*sub, "--format", e.format, "Output format")->default_str("text")->group(g);
   sub->add_option("--output", e.output, "Write the result to FILE instead of stdout")->group(g);
   sub->add_option("--plot", e.plot, "Also draw FILE.png or FILE.svg (gnuplot or matplotlib)")->group(g);
   sub->add_option("--plotter", e.plotter, "Plotting tool")

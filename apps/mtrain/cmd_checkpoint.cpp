@@ -9,6 +9,9 @@
 
 #include "commands.hpp"
 #include "mtrain/completion/help.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/output_format.hpp"
+#include "mtrain/config/weight_dtype.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/launch/launch.hpp"
 
@@ -17,7 +20,9 @@ namespace mtrain::app {
 namespace {
 
 struct CheckpointFlags {
-  std::string dir, output, dtype = "fp32", format = "text";
+  std::string dir, output;
+  config::WeightDtype dtype = config::WeightDtype::Fp32;
+  config::OutputFormat format = config::OutputFormat::Text;
   std::string weights_format;  // consolidate: pt | safetensors | hf ("" = from -o's extension)
   std::string hf_config, hf_prefix;
   bool hf_prefix_given = false;
@@ -56,9 +61,8 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
   con->add_option("DIR", f->dir, "Checkpoint folder (<work_dir>/checkpoints/step_<N>)")->required();
   con->add_option("-o,--output", f->output, "The state dict to write (e.g. model.pt; a folder for --format hf)")
       ->required();
-  con->add_option("--dtype", f->dtype, "Dtype of floating tensors")
-      ->check(CLI::IsMember({"fp32", "bf16", "fp16"}))
-      ->capture_default_str();
+  config::add_choice_option(*con, "--dtype", f->dtype, "Dtype of floating tensors")
+      ->default_str(config::to_string(f->dtype));
   con->add_option("--format", f->weights_format,
                   "pt (torch.load-able), safetensors, or hf (a folder Hugging Face's from_pretrained "
                   "reads); default: safetensors for a .safetensors output, else pt")
@@ -70,7 +74,7 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
                   "none); default: the first name component when all names share it")
       ->each([f](const std::string&) { f->hf_prefix_given = true; });
   con->callback([f] {
-    std::vector<std::string> words{"consolidate", f->dir, "-o", f->output, "--dtype", f->dtype};
+    std::vector<std::string> words{"consolidate", f->dir, "-o", f->output, "--dtype", config::to_string(f->dtype)};
     if (!f->weights_format.empty()) words.insert(words.end(), {"--format", f->weights_format});
     if (!f->hf_config.empty()) words.insert(words.end(), {"--hf-config", f->hf_config});
     if (f->hf_prefix_given) words.insert(words.end(), {"--hf-prefix", f->hf_prefix});
@@ -80,10 +84,8 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
   auto* ins = sub->add_subcommand(
       "inspect", "Strategy, world size, step, tensors, sizes and verification status of a checkpoint");
   ins->add_option("DIR", f->dir, "Checkpoint folder")->required();
-  ins->add_option("--format", f->format, "Output format")
-      ->check(CLI::IsMember({"text", "json"}))
-      ->capture_default_str();
-  ins->callback([f] { exec_worker({"inspect", f->dir, "--format", f->format}); });
+  config::add_choice_option(*ins, "--format", f->format, "Output format")->default_str(config::to_string(f->format));
+  ins->callback([f] { exec_worker({"inspect", f->dir, "--format", config::to_string(f->format)}); });
 
   auto* ver = sub->add_subcommand(
       "verify", "Check every shard's size and CRC-32C against the manifest (exit 1 when damaged)");

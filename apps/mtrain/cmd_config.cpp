@@ -11,6 +11,8 @@
 #include "mtrain/core/environment.hpp"
 #include "mtrain/estimate/estimate.hpp"
 #include "mtrain/estimate/estimate_job.hpp"
+#include "mtrain/launch/estimate_world.hpp"
+#include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/model_check.hpp"
 
@@ -30,7 +32,9 @@ void build_config(CLI::App* config, Exit& exit) {
   // The strategy question shows what each strategy needs per rank (lib/estimate) and offers the
   // recommended one.
   init_opt->wizard.advise = [](const cfg::json& job) {
-    const auto e = estimate::estimate_resolved_job(job, launch::own_worker());
+    auto o = launch::estimate_options(job, launch::probe_host(mtrain::process_environment()));
+    o.worker_path = launch::own_worker();
+    const auto e = estimate::estimate_job(job, o);
     return cfg::WizardOptions::Advice{estimate::render_text(e),
                                       e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
   };
@@ -48,7 +52,7 @@ void build_config(CLI::App* config, Exit& exit) {
   auto* validate = config->add_subcommand("validate", "Check a job file: every error with file:line:column (exit 0 valid, 2 invalid)");
   auto val_opt = std::make_shared<cfg::ValidateOptions>();
   validate->add_option("file", val_opt->file, "Job file (YAML)")->required();
-  validate->add_option("--format", val_opt->format, "text or json")->check(CLI::IsMember({"text", "json"}));
+  cfg::add_choice_option(*validate, "--format", val_opt->format, "text or json");
   val_opt->check_model = model_check;
   validate->callback([&exit, val_opt] { exit.code = cfg::config_validate(cfg::job_registry(), *val_opt, std::cout, std::cerr); });
 
@@ -56,7 +60,7 @@ void build_config(CLI::App* config, Exit& exit) {
   auto show_opt = std::make_shared<cfg::ShowOptions>();
   show->add_option("--config", show_opt->job_file, "Job file (YAML)");
   show->add_flag("--sources", show_opt->sources, "Say where each value came from");
-  show->add_option("--format", show_opt->format, "yaml or json")->check(CLI::IsMember({"yaml", "json"}));
+  cfg::add_choice_option(*show, "--format", show_opt->format, "yaml or json");
   show->add_option("--set", show_opt->sets, "key=value, highest priority (repeatable)");
   // Slurm's before launch's: --export stays slurm.export here, as before launch.export had it
   // too (add_setting_flags adds a spelling once; --set launch.export=… names the other).
@@ -86,7 +90,7 @@ void build_config(CLI::App* config, Exit& exit) {
   auto* exp = config->add_subcommand("export", "Write a job as a DeepSpeed ds_config.json or an accelerate config.yaml");
   auto exp_opt = std::make_shared<cfg::ExportOptions>();
   exp->add_option("file", exp_opt->file, "Job file (or a DeepSpeed/accelerate config)")->required();
-  exp->add_option("--to", exp_opt->to, "deepspeed or accelerate")->required()->check(CLI::IsMember({"deepspeed", "accelerate"}));
+  cfg::add_choice_option(*exp, "--to", exp_opt->to, "deepspeed or accelerate")->required();
   exp->add_option("-o,--output", exp_opt->output, "File to write (default: print it)");
   exp->add_flag("--force", exp_opt->force, "Overwrite an existing output file");
   exp->callback([&exit, exp_opt] {

@@ -4,7 +4,9 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/launch_choices.hpp"
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
@@ -44,10 +46,10 @@ void rendezvous_of(envreport::ReportOptions& o, const std::string& backend, cons
 }  // namespace
 
 void build_env(CLI::App* sub, Exit& exit) {
-  auto format = std::make_shared<std::string>("text");
+  auto format = std::make_shared<config::OutputFormat>(config::OutputFormat::Text);
   auto backend = std::make_shared<std::string>();
   auto endpoint = std::make_shared<std::string>();
-  sub->add_option("--format", *format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
+  config::add_choice_option(*sub, "--format", *format, "Output format")->default_str("text");
   sub->add_option("--rdzv-backend", *backend,
                   "Report on this rendezvous (etcd: whether each member answers, and its version); "
                   "default: launch.rdzv_backend from MTRAIN_RDZV_BACKEND or the user file")
@@ -62,7 +64,7 @@ void build_env(CLI::App* sub, Exit& exit) {
     rendezvous_of(o, *backend, *endpoint);
     envreport::PosixSystemProbe probe;
     auto report = envreport::collect_report(probe, o);
-    std::string out = *format == "json" ? report.dump(2) + "\n" : envreport::render_text(report);
+    std::string out = *format == config::OutputFormat::Json ? report.dump(2) + "\n" : envreport::render_text(report);
     std::fwrite(out.data(), 1, out.size(), stdout);
     exit.code = 0;
   });

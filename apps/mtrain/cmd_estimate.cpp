@@ -10,16 +10,17 @@
 #include "mtrain/config/data_checks.hpp"
 #include "mtrain/config/job_choice.hpp"
 #include "mtrain/config/launch_choices.hpp"
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/estimate/estimate.hpp"
 #include "mtrain/estimate/estimate_job.hpp"
-#include "mtrain/estimate/world.hpp"
+#include "mtrain/launch/estimate_world.hpp"
+#include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/launch.hpp"
 #include "mtrain/launch/model_check.hpp"
-#include "mtrain/topology/hostfile.hpp"
 
 namespace mtrain::app {
 
@@ -29,7 +30,7 @@ struct EstimateFlags {
   std::map<std::string, std::string> job_flags;
   std::vector<std::string> sets;
   std::string config_file;
-  std::string format = "text";
+  config::OutputFormat format = config::OutputFormat::Text;
   std::string weights;
 };
 
@@ -53,7 +54,7 @@ void build_estimate(CLI::App* sub, Exit& exit) {
   sub->add_option("--weights", f->weights,
                   "A safetensors file: the parameters' shapes from its header (activations are then not measured)")
       ->check(CLI::ExistingFile);
-  sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
+  config::add_choice_option(*sub, "--format", f->format, "Output format")->default_str("text");
   sub->callback([f, &exit] {
     config::JobInputs in;
     in.job_file = f->config_file;
@@ -63,22 +64,7 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     const auto r = config::resolve_job(config::job_registry(), in);
     for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
     const auto& job = r.job;
-    auto text = [&](const char* k) { return config::get(job, k).get<std::string>(); };
-    int hosts = 0, slots = 0;
-    if (!text("launch.hostfile").empty()) {
-      const auto inv = topology::load_hostfile(text("launch.hostfile"));
-      hosts = static_cast<int>(inv.size());
-      slots = inv.empty() ? 0 : static_cast<int>(inv.front().slots.size());
-    }
-    estimate::JobEstimateOptions o;
-    const auto device = config::choice_at<config::DeviceKind>(job, "launch.device");
-    o.device = device;
-    const auto w = estimate::world_of(text("launch.nproc_per_node"), text("launch.nnodes"),
-                                      device == config::DeviceKind::Cpu ? 0 : estimate::count_gpus(), hosts, slots,
-                                      static_cast<int>(config::get(job, "launch.num_nodes").get<long long>()));
-    o.world = w.world;
-    o.ranks_per_node = w.ranks_per_node;
-    if (!text("launch.device_memory").empty()) o.device_memory = estimate::parse_bytes(text("launch.device_memory"));
+    estimate::JobEstimateOptions o = launch::estimate_options(job, launch::probe_host(in.env));
     o.weights = f->weights;
     o.worker_path = launch::own_worker();
     const nlohmann::json spec = config::job_spec(config::job_registry(), job);
@@ -99,7 +85,8 @@ void build_estimate(CLI::App* sub, Exit& exit) {
                       p.hint);
     }
     const auto e = estimate::estimate_job(spec, o);
-    const std::string out = f->format == "json" ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
+    const std::string out =
+        f->format == config::OutputFormat::Json ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
     if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
       throw Error("estimate: cannot write to standard output",
                   "standard output is closed, on a full disk or a pipe whose reader is gone", kExitFailure);

@@ -13,6 +13,8 @@
 #include "commands.hpp"
 #include "mtrain/completion/help.hpp"
 #include "mtrain/bench/runs_plot.hpp"
+#include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/visible_text.hpp"
 #include "mtrain/runs/catalog.hpp"
@@ -42,13 +44,14 @@ void print(const std::string& text) {
 
 void build_runs(CLI::App* sub, Exit& exit) {
   struct Flags {
-    std::string dir = "work_dirs", format = "text";
+    std::string dir = "work_dirs";
+    config::OutputFormat format = config::OutputFormat::Text;
     std::vector<std::string> plot_runs;
     std::string output, plotter = "auto";
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
-  sub->add_option("--format", f->format, "Output format")->check(CLI::IsMember({"text", "json"}))->default_str("text");
+  config::add_choice_option(*sub, "--format", f->format, "Output format")->default_str("text");
   sub->footer("Each run of `mtrain launch` (bundled trainer) has its own folder work_dir/<YYYYmmdd_HHMMSS>/ with run.json, "
               "metrics.jsonl and summary.json; checkpoints stay in work_dir/checkpoints for --resume auto. A run continued with --resume auto (after Ctrl-C "
               "or preemption) is one row and one curve: STEPS says how many steps each launch trained. A run whose "
@@ -60,7 +63,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
     std::vector<std::string> skipped;
     const auto runs = runs::list_runs(f->dir, &skipped);
     warn_all(skipped, runs);
-    print(f->format == "json" ? runs::runs_json_text(runs::runs_json(runs, false)) + "\n" : runs::runs_table(runs));
+    print(f->format == config::OutputFormat::Json ? runs::runs_json_text(runs::runs_json(runs, false)) + "\n"
+                                                  : runs::runs_table(runs));
     exit.code = 0;
   });
 
@@ -70,8 +74,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
   plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
   plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
-  plot->add_option("--format", f->format, "What to print: text (the file) or json (the runs and their curves)")
-      ->check(CLI::IsMember({"text", "json"}))
+  config::add_choice_option(*plot, "--format", f->format,
+                            "What to print: text (the file) or json (the runs and their curves)")
       ->default_str("text");
   plot->callback([f, &exit] {
     std::vector<runs::Run> runs;
@@ -82,7 +86,7 @@ void build_runs(CLI::App* sub, Exit& exit) {
     }
     warn_all(skipped, runs);
     bench::plot_runs(runs, f->output, f->plotter);
-    if (f->format == "json") {
+    if (f->format == config::OutputFormat::Json) {
       auto j = runs::runs_json(runs, true);
       j["output"] = f->output;
       print(runs::runs_json_text(j) + "\n");

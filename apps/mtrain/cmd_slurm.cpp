@@ -10,6 +10,7 @@
 
 #include "commands.hpp"
 #include "mtrain/config/cli_flags.hpp"
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/config/resolve_job.hpp"
 #include "mtrain/core/environment.hpp"
 #include "mtrain/core/error.hpp"
@@ -27,14 +28,17 @@ namespace {
 namespace fs = std::filesystem;
 namespace sl = mtrain::slurm;
 
-void check_format(const std::string& f) {
-  if (f != "text" && f != "json") throw Error("--format must be text or json, not '" + f + "'");
+// --format's word, typed where it is read (the option stays free text, as its help says).
+config::OutputFormat output_format(const std::string& f) {
+  if (const auto v = config::parse_choice<config::OutputFormat>(f)) return *v;
+  throw UsageError("--format must be text or json, not '" + f + "'");
 }
 
 // What `slurm script|submit` read before `--`: its own options, the generated slurm.* flags, and
 // the rest, which go on to `mtrain launch` in order.
 struct WriterArgs {
-  std::string config, script_file, format = "text";
+  std::string config, script_file, format_word = "text";
+  config::OutputFormat format = config::OutputFormat::Text;
   std::map<std::string, std::string> flags;
   std::vector<std::string> sets, launch_args;
 };
@@ -53,7 +57,7 @@ std::optional<WriterArgs> parse_writer_args(const std::string& name, bool submit
   in.add_option("--config", a.config, "Job file (YAML); its `slurm:` section sets the options below");
   if (submit) {
     in.add_option("--script-file", a.script_file, "Where to write the script (default: mtrain-slurm/<job-name>.sbatch)");
-    in.add_option("--format", a.format, "text (the job id) or json");
+    in.add_option("--format", a.format_word, "text (the job id) or json");
   }
   // The slurm.* settings of the registry, generated (config::add_setting_flags).
   config::add_setting_flags(in, config::job_registry(), a.flags, {config::Scope::Slurm}, "Slurm settings (slurm.* in the job file)");
@@ -67,7 +71,7 @@ std::optional<WriterArgs> parse_writer_args(const std::string& name, bool submit
   } catch (const CLI::ParseError& e) {
     throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
   }
-  check_format(a.format);
+  a.format = output_format(a.format_word);
   a.launch_args = in.remaining();
   return a;
 }
@@ -85,8 +89,8 @@ sl::JobOptions writer_job_of(const WriterArgs& a, const std::vector<std::string>
                         {a.config, a.launch_args, split.launch, program, own_executable(), cwd});
 }
 
-void print_submitted(const sl::Submitted& s, const std::string& format) {
-  if (format == "json") {
+void print_submitted(const sl::Submitted& s, config::OutputFormat format) {
+  if (format == config::OutputFormat::Json) {
     std::cout << nlohmann::json{{"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path},
                                 {"output", s.output_pattern}}.dump() << "\n";
   } else {
@@ -145,11 +149,11 @@ void build_slurm(CLI::App* slurm, Exit& exit) {
     sub->add_option("job_id", *id, "Job id")->required();
     sub->add_option("--format", *format, "text or json");
     sub->callback([id, format, &exit] {
-      check_format(*format);
+      const config::OutputFormat as = output_format(*format);
       sl::SystemRunner runner;
       sl::SlurmClient client(runner);
       auto st = client.status(*id);
-      if (*format == "json") std::cout << st.to_json().dump() << "\n";
+      if (as == config::OutputFormat::Json) std::cout << st.to_json().dump() << "\n";
       else std::cout << "job " << st.job_id << " (" << st.name << "): " << st.readable() << "\n";
       exit.code = 0;
     });

@@ -93,10 +93,10 @@ int main(int argc, char** argv) {
     return rc == 0 ? 0 : mtrain::kExitUsage;
   } catch (const mtrain::Error& e) {
     std::fprintf(stderr, "%s\n", e.paragraph().c_str());
-    return e.exit_code();
+    return mtrain::exit_code_of(e);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
-    return mtrain::kExitFailure;
+    return mtrain::exit_code_of(e);
   }
   return exit.code;
 }

@@ -52,11 +52,11 @@ BenchReport run_comm(const CommBenchOptions& o) {
   const std::string out_file = (dir / "result.json").string();
 
   launch::LaunchOptions lo;
-  lo.plan.nproc_per_node = std::to_string(o.nproc);
+  lo.plan.nproc_per_node = config::RankCount::count(o.nproc);
   lo.plan.gpus = o.gpus;
   lo.plan.program = {o.worker_path};
   for (auto& a : comm_worker_args(o, out_file)) lo.plan.program.push_back(a);
-  lo.master_port = "auto";
+  lo.master_port = config::MasterPort::automatic();
   lo.launcher = config::LauncherKind::Local;
   lo.grace_period_s = 5;
   const int rc = launch::run_launch(lo);

@@ -38,7 +38,7 @@ std::string render_text(const BenchReport& r) {
 }
 
 void emit(const BenchReport& r, const EmitOptions& o) {
-  const std::string text = o.format == "json" ? r.doc.dump(2) + "\n" : render_text(r);
+  const std::string text = o.format == config::OutputFormat::Json ? r.doc.dump(2) + "\n" : render_text(r);
   if (o.output.empty()) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);

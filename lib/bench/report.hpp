@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mtrain/bench/plot.hpp"
+#include "mtrain/config/output_format.hpp"
 
 namespace mtrain::bench {
 
@@ -27,7 +28,7 @@ struct BenchReport {
 };
 
 struct EmitOptions {
-  std::string format = "text";      // text | json
+  config::OutputFormat format = config::OutputFormat::Text;
   std::string output;               // file instead of stdout
   std::string plot;                 // FILE.png | FILE.svg
   std::string plotter = "auto";     // auto | gnuplot | matplotlib

@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "mtrain/config/choice_table.hpp"
 #include "mtrain/config/registry.hpp"
 
 namespace mtrain::config {
@@ -23,6 +24,18 @@ enum class FlagKind { Job, PerInvocation };
 void add_setting_flags(CLI::App& app, const Registry& reg, std::map<std::string, std::string>& out,
                        const std::vector<Scope>& scopes = {Scope::Job, Scope::Launch, Scope::Slurm},
                        const std::string& group = {}, FlagKind kind = FlagKind::Job);
+
+// An option that takes one of E's names (its ChoiceTable): CLI11 checks the word against the
+// table's rows and `target` gets the enum, so a command compares enums, never the word; the help
+// shows TEXT:{rows…}. `target` must outlive the parse (a
+// field of the command's shared flags).
+template <class E, if_choice<E> = 0>
+CLI::Option* add_choice_option(CLI::App& app, const std::string& name, E& target, const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name, [&target](const std::string& word) { target = *parse_choice<E>(word); }, help)
+      ->check(CLI::IsMember(choice_names<E>()));
+}
 
 // "--module,-m": the flag and its aliases, as CLI11 names an option.
 std::string flag_names(const Setting& s);

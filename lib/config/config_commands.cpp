@@ -92,11 +92,9 @@ void write_stdout(std::ostream& out, const std::string& text) {
 }
 
 int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, std::ostream& err) {
-  if (opt.format != "yaml" && opt.format != "json")
-    throw Error(fmt::format("--format '{}' is not yaml or json", opt.format));
   JobInputs in{opt.job_file, opt.flags, opt.sets, opt.env, opt.user_file};
   Resolved r = resolve_job(reg, in);
-  if (opt.format == "json") {
+  if (opt.format == ShowFormat::Json) {
     write_stdout(out, show_json(reg, r, opt.sources).dump(2) + "\n");
     for (const auto& w : r.warnings) err << "warning: " << w << "\n";
   } else {
@@ -107,7 +105,7 @@ int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, 
 
 int config_validate(const Registry& reg, const ValidateOptions& opt, std::ostream& out, std::ostream& err) {
   ValidateReport rep = validate_file_as_launch(reg, opt.file, opt.check_model);
-  if (opt.format == "json") {
+  if (opt.format == OutputFormat::Json) {
     json issues = json::array();
     for (const auto& i : rep.issues)
       issues.push_back({{"severity", i.error ? "error" : "warning"}, {"file", i.where.file},
@@ -136,9 +134,10 @@ int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& o
     write_stdout(out, text);
   } else {
     write_file(opt.output, text, opt.force);
-    err << fmt::format("Wrote {} from {} ({} settings, {} not imported). Check it with: mtrain config "
-                       "show --config {} --sources\n",
-                       opt.output, to_string(r.format), r.values.size(), r.warnings.size(), opt.output);
+    err << fmt::format(
+        "Wrote {} from {} ({} settings, {} not imported). Check it with: mtrain config "
+        "show --config {} --sources\n",
+        opt.output, describe(r.format), r.values.size(), r.warnings.size(), opt.output);
   }
   return kExitOk;
 }
@@ -168,16 +167,14 @@ void emit_yaml(YAML::Emitter& y, const json& v) {
 }  // namespace
 
 int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& out, std::ostream& err) {
-  if (opt.to != "deepspeed" && opt.to != "accelerate")
-    throw Error(fmt::format("--to '{}' is not deepspeed or accelerate", opt.to));
   JobInputs in;
   in.job_file = opt.file;
   in.env = opt.env;
   Resolved r = resolve_job(reg, in);
   for (const auto& w : r.warnings) err << "warning: " << w << "\n";
-  ExportResult e = opt.to == "deepspeed" ? export_deepspeed(r.job) : export_accelerate(r.job);
+  ExportResult e = opt.to == ImportFormat::DeepSpeed ? export_deepspeed(r.job) : export_accelerate(r.job);
   std::string text;
-  if (opt.to == "deepspeed") {
+  if (opt.to == ImportFormat::DeepSpeed) {
     text = e.doc.dump(2) + "\n";
   } else {
     YAML::Emitter y;
@@ -193,8 +190,8 @@ int config_export(const Registry& reg, const ExportOptions& opt, std::ostream& o
     left.push_back(s.key);
   }
   if (!left.empty())
-    err << fmt::format("warning: a {} config has no place for: {}\n", opt.to == "deepspeed" ? "DeepSpeed" : "accelerate",
-                       str::join(left, ", "));
+    err << fmt::format("warning: a {} config has no place for: {}\n",
+                       opt.to == ImportFormat::DeepSpeed ? "DeepSpeed" : "accelerate", str::join(left, ", "));
   if (opt.output.empty()) write_stdout(out, text);
   else write_file(opt.output, text, opt.force);
   return kExitOk;

@@ -8,15 +8,26 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/choice_table.hpp"
+#include "mtrain/config/import.hpp"
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/config/registry.hpp"
 #include "mtrain/config/wizard.hpp"
 
 namespace mtrain::config {
 
+// config show --format: the resolved job as YAML (a job file) or JSON.
+enum class ShowFormat { Yaml, Json };
+template <>
+struct ChoiceTable<ShowFormat> {
+  static constexpr const char* what = "format";
+  static constexpr ChoiceRow<ShowFormat> rows[] = {{ShowFormat::Yaml, "yaml"}, {ShowFormat::Json, "json"}};
+};
+
 struct ShowOptions {
   std::string job_file;
   bool sources = false;
-  std::string format = "yaml";                   // yaml | json
+  ShowFormat format = ShowFormat::Yaml;
   std::map<std::string, std::string> flags;      // from the generated setting flags
   std::vector<std::string> sets;
   std::map<std::string, std::string> env;
@@ -26,7 +37,7 @@ int config_show(const Registry& reg, const ShowOptions& opt, std::ostream& out, 
 
 struct ValidateOptions {
   std::string file;
-  std::string format = "text";  // text | json
+  OutputFormat format = OutputFormat::Text;
   // The launcher's model check (validate.hpp, validate_file_as_launch); unset: the file's own checks.
   std::function<void(const json& job)> check_model;
 };
@@ -41,7 +52,7 @@ int config_import(const Registry& reg, const ImportOptions& opt, std::ostream& o
 
 struct ExportOptions {
   std::string file;                           // job file (or a DeepSpeed/accelerate config)
-  std::string to;                             // deepspeed | accelerate
+  ImportFormat to = ImportFormat::DeepSpeed;
   std::string output;                         // empty: stdout
   bool force = false;
   std::map<std::string, std::string> env;     // MTRAIN_* take part, as for launch

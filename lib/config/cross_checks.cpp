@@ -13,6 +13,7 @@
 #include "mtrain/core/node_count.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
+#include "mtrain/config/rank_count.hpp"
 #include "mtrain/core/strings.hpp"
 #include "mtrain/core/untrusted_file.hpp"
 
@@ -206,9 +207,10 @@ long long min_nodes(const json& job) {
 }
 
 long long known_world_size(const json& job) {
-  auto nproc = str::parse_uint(as_text(job, "launch.nproc_per_node"));
-  if (!nproc || as_text(job, "launch.nnodes").find(':') != std::string::npos) return 0;  // elastic: not known
-  return *nproc * min_nodes(job);
+  const auto nproc = read_rank_count(as_text(job, "launch.nproc_per_node")).value;
+  if (!nproc || nproc->kind != RankCount::Kind::N || as_text(job, "launch.nnodes").find(':') != std::string::npos)
+    return 0;  // a count that depends on the host, or elastic: not known
+  return nproc->n * min_nodes(job);
 }
 
 std::vector<Problem> batch_problems(const json& job, long long world) {

@@ -12,6 +12,7 @@
 #include "mtrain/config/names.hpp"
 #include "mtrain/config/sharding_choices.hpp"
 #include "mtrain/config/train_choices.hpp"
+#include "mtrain/config/rank_count.hpp"
 #include "mtrain/core/strings.hpp"
 
 namespace mtrain::config {
@@ -199,8 +200,8 @@ ExportResult export_accelerate(const json& job) {
   const long long nnodes = min_nodes(job);
   a["num_machines"] = nnodes;
   m.insert("launch.nnodes");
-  if (auto n = str::parse_uint(as_text(job, "launch.nproc_per_node"))) {
-    a["num_processes"] = *n * nnodes;
+  if (const auto n = read_rank_count(as_text(job, "launch.nproc_per_node")).value; n && n->kind == RankCount::Kind::N) {
+    a["num_processes"] = n->n * nnodes;
     m.insert("launch.nproc_per_node");
   }
   if (!as_text(job, "launch.master_addr").empty()) a["main_process_ip"] = as_text(job, "launch.master_addr");

@@ -15,9 +15,7 @@
 
 namespace mtrain::config {
 
-std::string to_string(ImportFormat f) {
-  return f == ImportFormat::DeepSpeed ? "DeepSpeed config" : "accelerate config";
-}
+std::string describe(ImportFormat f) { return f == ImportFormat::DeepSpeed ? "DeepSpeed config" : "accelerate config"; }
 
 void Importer::set(const std::string& foreign_path, const std::string& key, const json& value) {
   try {
@@ -207,8 +205,8 @@ ImportResult import_file(const Registry& reg, const std::string& path) {
 
 std::string import_yaml(const Registry& reg, const ImportResult& r) {
   YamlOptions opt;
-  opt.header = {fmt::format("mtrain job imported from {} ({}) by `mtrain config import`.", r.origin,
-                            to_string(r.format))};
+  opt.header = {
+      fmt::format("mtrain job imported from {} ({}) by `mtrain config import`.", r.origin, describe(r.format))};
   if (!r.warnings.empty()) {
     opt.header.push_back("");
     opt.header.push_back("Not imported (review these):");

@@ -9,12 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/choice_table.hpp"
 #include "mtrain/config/registry.hpp"
 
 namespace mtrain::config {
 
+// A foreign launcher's config: read by `config import` (and a --config of that kind), written
+// by `config export --to` (its names).
 enum class ImportFormat { DeepSpeed, Accelerate };
-std::string to_string(ImportFormat f);
+template <>
+struct ChoiceTable<ImportFormat> {
+  static constexpr const char* what = "config kind";
+  static constexpr ChoiceRow<ImportFormat> rows[] = {{ImportFormat::DeepSpeed, "deepspeed"},
+                                                     {ImportFormat::Accelerate, "accelerate"}};
+};
+// "DeepSpeed config", "accelerate config": for messages.
+std::string describe(ImportFormat f);
 
 struct ImportResult {
   ImportFormat format = ImportFormat::DeepSpeed;

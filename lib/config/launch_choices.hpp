@@ -3,6 +3,7 @@
 // table (choice_table.hpp), parsed once where the launch options are built
 // (lib/launch/launch_settings.cpp, lib/slurm/job_options.cpp).
 #include "mtrain/config/choice_table.hpp"
+#include "mtrain/config/output_format.hpp"
 
 namespace mtrain::config {
 
@@ -58,13 +59,8 @@ struct ChoiceTable<PassConfig> {
       {PassConfig::None, "none"}, {PassConfig::Deepspeed, "deepspeed"}, {PassConfig::Accelerate, "accelerate"}};
 };
 
-// launch.format: how --dry-run prints the plan.
-enum class PlanFormat { Text, Json };
-template <>
-struct ChoiceTable<PlanFormat> {
-  static constexpr const char* what = "format";
-  static constexpr ChoiceRow<PlanFormat> rows[] = {{PlanFormat::Text, "text"}, {PlanFormat::Json, "json"}};
-};
+// launch.format: how --dry-run prints the plan, text or json as every command prints.
+using PlanFormat = OutputFormat;
 
 // slurm.pattern: how ranks start inside the allocation. agent-per-node and task-per-gpu are the
 // long names of agent and task (printing gives the short one).

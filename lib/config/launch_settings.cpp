@@ -10,6 +10,7 @@
 #include "mtrain/config/slurm_values.hpp"
 
 #include "mtrain/config/launch_choices.hpp"
+#include "mtrain/config/rank_count.hpp"
 #include "mtrain/config/setting_builders.hpp"
 #include "mtrain/core/index_list.hpp"
 #include "mtrain/core/node_count.hpp"
@@ -20,13 +21,7 @@ namespace detail {
 
 namespace {
 
-std::string check_nproc(const std::string& t) {
-  if (t == "auto" || t == "cpu" || t == "gpu") return "";
-  auto n = str::parse_uint(t);
-  if (!n) return "not a count, auto, cpu or gpu";
-  if (*n < 1) return "at least one process per node";
-  return "";
-}
+std::string check_nproc(const std::string& t) { return read_rank_count(t).problem; }
 
 // "", "all", or indices and ranges: "0,1,3", "0-3" — the launcher's own grammar (core/index_list.hpp).
 std::string check_gpus(const std::string& t) { return read_index_selection(t, "GPU id").problem; }

@@ -44,8 +44,7 @@ std::string term(double coeff, bool sharded) {
 
 ModelStateBytes expected_model_state_bytes(StrategyName strategy, ShardingStrategy sharding_strategy,
                                            Precision precision, int64_t psi, int world) {
-  if (world < 1)
-    throw Error(fmt::format("model-state formula: world size {} is not positive", world), "", kExitFailure);
+  if (world < 1) throw RuntimeFailure(fmt::format("model-state formula: world size {} is not positive", world));
   double param_b = 4, grad_b = 4, optim_b = 8;  // fp32 params/grads, Adam m and v
   if (is_mixed(precision)) {
     param_b = 2;

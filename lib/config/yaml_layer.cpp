@@ -213,10 +213,12 @@ YamlLayer import_layer(const Registry& reg, const std::string& text, const std::
   try {
     ImportResult r = import_text(reg, text, path);
     out.layer.values = r.values;
-    out.issues.push_back({false, {path, 0, 0}, "",
+    out.issues.push_back({false,
+                          {path, 0, 0},
+                          "",
                           fmt::format("is {} {}; imported on the fly ({} settings, {} not imported)",
-                                      format == ImportFormat::DeepSpeed ? "a" : "an", to_string(format),
-                                      r.values.size(), r.warnings.size()),
+                                      format == ImportFormat::DeepSpeed ? "a" : "an", describe(format), r.values.size(),
+                                      r.warnings.size()),
                           fmt::format("`mtrain config import {} -o job.yaml` writes it as a job file.", path)});
     for (const auto& w : r.warnings) out.issues.push_back({false, {path, 0, 0}, "", w, ""});
   } catch (const Error& e) {

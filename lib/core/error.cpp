@@ -27,6 +27,11 @@ std::string Error::paragraph() const {
   return out;
 }
 
+int exit_code_of(const std::exception& e) {
+  if (const auto* err = dynamic_cast<const Error*>(&e)) return err->exit_code();
+  return kExitFailure;
+}
+
 Error parse_error(const std::string& what_kind, const std::string& input, size_t column,
                   const std::string& problem, const std::string& hint) {
   // Show the input with a caret under the column so the user sees the spot at a glance.

@@ -20,7 +20,6 @@
 #include "mtrain/core/visible_text.hpp"
 #include "mtrain/estimate/activation_scaling.hpp"
 #include "mtrain/estimate/probe_cache.hpp"
-#include "mtrain/estimate/world.hpp"
 
 namespace mtrain::estimate {
 
@@ -295,13 +294,6 @@ std::string nvidia_smi(const std::string& fields) {
 
 }  // namespace
 
-int count_gpus() {
-  int n = 0;
-  for (const auto& line : str::split(nvidia_smi("memory.total"), '\n'))
-    if (str::parse_uint(str::trim(line))) ++n;
-  return n;
-}
-
 Target detect_target(const JobEstimateOptions& o) {
   Target t;
   if (o.device_memory) {
@@ -309,7 +301,7 @@ Target detect_target(const JobEstimateOptions& o) {
     // The ranks' device decides what offload can move (issue 45 item 3: CPU ranks were offered
     // optimizer offload, which leaves the state in the same memory): GPUs when asked for, or
     // when the launch would find them.
-    t.gpu = o.device == config::DeviceKind::Gpu || (o.device != config::DeviceKind::Cpu && count_gpus() > 0);
+    t.gpu = o.device == config::DeviceKind::Gpu || (o.device != config::DeviceKind::Cpu && o.gpus > 0);
     t.what = fmt::format("--device-memory {}{}", human_bytes(*o.device_memory), t.gpu ? "" : " (CPU ranks)");
     return t;
   }
@@ -367,19 +359,6 @@ Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
     }
   }
   return estimate(s, m, detect_target(o));
-}
-
-Estimate estimate_resolved_job(const nlohmann::json& job, const std::string& worker_path) {
-  JobEstimateOptions o;
-  o.worker_path = worker_path;
-  o.device = config::choice_from_text<config::DeviceKind>(txt(job, "launch.device"), "launch.device");
-  const World w = world_of(txt(job, "launch.nproc_per_node"), txt(job, "launch.nnodes"),
-                           o.device == config::DeviceKind::Cpu ? 0 : count_gpus(),
-                           0, 0, static_cast<int>(num(job, "launch.num_nodes")));
-  o.world = w.world;
-  o.ranks_per_node = w.ranks_per_node;
-  if (!txt(job, "launch.device_memory").empty()) o.device_memory = parse_bytes(txt(job, "launch.device_memory"));
-  return estimate_job(job, o);
 }
 
 }  // namespace mtrain::estimate

@@ -19,6 +19,7 @@ struct JobEstimateOptions {
   int ranks_per_node = 1;
   std::optional<double> device_memory;  // --device-memory, per rank
   config::DeviceKind device = config::DeviceKind::Auto;  // launch.device
+  int gpus = 0;  // GPUs the ranks would use here, counted by the launcher (lib/launch/estimate_world.hpp)
   std::string weights;                  // a safetensors file: shapes from it, activations not measured
 };
 
@@ -32,9 +33,6 @@ std::optional<ModelShape> builtin_shape(const nlohmann::json& job);
 // Throws mtrain::Error for a file that is not safetensors.
 ModelShape safetensors_shape(const std::string& path);
 
-// GPUs nvidia-smi lists here (0 without the driver).
-int count_gpus();
-
 // The memory each rank may use on this machine.
 Target detect_target(const JobEstimateOptions& o);
 
@@ -42,10 +40,5 @@ Target detect_target(const JobEstimateOptions& o);
 Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker_path);
 
 Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o);
-
-// A fully resolved job (launch.* included, as the wizard holds it): the world from its launch
-// settings (world.hpp; GPUs counted here), the device memory from launch.device_memory or this
-// machine. For `mtrain config init`.
-Estimate estimate_resolved_job(const nlohmann::json& resolved, const std::string& worker_path);
 
 }  // namespace mtrain::estimate

@@ -6,18 +6,13 @@
 
 namespace mtrain::estimate {
 
-World world_of(const std::string& nproc, const std::string& nnodes, int gpus_here, int hostfile_hosts,
+World world_of(const config::RankCount& nproc, const std::string& nnodes, const HostCounts& here, int hostfile_hosts,
                int hostfile_slots, int num_nodes) {
   World w;
-  if (const auto n = str::parse_uint(nproc); n && *n > 0) {
-    w.ranks_per_node = static_cast<int>(*n);
-  } else if (nproc == "cpu") {
-    w.ranks_per_node = 1;
-  } else if (hostfile_slots > 0) {
-    w.ranks_per_node = hostfile_slots;
-  } else {
-    w.ranks_per_node = std::max(gpus_here, 1);
-  }
+  // A hostfile gives each node its slots unless a count is given (build_cluster_plan: one rank
+  // per selected slot); otherwise the plan's rule on this host.
+  if (hostfile_slots > 0 && nproc.kind != config::RankCount::Kind::N) w.ranks_per_node = hostfile_slots;
+  else w.ranks_per_node = std::max(1, config::ranks_per_node(nproc, here.cores, here.gpus));
   const auto nn = str::parse_uint(nnodes.substr(0, nnodes.find(':')));
   w.nodes = nn && *nn > 0 ? static_cast<int>(*nn) : 1;
   if (hostfile_hosts > 0 && (!nn || *nn <= 1)) w.nodes = hostfile_hosts;

@@ -19,8 +19,10 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_
   const bool is_auto = config::is_auto_strategy(job.value("strategy", std::string()));
   if (opt.force && !is_auto) return rec;
   if (is_auto && world > ranks_per_node)
-    throw Error("--strategy auto chooses on one node only: each node's launcher would measure on its own",
-                "run `mtrain estimate` with the same flags and pass the strategy it recommends");  // --force: no estimate needed to go ahead
+    throw UsageError(
+        "--strategy auto chooses on one node only: each node's launcher would measure on its own",
+        "run `mtrain estimate` with the same flags and pass the strategy it recommends");  // --force: no estimate
+                                                                                           // needed to go ahead
   estimate::JobEstimateOptions eo;
   const bool measure = is_auto || gpu_ranks || !opt.device_memory.empty();
   eo.worker_path = measure ? opt.worker_path : std::string();
@@ -29,7 +31,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_
   eo.device = gpu_ranks ? config::DeviceKind::Gpu : config::DeviceKind::Cpu;
   if (!opt.device_memory.empty()) {
     const auto b = estimate::parse_bytes(opt.device_memory);
-    if (!b) throw Error("--device-memory '" + opt.device_memory + "' is not a size", "e.g. 80GiB or 24GB");
+    if (!b) throw UsageError("--device-memory '" + opt.device_memory + "' is not a size", "e.g. 80GiB or 24GB");
     eo.device_memory = *b;
   }
   estimate::Estimate e;
@@ -60,7 +62,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_
     record["auto"] = {{"chosen", row.c.label()}, {"flags", row.c.flags()}, {"why", line}};
   } else if (const auto cur = estimate::current_row(e); cur && !cur->fits) {
     record["refused"] = true;
-    if (!opt.force) throw Error(estimate::refusal_paragraph(e, *cur));
+    if (!opt.force) throw UsageError(estimate::refusal_paragraph(e, *cur));
   }
   rec.estimate_json = record.dump(2) + "\n";
   return rec;

@@ -163,7 +163,7 @@ void Guardian::start() {
   if (fd_) return;
   int sv[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
-    throw Error(fmt::format("cannot create the guardian's socket: {}", std::strerror(errno)));
+    throw RuntimeFailure(fmt::format("cannot create the guardian's socket: {}", std::strerror(errno)));
   // The child starts with every signal blocked until it has its own dispositions.
   sigset_t all, old;
   sigfillset(&all);
@@ -175,7 +175,7 @@ void Guardian::start() {
   close_descriptor(sv[1]);
   UniqueFd mine(sv[0]);
   if (pid < 0) {
-    throw Error(fmt::format("cannot start the guardian process: {}", std::strerror(fork_errno)));
+    throw RuntimeFailure(fmt::format("cannot start the guardian process: {}", std::strerror(fork_errno)));
   }
   setpgid(pid, pid);
   fd_ = std::move(mine);
@@ -196,7 +196,7 @@ void Guardian::start() {
     kill(pid_, SIGKILL);  // ours, stuck, and watching nothing yet
     reap_within(pid_, std::chrono::seconds(2));
     pid_ = -1;
-    throw Error("the guardian process did not start (no answer within 10 s)");
+    throw RuntimeFailure("the guardian process did not start (no answer within 10 s)");
   }
 }
 

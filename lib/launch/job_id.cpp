@@ -33,10 +33,10 @@ void check_job_id(const std::string& id, const std::string& source) {
   std::string shown = id.size() > 80 ? id.substr(0, 80) + "…" : id;
   for (auto& c : shown)
     if (!std::isprint(static_cast<unsigned char>(c)) && !(static_cast<unsigned char>(c) & 0x80)) c = '?';
-  throw Error(fmt::format("the job id '{}' (from {}) is not a name: {}", shown, source, why),
-              fmt::format("A job id names folders under --log-dir and TMPDIR: use 1-{} letters, digits, '.', '_' "
-                          "and '-', starting with a letter or a digit (e.g. run-2026.11_a).",
-                          kMaxJobIdLength));
+  throw UsageError(fmt::format("the job id '{}' (from {}) is not a name: {}", shown, source, why),
+                   fmt::format("A job id names folders under --log-dir and TMPDIR: use 1-{} letters, digits, '.', '_' "
+                               "and '-', starting with a letter or a digit (e.g. run-2026.11_a).",
+                               kMaxJobIdLength));
 }
 
 }  // namespace mtrain::launch

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "mtrain/config/master_port.hpp"
 #include "mtrain/config/launch_choices.hpp"
 #include "mtrain/launch/output.hpp"
 #include "mtrain/plan/plan.hpp"
@@ -39,7 +40,7 @@ struct MultiNodeOptions {
 
 struct LaunchOptions {
   plan::PlanOptions plan;        // program, GPUs, ranks, rendezvous…
-  std::string master_port = "29500";  // number, or 0/auto for a free port
+  config::MasterPort master_port = config::MasterPort::port(29500);
   bool dry_run = false;
   config::PlanFormat format = config::PlanFormat::Text;  // of the dry run
   std::string device_memory;     // launch.device_memory: per rank, for the fit check ("" = detect)

@@ -21,14 +21,8 @@ namespace mtrain::launch {
 
 namespace {
 
-bool auto_port(const std::string& text) { return text == "0" || text == "auto"; }
-
-int resolve_port(const std::string& text, const std::string& addr, LaunchProbes& probes) {
-  if (auto_port(text)) return probes.free_port(addr);
-  auto v = str::parse_uint(text);
-  if (!v || *v < 1 || *v > 65535)
-    throw Error(fmt::format("--master-port '{}' is not a TCP port", text), "Give 1-65535, or 0/auto for a free port.");
-  return static_cast<int>(*v);
+int resolve_port(const config::MasterPort& port, const std::string& addr, LaunchProbes& probes) {
+  return port.pick_free ? probes.free_port(addr) : port.number;
 }
 
 // An elastic job inside a Slurm step (`--nnodes MIN:MAX`, one agent task per node, as
@@ -48,7 +42,7 @@ std::optional<bool> apply_slurm_elastic(LaunchOptions& opt, const EnvMap& env) {
   if (m.rdzv_endpoint.empty() && m.rdzv_backend != config::RdzvBackend::Etcd) m.rdzv_endpoint = r.endpoint;
   if (m.node_name.empty()) m.node_name = r.node_name;
   if (opt.plan.rdzv_id.empty()) opt.plan.rdzv_id = r.run_id;
-  if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
+  if (!opt.master_port_given) opt.master_port = config::MasterPort::port(a->master_port);
   return r.holds_store;
 }
 
@@ -60,15 +54,15 @@ bool apply_slurm(LaunchOptions& opt, const EnvMap& env, std::string& job_id_sour
   auto a = slurm::allocation_from_env(env);
   bool agent_step = a && a->in_step && a->ntasks_per_node == 1;
   if (opt.launcher == config::LauncherKind::Slurm && !agent_step)
-    throw Error("--launcher slurm needs to run inside an srun step with one task per node",
-                "Start it as `srun --ntasks-per-node=1 mtrain launch …` inside an allocation, or use "
-                "`mtrain slurm submit`.");
+    throw UsageError("--launcher slurm needs to run inside an srun step with one task per node",
+                     "Start it as `srun --ntasks-per-node=1 mtrain launch …` inside an allocation, or use "
+                     "`mtrain slurm submit`.");
   if (!agent_step) return false;
   auto& p = opt.plan;
   p.nnodes = static_cast<int>(a->nodes.size());
   p.node_rank = a->node_id;
   if (p.master_addr.empty()) p.master_addr = a->master_addr;
-  if (!opt.master_port_given) opt.master_port = std::to_string(a->master_port);
+  if (!opt.master_port_given) opt.master_port = config::MasterPort::port(a->master_port);
   if (p.job_id.empty()) {
     // Per step: two steps of one allocation are two jobs (their own run folders, job files).
     // Every node of a step sees the same SLURM_STEP_ID.
@@ -97,19 +91,20 @@ std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt, LaunchProb
   auto& p = opt.plan;
   if (m.hostfile.empty()) {
     if (opt.launcher == config::LauncherKind::Ssh)
-      throw Error("--launcher ssh needs a --hostfile naming the hosts to start the job on",
-                  "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
+      throw UsageError(
+          "--launcher ssh needs a --hostfile naming the hosts to start the job on",
+          "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
     if (m.num_nodes >= 0 || m.num_gpus >= 0)
-      throw Error("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
-                  "Give --hostfile FILE, or use --nproc-per-node on this machine.");
+      throw UsageError("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
+                       "Give --hostfile FILE, or use --nproc-per-node on this machine.");
     return std::nullopt;
   }
   const int err = probes.stat_error(m.hostfile);
   // An explicit ssh launcher never falls back to this machine: the job would silently run
   // somewhere other than asked.
   if (opt.launcher == config::LauncherKind::Ssh && err != 0)
-    throw Error(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(err)),
-                "Check the path, or drop --launcher ssh to run on this machine.");
+    throw UsageError(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(err)),
+                     "Check the path, or drop --launcher ssh to run on this machine.");
   if (err == ENOENT && !names_other_host(p.include) && !names_other_host(p.exclude) && m.num_nodes <= 1) {
     probes.note(fmt::format("mtrain: hostfile {} not found; running on this machine only (localhost)", m.hostfile));
     return std::nullopt;
@@ -147,9 +142,9 @@ rendezvous::Endpoint ssh_store_endpoint(const LaunchOptions& opt, const topology
                             hosts.front().host));
   }
   if (ep.host.empty())
-    throw Error(fmt::format("cannot find this machine's address towards '{}' for the rendezvous store",
-                            hosts.front().host),
-                "Give --rdzv-endpoint ADDRESS:PORT with an address of this machine the hosts can reach.");
+    throw UsageError(
+        fmt::format("cannot find this machine's address towards '{}' for the rendezvous store", hosts.front().host),
+        "Give --rdzv-endpoint ADDRESS:PORT with an address of this machine the hosts can reach.");
   return ep;
 }
 
@@ -159,9 +154,9 @@ void resolve_python(plan::PlanOptions& p, const EnvMap& env, LaunchProbes& probe
   try {
     p.python = probes.resolve_program(p.python, env);
   } catch (const Error& e) {
-    throw Error(fmt::format("{} runs with Python, but {}", p.program.front(), e.message()),
-                "Give the interpreter with --python PATH (or MTRAIN_PYTHON), or --no-python to execute the "
-                "program itself.");
+    throw UsageError(fmt::format("{} runs with Python, but {}", p.program.front(), e.message()),
+                     "Give the interpreter with --python PATH (or MTRAIN_PYTHON), or --no-python to execute the "
+                     "program itself.");
   }
 }
 
@@ -173,7 +168,8 @@ LaunchDecision decide_slurm_task(LaunchOptions opt, const EnvMap& env) {
   d.slurm_task.max_restarts = opt.plan.max_restarts;
   d.slurm_task.omp_threads_already_set = env.count("OMP_NUM_THREADS") > 0;
   if (opt.plan.program.empty())
-    throw Error("--launcher slurm-task needs a program after `--`", "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
+    throw UsageError("--launcher slurm-task needs a program after `--`",
+                     "e.g. `srun … mtrain launch --launcher slurm-task -- python3 train.py`.");
   d.options = std::move(opt);
   return d;
 }
@@ -205,9 +201,10 @@ Gathered gather(LaunchOptions& opt, const EnvMap& env, LaunchProbes& probes, Lau
       // (checked against the hosts in decide_ssh_launcher).
       auto n = rendezvous::parse_nnodes(m.nnodes);
       if (n.elastic() && m.hostfile.empty())
-        throw Error(fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous or the ssh launcher", m.nnodes),
-                    "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or --hostfile FILE (started over ssh), "
-                    "or give a fixed --nnodes N.");
+        throw UsageError(
+            fmt::format("--nnodes {} (MIN:MAX) needs the dynamic rendezvous or the ssh launcher", m.nnodes),
+            "Add --rdzv-backend mtrain --rdzv-endpoint HOST:PORT, or --hostfile FILE (started over ssh), "
+            "or give a fixed --nnodes N.");
       if (!n.elastic()) p.nnodes = n.max;
     }
   }
@@ -229,18 +226,19 @@ HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& h
   auto& p = opt.plan;
   const bool elastic = elastic_nnodes(m);
   if (elastic && (m.node_rank_given || opt.launcher == config::LauncherKind::Local))
-    throw Error(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
-                "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
-                "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
+    throw UsageError(fmt::format("--nnodes {} (MIN:MAX) needs a rendezvous that can re-form the job", m.nnodes),
+                     "Let the ssh launcher start the hostfile's hosts (no --node-rank), or start each node with "
+                     "--rdzv-backend mtrain --rdzv-endpoint HOST:PORT.");
   if (m.node_rank_given) {
     apply_hostfile_node(p, hosts, p.node_rank);  // static node K of the hostfile's world
     return HostfilePlace::node_k;
   }
   if (opt.launcher == config::LauncherKind::Ssh || !is_this_machine(hosts, probes)) return HostfilePlace::other_hosts;
   if (elastic)
-    throw Error(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
-                            "without a node rendezvous", m.nnodes),
-                "Give a fixed --nnodes, or --launcher ssh to start even this machine's agent over ssh.");
+    throw UsageError(fmt::format("--nnodes {} (MIN:MAX): the hostfile selects only this machine, which runs "
+                                 "without a node rendezvous",
+                                 m.nnodes),
+                     "Give a fixed --nnodes, or --launcher ssh to start even this machine's agent over ssh.");
   apply_hostfile_node(p, hosts, 0);  // one host, this machine: its slots, no ssh
   p.master_addr.clear();
   p.node_name.clear();
@@ -251,20 +249,20 @@ HostfilePlace place_on_hostfile(LaunchOptions& opt, const topology::Inventory& h
 LaunchDecision decide_ssh_launcher(LaunchOptions opt, LaunchDecision d, LaunchProbes& probes) {
   const auto& hosts = *d.hosts;
   if (opt.launcher != config::LauncherKind::Auto && opt.launcher != config::LauncherKind::Ssh)
-    throw Error(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
-                            hosts.size() == 1 ? "a host" : "hosts", config::to_string(opt.launcher)),
-                "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
-  if (auto_port(opt.master_port))
-    throw Error("--master-port auto picks a free port on this machine only, not on the first host",
-                "Give a port number free on the first host (default 29500).");
+    throw UsageError(fmt::format("the hostfile selects {} other than this machine, but --launcher is {}",
+                                 hosts.size() == 1 ? "a host" : "hosts", config::to_string(opt.launcher)),
+                     "Use --launcher ssh (the default with a hostfile), or start each node by hand with --node-rank.");
+  if (opt.master_port.pick_free)
+    throw UsageError("--master-port auto picks a free port on this machine only, not on the first host",
+                     "Give a port number free on the first host (default 29500).");
   opt.plan.master_port = resolve_port(opt.master_port, "127.0.0.1", probes);
   if (elastic_nnodes(opt.multi)) {
     const auto n = rendezvous::parse_nnodes(opt.multi.nnodes);
     const int k = static_cast<int>(hosts.size());
     if (k < n.min || k > n.max)
-      throw Error(fmt::format("--nnodes {} does not fit the {} host{} the hostfile selects", opt.multi.nnodes, k,
-                              k == 1 ? "" : "s"),
-                  fmt::format("Give MIN <= {} <= MAX, e.g. --nnodes {}:{}.", k, std::min(n.min, k), k));
+      throw UsageError(fmt::format("--nnodes {} does not fit the {} host{} the hostfile selects", opt.multi.nnodes, k,
+                                   k == 1 ? "" : "s"),
+                       fmt::format("Give MIN <= {} <= MAX, e.g. --nnodes {}:{}.", k, std::min(n.min, k), k));
   }
   d.rdzv_endpoint = ssh_store_endpoint(opt, hosts, d.facts, probes);
   d.options = std::move(opt);
@@ -320,9 +318,9 @@ void prepare_node_run(LaunchDecision& d, LaunchOptions& opt, const LaunchEnviron
   }
   if (p.program.empty()) {
     if (opt.worker_path.empty())
-      throw Error("no program after `--` and the bundled trainer (mtrain-worker) is not installed next to mtrain",
-                  "Give a program, e.g. `mtrain launch --nproc-per-node 2 -- python3 train.py`, or build "
-                  "mtrain with LibTorch.");
+      throw UsageError("no program after `--` and the bundled trainer (mtrain-worker) is not installed next to mtrain",
+                       "Give a program, e.g. `mtrain launch --nproc-per-node 2 -- python3 train.py`, or build "
+                       "mtrain with LibTorch.");
     p.worker_argv = {opt.worker_path, "--job", d.job_file};
   }
 }
@@ -361,8 +359,8 @@ LaunchDecision plan_and_check(LaunchDecision d, LaunchOptions opt, const EnvMap&
   if (p.program.empty()) probes.check_job(opt.job_spec_json, joining ? 0 : d.plan.world_size);
   d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
-    throw Error(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
-                "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
+    throw UsageError(fmt::format("program '{}' does not exist or cannot be read", p.program.front()),
+                     "Check the path; a PROGRAM ending in .py runs with Python, so it need not be executable.");
   if (rank0_here) {
     probes.check_port_free(d.plan.master_addr, d.plan.master_port);
     // Node 0 holds the restarts' store: a taken port is refused now, not met by a node agent
@@ -405,10 +403,10 @@ LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const La
   if (d.hosts && !m.node_name.empty()) {
     // A node started by hand with the job's hostfile takes its slots from its line.
     if (const auto* h = topology::find_host(*d.hosts, m.node_name)) {
-      if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h->slots.size());
+      if (!p.nproc_per_node) p.nproc_per_node = config::RankCount::count(static_cast<int>(h->slots.size()));
     } else {
-      throw Error(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
-                  "Use one of the hostfile's host names, or leave --hostfile out.");
+      throw UsageError(fmt::format("--node-name '{}' is not in the hostfile {}", m.node_name, m.hostfile),
+                       "Use one of the hostfile's host names, or leave --hostfile out.");
     }
   }
   const std::string master_addr_given = p.master_addr;

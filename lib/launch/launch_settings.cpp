@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/master_port.hpp"
+#include "mtrain/config/rank_count.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/index_list.hpp"
 
@@ -14,7 +16,7 @@ using Set = std::function<void(LaunchOptions&, const json&, bool)>;
 
 std::string text_of(const json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
-// A text field: master_port "29500", "0" or "auto" all stay text for run_launch to resolve.
+// A text field.
 template <class Field>
 Set text(Field field) {
   return [field](LaunchOptions& o, const json& v, bool) { field(o) = text_of(v); };
@@ -25,6 +27,14 @@ Set text(Field field) {
 template <class Field>
 Set text_when_given(Field field) {
   return [field](LaunchOptions& o, const json& v, bool given) { field(o) = given ? text_of(v) : std::string(); };
+}
+// launch.nproc_per_node, typed once (config/rank_count.hpp); absent unless given, since a
+// hostfile's slots or a node's line derive it.
+Set rank_count_when_given() {
+  return [](LaunchOptions& o, const json& v, bool given) {
+    o.plan.nproc_per_node.reset();
+    if (given) o.plan.nproc_per_node = config::rank_count_from_text(text_of(v), "launch.nproc_per_node");
+  };
 }
 // A choice setting's field, as its enum (lib/config/launch_choices.hpp). The registry has checked
 // the name; `key` is the binding's own, for the error of a value that bypassed it.
@@ -52,20 +62,22 @@ using O = LaunchOptions;
 // Where the ranks run: launcher, ranks per node, devices, hosts and the master address.
 std::vector<LaunchBinding> placement_bindings() {
   return {
-    {"launch.launcher", choice<config::LauncherKind>("launch.launcher", [](O& o) -> auto& { return o.launcher; })},
-    {"launch.nproc_per_node", text_when_given([](O& o) -> std::string& { return o.plan.nproc_per_node; })},
-    {"launch.nnodes", text_when_given([](O& o) -> std::string& { return o.multi.nnodes; })},
-    {"launch.device", choice<config::DeviceKind>("launch.device", [](O& o) -> auto& { return o.plan.device; })},
-    {"launch.gpus", text([](O& o) -> std::string& { return o.plan.gpus; })},
-    {"launch.include", text([](O& o) -> std::string& { return o.plan.include; })},
-    {"launch.exclude", text([](O& o) -> std::string& { return o.plan.exclude; })},
-    {"launch.hostfile", text([](O& o) -> std::string& { return o.multi.hostfile; })},
-    {"launch.master_addr", text([](O& o) -> std::string& { return o.plan.master_addr; })},
-    {"launch.master_port",
-     [](O& o, const json& v, bool given) {
-       o.master_port = text_of(v);
-       o.master_port_given = given;  // else a Slurm allocation's port may take its place
-     }},
+      {"launch.launcher", choice<config::LauncherKind>(
+                              "launch.launcher", [](O & o) -> auto& { return o.launcher; })},
+      {"launch.nproc_per_node", rank_count_when_given()},
+      {"launch.nnodes", text_when_given([](O& o) -> std::string& { return o.multi.nnodes; })},
+      {"launch.device", choice<config::DeviceKind>(
+                            "launch.device", [](O & o) -> auto& { return o.plan.device; })},
+      {"launch.gpus", text([](O& o) -> std::string& { return o.plan.gpus; })},
+      {"launch.include", text([](O& o) -> std::string& { return o.plan.include; })},
+      {"launch.exclude", text([](O& o) -> std::string& { return o.plan.exclude; })},
+      {"launch.hostfile", text([](O& o) -> std::string& { return o.multi.hostfile; })},
+      {"launch.master_addr", text([](O& o) -> std::string& { return o.plan.master_addr; })},
+      {"launch.master_port",
+       [](O& o, const json& v, bool given) {
+         o.master_port = config::master_port_from_text(text_of(v), "launch.master_port");
+         o.master_port_given = given;  // else a Slurm allocation's port may take its place
+       }},
   };
 }
 

@@ -32,10 +32,10 @@ WorkerModelCheck parse_worker_model_check(const std::string& worker_path, const 
       for (const auto& c : j.at("classes"))
         out.classes.emplace_back(c.at("name").get<std::string>(), c.at("count").get<int>());
   } catch (const nlohmann::json::exception& e) {
-    throw Error(fmt::format("'{} model-check' answered something other than its JSON ({}): {}", worker_path, e.what(),
-                            visible_text(json_text.substr(0, 200))),
-                "the mtrain-worker beside this mtrain is from another build; reinstall mtrain (both binaries)",
-                kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("'{} model-check' answered something other than its JSON ({}): {}", worker_path, e.what(),
+                    visible_text(json_text.substr(0, 200))),
+        "the mtrain-worker beside this mtrain is from another build; reinstall mtrain (both binaries)");
   }
   return out;
 }
@@ -81,23 +81,24 @@ std::string run_worker_check(const std::vector<std::string>& argv, const std::st
   o.max_stdout = 32u << 20;
   const ChildResult r = run_child(argv, o);
   if (!r.started)
-    throw Error(fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
-                "reinstall mtrain (mtrain-worker is installed beside mtrain or in libexec/mtrain)", kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("cannot run '{}' to check the model '{}': {}", worker_path, model_path, r.exec_error),
+        "reinstall mtrain (mtrain-worker is installed beside mtrain or in libexec/mtrain)");
   if (r.timed_out)
-    throw Error(fmt::format("'{} model-check {}' did not answer within {} s", worker_path, model_path,
-                            kModelCheckDeadlineSeconds),
-                "the machine may be overloaded; try again", kExitFailure);
+    throw RuntimeFailure(fmt::format("'{} model-check {}' did not answer within {} s", worker_path, model_path,
+                                     kModelCheckDeadlineSeconds),
+                         "the machine may be overloaded; try again");
   // The worker's paragraph is its last line that starts "error: " (LibTorch may warn before it).
   std::string said = str::trim(r.err);
   const std::string tag = "error: ";
   if (const size_t at = said.rfind("\n" + tag); at != std::string::npos) said = said.substr(at + 1);
   if (str::starts_with(said, tag)) said = said.substr(tag.size());
   // Exit 2 is the worker's refusal of the model, already one paragraph naming the file and the fix.
-  if (r.exit_code == kExitUsage) throw Error(visible_text(said));
+  if (r.exit_code == kExitUsage) throw UsageError(visible_text(said));
   if (r.exit_code != 0)
-    throw Error(fmt::format("checking the {} '{}' with '{}' failed (exit {}): {}", what, model_path, worker_path,
-                            r.exit_code, visible_text(said)),
-                "", kExitFailure)
+    throw RuntimeFailure(fmt::format("checking the {} '{}' with '{}' failed (exit {}): {}", what, model_path,
+                                     worker_path, r.exit_code, visible_text(said)),
+                         "")
         .at("model.path");
   return r.out;
 }
@@ -152,12 +153,13 @@ void check_compiled_model(const config::json& job, const std::string& worker_pat
   const int64_t rows = config::get(job, "train.batch_size").get<int64_t>();
   for (const CompiledInput& in : m.inputs)
     if (!in.shape.empty() && in.shape[0] != rows)
-      throw Error(fmt::format("{} rows per rank, but the compiled package '{}' was exported for '{}' of {} rows: its "
-                              "programs run only the shapes they were compiled for",
-                              rows, visible_text(dir), visible_text(in.name), in.shape[0]),
-                  fmt::format("Set train.batch_size (--batch-size) to {}, or export the package again with --example "
-                              "{}=…:{}x… (python -m mtrain_export)",
-                              in.shape[0], visible_text(in.name), rows))
+      throw UsageError(
+          fmt::format("{} rows per rank, but the compiled package '{}' was exported for '{}' of {} rows: its "
+                      "programs run only the shapes they were compiled for",
+                      rows, visible_text(dir), visible_text(in.name), in.shape[0]),
+          fmt::format("Set train.batch_size (--batch-size) to {}, or export the package again with --example "
+                      "{}=…:{}x… (python -m mtrain_export)",
+                      in.shape[0], visible_text(in.name), rows))
           .at("train.batch_size");
   if (worker_path.empty()) return;
   const auto facts = read_worker_facts(worker_path);

@@ -41,7 +41,7 @@ std::string number(double v) { return fmt::format("{}", v); }
 // `--export-env-file`: VAR=VALUE lines; blank lines and '#' comments are skipped.
 std::vector<std::string> env_file_exports(const std::string& path) {
   std::ifstream in(path);
-  if (!in) throw Error(fmt::format("{}: cannot read the --export-env-file", path), "Check the path.");
+  if (!in) throw UsageError(fmt::format("{}: cannot read the --export-env-file", path), "Check the path.");
   std::vector<std::string> out;
   std::string line;
   int n = 0;
@@ -51,7 +51,7 @@ std::vector<std::string> env_file_exports(const std::string& path) {
     if (t.empty() || t[0] == '#') continue;
     if (str::starts_with(t, "export ")) t = str::trim(t.substr(7));
     if (t.find('=') == std::string::npos || t[0] == '=')
-      throw Error(fmt::format("{}:{}:1: '{}' is not VAR=VALUE", path, n, t), "Write one VAR=VALUE per line.");
+      throw UsageError(fmt::format("{}:{}:1: '{}' is not VAR=VALUE", path, n, t), "Write one VAR=VALUE per line.");
     out.push_back(t);
   }
   return out;
@@ -114,8 +114,9 @@ std::vector<plan::ClusterNode> cluster_nodes(const topology::Inventory& hosts) {
 
 void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts, int node_rank) {
   if (node_rank < 0 || node_rank >= static_cast<int>(hosts.size()))
-    throw Error(fmt::format("--node-rank {} is outside the {} hosts the hostfile selects", node_rank, hosts.size()),
-                "Number the nodes 0 to N-1 in hostfile order.");
+    throw UsageError(
+        fmt::format("--node-rank {} is outside the {} hosts the hostfile selects", node_rank, hosts.size()),
+        "Number the nodes 0 to N-1 in hostfile order.");
   auto placement = topology::place_ranks(hosts);
   const auto& h = hosts[static_cast<size_t>(node_rank)];
   p.nnodes = static_cast<int>(hosts.size());
@@ -124,7 +125,7 @@ void apply_hostfile_node(plan::PlanOptions& p, const topology::Inventory& hosts,
   p.world_size = placement.world_size;
   if (p.node_name.empty()) p.node_name = h.host;
   if (p.master_addr.empty()) p.master_addr = hosts[0].host;
-  if (p.nproc_per_node.empty()) p.nproc_per_node = std::to_string(h.slots.size());
+  if (!p.nproc_per_node) p.nproc_per_node = config::RankCount::count(static_cast<int>(h.slots.size()));
   if (p.gpus.empty() && !default_slots(h.slots)) p.gpus = topology::format_gpu_list(h.slots);
 }
 
@@ -250,11 +251,11 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   AgentOptions a;
   const bool etcd = m.rdzv_backend == config::RdzvBackend::Etcd;
   if (m.rdzv_endpoint.empty() && etcd)
-    throw Error("--rdzv-backend etcd needs --rdzv-endpoint with the etcd cluster's members",
-                "Give every node the same list, e.g. --rdzv-endpoint etcd-1:2379,etcd-2:2379,etcd-3:2379.");
+    throw UsageError("--rdzv-backend etcd needs --rdzv-endpoint with the etcd cluster's members",
+                     "Give every node the same list, e.g. --rdzv-endpoint etcd-1:2379,etcd-2:2379,etcd-3:2379.");
   if (m.rdzv_endpoint.empty())
-    throw Error("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
-                "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
+    throw UsageError("--rdzv-backend mtrain needs --rdzv-endpoint HOST[:PORT]: the node that holds the store",
+                     "Give every node the same endpoint, e.g. --rdzv-endpoint node-0:29400.");
   if (etcd) {
     a.etcd = true;
     a.etcd_client = etcd_client_options(m, env);
@@ -266,11 +267,11 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   a.node_name = m.node_name;
   auto tok = env.find(rendezvous::kTokenEnv);
   if (tok == env.end() || tok->second.empty())
-    throw Error(fmt::format("--rdzv-backend {} needs the job token in {} on every node", etcd ? "etcd" : "mtrain",
-                            rendezvous::kTokenEnv),
-                fmt::format("Set the same value on every node, e.g. `export {}={}` (any 16+ random characters); "
-                            "the store refuses nodes without it.",
-                            rendezvous::kTokenEnv, rendezvous::generate_token()));
+    throw UsageError(fmt::format("--rdzv-backend {} needs the job token in {} on every node", etcd ? "etcd" : "mtrain",
+                                 rendezvous::kTokenEnv),
+                     fmt::format("Set the same value on every node, e.g. `export {}={}` (any 16+ random characters); "
+                                 "the store refuses nodes without it.",
+                                 rendezvous::kTokenEnv, rendezvous::generate_token()));
   a.token = rendezvous::token_or_generate(tok->second.c_str());
   a.join_timeout = seconds(m.rdzv_timeout_s);
   a.last_call = seconds(m.rdzv_last_call_s);

@@ -291,9 +291,9 @@ rendezvous::EtcdRendezvousOptions etcd_options(const AgentOptions& a, const plan
 // A first assignment that contradicts --node-rank is refused: the user fixed it by hand.
 void check_node_rank(const rendezvous::JoinResult& joined, const AgentOptions& a, const std::string& node) {
   if (joined.round == 0 && a.expected_node_rank >= 0 && a.expected_node_rank != joined.node_rank)
-    throw Error(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}", node,
-                            a.expected_node_rank, joined.node_rank),
-                "", kExitFailure);
+    throw RuntimeFailure(fmt::format("node '{}' was started as node rank {} but the rendezvous made it node rank {}",
+                                     node, a.expected_node_rank, joined.node_rank),
+                         "");
 }
 
 // This node's plan options for one round: the store's assignment (node rank, first rank,

@@ -42,14 +42,14 @@ void warn_world_writable(const std::string& folder, mode_t mode, std::FILE* warn
 std::FILE* open_log(const std::string& path) {
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, kFileMode));
   if (!fd)
-    throw Error(fmt::format("cannot write the log file {}: {}", path, std::strerror(errno)),
-                "Check --log-dir and its permissions.");
+    throw UsageError(fmt::format("cannot write the log file {}: {}", path, std::strerror(errno)),
+                     "Check --log-dir and its permissions.");
   struct stat st;
   // A file that was there already keeps its mode only if it is not wider.
   if (fstat(fd.get(), &st) == 0 && (st.st_mode & ~kFileMode & 07777) != 0) fchmod(fd.get(), st.st_mode & kFileMode);
   std::FILE* f = fdopen(fd.get(), "w");
   if (!f) {
-    throw Error(fmt::format("cannot write the log file {}", path), "Check --log-dir and its permissions.");
+    throw UsageError(fmt::format("cannot write the log file {}", path), "Check --log-dir and its permissions.");
   }
   fd.release();  // the FILE owns it now
   return f;
@@ -83,8 +83,9 @@ void create_folders(const std::string& path, mode_t mode, std::FILE* warn) {
         int err = errno;
         struct stat st;
         if (::stat(prefix.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-          throw Error(fmt::format("cannot create the folder {}: {}", prefix, std::strerror(err == EEXIST ? ENOTDIR : err)),
-                      "Check --log-dir and its permissions.");
+          throw UsageError(
+              fmt::format("cannot create the folder {}: {}", prefix, std::strerror(err == EEXIST ? ENOTDIR : err)),
+              "Check --log-dir and its permissions.");
         if ((st.st_mode & S_IWOTH) && !(st.st_mode & S_ISVTX)) warn_world_writable(prefix, st.st_mode, warn);
       }
     }

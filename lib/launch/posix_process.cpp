@@ -101,8 +101,8 @@ Spawned PosixProcessRunner::spawn(const SpawnRequest& req) {
     s.stderr_fd.reset(fcntl(err.native_source(), F_DUPFD_CLOEXEC, 0));
     return s;
   } catch (const bp::process_error& e) {
-    throw Error(fmt::format("could not start '{}': {}", req.argv.at(0), e.code().message()),
-                "Check that the program exists and is executable.", kExitUsage);
+    throw UsageError(fmt::format("could not start '{}': {}", req.argv.at(0), e.code().message()),
+                     "Check that the program exists and is executable.");
   }
 }
 

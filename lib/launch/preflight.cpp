@@ -32,16 +32,16 @@ static bool is_executable_file(const std::string& p) {
 }
 
 std::string resolve_program(const std::string& program, const EnvMap& env) {
-  if (program.empty()) throw Error("the program to launch is empty", "Give a program after `--`.");
+  if (program.empty()) throw UsageError("the program to launch is empty", "Give a program after `--`.");
   if (program.find('/') != std::string::npos) {
     struct stat st {};
     if (stat(program.c_str(), &st) != 0)
-      throw Error(fmt::format("program '{}' does not exist", program), "Check the path.");
+      throw UsageError(fmt::format("program '{}' does not exist", program), "Check the path.");
     if (!S_ISREG(st.st_mode) || access(program.c_str(), X_OK) != 0)
-      throw Error(fmt::format("program '{}' is not executable", program),
-                  fmt::format("Make it executable (chmod +x {}) or run it through its interpreter, "
-                              "e.g. `-- python3 {}`.",
-                              str::shell_quote(program), str::shell_quote(program)));
+      throw UsageError(fmt::format("program '{}' is not executable", program),
+                       fmt::format("Make it executable (chmod +x {}) or run it through its interpreter, "
+                                   "e.g. `-- python3 {}`.",
+                                   str::shell_quote(program), str::shell_quote(program)));
     return program;
   }
   auto path = env.count("PATH") ? env.at("PATH") : std::string("/usr/local/bin:/usr/bin:/bin");
@@ -51,9 +51,9 @@ std::string resolve_program(const std::string& program, const EnvMap& env) {
     if (is_executable_file(cand)) return cand;
     if (access(cand.c_str(), F_OK) == 0) found_not_exec = true;
   }
-  throw Error(fmt::format("program '{}' {} on PATH", program,
-                          found_not_exec ? "is not executable" : "was not found"),
-              "Check the spelling, give its full path, or add its folder to PATH.");
+  throw UsageError(
+      fmt::format("program '{}' {} on PATH", program, found_not_exec ? "is not executable" : "was not found"),
+      "Check the spelling, give its full path, or add its folder to PATH.");
 }
 
 static sockaddr_in resolve_v4(const std::string& addr) {
@@ -63,8 +63,8 @@ static sockaddr_in resolve_v4(const std::string& addr) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_INET;
   if (getaddrinfo(addr.c_str(), nullptr, &hints, &res) != 0 || !res)
-    throw Error(fmt::format("--master-addr '{}' does not resolve to an address", addr),
-                "Use an IP address or a host name this machine can resolve.");
+    throw UsageError(fmt::format("--master-addr '{}' does not resolve to an address", addr),
+                     "Use an IP address or a host name this machine can resolve.");
   sa.sin_addr = reinterpret_cast<sockaddr_in*>(res->ai_addr)->sin_addr;
   freeaddrinfo(res);
   return sa;
@@ -103,7 +103,7 @@ int pick_free_port(const std::string& addr) {
   sa.sin_port = 0;
   const UniqueFd fd(socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&sa), sizeof(sa)) != 0) {
-    throw Error(fmt::format("could not find a free port on {}: {}", addr, std::strerror(errno)), "", kExitFailure);
+    throw RuntimeFailure(fmt::format("could not find a free port on {}: {}", addr, std::strerror(errno)), "");
   }
   socklen_t len = sizeof(sa);
   getsockname(fd.get(), reinterpret_cast<sockaddr*>(&sa), &len);
@@ -161,12 +161,12 @@ void check_port_free(const std::string& addr, int port) {
   if (err == EADDRNOTAVAIL) return;  // not a local address: the store is elsewhere
   if (err == EADDRINUSE) {
     std::string who = port_holder(port);
-    throw Error(fmt::format("--master-port {} on {} is already in use{}", port, addr,
-                            who.empty() ? "" : " by " + who),
-                "Stop that process, pick another port with --master-port, or use --master-port auto.");
+    throw UsageError(
+        fmt::format("--master-port {} on {} is already in use{}", port, addr, who.empty() ? "" : " by " + who),
+        "Stop that process, pick another port with --master-port, or use --master-port auto.");
   }
-  throw Error(fmt::format("--master-port {} on {} cannot be used: {}", port, addr, std::strerror(err)),
-              "Pick another port with --master-port, or use --master-port auto.");
+  throw UsageError(fmt::format("--master-port {} on {} cannot be used: {}", port, addr, std::strerror(err)),
+                   "Pick another port with --master-port, or use --master-port auto.");
 }
 
 }  // namespace mtrain::launch

@@ -38,8 +38,8 @@ RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_i
   const std::string path = folder + "/launcher.lock";
   fd_.reset(::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0640));
   if (!fd_)
-    throw Error(fmt::format("cannot open the run folder's lock {}: {}", path, std::strerror(errno)),
-                "Check --log-dir and its permissions.");
+    throw UsageError(fmt::format("cannot open the run folder's lock {}: {}", path, std::strerror(errno)),
+                     "Check --log-dir and its permissions.");
   int r;
   do r = flock(fd_.get(), LOCK_EX | LOCK_NB);
   while (r != 0 && errno == EINTR);
@@ -48,11 +48,13 @@ RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_i
     std::string holder = read_holder(fd_.get());
     fd_.reset();
     if (err != EWOULDBLOCK)
-      throw Error(fmt::format("cannot lock {}: {}", path, std::strerror(err)), "Check --log-dir and its file system.");
-    throw Error(fmt::format("job {} already has a live launcher writing to {} ({})", job_id, folder,
-                            holder.empty() ? "holder unknown" : holder),
-                "Two launches of one job id with the same --log-dir would overwrite each other's job.json and logs: "
-                "give this launch its own --job-id (or another --log-dir), or wait for the other to end.");
+      throw UsageError(fmt::format("cannot lock {}: {}", path, std::strerror(err)),
+                       "Check --log-dir and its file system.");
+    throw UsageError(
+        fmt::format("job {} already has a live launcher writing to {} ({})", job_id, folder,
+                    holder.empty() ? "holder unknown" : holder),
+        "Two launches of one job id with the same --log-dir would overwrite each other's job.json and logs: "
+        "give this launch its own --job-id (or another --log-dir), or wait for the other to end.");
   }
   char since[32] = "?";
   std::time_t now = std::time(nullptr);
@@ -75,7 +77,8 @@ void write_file_atomically(const std::string& path, const std::string& text, uns
       continue;
     }
     if (!fd)
-      throw Error(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)), "Check --log-dir (free space, permissions).");
+      throw UsageError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)),
+                       "Check --log-dir (free space, permissions).");
     bool ok = fchmod(fd.get(), mode) == 0;
     size_t done = 0;
     while (ok && done < text.size()) {
@@ -92,7 +95,8 @@ void write_file_atomically(const std::string& path, const std::string& text, uns
     if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return;
     if (ok) err = errno;
     ::unlink(tmp.c_str());
-    throw Error(fmt::format("cannot write {}: {}", path, std::strerror(err)), "Check --log-dir (free space, permissions).");
+    throw UsageError(fmt::format("cannot write {}: {}", path, std::strerror(err)),
+                     "Check --log-dir (free space, permissions).");
   }
 }
 

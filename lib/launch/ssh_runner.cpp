@@ -358,7 +358,7 @@ class SshJob {
 }  // namespace
 
 int run_over_ssh(const SshRunOptions& opt, ProcessRunner& runner) {
-  if (opt.nodes.empty()) throw Error("no hosts to start agents on");
+  if (opt.nodes.empty()) throw RuntimeFailure("no hosts to start agents on");
   SshJob job(opt, runner);
   return job.run();
 }

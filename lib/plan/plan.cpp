@@ -17,6 +17,9 @@ namespace mtrain::plan {
 namespace {
 
 using topology::format_gpu_list;
+using RankKind = config::RankCount::Kind;
+
+RankKind kind_of(const PlanOptions& o) { return o.nproc_per_node ? o.nproc_per_node->kind : RankKind::Auto; }
 
 std::string pool_text(const HostFacts& f) {
   if (f.gpu_pool.empty()) return "this host has no GPUs";
@@ -37,7 +40,7 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
     if (explicit_sel)
       throw Error("--device cpu runs CPU ranks, but GPUs were selected too",
                   "Drop the GPU selection (--gpus/--include/--exclude) or use --device gpu.");
-    if (o.nproc_per_node == "gpu")
+    if (kind_of(o) == RankKind::Gpu)
       throw Error("--device cpu with --nproc-per-node gpu asks for no GPU and one rank per GPU",
                   "Give a rank count (--nproc-per-node N or cpu), or use --device gpu.");
     return {};
@@ -45,7 +48,7 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
   if (o.device == config::DeviceKind::Gpu && f.gpu_pool.empty())
     throw Error("--device gpu: " + pool_text(f),
                 "Check nvidia-smi and CUDA_VISIBLE_DEVICES on this node, or run CPU ranks with --device cpu.");
-  if (o.nproc_per_node == "cpu") {
+  if (kind_of(o) == RankKind::Cpu) {
     if (explicit_sel)
       throw Error("--nproc-per-node cpu runs CPU ranks, but GPUs were selected too",
                   "Drop the GPU selection or choose a rank count.");
@@ -74,23 +77,12 @@ std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& exp
 }
 
 int rank_count(const PlanOptions& o, const HostFacts& f, std::vector<int>& gpus, bool explicit_sel) {
-  const std::string& n = o.nproc_per_node;
-  // One rule, the default's (launch.nproc_per_node in lib/config/launch_settings.cpp says it to
-  // users): absent and auto are the same, one rank per selected GPU, else one CPU rank.
-  if (n.empty() || n == "auto") return gpus.empty() ? 1 : static_cast<int>(gpus.size());
-  if (n == "cpu") return std::max(1, f.cpu_count);
-  if (n == "gpu") {
-    if (gpus.empty())
-      throw Error("--nproc-per-node gpu: " + pool_text(f),
-                  "Use --nproc-per-node N or cpu to run CPU ranks.");
-    return static_cast<int>(gpus.size());
-  }
-  auto v = str::parse_uint(n);
-  if (!v || *v == 0 || *v > 65536)
-    throw Error(fmt::format("--nproc-per-node '{}' is not a rank count", n),
-                "Give a positive number, or auto, cpu or gpu.");
-  int count = static_cast<int>(*v);
-  if (gpus.empty()) return count;
+  // Absent and auto are the same; the count is the one rule `mtrain estimate` uses too.
+  const config::RankCount n = o.nproc_per_node.value_or(config::RankCount{});
+  const int count = config::ranks_per_node(n, f.cpu_count, static_cast<int>(gpus.size()));
+  if (n.kind == RankKind::Gpu && gpus.empty())
+    throw Error("--nproc-per-node gpu: " + pool_text(f), "Use --nproc-per-node N or cpu to run CPU ranks.");
+  if (n.kind != RankKind::N || gpus.empty()) return count;
   if (explicit_sel && count != static_cast<int>(gpus.size()))
     throw Error(fmt::format("--nproc-per-node {} does not match the {} selected GPUs ({})", count,
                             gpus.size(), format_gpu_list(gpus)),
@@ -255,7 +247,7 @@ LaunchPlan build_cluster_plan(const PlanOptions& o, const std::vector<ClusterNod
     l.first_rank = placement.nodes[k].first_rank;
     l.world_size = placement.world_size;
     l.nproc = placement.nodes[k].local_world_size;
-    if (o.nproc_per_node != "cpu") l.gpus = nodes[k].slots;
+    if (kind_of(o) != RankKind::Cpu) l.gpus = nodes[k].slots;
     l.cpu_count = f.cpu_count;
     l.omp_set = f.omp_num_threads_set;
     l.nccl_async_set = f.nccl_async_error_handling_set;
@@ -276,6 +268,11 @@ Env attempt_env(const Worker& w, int attempt, const std::string& error_file_dir)
     if (e.count("MTRAIN_HEARTBEAT_FILE")) e["MTRAIN_HEARTBEAT_FILE"] = heartbeat_file(error_file_dir, attempt, w.rank);
   }
   return e;
+}
+
+std::vector<int> selected_gpus(const PlanOptions& o, const HostFacts& f) {
+  bool explicit_sel = false;
+  return select_gpus(o, f, explicit_sel);
 }
 
 }  // namespace mtrain::plan

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mtrain/config/launch_choices.hpp"
+#include "mtrain/config/rank_count.hpp"
 #include "mtrain/topology/inventory.hpp"
 
 namespace mtrain::plan {
@@ -17,7 +18,7 @@ namespace mtrain::plan {
 using Env = std::map<std::string, std::string>;
 
 struct PlanOptions {
-  std::string nproc_per_node;     // N | auto | cpu | gpu | "" (GPUs selected, else 1)
+  std::optional<config::RankCount> nproc_per_node;  // absent: as auto (a hostfile's slots where the caller has them)
   std::string gpus;               // --gpus 0,3
   config::DeviceKind device = config::DeviceKind::Auto;  // auto: GPUs when present; cpu: none assigned; gpu: required
   std::string include, exclude;   // DeepSpeed grammar over the inventory
@@ -89,6 +90,11 @@ struct LaunchPlan {
 };
 
 LaunchPlan build_plan(const PlanOptions& opt, const HostFacts& facts);
+
+// The GPUs of facts.gpu_pool this node's ranks use: --gpus / --include / --exclude applied,
+// none with --device cpu or --nproc-per-node cpu. Throws mtrain::Error for a selection the plan
+// refuses. `mtrain estimate` counts its GPUs with it.
+std::vector<int> selected_gpus(const PlanOptions& opt, const HostFacts& facts);
 
 // Whether the program runs through the Python interpreter (-m, or a .py file without --no-python).
 bool runs_with_python(const PlanOptions& opt);

@@ -52,9 +52,9 @@ void replace_file(const std::string& path, const std::string& text) {
   {
     std::ofstream f(tmp, std::ios::trunc);
     f << text;
-    if (!f.flush()) throw Error("cannot write " + tmp);
+    if (!f.flush()) throw RuntimeFailure("cannot write " + tmp);
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename " + tmp + " to " + path);
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeFailure("cannot rename " + tmp + " to " + path);
 }
 
 }  // namespace
@@ -106,13 +106,13 @@ int run_build_info_command(const std::vector<std::string>& args, const std::stri
     } else if (a == "--set" && i + 1 < args.size()) {
       const std::string& kv = args[++i];
       const auto eq = kv.find('=');
-      if (eq == std::string::npos) throw Error("--set needs key=value, got '" + kv + "'");
+      if (eq == std::string::npos) throw UsageError("--set needs key=value, got '" + kv + "'");
       facts["build"][kv.substr(0, eq)] = kv.substr(eq + 1);
     } else {
-      throw Error("unexpected argument '" + a + "'", usage);
+      throw UsageError("unexpected argument '" + a + "'", usage);
     }
   }
-  if (facts_path.empty()) throw Error("build-info options need --facts FILE", usage);
+  if (facts_path.empty()) throw UsageError("build-info options need --facts FILE", usage);
   // Two files: the small JSON (read by every `mtrain --version`) and the operator list, one
   // name a line (read only to check a TorchScript model).
   std::string ops;

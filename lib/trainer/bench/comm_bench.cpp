@@ -28,8 +28,9 @@ int env_int(const std::map<std::string, std::string>& env, const char* k, int de
   auto it = env.find(k);
   if (it == env.end() || it->second.empty()) return def;
   auto v = str::parse_uint(it->second);
-  if (!v) throw Error(fmt::format("environment variable {}='{}' is not a non-negative integer", k, it->second),
-                      "mtrain launch sets it; when starting mtrain-worker by hand, export a number");
+  if (!v)
+    throw UsageError(fmt::format("environment variable {}='{}' is not a non-negative integer", k, it->second),
+                     "mtrain launch sets it; when starting mtrain-worker by hand, export a number");
   return static_cast<int>(*v);
 }
 
@@ -129,12 +130,12 @@ int agreed(Communicator& comm, int value, const at::Device& d) {
 CommBenchArgs parse_comm_bench_args(const std::vector<std::string>& args) {
   CommBenchArgs a;
   auto value = [&](size_t& i) -> std::string {
-    if (i + 1 >= args.size()) throw Error(fmt::format("bench-comm: {} needs a value", args[i]));
+    if (i + 1 >= args.size()) throw UsageError(fmt::format("bench-comm: {} needs a value", args[i]));
     return args[++i];
   };
   auto count = [&](const std::string& flag, const std::string& v, long long min) {
     auto n = str::parse_uint(v);
-    if (!n || *n < min) throw Error(fmt::format("bench-comm: {} '{}' is not a whole number >= {}", flag, v, min));
+    if (!n || *n < min) throw UsageError(fmt::format("bench-comm: {} '{}' is not a whole number >= {}", flag, v, min));
     return *n;
   };
   for (size_t i = 0; i < args.size(); ++i) {
@@ -142,7 +143,8 @@ CommBenchArgs parse_comm_bench_args(const std::vector<std::string>& args) {
     if (f == "--ops") {
       for (const auto& op : str::split(value(i), ',')) {
         if (std::find(kOps.begin(), kOps.end(), op) == kOps.end())
-          throw Error(fmt::format("bench-comm: unknown collective '{}'", op), "Use " + str::join(kOps, ", ") + ".");
+          throw UsageError(fmt::format("bench-comm: unknown collective '{}'", op),
+                           "Use " + str::join(kOps, ", ") + ".");
         a.ops.push_back(op);
       }
     } else if (f == "--sizes") {
@@ -156,14 +158,14 @@ CommBenchArgs parse_comm_bench_args(const std::vector<std::string>& args) {
       try {
         a.max_seconds = std::stod(v);
       } catch (const std::exception&) {
-        throw Error(fmt::format("bench-comm: --max-seconds '{}' is not a number", v));
+        throw UsageError(fmt::format("bench-comm: --max-seconds '{}' is not a number", v));
       }
     } else if (f == "--out") {
       a.out = value(i);
     } else {
-      throw Error(fmt::format("bench-comm: unexpected argument '{}'", f),
-                  "usage: mtrain-worker bench-comm --ops OPS --sizes BYTES,… [--iters N] [--warmup W] "
-                  "[--max-seconds S] [--out FILE]");
+      throw UsageError(fmt::format("bench-comm: unexpected argument '{}'", f),
+                       "usage: mtrain-worker bench-comm --ops OPS --sizes BYTES,… [--iters N] [--warmup W] "
+                       "[--max-seconds S] [--out FILE]");
     }
   }
   if (a.ops.empty()) a.ops = {"all_reduce"};
@@ -175,7 +177,7 @@ json run_comm_bench(const CommBenchArgs& a, const std::map<std::string, std::str
   const int rank = env_int(env, "RANK", 0), world = env_int(env, "WORLD_SIZE", 1);
   const int local_rank = env_int(env, "LOCAL_RANK", 0);
   if (world < 1 || rank >= world)
-    throw Error(fmt::format("RANK={} is outside WORLD_SIZE={}", rank, world), "RANK must be in [0, WORLD_SIZE)");
+    throw UsageError(fmt::format("RANK={} is outside WORLD_SIZE={}", rank, world), "RANK must be in [0, WORLD_SIZE)");
   CommOptions co;
   co.rank = rank;
   co.world = world;
@@ -244,7 +246,7 @@ json run_comm_bench(const CommBenchArgs& a, const std::map<std::string, std::str
     std::ofstream(tmp) << doc.dump(2) << "\n";
     std::error_code ec;
     std::filesystem::rename(tmp, a.out, ec);
-    if (ec) throw Error(fmt::format("bench-comm: cannot write {}: {}", a.out, ec.message()), "", kExitFailure);
+    if (ec) throw RuntimeFailure(fmt::format("bench-comm: cannot write {}: {}", a.out, ec.message()), "");
   }
   return doc;
 }

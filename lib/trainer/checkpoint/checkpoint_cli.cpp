@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/output_format.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/trainer/checkpoint/consolidate.hpp"
 #include "mtrain/trainer/checkpoint/verify.hpp"
@@ -19,7 +20,8 @@ const char* kUsage =
     "       mtrain-worker checkpoint verify DIR\n";
 
 struct Args {
-  std::string verb, dir, output, dtype = "fp32", format = "text";
+  std::string verb, dir, output, dtype = "fp32";
+  config::OutputFormat format = config::OutputFormat::Text;
   std::string weights_format;  // consolidate --format (pt | safetensors | hf; "" = from -o's extension)
   std::string hf_config;
   std::optional<std::string> hf_prefix;
@@ -27,14 +29,14 @@ struct Args {
 
 Args parse(const std::vector<std::string>& a) {
   Args r;
-  if (a.empty()) throw Error("checkpoint: missing the action (consolidate, inspect or verify)", kUsage);
+  if (a.empty()) throw UsageError("checkpoint: missing the action (consolidate, inspect or verify)", kUsage);
   r.verb = a[0];
   if (r.verb != "consolidate" && r.verb != "inspect" && r.verb != "verify") {
-    throw Error(fmt::format("checkpoint: unknown action '{}'", r.verb), kUsage);
+    throw UsageError(fmt::format("checkpoint: unknown action '{}'", r.verb), kUsage);
   }
   for (size_t i = 1; i < a.size(); ++i) {
     auto value = [&](const std::string& flag) {
-      if (i + 1 >= a.size()) throw Error(fmt::format("checkpoint {}: {} needs a value", r.verb, flag), kUsage);
+      if (i + 1 >= a.size()) throw UsageError(fmt::format("checkpoint {}: {} needs a value", r.verb, flag), kUsage);
       return a[++i];
     };
     const std::string& w = a[i];
@@ -49,21 +51,21 @@ Args parse(const std::vector<std::string>& a) {
     } else if (w == "--hf-prefix" && r.verb == "consolidate") {
       r.hf_prefix = value(w);
     } else if (w == "--format" && r.verb == "inspect") {
-      r.format = value(w);
-      if (r.format != "text" && r.format != "json") {
-        throw Error(fmt::format("checkpoint inspect: --format '{}' is not text or json", r.format));
-      }
+      const std::string word = value(w);
+      const auto f = config::parse_choice<config::OutputFormat>(word);
+      if (!f) throw UsageError(fmt::format("checkpoint inspect: --format '{}' is not text or json", word));
+      r.format = *f;
     } else if (!w.empty() && w[0] == '-') {
-      throw Error(fmt::format("checkpoint {}: unknown option '{}'", r.verb, w), kUsage);
+      throw UsageError(fmt::format("checkpoint {}: unknown option '{}'", r.verb, w), kUsage);
     } else if (r.dir.empty()) {
       r.dir = w;
     } else {
-      throw Error(fmt::format("checkpoint {}: unexpected argument '{}'", r.verb, w), kUsage);
+      throw UsageError(fmt::format("checkpoint {}: unexpected argument '{}'", r.verb, w), kUsage);
     }
   }
-  if (r.dir.empty()) throw Error(fmt::format("checkpoint {}: missing the checkpoint folder DIR", r.verb), kUsage);
+  if (r.dir.empty()) throw UsageError(fmt::format("checkpoint {}: missing the checkpoint folder DIR", r.verb), kUsage);
   if (r.verb == "consolidate" && r.output.empty()) {
-    throw Error("checkpoint consolidate: missing -o FILE (where to write the state dict)", kUsage);
+    throw UsageError("checkpoint consolidate: missing -o FILE (where to write the state dict)", kUsage);
   }
   return r;
 }
@@ -73,9 +75,9 @@ Args parse(const std::vector<std::string>& a) {
 int flushed(std::ostream& out, int code) {
   out.flush();
   if (!out) {
-    throw Error("checkpoint: cannot write to standard output",
-                "standard output is closed, on a full disk or a pipe whose reader is gone; redirect it to a "
-                "file with room", kExitFailure);
+    throw RuntimeFailure("checkpoint: cannot write to standard output",
+                         "standard output is closed, on a full disk or a pipe whose reader is gone; redirect it to a "
+                         "file with room");
   }
   return code;
 }
@@ -107,7 +109,7 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
   }
   if (a.verb == "inspect") {
     const auto j = inspect_checkpoint(a.dir);
-    out << (a.format == "json" ? j.dump(2) + "\n" : format_inspection(j));
+    out << (a.format == config::OutputFormat::Json ? j.dump(2) + "\n" : format_inspection(j));
     return flushed(out, j["verification"]["ok"].get<bool>() ? 0 : 1);
   }
   require_checkpoint_dir(a.dir);

@@ -90,10 +90,11 @@ Failure failure_of(const std::exception& e) {
   const std::string tail = fmt::format(
       "checkpoint step_{} was not saved; the partial folder {} was removed and the previous "
       "checkpoints under {} are kept", r.step, tmp.string(), r.root);
-  if (!mine.empty()) throw Error(mine.message + "; " + tail, mine.hint, kExitFailure);
-  throw Error(fmt::format("{} of {} rank(s) could not write their part (their errors are printed "
-                          "by those ranks): {}", failures, comm.world(), tail),
-              "", kExitFailure);
+  if (!mine.empty()) throw RuntimeFailure(mine.message + "; " + tail, mine.hint);
+  throw RuntimeFailure(fmt::format("{} of {} rank(s) could not write their part (their errors are printed "
+                                   "by those ranks): {}",
+                                   failures, comm.world(), tail),
+                       "");
 }
 
 json write_shard(Communicator& comm, const SaveRequest& r, const fs::path& tmp) {
@@ -303,8 +304,8 @@ ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const st
     }
   } else {
     if (!fs::is_directory(spec)) {
-      throw Error(fmt::format("checkpoint.resume: '{}' is not a folder", spec),
-                  "pass a checkpoint folder such as <work_dir>/checkpoints/step_100, or 'auto'");
+      throw UsageError(fmt::format("checkpoint.resume: '{}' is not a folder", spec),
+                       "pass a checkpoint folder such as <work_dir>/checkpoints/step_100, or 'auto'");
     }
     candidates.push_back(spec);
   }
@@ -328,8 +329,9 @@ ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const st
       }
     }
     if (spec != "auto") {
-      throw Error(problem, "the checkpoint is damaged or incomplete; resume from an older one "
-                           "(or 'auto', which skips damaged ones) or start afresh");
+      throw UsageError(problem,
+                       "the checkpoint is damaged or incomplete; resume from an older one "
+                       "(or 'auto', which skips damaged ones) or start afresh");
     }
     choice.warnings.push_back(
         fmt::format("warning: skipping checkpoint {}: {}; falling back to the previous one", dir, problem));
@@ -350,8 +352,8 @@ bool CheckpointReader::has(const std::string& name) const {
 std::vector<int64_t> CheckpointReader::shape(const std::string& name) const {
   auto it = manifest_.tensors.find(name);
   if (it == manifest_.tensors.end()) {
-    throw Error(fmt::format("{}/manifest.json: no tensor '{}'", dir_, name),
-                "the checkpoint was written for another model", kExitUsage);
+    throw UsageError(fmt::format("{}/manifest.json: no tensor '{}'", dir_, name),
+                     "the checkpoint was written for another model");
   }
   return it->second.shape;
 }
@@ -377,9 +379,9 @@ ArchiveReader& CheckpointReader::archive(const std::string& file) const {
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (fm != manifest_.files.end() && !ec && size != fm->second.bytes) {
-    throw Error(fmt::format("{}: expected {} bytes, found {} (the shard is {})", path,
-                            fm->second.bytes, size, size < fm->second.bytes ? "truncated" : "damaged"),
-                "resume from another checkpoint ('auto' skips damaged ones)", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: expected {} bytes, found {} (the shard is {})", path, fm->second.bytes, size,
+                                     size < fm->second.bytes ? "truncated" : "damaged"),
+                         "resume from another checkpoint ('auto' skips damaged ones)");
   }
   return *(archives_[file] = std::make_unique<ArchiveReader>(path));
 }
@@ -387,8 +389,8 @@ ArchiveReader& CheckpointReader::archive(const std::string& file) const {
 at::Tensor CheckpointReader::read(const std::string& name, int64_t offset, int64_t numel) const {
   auto found = manifest_.tensors.find(name);
   if (found == manifest_.tensors.end()) {
-    throw Error(fmt::format("{}/manifest.json: no tensor '{}'", dir_, name),
-                "the checkpoint was written for another model", kExitUsage);
+    throw UsageError(fmt::format("{}/manifest.json: no tensor '{}'", dir_, name),
+                     "the checkpoint was written for another model");
   }
   const auto& meta = found->second;
   const at::ScalarType dtype = dtype_from_name(meta.dtype);
@@ -430,9 +432,8 @@ at::Tensor CheckpointReader::read(const std::string& name, int64_t offset, int64
         const auto& s = legacy_shard(p.file);
         auto it = s.find(name);
         if (it == s.end() || it->second.numel() != p.numel) {
-          throw Error(fmt::format("{}/{}: tensor '{}' is missing or has the wrong size", dir_, p.file,
-                                  name),
-                      "the checkpoint is damaged; resume from another one", kExitFailure);
+          throw RuntimeFailure(fmt::format("{}/{}: tensor '{}' is missing or has the wrong size", dir_, p.file, name),
+                               "the checkpoint is damaged; resume from another one");
         }
         part = it->second.reshape({-1}).narrow(0, gb - p.offset, ge - gb);
       } else {
@@ -445,9 +446,9 @@ at::Tensor CheckpointReader::read(const std::string& name, int64_t offset, int64
     if (covered == numel) break;
   }
   if (covered != numel) {
-    throw Error(fmt::format("{}/manifest.json: the pieces of '{}' do not cover elements [{}, {})",
-                            dir_, name, offset, offset + numel),
-                "the checkpoint is damaged; resume from another one", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}/manifest.json: the pieces of '{}' do not cover elements [{}, {})", dir_, name,
+                                     offset, offset + numel),
+                         "the checkpoint is damaged; resume from another one");
   }
   return out;
 }

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "mtrain/config/weight_dtype.hpp"
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/untrusted_file.hpp"
 #include "mtrain/trainer/checkpoint/checkpointer.hpp"
@@ -30,11 +31,16 @@ using nlohmann::json;
 namespace {
 
 at::ScalarType output_dtype(const std::string& name) {
-  if (name == "fp32" || name == "float32") return at::kFloat;
-  if (name == "bf16" || name == "bfloat16") return at::kBFloat16;
-  if (name == "fp16" || name == "float16") return at::kHalf;
-  throw Error(fmt::format("--dtype '{}' is not one of fp32, bf16, fp16", name),
-              "pick the dtype of the consolidated weights, e.g. --dtype bf16");
+  const auto d = config::parse_choice<config::WeightDtype>(name);
+  if (!d)
+    throw UsageError(fmt::format("--dtype '{}' is not one of fp32, bf16, fp16", name),
+                     "pick the dtype of the consolidated weights, e.g. --dtype bf16");
+  switch (*d) {
+    case config::WeightDtype::Fp32: return at::kFloat;
+    case config::WeightDtype::Bf16: return at::kBFloat16;
+    case config::WeightDtype::Fp16: return at::kHalf;
+  }
+  config::no_such_value(*d);
 }
 
 // Where consolidate may write: a new file, or an existing regular file that is not part of the
@@ -55,9 +61,10 @@ void check_output_path(const fs::path& out, const std::string& dir) {
       return a == ck.end();
     };
     if (inside(resolved) || inside(fs::weakly_canonical(out, ec))) {
-      throw Error(fmt::format("-o {}: the output lies inside the checkpoint folder {} that consolidate "
-                              "reads; writing it would damage the checkpoint", out.string(), ck.string()),
-                  hint);
+      throw UsageError(fmt::format("-o {}: the output lies inside the checkpoint folder {} that consolidate "
+                                   "reads; writing it would damage the checkpoint",
+                                   out.string(), ck.string()),
+                       hint);
     }
   }
   struct stat st {};
@@ -65,15 +72,18 @@ void check_output_path(const fs::path& out, const std::string& dir) {
   if (!S_ISREG(st.st_mode)) {
     std::string what = file_type_name(st.st_mode);
     if (S_ISLNK(st.st_mode)) what += " to " + fs::read_symlink(out, ec).string();
-    throw Error(fmt::format("-o {}: the path is {}; consolidate writes only a regular file and does "
-                            "not replace anything else", out.string(), what), hint);
+    throw UsageError(fmt::format("-o {}: the path is {}; consolidate writes only a regular file and does "
+                                 "not replace anything else",
+                                 out.string(), what),
+                     hint);
   }
   // The same file as one of the checkpoint's (a hard link): replacing it would lose the shard.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     struct stat s2 {};
     if (::lstat(e.path().c_str(), &s2) == 0 && s2.st_dev == st.st_dev && s2.st_ino == st.st_ino) {
-      throw Error(fmt::format("-o {}: the path is the checkpoint's own file {} (a hard link)",
-                              out.string(), e.path().string()), hint);
+      throw UsageError(
+          fmt::format("-o {}: the path is the checkpoint's own file {} (a hard link)", out.string(), e.path().string()),
+          hint);
     }
   }
 }
@@ -82,12 +92,12 @@ void check_output_path(const fs::path& out, const std::string& dir) {
 
 void require_checkpoint_dir(const std::string& dir) {
   if (!fs::is_directory(dir)) {
-    throw Error(fmt::format("'{}' is not a folder", dir),
-                "pass a checkpoint folder such as work_dirs/run/checkpoints/step_100");
+    throw UsageError(fmt::format("'{}' is not a folder", dir),
+                     "pass a checkpoint folder such as work_dirs/run/checkpoints/step_100");
   }
   if (!fs::exists(fs::path(dir) / "manifest.json")) {
-    throw Error(fmt::format("{}: no manifest.json, so this is not an mtrain checkpoint folder", dir),
-                "pass a step_<N> folder from <work_dir>/checkpoints");
+    throw UsageError(fmt::format("{}: no manifest.json, so this is not an mtrain checkpoint folder", dir),
+                     "pass a step_<N> folder from <work_dir>/checkpoints");
   }
 }
 
@@ -95,15 +105,15 @@ std::string consolidate_format(const ConsolidateOptions& o) {
   const std::string f =
       !o.format.empty() ? o.format : fs::path(o.output).extension() == ".safetensors" ? "safetensors" : "pt";
   if (f != "pt" && f != "safetensors" && f != "hf") {
-    throw Error(fmt::format("--format '{}' is not pt, safetensors or hf", o.format),
-                "pt writes a torch.load-able state dict, safetensors a .safetensors file, hf a folder "
-                "Hugging Face's from_pretrained reads (with --hf-config)");
+    throw UsageError(fmt::format("--format '{}' is not pt, safetensors or hf", o.format),
+                     "pt writes a torch.load-able state dict, safetensors a .safetensors file, hf a folder "
+                     "Hugging Face's from_pretrained reads (with --hf-config)");
   }
   if ((f == "hf") != !o.hf_config.empty() || (o.hf_prefix && f != "hf")) {
-    throw Error(f == "hf" ? std::string("--format hf needs --hf-config config.json (the Hugging Face model's "
-                                        "config, copied beside the weights)")
-                          : std::string("--hf-config and --hf-prefix go with --format hf"),
-                "e.g. mtrain checkpoint consolidate CKPT -o hf_model --format hf --hf-config config.json");
+    throw UsageError(f == "hf" ? std::string("--format hf needs --hf-config config.json (the Hugging Face model's "
+                                             "config, copied beside the weights)")
+                               : std::string("--hf-config and --hf-prefix go with --format hf"),
+                     "e.g. mtrain checkpoint consolidate CKPT -o hf_model --format hf --hf-config config.json");
   }
   return f;
 }
@@ -121,8 +131,9 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   if (o.verify) {
     const VerifyReport rep = verify_checkpoint(o.dir);
     if (!rep.ok()) {
-      throw Error(rep.problem(), "consolidate another checkpoint, or run `mtrain checkpoint verify` "
-                                 "for every problem", kExitFailure);
+      throw RuntimeFailure(rep.problem(),
+                           "consolidate another checkpoint, or run `mtrain checkpoint verify` "
+                           "for every problem");
     }
   }
   CheckpointReader reader(o.dir);
@@ -147,8 +158,8 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
                        }});
   }
   if (entries.empty()) {
-    throw Error(fmt::format("{}/manifest.json lists no model/ tensors", o.dir),
-                "the folder is not a checkpoint of a model", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}/manifest.json lists no model/ tensors", o.dir),
+                         "the folder is not a checkpoint of a model");
   }
   const std::map<std::string, std::string> meta = {
       {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(m.step)}, {"strategy", m.strategy}};

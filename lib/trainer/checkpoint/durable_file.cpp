@@ -47,8 +47,7 @@ int create_part_file(const std::string& part) {
     const int e = errno;
     struct stat st {};
     if (e != EEXIST || attempt > 0 || ::lstat(part.c_str(), &st) != 0) {
-      throw Error(fmt::format("{}: cannot create ({})", part, std::strerror(e)), hint_for(e),
-                  kExitFailure);
+      throw RuntimeFailure(fmt::format("{}: cannot create ({})", part, std::strerror(e)), hint_for(e));
     }
     if (S_ISREG(st.st_mode) && st.st_uid == ::geteuid()) {
       ::unlink(part.c_str());
@@ -62,10 +61,9 @@ int create_part_file(const std::string& part) {
     } else if (st.st_uid != ::geteuid()) {
       what += fmt::format(" owned by uid {}", st.st_uid);
     }
-    throw Error(fmt::format("{} already exists and is {}; not writing through it", part, what),
-                "someone else put it there: check it, remove it if it is safe to, and run again "
-                "(mtrain writes <file>.part itself and renames it over <file>)",
-                kExitFailure);
+    throw RuntimeFailure(fmt::format("{} already exists and is {}; not writing through it", part, what),
+                         "someone else put it there: check it, remove it if it is safe to, and run again "
+                         "(mtrain writes <file>.part itself and renames it over <file>)");
   }
 }
 
@@ -100,9 +98,9 @@ void DurableWriter::write(const void* data, size_t n) {
 
 void DurableWriter::throw_if_failed() const {
   if (errno_ == 0) return;
-  throw Error(fmt::format("{}: {} failed: {} (after {} bytes)", part_, failed_op_,
-                          std::strerror(errno_), bytes_),
-              hint_for(errno_), kExitFailure);
+  throw RuntimeFailure(
+      fmt::format("{}: {} failed: {} (after {} bytes)", part_, failed_op_, std::strerror(errno_), bytes_),
+      hint_for(errno_));
 }
 
 void DurableWriter::commit() {
@@ -119,8 +117,7 @@ void DurableWriter::commit() {
   }
   if (::rename(part_.c_str(), path_.c_str()) != 0) {
     const int e = errno;
-    throw Error(fmt::format("{}: cannot rename to {} ({})", part_, path_, std::strerror(e)),
-                hint_for(e), kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: cannot rename to {} ({})", part_, path_, std::strerror(e)), hint_for(e));
   }
   committed_ = true;
   fsync_dir(std::filesystem::path(path_).parent_path().string());
@@ -131,15 +128,13 @@ void fsync_dir(const std::string& dir) {
   const UniqueFd fd(::open(d.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!fd) {
     const int e = errno;
-    throw Error(fmt::format("{}: cannot open the folder to sync it ({})", d, std::strerror(e)),
-                hint_for(e), kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: cannot open the folder to sync it ({})", d, std::strerror(e)), hint_for(e));
   }
   const int rc = ::fsync(fd.get());
   const int e = errno;
   // Some file systems cannot fsync a folder (EINVAL); their renames are as durable as they get.
   if (rc != 0 && e != EINVAL) {
-    throw Error(fmt::format("{}: fsync of the folder failed ({})", d, std::strerror(e)),
-                hint_for(e), kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: fsync of the folder failed ({})", d, std::strerror(e)), hint_for(e));
   }
 }
 
@@ -153,8 +148,8 @@ FileDigest digest_file(const std::string& path, const std::function<void()>& pro
   const UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd) {
     const int e = errno;
-    throw Error(fmt::format("{}: cannot open ({})", path, std::strerror(e)),
-                "the checkpoint is incomplete or damaged; resume from another one", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: cannot open ({})", path, std::strerror(e)),
+                         "the checkpoint is incomplete or damaged; resume from another one");
   }
   std::vector<char> buf(4 << 20);
   FileDigest d;
@@ -164,8 +159,8 @@ FileDigest digest_file(const std::string& path, const std::function<void()>& pro
     if (r < 0) {
       if (errno == EINTR) continue;
       const int e = errno;
-      throw Error(fmt::format("{}: read failed after {} bytes ({})", path, d.bytes, std::strerror(e)),
-                  "check the file system holding the checkpoint", kExitFailure);
+      throw RuntimeFailure(fmt::format("{}: read failed after {} bytes ({})", path, d.bytes, std::strerror(e)),
+                           "check the file system holding the checkpoint");
     }
     if (r == 0) break;
     d.crc32c = crc32c_update(d.crc32c, buf.data(), static_cast<size_t>(r));

@@ -29,25 +29,27 @@ const char* const kConfigHint =
 HfConfig read_hf_config(const std::string& path) {
   std::string why;
   UntrustedFile f = open_untrusted(path, &why);
-  if (f.fd() < 0) throw Error(fmt::format("--hf-config '{}' {}", path, why), kConfigHint);
+  if (f.fd() < 0) throw UsageError(fmt::format("--hf-config '{}' {}", path, why), kConfigHint);
   if (f.size() > kMaxConfigBytes) {
-    throw Error(fmt::format("--hf-config '{}' is {} bytes; a config.json is a few KB (at most {} read)",
-                            path, f.size(), kMaxConfigBytes), kConfigHint);
+    throw UsageError(fmt::format("--hf-config '{}' is {} bytes; a config.json is a few KB (at most {} read)", path,
+                                 f.size(), kMaxConfigBytes),
+                     kConfigHint);
   }
   HfConfig c;
   c.path = path;
   c.text.resize(f.size());
   if (!f.pread_exact(c.text.data(), c.text.size(), 0)) {
-    throw Error(fmt::format("--hf-config '{}' could not be read whole", path), kConfigHint);
+    throw UsageError(fmt::format("--hf-config '{}' could not be read whole", path), kConfigHint);
   }
   c.json = nlohmann::json::parse(c.text, nullptr, /*allow_exceptions=*/false);
   if (c.json.is_discarded() || !c.json.is_object()) {
-    throw Error(fmt::format("--hf-config '{}' is not a JSON object", path), kConfigHint);
+    throw UsageError(fmt::format("--hf-config '{}' is not a JSON object", path), kConfigHint);
   }
   if (!c.json.contains("model_type") && !c.json.contains("architectures")) {
-    throw Error(fmt::format("--hf-config '{}' has neither model_type nor architectures: not a Hugging "
-                            "Face model config, which from_pretrained needs to build the model", path),
-                kConfigHint);
+    throw UsageError(fmt::format("--hf-config '{}' has neither model_type nor architectures: not a Hugging "
+                                 "Face model config, which from_pretrained needs to build the model",
+                                 path),
+                     kConfigHint);
   }
   return c;
 }
@@ -62,13 +64,14 @@ HfNames hf_names(const std::vector<std::string>& names, const std::vector<std::s
     for (const auto& n : names)
       if (n.rfind(h.prefix, 0) != 0) without.push_back(n);
     if (!h.prefix.empty() && !without.empty()) {
-      throw Error(fmt::format("--hf-prefix '{}': {} of the model's {} tensors do not start with it ({}{})",
-                              h.prefix, without.size(), names.size(),
-                              fmt::join(without.begin(), without.begin() + std::min<size_t>(without.size(), 5), ", "),
-                              without.size() > 5 ? ", …" : ""),
-                  "name the attribute the wrapper holds the Hugging Face model in (e.g. --hf-prefix "
-                  "model), or --hf-prefix '' to keep the names; tensors of the wrapper's own do not "
-                  "belong in a Hugging Face checkpoint");
+      throw UsageError(
+          fmt::format("--hf-prefix '{}': {} of the model's {} tensors do not start with it ({}{})", h.prefix,
+                      without.size(), names.size(),
+                      fmt::join(without.begin(), without.begin() + std::min<size_t>(without.size(), 5), ", "),
+                      without.size() > 5 ? ", …" : ""),
+          "name the attribute the wrapper holds the Hugging Face model in (e.g. --hf-prefix "
+          "model), or --hf-prefix '' to keep the names; tensors of the wrapper's own do not "
+          "belong in a Hugging Face checkpoint");
     }
   } else if (!names.empty()) {
     const auto dot = names.front().find('.');
@@ -88,8 +91,8 @@ HfNames hf_names(const std::vector<std::string>& names, const std::vector<std::s
     }
     std::string n = names[i].substr(h.prefix.size());
     if (!seen.insert(n).second) {
-      throw Error(fmt::format("two tensors are named '{}' once '{}' is stripped", n, h.prefix),
-                  "pick the prefix to strip with --hf-prefix");
+      throw UsageError(fmt::format("two tensors are named '{}' once '{}' is stripped", n, h.prefix),
+                       "pick the prefix to strip with --hf-prefix");
     }
     h.names.push_back(std::move(n));
   }
@@ -99,11 +102,11 @@ HfNames hf_names(const std::vector<std::string>& names, const std::vector<std::s
 void make_hf_folder(const std::string& dir) {
   std::error_code ec;
   if (fs::exists(dir, ec) && !fs::is_directory(dir, ec)) {
-    throw Error(fmt::format("{}: the Hugging Face output is a folder, and that path is not one", dir),
-                "name a new or existing folder, e.g. -o hf_model");
+    throw UsageError(fmt::format("{}: the Hugging Face output is a folder, and that path is not one", dir),
+                     "name a new or existing folder, e.g. -o hf_model");
   }
   fs::create_directories(dir, ec);
-  if (ec) throw Error(fmt::format("{}: cannot create the folder: {}", dir, ec.message()), "", kExitFailure);
+  if (ec) throw RuntimeFailure(fmt::format("{}: cannot create the folder: {}", dir, ec.message()), "");
 }
 
 uint64_t write_hf_weights(DurableWriter& out, const std::vector<ArchiveEntry>& entries, const HfNames& hf,

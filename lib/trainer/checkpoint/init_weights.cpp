@@ -165,16 +165,16 @@ InitPlan check_init_weights(const InitOptions& o, const std::vector<NamedShape>&
                   m.matched.size(),
                   m.matched.size() + m.missing.size() + m.wrong_shape.size() + m.missing_buffers.size());
   if (m.matched.empty()) {
-    throw Error(fmt::format("model.init {} ({}) shares no tensor with the model: {}\n{}", o.path,
-                            file->format(), counts, format_init_mismatch(m)),
-                "check that the file holds weights of this model (same model.* settings, parameter "
-                "names as model.state_dict() lists them)");
+    throw UsageError(fmt::format("model.init {} ({}) shares no tensor with the model: {}\n{}", o.path, file->format(),
+                                 counts, format_init_mismatch(m)),
+                     "check that the file holds weights of this model (same model.* settings, parameter "
+                     "names as model.state_dict() lists them)");
   }
   if (!m.exact() && o.strict) {
-    throw Error(fmt::format("model.init {} ({}) does not match the model: {}\n{}", o.path, file->format(),
-                            counts, format_init_mismatch(m)),
-                "fix the model.* settings or the file; or set model.init_strict: false to load the "
-                "tensors that match (the others keep their initial values)");
+    throw UsageError(fmt::format("model.init {} ({}) does not match the model: {}\n{}", o.path, file->format(), counts,
+                                 format_init_mismatch(m)),
+                     "fix the model.* settings or the file; or set model.init_strict: false to load the "
+                     "tensors that match (the others keep their initial values)");
   }
   InitPlan plan;
   InitReport& r = plan.report;

@@ -249,21 +249,21 @@ Manifest read_manifest(const std::string& dir) {
   try {
     text = read_input_file(path, lim);
   } catch (Error& e) {
-    throw Error(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
+    throw UsageError(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
   }
   if (!text) {
-    throw Error(fmt::format("{}: cannot read the checkpoint manifest", path),
-                "a checkpoint folder holds manifest.json, shard_rank<r>.pt and COMPLETE; pass "
-                "such a folder (or 'auto') to checkpoint.resume");
+    throw UsageError(fmt::format("{}: cannot read the checkpoint manifest", path),
+                     "a checkpoint folder holds manifest.json, shard_rank<r>.pt and COMPLETE; pass "
+                     "such a folder (or 'auto') to checkpoint.resume");
   }
   json j;
   try {
     j = parse_json_limited(*text, path, false, lim);
   } catch (const Error& e) {
-    throw Error(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
+    throw UsageError(e.message(), "the checkpoint is damaged; resume from an older one or start afresh");
   } catch (const json::exception& e) {
-    throw Error(fmt::format("{}: the checkpoint manifest is not valid JSON ({})", path, e.what()),
-                "the checkpoint is damaged; resume from an older one or start afresh");
+    throw UsageError(fmt::format("{}: the checkpoint manifest is not valid JSON ({})", path, e.what()),
+                     "the checkpoint is damaged; resume from an older one or start afresh");
   }
   return manifest_from_json(j, path);
 }

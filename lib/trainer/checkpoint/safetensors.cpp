@@ -53,15 +53,15 @@ Error bad_file(const std::string& path, const std::string& what) {
 std::string safetensors_dtype_name(at::ScalarType t) {
   for (const auto& [n, s] : dtype_table())
     if (s == t) return n;
-  throw Error(fmt::format("dtype {} has no safetensors name mtrain writes", c10::toString(t)),
-              "supported: " + supported_names(), kExitFailure);
+  throw RuntimeFailure(fmt::format("dtype {} has no safetensors name mtrain writes", c10::toString(t)),
+                       "supported: " + supported_names());
 }
 
 at::ScalarType safetensors_dtype(const std::string& name) {
   for (const auto& [n, s] : dtype_table())
     if (n == name) return s;
-  throw Error(fmt::format("safetensors dtype '{}' is not supported", name),
-              "mtrain reads " + supported_names() + "; convert the tensor in Python first");
+  throw UsageError(fmt::format("safetensors dtype '{}' is not supported", name),
+                   "mtrain reads " + supported_names() + "; convert the tensor in Python first");
 }
 
 uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& entries,
@@ -75,7 +75,7 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
   uint64_t offset = 0;
   for (const auto& e : entries) {
     if (e.name == "__metadata__" || header.contains(e.name)) {
-      throw Error(fmt::format("internal: tensor name '{}' is reserved or repeated", e.name), "", kExitFailure);
+      throw RuntimeFailure(fmt::format("internal: tensor name '{}' is reserved or repeated", e.name), "");
     }
     const uint64_t bytes = static_cast<uint64_t>(c10::multiply_integers(e.shape)) * c10::elementSize(e.dtype);
     header[e.name] = {{"dtype", safetensors_dtype_name(e.dtype)},
@@ -94,8 +94,7 @@ uint64_t write_safetensors(DurableWriter& out, const std::vector<ArchiveEntry>& 
   for (const auto& e : entries) {
     at::Tensor t = e.data();
     if (!t.defined() || t.numel() != c10::multiply_integers(e.shape) || t.scalar_type() != e.dtype) {
-      throw Error(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name),
-                  "", kExitFailure);
+      throw RuntimeFailure(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name), "");
     }
     t = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
     out.write(t.data_ptr(), t.nbytes());
@@ -119,8 +118,8 @@ SafetensorsReader::SafetensorsReader(std::string path) : path_(std::move(path)) 
   std::string why;
   UntrustedFile f = open_untrusted(path_, &why);  // a FIFO or device is refused, never blocks
   if (f.fd() < 0) {
-    throw Error(fmt::format("{}: the safetensors file {}", path_, why),
-                "model.init names a .safetensors file, a torch.save file or a checkpoint folder");
+    throw UsageError(fmt::format("{}: the safetensors file {}", path_, why),
+                     "model.init names a .safetensors file, a torch.save file or a checkpoint folder");
   }
   const uint64_t size = f.size();
   if (size < 8) throw bad_file(path_, fmt::format("the file has {} bytes, fewer than the 8-byte header length", size));
@@ -161,11 +160,12 @@ const SafetensorsTensor* SafetensorsReader::find(const std::string& name) const 
 
 at::Tensor SafetensorsReader::read(const std::string& name, int64_t offset, int64_t numel) const {
   const SafetensorsTensor* t = find(name);
-  if (t == nullptr) throw Error(fmt::format("{}: no tensor '{}'", path_, name), "", kExitFailure);
+  if (t == nullptr) throw RuntimeFailure(fmt::format("{}: no tensor '{}'", path_, name), "");
   const int64_t total = c10::multiply_integers(t->shape);
   if (offset < 0 || numel < 0 || offset + numel > total) {
-    throw Error(fmt::format("{}: elements [{}, {}) of '{}' are outside its {} elements", path_, offset,
-                            offset + numel, name, total), "", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: elements [{}, {}) of '{}' are outside its {} elements", path_, offset,
+                                     offset + numel, name, total),
+                         "");
   }
   const uint64_t es = c10::elementSize(t->dtype);
   at::Tensor out = at::empty({numel}, at::TensorOptions().dtype(t->dtype));
@@ -177,9 +177,9 @@ at::Tensor SafetensorsReader::read(const std::string& name, int64_t offset, int6
     const ssize_t r = ::pread(fd_.get(), p + done, bytes - done, static_cast<off_t>(begin + done));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) {
-      throw Error(fmt::format("{}: reading tensor '{}' failed ({})", path_, name,
-                              r < 0 ? std::strerror(errno) : "unexpected end of file"),
-                  "the file changed or is damaged", kExitFailure);
+      throw RuntimeFailure(fmt::format("{}: reading tensor '{}' failed ({})", path_, name,
+                                       r < 0 ? std::strerror(errno) : "unexpected end of file"),
+                           "the file changed or is damaged");
     }
     done += static_cast<uint64_t>(r);
   }

@@ -19,8 +19,8 @@ std::vector<std::pair<std::string, at::Tensor>> read_tensor_dict(const std::stri
   for (const auto& t : sd.tensors) {
     const std::string problem = pickled_tensor_problem(t, zip.record_bytes(t.storage_key));
     if (!problem.empty()) {
-      throw Error(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
-                  "resume from another checkpoint or start afresh");
+      throw UsageError(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
+                       "resume from another checkpoint or start afresh");
     }
     out.emplace_back(t.name, read_pickled_tensor(zip, t, pickled_scalar_type(t)).view(t.shape));
   }

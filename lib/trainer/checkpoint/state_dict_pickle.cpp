@@ -58,14 +58,14 @@ PickleRef state_dict_in(const PickleObjects& o, PickleRef root, const std::strin
       "save a dict of tensors: torch.save(model.state_dict(), path) (a dict holding it under one "
       "key such as 'state_dict' or 'model' is also accepted)";
   if (o.kind(root) != PickleKind::Dict) {
-    throw Error(fmt::format("{}: the saved object is not a dict of tensors", file), hint);
+    throw UsageError(fmt::format("{}: the saved object is not a dict of tensors", file), hint);
   }
   if (holds_tensors(o, root)) return root;
   std::vector<std::pair<std::string_view, PickleRef>> candidates;
   each_named(o, root, [&](std::string_view k, PickleRef v) {
     if (o.kind(v) == PickleKind::Dict && holds_tensors(o, v)) candidates.emplace_back(k, v);
   });
-  if (candidates.empty()) throw Error(fmt::format("{}: the saved dict holds no tensors", file), hint);
+  if (candidates.empty()) throw UsageError(fmt::format("{}: the saved dict holds no tensors", file), hint);
   size_t pick = 0;
   if (candidates.size() > 1) {
     pick = candidates.size();
@@ -74,8 +74,10 @@ PickleRef state_dict_in(const PickleObjects& o, PickleRef root, const std::strin
     if (pick == candidates.size()) {
       std::string keys;
       for (const auto& c : candidates) keys += fmt::format("{}'{}'", keys.empty() ? "" : ", ", c.first);
-      throw Error(fmt::format("{}: the saved dict holds several dicts of tensors ({}); which one is "
-                              "the model is ambiguous", file, keys), hint);
+      throw UsageError(fmt::format("{}: the saved dict holds several dicts of tensors ({}); which one is "
+                                   "the model is ambiguous",
+                                   file, keys),
+                       hint);
     }
   }
   prefix = std::string(candidates[pick].first);
@@ -131,9 +133,9 @@ PickledPair parse_tensor_pair_pickle(const std::string& pkl, const std::string& 
   const PickleRef root = parser.run();
   auto tensor_at = [&](PickleRef v, const std::string& what) {
     if (o.kind(v) != PickleKind::Tensor) {
-      throw Error(fmt::format("the tensors file '{}': {} is a {}, not a torch tensor", file, what,
-                              pickle_kind_name(o.kind(v))),
-                  "convert it with torch.as_tensor(...) before saving; " + hint);
+      throw UsageError(
+          fmt::format("the tensors file '{}': {} is a {}, not a torch tensor", file, what, pickle_kind_name(o.kind(v))),
+          "convert it with torch.as_tensor(...) before saving; " + hint);
     }
     MappedArray<int64_t> dims;
     return materialize(parser.entry("", v, dims), dims);
@@ -147,7 +149,7 @@ PickledPair parse_tensor_pair_pickle(const std::string& pkl, const std::string& 
       if (k == "target") y = v;
     });
     for (const auto& [key, v] : {std::pair{"input", x}, std::pair{"target", y}}) {
-      if (!v) throw Error(fmt::format("the tensors file '{}' is a dict without the key \"{}\"", file, key), hint);
+      if (!v) throw UsageError(fmt::format("the tensors file '{}' is a dict without the key \"{}\"", file, key), hint);
     }
     out.input = tensor_at(*x, "\"input\"");
     out.target = tensor_at(*y, "\"target\"");
@@ -159,9 +161,9 @@ PickledPair parse_tensor_pair_pickle(const std::string& pkl, const std::string& 
     out.target = tensor_at(o.at(root, 1), "element 1");
     return out;
   }
-  throw Error(fmt::format("the tensors file '{}' holds a {}{}", file, pickle_kind_name(kind),
-                          sequence ? fmt::format(" of {} elements", o.size(root)) : std::string()),
-              hint + "; e.g. torch.save(dict(input=X, target=Y), PATH)");
+  throw UsageError(fmt::format("the tensors file '{}' holds a {}{}", file, pickle_kind_name(kind),
+                               sequence ? fmt::format(" of {} elements", o.size(root)) : std::string()),
+                   hint + "; e.g. torch.save(dict(input=X, target=Y), PATH)");
 }
 
 std::string pickled_tensor_problem(const PickledTensor& t, uint64_t record_bytes) {

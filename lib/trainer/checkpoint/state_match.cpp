@@ -122,10 +122,10 @@ void require_matching_state(const Manifest& m, const std::string& dir,
     if (rows.size() > kMaxRows) msg += fmt::format("\n  … and {} more", rows.size() - kMaxRows);
     msg += "\n";
   }
-  throw Error(msg,
-              "Resume with the model.* and optim.* settings the checkpoint was written with "
-              "(`mtrain checkpoint inspect DIR` lists its tensors), or start afresh in another "
-              "train.work_dir.");
+  throw UsageError(msg,
+                   "Resume with the model.* and optim.* settings the checkpoint was written with "
+                   "(`mtrain checkpoint inspect DIR` lists its tensors), or start afresh in another "
+                   "train.work_dir.");
 }
 
 }  // namespace mtrain::trainer

@@ -59,8 +59,10 @@ class StateDictPickler {
       const ArchiveEntry& e = entries[i];
       const char* cls = storage_class(e.dtype);
       if (cls == nullptr) {
-        throw Error(fmt::format("internal: tensor '{}' has dtype {}, which torch.save's format has no "
-                                "storage class for", e.name, c10::toString(e.dtype)), "", kExitFailure);
+        throw RuntimeFailure(fmt::format("internal: tensor '{}' has dtype {}, which torch.save's format has no "
+                                         "storage class for",
+                                         e.name, c10::toString(e.dtype)),
+                             "");
       }
       text(e.name);
       global(kRebuild, "torch._utils", "_rebuild_tensor_v2");
@@ -153,8 +155,7 @@ ArchiveWritten write_tensor_archive(DurableWriter& out, const std::vector<Archiv
     w.keys[k] = std::to_string(k);
     at::Tensor t = e.data();
     if (!t.defined() || t.numel() != numel_of(e.shape) || t.scalar_type() != e.dtype) {
-      throw Error(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name),
-                  "", kExitFailure);
+      throw RuntimeFailure(fmt::format("internal: tensor '{}' does not match its declared dtype/shape", e.name), "");
     }
     t = t.device().is_cpu() ? t.contiguous() : t.to(at::kCPU).contiguous();
     zip.writeRecord("data/" + w.keys[k], t.data_ptr(), t.nbytes());
@@ -195,8 +196,8 @@ std::string ArchiveReader::record(const std::string& name) {
 
 uint64_t ArchiveReader::record_bytes(const std::string& key) const {
   if (zip_->find("data/" + key) == nullptr) {
-    throw Error(fmt::format("{}: record {}data/{} is missing", path_, zip_->prefix(), key),
-                "the file is damaged; save it again (a checkpoint: resume from another one)", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: record {}data/{} is missing", path_, zip_->prefix(), key),
+                         "the file is damaged; save it again (a checkpoint: resume from another one)");
   }
   // Tensor data is read in place: a compressed record is refused here, before its declared
   // (inflated) size is trusted for an allocation.
@@ -209,11 +210,10 @@ at::Tensor ArchiveReader::read(const std::string& key, at::ScalarType dtype, int
   record_bytes(key);  // names a missing record first
   if (offset < 0 || numel < 0 || static_cast<uint64_t>(offset) > record_bytes(key) / es ||
       static_cast<uint64_t>(numel) > record_bytes(key) / es - static_cast<uint64_t>(offset)) {
-    throw Error(fmt::format("{}: elements [{}, {}) of record {}data/{} lie past its end ({} bytes of {})",
-                            path_, offset, offset + numel, zip_->prefix(), key, record_bytes(key),
-                            c10::toString(dtype)),
-                "the file is truncated or damaged; save it again (a checkpoint: resume from another one)",
-                kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("{}: elements [{}, {}) of record {}data/{} lie past its end ({} bytes of {})", path_, offset,
+                    offset + numel, zip_->prefix(), key, record_bytes(key), c10::toString(dtype)),
+        "the file is truncated or damaged; save it again (a checkpoint: resume from another one)");
   }
   at::Tensor t = at::empty({numel}, at::TensorOptions().dtype(dtype));
   zip_->read_range("data/" + key, static_cast<uint64_t>(offset) * es, static_cast<uint64_t>(numel) * es,

@@ -363,8 +363,8 @@ PickleRef Unpickler::persistent(P pid) {
   }
   const std::string_view type = o_.name(item(1));
   if (storage_item_size(type) == 0) {
-    throw Error(fmt::format("{}: storage type torch.{} is not supported", file_, type),
-                "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
+    throw UsageError(fmt::format("{}: storage type torch.{} is not supported", file_, type),
+                     "save floating-point or integer tensors (float32/64, float16, bfloat16, int8-64, uint8, bool)");
   }
   if (as_int(item(4), "a storage size") < 0) throw bad("a storage of negative size");
   return o_.wrap(Kind::Storage, pid);

@@ -135,9 +135,10 @@ void check_records(FileCheck& c, const fs::path& path, const FileMeta& fm, std::
     for (const auto& k : wants) {
       const uint64_t have = zip.record_bytes(k.key);
       if (have != k.bytes) {
-        throw Error(fmt::format("{}: record data/{} holds {} bytes, but the manifest says it is {} "
-                                "= {} bytes", path.string(), k.key, have, k.what, k.bytes),
-                    "the manifest or the shard was edited or damaged");
+        throw UsageError(fmt::format("{}: record data/{} holds {} bytes, but the manifest says it is {} "
+                                     "= {} bytes",
+                                     path.string(), k.key, have, k.what, k.bytes),
+                         "the manifest or the shard was edited or damaged");
       }
     }
     if (!checksummed && o.checksums) read_tensor_dict(path.string());

@@ -52,8 +52,8 @@ class TorchZipWeights final : public WeightsFile {
       // record would otherwise read on into the next zip entry.
       const std::string problem = pickled_tensor_problem(t, zip_->record_bytes(t.storage_key));
       if (!problem.empty()) {
-        throw Error(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
-                    "the file is damaged or was edited; save it again with torch.save(model.state_dict(), path)");
+        throw UsageError(fmt::format("{}: tensor '{}' does not fit its data: {}", path, t.name, problem),
+                         "the file is damaged or was edited; save it again with torch.save(model.state_dict(), path)");
       }
       entries_.push_back({t.name, t.shape, pickled_scalar_type(t)});
     }
@@ -96,8 +96,9 @@ class TorchZipWeights final : public WeightsFile {
 const std::string& verified(const std::string& dir) {
   const VerifyReport rep = verify_checkpoint(dir);
   if (!rep.ok()) {
-    throw Error(rep.problem(), "model.init names a complete, undamaged checkpoint folder (step_<N>); "
-                               "`mtrain checkpoint verify DIR` lists every problem");
+    throw UsageError(rep.problem(),
+                     "model.init names a complete, undamaged checkpoint folder (step_<N>); "
+                     "`mtrain checkpoint verify DIR` lists every problem");
   }
   return dir;
 }
@@ -156,14 +157,14 @@ std::unique_ptr<WeightsFile> open_weights_file(const std::string& path) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     if (!fs::exists(fs::path(path) / "manifest.json")) {
-      throw Error(fmt::format("model.init '{}' is a folder without manifest.json", path), hint);
+      throw UsageError(fmt::format("model.init '{}' is a folder without manifest.json", path), hint);
     }
     return std::make_unique<CheckpointWeights>(path);
   }
   // Say what the path is (a FIFO, a link to /dev/zero, …), not "does not exist"; never block.
   std::string why;
   UntrustedFile f = open_untrusted(path, &why);
-  if (f.fd() < 0) throw Error(fmt::format("model.init '{}' {}", path, why), hint);
+  if (f.fd() < 0) throw UsageError(fmt::format("model.init '{}' {}", path, why), hint);
   unsigned char magic[4] = {0, 0, 0, 0};
   const bool has4 = f.pread_exact(magic, std::min<uint64_t>(4, f.size()), 0) && f.size() >= 4;
   const bool named_safetensors = path.size() >= 12 && path.compare(path.size() - 12, 12, ".safetensors") == 0;
@@ -175,11 +176,11 @@ std::unique_ptr<WeightsFile> open_weights_file(const std::string& path) {
   }
   // The legacy format starts with a pickled magic number: PROTO 2..5, then LONG1.
   if (has4 && magic[0] == 0x80 && magic[1] >= 2 && magic[1] <= 5 && magic[2] == 0x8a) {
-    throw Error(fmt::format("{}: a torch.save file in the legacy (pre-1.6, non-zip) format", path),
-                "save it again with a current torch.save (the zip format is the default), or as "
-                "safetensors");
+    throw UsageError(fmt::format("{}: a torch.save file in the legacy (pre-1.6, non-zip) format", path),
+                     "save it again with a current torch.save (the zip format is the default), or as "
+                     "safetensors");
   }
-  throw Error(fmt::format("{}: neither safetensors nor a torch.save zip archive", path), hint);
+  throw UsageError(fmt::format("{}: neither safetensors nor a torch.save zip archive", path), hint);
 }
 
 }  // namespace mtrain::trainer

@@ -15,7 +15,7 @@ double bytes_of(const at::Tensor& t) { return static_cast<double>(t.numel() * t.
 
 void check_flat(const at::Tensor& t, const char* what) {
   if (!t.is_contiguous()) {
-    throw Error(fmt::format("{}: the tensor handed to a collective must be contiguous", what), "", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: the tensor handed to a collective must be contiguous", what));
   }
 }
 }  // namespace
@@ -68,8 +68,8 @@ Communicator::Communicator(const compat::StorePtr& store, const CommOptions& o,
                            std::shared_ptr<Counters> sink)
     : opt_(o), store_(store), sink_(std::move(sink)) {
   if (o.world < 1 || o.rank < 0 || o.rank >= o.world) {
-    throw Error(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
-                "RANK must be in [0, WORLD_SIZE)");
+    throw UsageError(fmt::format("rank {} is outside a world of {}", o.rank, o.world),
+                     "RANK must be in [0, WORLD_SIZE)");
   }
   // The join (Gloo's full-mesh connect) waits on the store: bound it by the same timeout.
   store->setTimeout(o.timeout);
@@ -113,7 +113,7 @@ std::unique_ptr<Communicator> Communicator::subgroup(const std::string& tag,
     if (ranks[i] == opt_.rank) o.rank = static_cast<int>(i);
   }
   if (o.rank < 0) {
-    throw Error(fmt::format("rank {} asked to join sub-group '{}' it is not a member of", opt_.rank, tag));
+    throw RuntimeFailure(fmt::format("rank {} asked to join sub-group '{}' it is not a member of", opt_.rank, tag));
   }
   o.world = static_cast<int>(ranks.size());
   auto store = compat::make_prefix_store("subgroup/" + tag + "/", store_);
@@ -180,9 +180,8 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
   check_flat(output, "reduce_scatter");
   const int64_t k = output.numel();
   if (input.numel() != k * opt_.world) {
-    throw Error(
-        fmt::format("reduce_scatter: input has {} elements, expected world {} x {}", input.numel(), opt_.world, k), "",
-        kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("reduce_scatter: input has {} elements, expected world {} x {}", input.numel(), opt_.world, k));
   }
   const double n = opt_.world;
   count("reduce_scatter", bytes_of(input), (n - 1) / n);
@@ -197,7 +196,7 @@ CommHandle Communicator::reduce_scatter(at::Tensor input, at::Tensor output) {
 CommHandle Communicator::reduce_scatter_pieces(std::vector<at::Tensor> pieces, const std::vector<int64_t>& offsets,
                                                at::Tensor output) {
   check_flat(output, "reduce_scatter");
-  if (!shm_) throw Error("reduce_scatter_pieces: needs the shared-memory transport", "", kExitFailure);
+  if (!shm_) throw RuntimeFailure("reduce_scatter_pieces: needs the shared-memory transport");
   const int64_t k = output.numel();
   const double n = opt_.world;
   const double payload = static_cast<double>(k) * opt_.world * sizeof(float);
@@ -212,9 +211,8 @@ CommHandle Communicator::all_gather(at::Tensor input, at::Tensor output) {
   check_flat(output, "all_gather");
   const int64_t k = input.numel();
   if (output.numel() != k * opt_.world) {
-    throw Error(
-        fmt::format("all_gather: output has {} elements, expected world {} x {}", output.numel(), opt_.world, k), "",
-        kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("all_gather: output has {} elements, expected world {} x {}", output.numel(), opt_.world, k));
   }
   const double n = opt_.world;
   count("all_gather", bytes_of(output), (n - 1) / n);

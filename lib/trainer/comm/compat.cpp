@@ -59,8 +59,8 @@ BackendPtr make_nccl(const StorePtr& store, int rank, int world, std::chrono::mi
   return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, world, opts);
 #else
   (void)store, (void)rank, (void)world, (void)timeout;
-  throw Error("this mtrain-worker was built without CUDA, so the NCCL backend is unavailable",
-              "rebuild with -DMTRAIN_WITH_CUDA=ON against a CUDA LibTorch, or train on CPU (gloo)");
+  throw UsageError("this mtrain-worker was built without CUDA, so the NCCL backend is unavailable",
+                   "rebuild with -DMTRAIN_WITH_CUDA=ON against a CUDA LibTorch, or train on CPU (gloo)");
 #endif
 }
 
@@ -125,7 +125,7 @@ bool has_flat_collectives(const BackendPtr& backend) {
 std::shared_ptr<void> after_grad_accumulated(const at::Tensor& param, std::function<void()> fn) {
   auto node = torch::autograd::impl::grad_accumulator(param);
   if (!node) {
-    throw Error("a parameter that requires no gradient was given to a gradient hook");
+    throw RuntimeFailure("a parameter that requires no gradient was given to a gradient hook");
   }
   node->add_post_hook(std::make_unique<torch::autograd::utils::LambdaPostHook>(
       [fn = std::move(fn)](const torch::autograd::variable_list& outputs,
@@ -256,10 +256,10 @@ CompiledCall load_compiled_program(const std::string& path) {
   auto loader = std::make_shared<torch::inductor::AOTIModelPackageLoader>(path);
   return [loader](const std::vector<at::Tensor>& inputs) { return loader->run(inputs); };
 #else
-  throw Error(fmt::format("cannot load the compiled program '{}': this mtrain-worker is built against LibTorch "
-                          "1.13, which has no AOTInductor loader",
-                          path),
-              "build mtrain against PyTorch 2.x, or train the model as TorchScript (model.name torchscript)");
+  throw UsageError(fmt::format("cannot load the compiled program '{}': this mtrain-worker is built against LibTorch "
+                               "1.13, which has no AOTInductor loader",
+                               path),
+                   "build mtrain against PyTorch 2.x, or train the model as TorchScript (model.name torchscript)");
 #endif
 }
 

@@ -25,7 +25,7 @@ at::ScalarType dtype_from_name(const std::string& n) {
   if (n == "int64") return at::kLong;
   if (n == "int32") return at::kInt;
   if (n == "uint8") return at::kByte;
-  throw Error("unknown dtype '" + n + "' in a checkpoint manifest");
+  throw UsageError("unknown dtype '" + n + "' in a checkpoint manifest");
 }
 
 }  // namespace mtrain::trainer

@@ -223,8 +223,7 @@ void ShmCollectives::run() {
       queue_.pop_front();
     }
     try {
-      if (failed_) throw Error("an earlier shared-memory all_reduce failed; the ranks are out of step", "",
-                               kExitFailure);
+      if (failed_) throw RuntimeFailure("an earlier shared-memory all_reduce failed; the ranks are out of step", "");
       switch (j.kind) {
         case Kind::AllReduce: all_reduce_now(j.out, j.n); break;
         case Kind::ReduceScatter: reduce_scatter_now(j.pieces, j.out, j.n); break;
@@ -260,16 +259,15 @@ void ShmCollectives::wait_all(int which, uint64_t seq, const char* phase) const 
         continue;
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        throw Error(fmt::format("shared-memory all_reduce: rank {} did not reach step {} ({}) within {} s", q, seq,
-                                phase, o_.timeout.count() / 1000.0),
-                    "check that every rank is alive and runs the same job; raise comm.timeout_s if steps are "
-                    "legitimately slow",
-                    kExitFailure);
+        throw RuntimeFailure(fmt::format("shared-memory all_reduce: rank {} did not reach step {} ({}) within {} s", q,
+                                         seq, phase, o_.timeout.count() / 1000.0),
+                             "check that every rank is alive and runs the same job; raise comm.timeout_s if steps are "
+                             "legitimately slow");
       }
       if (watch_pids_ && spins % 64 == 0 && kill(pid, 0) != 0 && errno == ESRCH) {
-        throw Error(fmt::format("shared-memory all_reduce: rank {} (pid {}) exited before step {} ({})", q, pid, seq,
-                                phase),
-                    "the launcher's report names why it exited", kExitFailure);
+        throw RuntimeFailure(
+            fmt::format("shared-memory all_reduce: rank {} (pid {}) exited before step {} ({})", q, pid, seq, phase),
+            "the launcher's report names why it exited");
       }
       // Registered as a waiter before the last look at seq: either that look sees the new
       // value, or the publisher (store, then load of waiters; both sequentially consistent)

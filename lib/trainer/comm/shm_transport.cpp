@@ -43,7 +43,7 @@ Pending ShmTransport::reduce_scatter_pieces(std::vector<at::Tensor> pieces, cons
                                             at::Tensor output) {
   const int64_t k = output.numel();
   if (!takes(output) || pieces.size() != offsets.size()) {
-    throw Error("reduce_scatter_pieces: needs an fp32 CPU output and one offset per piece", "", kExitFailure);
+    throw RuntimeFailure("reduce_scatter_pieces: needs an fp32 CPU output and one offset per piece");
   }
   std::vector<ShmCollectives::Piece> in;
   in.reserve(pieces.size());
@@ -51,10 +51,10 @@ Pending ShmTransport::reduce_scatter_pieces(std::vector<at::Tensor> pieces, cons
   for (size_t i = 0; i < pieces.size(); ++i) {
     const at::Tensor& t = pieces[i];
     if (!takes(t) || !t.is_contiguous() || offsets[i] < end || offsets[i] + t.numel() > k * world_) {
-      throw Error(fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
-                              "tensor inside [{}, {}) after the piece before",
-                              i, t.numel(), offsets[i], end, k * world_),
-                  "", kExitFailure);
+      throw RuntimeFailure(
+          fmt::format("reduce_scatter_pieces: piece {} ({} elements at {}) is not an fp32 CPU contiguous "
+                      "tensor inside [{}, {}) after the piece before",
+                      i, t.numel(), offsets[i], end, k * world_));
     }
     in.push_back({offsets[i], t.data_ptr<float>(), t.numel()});
     end = offsets[i] + t.numel();

@@ -54,24 +54,24 @@ class Cifar10 : public Dataset {
 void append_batch_file(const std::string& path, std::vector<unsigned char>& out) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(fmt::format("cannot read CIFAR-10 batch '{}': {}", path, std::strerror(errno)),
-                "data.path must be the folder holding data_batch_1.bin … data_batch_5.bin and "
-                "test_batch.bin (the 'CIFAR-10 binary version' archive, cifar-10-batches-bin)")
+    throw UsageError(fmt::format("cannot read CIFAR-10 batch '{}': {}", path, std::strerror(errno)),
+                     "data.path must be the folder holding data_batch_1.bin … data_batch_5.bin and "
+                     "test_batch.bin (the 'CIFAR-10 binary version' archive, cifar-10-batches-bin)")
         .at("data.path");
   std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                    std::istreambuf_iterator<char>());
   const auto n = static_cast<int64_t>(bytes.size());
   if (n == 0 || n % kRecord != 0)
-    throw Error(fmt::format("CIFAR-10 batch '{}' has {} bytes, not a whole number of {}-byte "
-                            "records (1 label byte + {} pixel bytes; a full batch is {} bytes)",
-                            path, n, kRecord, kPixels, 10000 * kRecord),
-                "the file is truncated or not a CIFAR-10 binary batch; download it again")
+    throw UsageError(fmt::format("CIFAR-10 batch '{}' has {} bytes, not a whole number of {}-byte "
+                                 "records (1 label byte + {} pixel bytes; a full batch is {} bytes)",
+                                 path, n, kRecord, kPixels, 10000 * kRecord),
+                     "the file is truncated or not a CIFAR-10 binary batch; download it again")
         .at("data.path");
   for (int64_t r = 0; r < n / kRecord; ++r)
     if (bytes[static_cast<size_t>(r * kRecord)] > 9)
-      throw Error(fmt::format("CIFAR-10 batch '{}' record {} has label {} (expected 0–9)", path,
-                             r, bytes[static_cast<size_t>(r * kRecord)]),
-                  "the file is not a CIFAR-10 binary batch (CIFAR-100 has 2 label bytes)")
+      throw UsageError(fmt::format("CIFAR-10 batch '{}' record {} has label {} (expected 0–9)", path, r,
+                                   bytes[static_cast<size_t>(r * kRecord)]),
+                       "the file is not a CIFAR-10 binary batch (CIFAR-100 has 2 label bytes)")
           .at("data.path");
   out.insert(out.end(), bytes.begin(), bytes.end());
 }
@@ -82,24 +82,24 @@ std::unique_ptr<Dataset> make_cifar10(const DataSpec& d, const ModelSpec& m, Spl
   bool flatten = false;
   if (m.name == config::ModelName::Mlp) {
     if (m.input_dim != kPixels)
-      throw Error(fmt::format("cifar10 images have {} values but model.input_dim is {}", kPixels,
-                              m.input_dim),
-                  fmt::format("set model.input_dim to {} or use a resnet", kPixels))
+      throw UsageError(fmt::format("cifar10 images have {} values but model.input_dim is {}", kPixels, m.input_dim),
+                       fmt::format("set model.input_dim to {} or use a resnet", kPixels))
           .at("model.input_dim");
     flatten = true;
   } else if (!config::is_resnet(m.name)) {
-    throw Error(fmt::format("cifar10 is an image classification task; model '{}' cannot read it",
-                            config::to_string(m.name)),
-                "use resnet18, resnet50 or mlp (input_dim 3072)")
+    throw UsageError(
+        fmt::format("cifar10 is an image classification task; model '{}' cannot read it", config::to_string(m.name)),
+        "use resnet18, resnet50 or mlp (input_dim 3072)")
         .at("data.name");
   }
   if (m.num_classes < 10)
-    throw Error(fmt::format("cifar10 has 10 classes but model.num_classes is {}", m.num_classes),
-                "set model.num_classes to 10")
+    throw UsageError(fmt::format("cifar10 has 10 classes but model.num_classes is {}", m.num_classes),
+                     "set model.num_classes to 10")
         .at("model.num_classes");
   if (d.path.empty())
-    throw Error("cifar10 needs data.path: the folder holding data_batch_1.bin … data_batch_5.bin "
-                "and test_batch.bin")
+    throw UsageError(
+        "cifar10 needs data.path: the folder holding data_batch_1.bin … data_batch_5.bin "
+        "and test_batch.bin")
         .at("data.path");
   std::vector<unsigned char> records;
   const std::string dir = d.path.back() == '/' ? d.path : d.path + "/";

@@ -20,7 +20,7 @@ std::unique_ptr<Dataset> make_dataset(const DataSpec& d, const ModelSpec& m, Spl
     case config::DataName::Auto: break;
   }
   // TrainJob resolves auto by the model (config::effective_data_name) before any dataset is made.
-  throw Error("dataset 'auto' reached the trainer unresolved", "", kExitFailure).at("data.name");
+  throw RuntimeFailure("dataset 'auto' reached the trainer unresolved", "").at("data.name");
 }
 
 // Token windows need a model that maps ids [B,T] to logits [B,T,V] scored against the next ids:
@@ -30,16 +30,15 @@ void require_language_model(const ModelSpec& m, const char* dataset) {
   if (m.name == config::ModelName::Torchscript && (m.loss == config::LossName::LmCrossEntropy || m.language_model)) return;
   // The package's programs check the windows' shape and dtype against what they were compiled for.
   if (m.name == config::ModelName::Compiled) return;
-  throw Error(fmt::format("{} data needs a language model, not '{}'", dataset, config::to_string(m.name)),
-              "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
-              "against targets [B,T]), or data synthetic/cifar10 for classifiers")
+  throw UsageError(fmt::format("{} data needs a language model, not '{}'", dataset, config::to_string(m.name)),
+                   "use model gpt, or a TorchScript model with model.loss lm_cross_entropy (logits [B,T,V] "
+                   "against targets [B,T]), or data synthetic/cifar10 for classifiers")
       .at("data.name");
 }
 
 void check_index(int64_t index, int64_t size, const char* dataset) {
   if (index < 0 || index >= size)
-    throw Error(fmt::format("{} sample index {} is outside [0, {})", dataset, index, size), "",
-                kExitFailure);
+    throw RuntimeFailure(fmt::format("{} sample index {} is outside [0, {})", dataset, index, size), "");
 }
 
 namespace {

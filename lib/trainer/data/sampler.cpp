@@ -11,12 +11,10 @@ namespace mtrain::trainer {
 namespace {
 
 void check(const SamplerOptions& o) {
-  if (o.world < 1)
-    throw Error(fmt::format("sampler world size {} is below 1", o.world));
+  if (o.world < 1) throw RuntimeFailure(fmt::format("sampler world size {} is below 1", o.world));
   if (o.rank < 0 || o.rank >= o.world)
-    throw Error(fmt::format("sampler rank {} is outside [0, {})", o.rank, o.world));
-  if (o.dataset_size < 0)
-    throw Error(fmt::format("sampler dataset size {} is negative", o.dataset_size));
+    throw RuntimeFailure(fmt::format("sampler rank {} is outside [0, {})", o.rank, o.world));
+  if (o.dataset_size < 0) throw RuntimeFailure(fmt::format("sampler dataset size {} is negative", o.dataset_size));
 }
 
 // Unbiased draw from [0, bound) by rejection: the same numbers on every standard library.

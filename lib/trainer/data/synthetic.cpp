@@ -156,8 +156,7 @@ class Tokens : public SyntheticBase {
 std::unique_ptr<Dataset> make_synthetic(const DataSpec& d, const ModelSpec& m, Split split,
                                         uint64_t seed) {
   if (d.num_samples < 1)
-    throw Error(fmt::format("synthetic num_samples {} is below 1", d.num_samples))
-        .at("data.num_samples");
+    throw UsageError(fmt::format("synthetic num_samples {} is below 1", d.num_samples)).at("data.num_samples");
   const auto val = static_cast<int64_t>(std::ceil(static_cast<double>(d.num_samples) * d.val_fraction));
   const int64_t size = split == Split::Train ? d.num_samples : val;
   const int64_t first = split == Split::Train ? 0 : d.num_samples;
@@ -170,7 +169,7 @@ std::unique_ptr<Dataset> make_synthetic(const DataSpec& d, const ModelSpec& m, S
   if (config::is_resnet(m.name))
     return std::make_unique<Images>(size, first, seed, m.num_classes, false);
   if (m.name == config::ModelName::Gpt) return std::make_unique<Tokens>(size, first, seed, m.vocab_size, m.block_size);
-  throw Error(fmt::format("synthetic data has no task for model '{}'", config::to_string(m.name))).at("data.name");
+  throw UsageError(fmt::format("synthetic data has no task for model '{}'", config::to_string(m.name))).at("data.name");
 }
 
 }  // namespace mtrain::trainer

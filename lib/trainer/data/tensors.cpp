@@ -46,8 +46,8 @@ at::Tensor load_one(ArchiveReader& zip, const PickledTensor& t, const std::strin
                     const char* what) {
   const std::string problem = pickled_tensor_problem(t, zip.record_bytes(t.storage_key));
   if (!problem.empty()) {
-    throw Error(fmt::format("the tensors file '{}': {} does not fit its data: {}", path, what, problem),
-                fmt::format("the file is damaged or was edited; {}", kWrite));
+    throw UsageError(fmt::format("the tensors file '{}': {} does not fit its data: {}", path, what, problem),
+                     fmt::format("the file is damaged or was edited; {}", kWrite));
   }
   return read_pickled_tensor(zip, t, pickled_scalar_type(t)).view(t.shape);
 }
@@ -61,21 +61,22 @@ std::pair<at::Tensor, at::Tensor> load_tensor_pair(const std::string& path, cons
     std::string why;
     {
       UntrustedFile f = open_untrusted(path, &why);
-      if (f.fd() < 0) throw Error(fmt::format("the tensors file '{}' {}", path, why), fmt::format("check {}; {}", key, kWrite));
+      if (f.fd() < 0)
+        throw UsageError(fmt::format("the tensors file '{}' {}", path, why), fmt::format("check {}; {}", key, kWrite));
       unsigned char magic[4] = {0, 0, 0, 0};
       if (f.size() >= 4 && f.pread_exact(magic, 4, 0) && magic[0] == 0x80)
-        throw Error(fmt::format("the tensors file '{}' is in torch.save's legacy (pre-1.6, non-zip) format", path),
-                    kWrite);
+        throw UsageError(fmt::format("the tensors file '{}' is in torch.save's legacy (pre-1.6, non-zip) format", path),
+                         kWrite);
     }
     ArchiveReader zip(path);
     const PickledPair pair = parse_tensor_pair_pickle(zip.record("data.pkl"), path, kWrite);
     at::Tensor x = load_one(zip, pair.input, path, "\"input\"");
     at::Tensor y = load_one(zip, pair.target, path, "\"target\"");
     if (x.dim() < 1 || y.dim() < 1 || x.size(0) != y.size(0))
-      throw Error(fmt::format("the tensors file '{}': input has shape {} and target {}; both need "
-                              "one row per sample (the same first dimension)",
-                              path, shape_of(x), shape_of(y)),
-                  kWrite);
+      throw UsageError(fmt::format("the tensors file '{}': input has shape {} and target {}; both need "
+                                   "one row per sample (the same first dimension)",
+                                   path, shape_of(x), shape_of(y)),
+                       kWrite);
     return {x.contiguous(), y.contiguous()};
   } catch (Error& e) {
     e.at(key);
@@ -87,7 +88,7 @@ std::pair<at::Tensor, at::Tensor> load_tensor_pair(const std::string& path, cons
 
 std::unique_ptr<Dataset> make_tensors(const DataSpec& d, Split split) {
   if (d.path.empty())
-    throw Error("data.name is tensors but data.path is empty", fmt::format("set data.path; {}", kWrite))
+    throw UsageError("data.name is tensors but data.path is empty", fmt::format("set data.path; {}", kWrite))
         .at("data.path");
   if (split == Split::Val && !d.val_path.empty()) {
     auto [x, y] = load_tensor_pair(d.val_path, "data.val_path");

@@ -38,9 +38,9 @@ class TextWindows : public Dataset {
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in)
-    throw Error(fmt::format("cannot read text file '{}': {}", path, std::strerror(errno)),
-                "check data.path (any file works: its bytes are the tokens), or leave it empty "
-                "for the embedded corpus")
+    throw UsageError(fmt::format("cannot read text file '{}': {}", path, std::strerror(errno)),
+                     "check data.path (any file works: its bytes are the tokens), or leave it empty "
+                     "for the embedded corpus")
         .at("data.path");
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
 }
@@ -50,9 +50,8 @@ std::string read_file(const std::string& path) {
 std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split split) {
   require_language_model(m, "text");
   if (m.vocab_size < 256)
-    throw Error(fmt::format("text data is byte-level (256 token values) but model.vocab_size is {}",
-                            m.vocab_size),
-                "set model.vocab_size to 256 or more")
+    throw UsageError(fmt::format("text data is byte-level (256 token values) but model.vocab_size is {}", m.vocab_size),
+                     "set model.vocab_size to 256 or more")
         .at("model.vocab_size");
   const std::string source = d.path.empty() ? "the embedded corpus" : fmt::format("'{}'", d.path);
   std::string all = d.path.empty() ? embedded_corpus() : read_file(d.path);
@@ -61,20 +60,20 @@ std::unique_ptr<Dataset> make_text(const DataSpec& d, const ModelSpec& m, Split 
   const int64_t train_len = total - val_len;
   const int64_t need = m.block_size + 1;
   if (train_len < need)
-    throw Error(fmt::format("text {} has {} bytes; its training part ({} bytes) is shorter than "
-                            "one window of block_size+1 = {} bytes",
-                            source, total, train_len, need),
-                "use a longer file, a smaller model.block_size or a smaller data.val_fraction")
+    throw UsageError(fmt::format("text {} has {} bytes; its training part ({} bytes) is shorter than "
+                                 "one window of block_size+1 = {} bytes",
+                                 source, total, train_len, need),
+                     "use a longer file, a smaller model.block_size or a smaller data.val_fraction")
         .at("data.path");
   if (split == Split::Train) {
     all.resize(static_cast<size_t>(train_len));
     return std::make_unique<TextWindows>(std::move(all), m.block_size);
   }
   if (val_len > 0 && val_len < need)
-    throw Error(fmt::format("text {} has {} bytes; its validation tail (val_fraction {} → {} bytes) "
-                            "is shorter than one window of block_size+1 = {} bytes",
-                            source, total, d.val_fraction, val_len, need),
-                "raise data.val_fraction, set it to 0 (no validation), or use a longer file")
+    throw UsageError(fmt::format("text {} has {} bytes; its validation tail (val_fraction {} → {} bytes) "
+                                 "is shorter than one window of block_size+1 = {} bytes",
+                                 source, total, d.val_fraction, val_len, need),
+                     "raise data.val_fraction, set it to 0 (no validation), or use a longer file")
         .at("data.val_fraction");
   return std::make_unique<TextWindows>(all.substr(static_cast<size_t>(train_len)), m.block_size);
 }

@@ -44,21 +44,21 @@ class FileMapping {
               int advice) {
     std::string why;
     const UntrustedFile f = open_untrusted(path, &why);  // never blocks on a FIFO
-    if (f.fd() < 0) throw Error(fmt::format("token file '{}' {}", path, why)).at(setting);
+    if (f.fd() < 0) throw UsageError(fmt::format("token file '{}' {}", path, why)).at(setting);
     const int fd = f.fd();
     if (f.size() != expected_size) {
-      throw Error(fmt::format("token file '{}' changed size while it was opened (now {} bytes, "
-                              "{} when its header was read)",
-                              path, f.size(), expected_size),
-                  "do not write the token file while a job reads it")
+      throw RuntimeFailure(fmt::format("token file '{}' changed size while it was opened (now {} bytes, "
+                                       "{} when its header was read)",
+                                       path, f.size(), expected_size),
+                           "do not write the token file while a job reads it")
           .at(setting);
     }
     void* p = ::mmap(nullptr, expected_size, PROT_READ, MAP_SHARED, fd, 0);
     const int map_errno = errno;  // f closes at scope end: the mapping keeps the file referenced
     if (p == MAP_FAILED)
-      throw Error(fmt::format("cannot memory-map token file '{}' ({} bytes): {}", path,
-                              expected_size, std::strerror(map_errno)),
-                  "the file must be on a filesystem that supports mmap (not a pipe)")
+      throw RuntimeFailure(fmt::format("cannot memory-map token file '{}' ({} bytes): {}", path, expected_size,
+                                       std::strerror(map_errno)),
+                           "the file must be on a filesystem that supports mmap (not a pipe)")
           .at(setting);
     data_ = static_cast<const unsigned char*>(p);
     size_ = expected_size;
@@ -164,10 +164,10 @@ TokenRange map_tokens(const std::string& path, const std::string& setting, int a
 void require_window(const TokenRange& r, int64_t tokens, int64_t need, const std::string& what,
                     const std::string& hint, const std::string& setting) {
   if (tokens >= need) return;
-  throw Error(fmt::format("token file '{}' ({}) has {} tokens; {} ({} tokens) is shorter than one "
-                          "window of block_size+1 = {} tokens",
-                          r.path, r.layout.describe(), r.count, what, tokens, need),
-              hint)
+  throw UsageError(fmt::format("token file '{}' ({}) has {} tokens; {} ({} tokens) is shorter than one "
+                               "window of block_size+1 = {} tokens",
+                               r.path, r.layout.describe(), r.count, what, tokens, need),
+                   hint)
       .at(setting);
 }
 

@@ -61,19 +61,19 @@ EstimateProbeOptions parse_estimate_probe_args(const std::vector<std::string>& a
       o.batches.clear();
       for (const auto& t : str::split(args[++i], ',')) {
         const auto v = str::parse_uint(str::trim(t));
-        if (!v || *v < 1) throw Error(fmt::format("estimate-probe: batch '{}' is not a positive count", t), "", kExitUsage);
+        if (!v || *v < 1) throw UsageError(fmt::format("estimate-probe: batch '{}' is not a positive count", t), "");
         o.batches.push_back(static_cast<int64_t>(*v));
       }
     } else if (a == "--warmup" && i + 1 < args.size() && (args[i + 1] == "0" || args[i + 1] == "1")) {
       o.warmup = args[++i] == "1";
     } else {
-      throw Error(fmt::format("estimate-probe: unexpected argument '{}'", a),
-                  "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]", kExitUsage);
+      throw UsageError(fmt::format("estimate-probe: unexpected argument '{}'", a),
+                       "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]");
     }
   }
   if (o.job_path.empty() || o.batches.empty())
-    throw Error("estimate-probe needs --job FILE", "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]",
-                kExitUsage);
+    throw UsageError("estimate-probe needs --job FILE",
+                     "usage: mtrain-worker estimate-probe --job FILE [--batches 1,2] [--warmup 0|1]");
   return o;
 }
 
@@ -82,7 +82,7 @@ nlohmann::json run_estimate_probe(const EstimateProbeOptions& o) {
   malloc_trim(0);
   out["rss_start_bytes"] = status_bytes("VmRSS");
   std::ifstream in(o.job_path);
-  if (!in) throw Error(fmt::format("estimate-probe: cannot read the job file '{}'", o.job_path));
+  if (!in) throw UsageError(fmt::format("estimate-probe: cannot read the job file '{}'", o.job_path));
   std::stringstream text;
   text << in.rdbuf();
   const TrainJob tj = train_job_from_json(nlohmann::json::parse(text.str()), o.job_path);

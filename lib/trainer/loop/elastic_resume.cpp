@@ -44,12 +44,11 @@ std::vector<std::string> apply_restart(TrainJob& job, int world, const RestartIn
   if (job.global_batch_size > 0) {
     const config::ElasticBatch b = config::elastic_grad_accum(job.global_batch_size, job.batch_size, world);
     if (!b.ok) {
-      throw Error(b.problem,
-                  b.valid_worlds.empty()
-                      ? "set train.global_batch_size to a multiple of train.batch_size"
-                      : "restart the job with one of those world sizes (nodes x ranks per node), or change "
-                        "train.batch_size or train.global_batch_size",
-                  kExitUsage);
+      throw UsageError(b.problem,
+                       b.valid_worlds.empty()
+                           ? "set train.global_batch_size to a multiple of train.batch_size"
+                           : "restart the job with one of those world sizes (nodes x ranks per node), or change "
+                             "train.batch_size or train.global_batch_size");
     }
     if (b.grad_accum != job.grad_accum) {
       notes.push_back(fmt::format("train.global_batch_size {} at world size {}: grad_accum {} (was {}) x "

@@ -17,8 +17,8 @@ namespace mtrain::trainer {
 MetricsLog::MetricsLog(const std::string& path, bool append)
     : out_(path, append ? std::ios::app : std::ios::trunc), path_(path) {
   if (!out_) {
-    throw Error(fmt::format("{}: cannot open the metrics file for writing", path),
-                "check that train.work_dir is writable", kExitFailure);
+    throw RuntimeFailure(fmt::format("{}: cannot open the metrics file for writing", path),
+                         "check that train.work_dir is writable");
   }
 }
 

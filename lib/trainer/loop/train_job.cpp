@@ -160,8 +160,8 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.strategy = config::strategy_from_text(r.text("strategy"));
   // zero.stage (DeepSpeed's name, which imports write beside strategy) only has to agree.
   if (const int64_t stage = r.integer("zero.stage"); stage != 0 && stage != t.zero_stage()) {
-    throw Error(fmt::format("zero.stage is {} but strategy is '{}'", stage, config::to_string(t.strategy)),
-                fmt::format("set strategy to zero{} (or zero.stage to 0 to follow strategy)", stage))
+    throw UsageError(fmt::format("zero.stage is {} but strategy is '{}'", stage, config::to_string(t.strategy)),
+                     fmt::format("set strategy to zero{} (or zero.stage to 0 to follow strategy)", stage))
         .at(origin);
   }
   t.strat.bucket_cap_mb = r.number("ddp.bucket_cap_mb");

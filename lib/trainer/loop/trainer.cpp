@@ -178,10 +178,10 @@ class Loop {
     const int64_t per_rank = samples_per_rank(sampler_);
     const int64_t per_step = job_.batch_size * job_.grad_accum;
     if (per_rank < per_step) {
-      throw Error(fmt::format("the training split has {} samples per rank, fewer than one step "
-                              "needs (batch_size {} x grad_accum {})",
-                              per_rank, job_.batch_size, job_.grad_accum),
-                  "lower train.batch_size or train.grad_accum, or use more data");
+      throw UsageError(fmt::format("the training split has {} samples per rank, fewer than one step "
+                                   "needs (batch_size {} x grad_accum {})",
+                                   per_rank, job_.batch_size, job_.grad_accum),
+                       "lower train.batch_size or train.grad_accum, or use more data");
     }
     steps_per_epoch_ = per_rank / per_step;
     by_epochs_ = job_.max_epochs > 0;
@@ -625,12 +625,13 @@ class Loop {
                                 step_, goal, dir));
       return;
     }
-    throw Error(fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
-                            "nothing to train (--resume {} picked it)",
-                            step_, goal, dir, job_.resume),
-                fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
-                            "--overwrite without --resume to remove the work dir's checkpoints.",
-                            step_));
+    throw UsageError(
+        fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
+                    "nothing to train (--resume {} picked it)",
+                    step_, goal, dir, job_.resume),
+        fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
+                    "--overwrite without --resume to remove the work dir's checkpoints.",
+                    step_));
   }
 
   // Pretrained weights before step 0; every rank reads its own part of the file.

@@ -64,9 +64,9 @@ class Relay {
   at::Tensor take(size_t index, const std::string& name) {
     std::unique_lock<std::mutex> lock(mu_);
     cv_.wait(lock, [this] { return full_ || closed_; });
-    if (!full_) throw Error(fmt::format("export: the weights stopped before '{}'", name), "", kExitFailure);
+    if (!full_) throw RuntimeFailure(fmt::format("export: the weights stopped before '{}'", name), "");
     if (index_ != index) {
-      throw Error(fmt::format("internal: export wrote '{}' out of order", name), "", kExitFailure);
+      throw RuntimeFailure(fmt::format("internal: export wrote '{}' out of order", name), "");
     }
     full_ = false;
     at::Tensor t = std::move(tensor_);

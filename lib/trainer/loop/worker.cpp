@@ -51,8 +51,8 @@ int env_int(const WorkerOptions& o, const std::string& k, int def) {
     if (used != v.size() || n < 0) throw std::invalid_argument(v);
     return static_cast<int>(n);
   } catch (const std::exception&) {
-    throw Error(fmt::format("environment variable {}='{}' is not a non-negative integer", k, v),
-                "the launcher sets it; when starting mtrain-worker by hand, export a number");
+    throw UsageError(fmt::format("environment variable {}='{}' is not a non-negative integer", k, v),
+                     "the launcher sets it; when starting mtrain-worker by hand, export a number");
   }
 }
 
@@ -64,22 +64,22 @@ json read_job(const WorkerOptions& o) {
   if (!o.job_path.empty()) {
     const auto text = read_input_file(o.job_path);  // size limit
     if (!text) {
-      throw Error(fmt::format("{}: cannot read the job file", o.job_path),
-                  "pass the resolved job JSON that `mtrain launch` writes, or omit --job to use "
-                  "the defaults");
+      throw UsageError(fmt::format("{}: cannot read the job file", o.job_path),
+                       "pass the resolved job JSON that `mtrain launch` writes, or omit --job to use "
+                       "the defaults");
     }
     try {
       job = parse_json_limited(*text, o.job_path);  // depth limit
     } catch (const json::exception& e) {
-      throw Error(fmt::format("{}: not valid JSON ({})", o.job_path, e.what()),
-                  "the job file is the nested JSON of job settings");
+      throw UsageError(fmt::format("{}: not valid JSON ({})", o.job_path, e.what()),
+                       "the job file is the nested JSON of job settings");
     }
-    if (!job.is_object()) throw Error(fmt::format("{}: a job spec must be a JSON object", o.job_path));
+    if (!job.is_object()) throw UsageError(fmt::format("{}: a job spec must be a JSON object", o.job_path));
   }
   for (const auto& kv : o.sets) {
     const auto eq = kv.find('=');
     if (eq == std::string::npos) {
-      throw Error(fmt::format("--set '{}' is not key=value", kv), "e.g. --set train.max_steps=50");
+      throw UsageError(fmt::format("--set '{}' is not key=value", kv), "e.g. --set train.max_steps=50");
     }
     const std::string key = str::trim(kv.substr(0, eq));
     const auto& s = reg.require(key);
@@ -98,8 +98,8 @@ struct RankPlace {
 RankPlace rank_place(const WorkerOptions& o) {
   const RankPlace p{env_int(o, "RANK", 0), env_int(o, "WORLD_SIZE", 1), env_int(o, "LOCAL_RANK", 0)};
   if (p.world < 1 || p.rank >= p.world) {
-    throw Error(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", p.rank, p.world, p.rank),
-                "RANK must be in [0, WORLD_SIZE); the launcher sets both");
+    throw UsageError(fmt::format("RANK={} and WORLD_SIZE={}: rank {} is outside the world", p.rank, p.world, p.rank),
+                     "RANK must be in [0, WORLD_SIZE); the launcher sets both");
   }
   return p;
 }
@@ -136,8 +136,8 @@ void remove_earlier_checkpoints(const std::string& root, std::ostream& console) 
     fs::remove_all(trash, ec);
     fs::rename(fs::path(root) / name, trash, ec);
     if (ec)
-      throw Error(fmt::format("checkpoint.overwrite: cannot remove {}/{}: {}", root, name, ec.message()),
-                  "check the work dir's permissions, or train into a fresh --work-dir", kExitFailure);
+      throw RuntimeFailure(fmt::format("checkpoint.overwrite: cannot remove {}/{}: {}", root, name, ec.message()),
+                           "check the work dir's permissions, or train into a fresh --work-dir");
     fs::remove_all(trash, ec);
   }
   if (!removed.empty())
@@ -178,8 +178,8 @@ at::Device select_device(int local_rank) {
   const int gpus = compat::cuda_device_count();
   if (gpus <= 0 || !compat::nccl_available()) return at::kCPU;
   if (local_rank >= gpus) {
-    throw Error(fmt::format("local rank {} has no GPU: this node shows {} CUDA device(s)", local_rank, gpus),
-                "run at most one rank per GPU (--nproc-per-node gpu), or --device cpu");
+    throw UsageError(fmt::format("local rank {} has no GPU: this node shows {} CUDA device(s)", local_rank, gpus),
+                     "run at most one rank per GPU (--nproc-per-node gpu), or --device cpu");
   }
   compat::select_cuda_device(local_rank);
   return at::Device(at::kCUDA, static_cast<at::DeviceIndex>(local_rank));
@@ -207,8 +207,8 @@ compat::StorePtr make_store(const WorkerOptions& o, const CommOptions& co) {
   if (co.world <= 1) return compat::make_hash_store();
   const int port = env_int(o, "MASTER_PORT", 29500);
   if (port < 1 || port > 65535) {
-    throw Error(fmt::format("MASTER_PORT={} is not a TCP port", port),
-                "use a port in 1..65535 that rank 0's host can listen on");
+    throw UsageError(fmt::format("MASTER_PORT={} is not a TCP port", port),
+                     "use a port in 1..65535 that rank 0's host can listen on");
   }
   return compat::make_tcp_store(env_or(o, "MASTER_ADDR", "127.0.0.1"), port, co.rank == 0, co.world, co.timeout);
 }
@@ -281,7 +281,7 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   // through the rendezvous (config/launch_checks.hpp); rank 0 of such a job refuses it here.
   if (place.rank == 0 && tj.resume.empty() && !tj.overwrite)
     for (const auto& p : config::earlier_run_problems(tj.settings))
-      if (p.error) throw Error(p.message, p.hint);
+      if (p.error) throw UsageError(p.message, p.hint);
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);
   if (threads > 0) at::set_num_threads(threads);
 

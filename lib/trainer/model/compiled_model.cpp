@@ -29,11 +29,12 @@ const char* const kCompiledTrust =
 
 void require_compiled_support() {
   if (!compat::compiled_programs_supported())
-    throw Error(fmt::format("model.name compiled needs an mtrain-worker built against LibTorch 2.x, and this one is "
-                            "built against LibTorch {}, which cannot load AOTInductor programs (.pt2)",
-                            TORCH_VERSION),
-                "build mtrain against PyTorch 2.x (cmake -DMTRAIN_TORCH=python), or train the model as TorchScript "
-                "(model.name torchscript) on this worker")
+    throw UsageError(
+        fmt::format("model.name compiled needs an mtrain-worker built against LibTorch 2.x, and this one is "
+                    "built against LibTorch {}, which cannot load AOTInductor programs (.pt2)",
+                    TORCH_VERSION),
+        "build mtrain against PyTorch 2.x (cmake -DMTRAIN_TORCH=python), or train the model as TorchScript "
+        "(model.name torchscript) on this worker")
         .at("model.name");
 }
 
@@ -48,25 +49,26 @@ class CompiledModel : public TaskModel {
   explicit CompiledModel(const ModelSpec& s) : spec_(s) {
     require_compiled_support();
     if (s.path.empty())
-      throw Error("model.name is compiled but model.path is empty",
-                  "set model.path (--model-path) to the folder python -m mtrain_export wrote")
+      throw UsageError("model.name is compiled but model.path is empty",
+                       "set model.path (--model-path) to the folder python -m mtrain_export wrote")
           .at("model.path");
     if (!s.trust_code)
-      throw Error(fmt::format("model.path: the compiled package '{}' holds native code (each program in programs/ is "
-                              "a compiled shared library that runs when it is loaded), which mtrain runs only when "
-                              "model.trust_code is true",
-                              visible_text(s.path)),
-                  kCompiledTrust)
+      throw UsageError(
+          fmt::format("model.path: the compiled package '{}' holds native code (each program in programs/ is "
+                      "a compiled shared library that runs when it is loaded), which mtrain runs only when "
+                      "model.trust_code is true",
+                      visible_text(s.path)),
+          kCompiledTrust)
           .at("model.trust_code");
     m_ = read_compiled_manifest(s.path);
     check_compiled_target(m_, TORCH_VERSION, m_.device);
     device_ = m_.device.rfind("cuda", 0) == 0 ? at::kCUDA : at::kCPU;
     for (const CompiledInput& in : m_.inputs)
       if (in.name != "input" && in.name != "target")
-        throw Error(fmt::format("model.path: the compiled package '{}' takes the input '{}'; the trainer feeds a "
-                                "batch's 'input' and 'target' only",
-                                visible_text(s.path), visible_text(in.name)),
-                    "export the model with --example input=… --example target=… (its loss(input, target))")
+        throw UsageError(fmt::format("model.path: the compiled package '{}' takes the input '{}'; the trainer feeds a "
+                                     "batch's 'input' and 'target' only",
+                                     visible_text(s.path), visible_text(in.name)),
+                         "export the model with --example input=… --example target=… (its loss(input, target))")
             .at("model.path");
     load_tensors();
     build_stages();
@@ -79,9 +81,9 @@ class CompiledModel : public TaskModel {
   }
 
   at::Tensor forward(const at::Tensor&) override {
-    throw Error(fmt::format("the compiled package '{}' has no program for the model's raw output, only its loss",
-                            visible_text(spec_.path)),
-                "", kExitFailure);
+    throw RuntimeFailure(
+        fmt::format("the compiled package '{}' has no program for the model's raw output, only its loss",
+                    visible_text(spec_.path)));
   }
 
   at::Tensor loss(const Batch& b) override {
@@ -120,8 +122,9 @@ class CompiledModel : public TaskModel {
   }
 
   [[noreturn]] void bad(const std::string& what) const {
-    throw Error(fmt::format("model.path: the compiled package '{}' is not usable: {}", visible_text(spec_.path), what),
-                "export the model again with this mtrain's python/mtrain_export (docs/your-model.md)")
+    throw UsageError(
+        fmt::format("model.path: the compiled package '{}' is not usable: {}", visible_text(spec_.path), what),
+        "export the model again with this mtrain's python/mtrain_export (docs/your-model.md)")
         .at("model.path");
   }
 

@@ -112,8 +112,8 @@ class Gpt : public TaskModel {
   // tokens int64 [B, T], T <= block_size → logits [B, T, vocab].
   at::Tensor forward(const at::Tensor& tokens) override {
     if (tokens.dim() != 2 || tokens.size(1) > spec_.block_size || tokens.size(1) < 1)
-      throw Error(fmt::format("gpt expects token ids [batch, T] with 1 <= T <= block_size {}, got {}",
-                              spec_.block_size, shape_of(tokens)));
+      throw UsageError(fmt::format("gpt expects token ids [batch, T] with 1 <= T <= block_size {}, got {}",
+                                   spec_.block_size, shape_of(tokens)));
     const int64_t T = tokens.size(1);
     const at::Tensor pos = at::arange(T, at::TensorOptions().dtype(at::kLong).device(tokens.device()));
     at::Tensor x = wte->forward(tokens) + wpe->forward(pos);
@@ -157,13 +157,13 @@ class Gpt : public TaskModel {
 
 std::shared_ptr<TaskModel> make_gpt(const ModelSpec& s, uint64_t seed) {
   if (s.n_layer < 1 || s.n_head < 1 || s.n_embd < 1 || s.block_size < 1 || s.vocab_size < 2)
-    throw Error("gpt needs n_layer, n_head, n_embd, block_size >= 1 and vocab_size >= 2").at("model");
+    throw UsageError("gpt needs n_layer, n_head, n_embd, block_size >= 1 and vocab_size >= 2").at("model");
   if (s.n_embd % s.n_head != 0)
-    throw Error(fmt::format("gpt n_embd {} is not divisible by n_head {}", s.n_embd, s.n_head),
-                "pick n_embd as a multiple of n_head (e.g. 128 with 4 heads)")
+    throw UsageError(fmt::format("gpt n_embd {} is not divisible by n_head {}", s.n_embd, s.n_head),
+                     "pick n_embd as a multiple of n_head (e.g. 128 with 4 heads)")
         .at("model.n_embd");
   if (s.dropout < 0 || s.dropout >= 1)
-    throw Error(fmt::format("gpt dropout {} is outside [0, 1)", s.dropout)).at("model.dropout");
+    throw UsageError(fmt::format("gpt dropout {} is outside [0, 1)", s.dropout)).at("model.dropout");
   return std::make_shared<Gpt>(s, seed);
 }
 

@@ -23,20 +23,20 @@ LoadedProgram::LoadedProgram(compat::CompiledCall call, std::string package, std
       args_(std::move(args)), outputs_(outputs), device_(device) {}
 
 void LoadedProgram::refuse(const ProgramArg& a, const std::string& given) const {
-  throw Error(fmt::format("model.path: the compiled program {} of the package '{}' ({}) takes '{}' as {}, contiguous; "
-                          "it was given {}",
-                          file_, package_, role_, a.name, describe_arg(a), given),
-              "a package runs only the shapes it was exported with: export it again with --example NAME=DTYPE:SHAPE "
-              "for this job's per-rank micro-batch (train.batch_size rows per rank), or set train.batch_size to "
-              "the example's rows; a compiled package trains in fp32 (train.precision fp32)")
+  throw UsageError(
+      fmt::format("model.path: the compiled program {} of the package '{}' ({}) takes '{}' as {}, contiguous; "
+                  "it was given {}",
+                  file_, package_, role_, a.name, describe_arg(a), given),
+      "a package runs only the shapes it was exported with: export it again with --example NAME=DTYPE:SHAPE "
+      "for this job's per-rank micro-batch (train.batch_size rows per rank), or set train.batch_size to "
+      "the example's rows; a compiled package trains in fp32 (train.precision fp32)")
       .at("model.path");
 }
 
 std::vector<at::Tensor> LoadedProgram::operator()(const std::vector<at::Tensor>& args) const {
   if (args.size() != args_.size())
-    throw Error(fmt::format("the compiled program {} ({}) takes {} arguments, the trainer passed {}", file_, role_,
-                            args_.size(), args.size()),
-                "", kExitFailure);
+    throw RuntimeFailure(fmt::format("the compiled program {} ({}) takes {} arguments, the trainer passed {}", file_,
+                                     role_, args_.size(), args.size()));
   for (size_t i = 0; i < args.size(); ++i) {
     const at::Tensor& t = args[i];
     const ProgramArg& a = args_[i];
@@ -55,19 +55,20 @@ std::vector<at::Tensor> LoadedProgram::operator()(const std::vector<at::Tensor>&
   try {
     std::vector<at::Tensor> out = call_(args);
     if (out.size() != outputs_)
-      throw Error(fmt::format("the compiled program {} of the package '{}' ({}) returned {} tensors, the manifest "
-                              "says {}",
-                              file_, package_, role_, out.size(), outputs_),
-                  "export the package again with this mtrain's python/mtrain_export")
+      throw RuntimeFailure(
+          fmt::format("the compiled program {} of the package '{}' ({}) returned {} tensors, the manifest "
+                      "says {}",
+                      file_, package_, role_, out.size(), outputs_),
+          "export the package again with this mtrain's python/mtrain_export")
           .at("model.path");
     return out;
   } catch (const mtrain::Error&) {
     throw;
   } catch (const std::exception& e) {
-    throw Error(fmt::format("the compiled program {} of the package '{}' ({}) failed: {}", file_, package_, role_,
-                            exception_text(e)),
-                "a package runs only under the PyTorch release and on the device type it was compiled for "
-                "(its manifest.json names both); export it again for this worker")
+    throw RuntimeFailure(fmt::format("the compiled program {} of the package '{}' ({}) failed: {}", file_, package_,
+                                     role_, exception_text(e)),
+                         "a package runs only under the PyTorch release and on the device type it was compiled for "
+                         "(its manifest.json names both); export it again for this worker")
         .at("model.path");
   }
 }

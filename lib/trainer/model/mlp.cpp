@@ -24,8 +24,7 @@ class Mlp : public TaskModel {
 
   at::Tensor forward(const at::Tensor& input) override {
     if (input.dim() < 2 || input.size(-1) != input_dim_)
-      throw Error(fmt::format("mlp expects inputs [batch, {}], got {}", input_dim_,
-                              shape_of(input)));
+      throw UsageError(fmt::format("mlp expects inputs [batch, {}], got {}", input_dim_, shape_of(input)));
     at::Tensor x = input;
     for (size_t i = 0; i < layers_.size(); ++i) {
       x = layers_[i]->forward(x);
@@ -55,9 +54,9 @@ class Mlp : public TaskModel {
 
 std::shared_ptr<TaskModel> make_mlp(const ModelSpec& s, uint64_t seed) {
   if (s.depth < 1 || s.hidden < 1 || s.input_dim < 1 || s.num_classes < 2)
-    throw Error(fmt::format("mlp needs depth >= 1, hidden >= 1, input_dim >= 1 and "
-                            "num_classes >= 2 (got {}, {}, {}, {})",
-                            s.depth, s.hidden, s.input_dim, s.num_classes))
+    throw UsageError(fmt::format("mlp needs depth >= 1, hidden >= 1, input_dim >= 1 and "
+                                 "num_classes >= 2 (got {}, {}, {}, {})",
+                                 s.depth, s.hidden, s.input_dim, s.num_classes))
         .at("model");
   return std::make_shared<Mlp>(s, seed);
 }

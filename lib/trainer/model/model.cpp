@@ -24,7 +24,7 @@ std::shared_ptr<TaskModel> make_model(const ModelSpec& spec, uint64_t seed) {
     case ModelName::Torchscript: return make_torchscript(spec);
     case ModelName::Compiled: return make_compiled(spec);
   }
-  throw Error(fmt::format("model '{}' has no implementation", config::to_string(spec.name)), "", kExitFailure);
+  throw RuntimeFailure(fmt::format("model '{}' has no implementation", config::to_string(spec.name)), "");
 }
 
 std::string shape_of(const at::Tensor& t) {

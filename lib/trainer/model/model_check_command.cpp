@@ -41,7 +41,7 @@ torch::jit::Module load(const std::string& path) {
     return torch::jit::load(path, at::kCPU);
   } catch (const std::exception& e) {
     const std::string what = e.what();
-    throw Error(
+    throw UsageError(
         fmt::format("LibTorch cannot load the TorchScript model '{}': {}", path, what.substr(0, what.find('\n'))),
         "script and save the model again with the PyTorch this mtrain-worker was built against");
   }
@@ -99,20 +99,21 @@ int run_model_check_command(const std::vector<std::string>& args, std::ostream& 
     }
   }
   if (files.size() != 1 || files[0].empty() || files[0][0] == '-')
-    throw Error("mtrain-worker model-check takes one argument, the TorchScript file or the compiled package folder",
-                "mtrain-worker model-check [--trusted] [--eval EVAL_FILE] FILE, or mtrain-worker model-check "
-                "--compiled [--init FILE [--init-not-strict]] DIR");
+    throw UsageError(
+        "mtrain-worker model-check takes one argument, the TorchScript file or the compiled package folder",
+        "mtrain-worker model-check [--trusted] [--eval EVAL_FILE] FILE, or mtrain-worker model-check "
+        "--compiled [--init FILE [--init-not-strict]] DIR");
   if (compiled) {
     // Loads no program (that runs native code): the manifest, the release, model.init's table.
     check_compiled_package(files[0], init, init_strict);
     out << R"({"compiled": true})" << std::endl;
-    if (!out) throw Error("cannot write the model check's result to standard output");
+    if (!out) throw RuntimeFailure("cannot write the model check's result to standard output");
     return 0;
   }
   // JSON escapes control characters, and invalid UTF-8 is replaced, never thrown on.
   out << run_model_check(files[0], trusted, eval_path).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
       << std::endl;
-  if (!out) throw Error("cannot write the model check's result to standard output");
+  if (!out) throw RuntimeFailure("cannot write the model check's result to standard output");
   return 0;
 }
 

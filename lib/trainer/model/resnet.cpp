@@ -115,7 +115,7 @@ class ResNet : public TaskModel {
   // images float [B, 3, H, W] (H, W >= 8 keep every stage non-empty; CIFAR: 32) → [B, classes].
   at::Tensor forward(const at::Tensor& images) override {
     if (images.dim() != 4 || images.size(1) != 3)
-      throw Error(fmt::format("resnet expects images [batch, 3, H, W], got {}", shape_of(images)));
+      throw UsageError(fmt::format("resnet expects images [batch, 3, H, W], got {}", shape_of(images)));
     at::Tensor x = at::relu(bn1->forward(conv1->forward(images)));
     const bool recompute = recompute_now();
     for (auto& b : blocks_) {
@@ -146,10 +146,9 @@ class ResNet : public TaskModel {
 
 std::shared_ptr<TaskModel> make_resnet(const ModelSpec& s, int depth, uint64_t seed) {
   if (depth != 18 && depth != 50)
-    throw Error(fmt::format("resnet depth {} is not built in (18 or 50)", depth)).at("model.name");
+    throw UsageError(fmt::format("resnet depth {} is not built in (18 or 50)", depth)).at("model.name");
   if (s.num_classes < 2)
-    throw Error(fmt::format("resnet num_classes {} is below 2", s.num_classes))
-        .at("model.num_classes");
+    throw UsageError(fmt::format("resnet num_classes {} is below 2", s.num_classes)).at("model.num_classes");
   return std::make_shared<ResNet>(s, depth, seed);
 }
 

@@ -133,12 +133,12 @@ class ScriptedModel : public TaskModel {
       if (blocks_.empty()) {
         std::vector<std::string> classes;
         for (const auto& [name, n] : submodule_classes(module_)) classes.push_back(name);
-        throw Error(fmt::format("fsdp.wrap_module_types '{}' matches no submodule of TorchScript "
-                                "model '{}'",
-                                s.wrap_module_types, s.path),
-                    fmt::format("its submodule classes are: {} (or give dotted submodule names "
-                                "such as blocks.0)",
-                                str::join(classes, ", ")))
+        throw UsageError(fmt::format("fsdp.wrap_module_types '{}' matches no submodule of TorchScript "
+                                     "model '{}'",
+                                     s.wrap_module_types, s.path),
+                         fmt::format("its submodule classes are: {} (or give dotted submodule names "
+                                     "such as blocks.0)",
+                                     str::join(classes, ", ")))
             .at("fsdp.wrap_module_types");
       }
     }
@@ -256,17 +256,17 @@ class ScriptedModel : public TaskModel {
 
   void reject_recompute() const {
     if (!activation_checkpointing() || (recompute_ && recompute_->call_sites() > 0)) return;
-    throw Error(fmt::format("fsdp.activation_checkpointing is on but no submodule of the "
-                            "TorchScript model '{}' is {}",
-                            spec_.path,
-                            recompute_ ? "called as block(x) with one Tensor in and one out, so "
-                                         "none can be recomputed"
-                                       : "selected for recomputing"),
-                recompute_ ? "checkpoint blocks whose forward takes and returns one Tensor (name "
-                             "their class or dotted name in fsdp.wrap_module_types), or turn "
-                             "fsdp.activation_checkpointing off"
-                           : "name the blocks in fsdp.wrap_module_types (class name such as Block, "
-                             "or dotted names such as blocks.0), or use fsdp.wrap_policy size")
+    throw UsageError(fmt::format("fsdp.activation_checkpointing is on but no submodule of the "
+                                 "TorchScript model '{}' is {}",
+                                 spec_.path,
+                                 recompute_ ? "called as block(x) with one Tensor in and one out, so "
+                                              "none can be recomputed"
+                                            : "selected for recomputing"),
+                     recompute_ ? "checkpoint blocks whose forward takes and returns one Tensor (name "
+                                  "their class or dotted name in fsdp.wrap_module_types), or turn "
+                                  "fsdp.activation_checkpointing off"
+                                : "name the blocks in fsdp.wrap_module_types (class name such as Block, "
+                                  "or dotted names such as blocks.0), or use fsdp.wrap_policy size")
         .at("fsdp.activation_checkpointing");
   }
 
@@ -302,28 +302,26 @@ class ScriptedModel : public TaskModel {
           in.push_back(fmt::format("{} {} {}", names[i], dtype_name(args[i].toTensor().scalar_type()),
                                    shape_of(args[i].toTensor())));
       message += fmt::format("\n  {}", in.empty() ? std::string("no tensor input") : str::join(in, ", "));
-      throw Error(message,
-                  traced_
-                      ? fmt::format("'{}' was made by torch.jit.trace, which froze the example "
-                                    "input's shapes and control flow into the file: export it "
-                                    "with torch.jit.save(torch.jit.script(model), PATH) instead "
-                                    "(and check that the data matches what the model expects)",
-                                    spec_.path)
-                      : "check that the data matches what the model expects: the input's shape and "
-                        "dtype (float32 for a float model: torch.save the tensors with .float()), "
-                        "class ids as int64 in [0, classes) for cross-entropy; a module made with "
-                        "torch.jit.trace has the example input's shapes and control flow frozen in "
-                        "— use torch.jit.script for a model with data-dependent control flow or "
-                        "varying shapes")
+      throw UsageError(message, traced_ ? fmt::format("'{}' was made by torch.jit.trace, which froze the example "
+                                                      "input's shapes and control flow into the file: export it "
+                                                      "with torch.jit.save(torch.jit.script(model), PATH) instead "
+                                                      "(and check that the data matches what the model expects)",
+                                                      spec_.path)
+                                        : "check that the data matches what the model expects: the input's shape and "
+                                          "dtype (float32 for a float model: torch.save the tensors with .float()), "
+                                          "class ids as int64 in [0, classes) for cross-entropy; a module made with "
+                                          "torch.jit.trace has the example input's shapes and control flow frozen in "
+                                          "— use torch.jit.script for a model with data-dependent control flow or "
+                                          "varying shapes")
           .at("model.path");
     }
   }
 
   at::Tensor as_tensor(const c10::IValue& v, const char* method) const {
     if (!v.isTensor())
-      throw Error(fmt::format("the TorchScript model '{}': {}() returned {}, not a Tensor",
-                              spec_.path, method, v.tagKind()),
-                  "return a single Tensor (the logits, or the scalar loss)")
+      throw UsageError(
+          fmt::format("the TorchScript model '{}': {}() returned {}, not a Tensor", spec_.path, method, v.tagKind()),
+          "return a single Tensor (the logits, or the scalar loss)")
           .at("model.path");
     return v.toTensor();
   }
@@ -336,17 +334,17 @@ class ScriptedModel : public TaskModel {
     if (spec_.loss == config::LossName::Mse) return at::mse_loss(out, target.to(out.scalar_type()));
     if (spec_.loss == config::LossName::LmCrossEntropy) {
       if (out.dim() != 3 || target.dim() != 2)
-        throw Error(fmt::format("model.loss lm_cross_entropy needs logits [B, T, V] and targets "
-                                "[B, T]; the model returned {} for targets {}",
-                                shape_of(out), shape_of(target)),
-                    "use cross_entropy for logits [B, C], or return [B, T, V] from forward")
+        throw UsageError(fmt::format("model.loss lm_cross_entropy needs logits [B, T, V] and targets "
+                                     "[B, T]; the model returned {} for targets {}",
+                                     shape_of(out), shape_of(target)),
+                         "use cross_entropy for logits [B, C], or return [B, T, V] from forward")
             .at("model.loss");
     } else if (out.dim() != 2 || target.dim() != 1) {
-      throw Error(fmt::format("model.loss cross_entropy needs logits [B, C] and class targets [B]; "
-                              "the model returned {} for targets {}",
-                              shape_of(out), shape_of(target)),
-                  "use lm_cross_entropy for [B, T, V] logits, mse for regression, or give the "
-                  "module a loss(input, target) method")
+      throw UsageError(fmt::format("model.loss cross_entropy needs logits [B, C] and class targets [B]; "
+                                   "the model returned {} for targets {}",
+                                   shape_of(out), shape_of(target)),
+                       "use lm_cross_entropy for [B, T, V] logits, mse for regression, or give the "
+                       "module a loss(input, target) method")
           .at("model.loss");
     }
     return cross_entropy(out.reshape({-1, out.size(-1)}), class_ids(target));
@@ -357,11 +355,11 @@ class ScriptedModel : public TaskModel {
   // labels; PyTorch's F.cross_entropy refuses them too.
   at::Tensor class_ids(const at::Tensor& target) const {
     if (at::isFloatingType(target.scalar_type()) || at::isComplexType(target.scalar_type()))
-      throw Error(fmt::format("model.loss {} needs integer class ids as targets; the data's targets are {} "
-                              "(a float tensor would be truncated to class ids)",
-                              config::to_string(spec_.loss), c10::toString(target.scalar_type())),
-                  "save the targets as integers (torch.long) for classification, or use model.loss mse "
-                  "for regression targets")
+      throw UsageError(fmt::format("model.loss {} needs integer class ids as targets; the data's targets are {} "
+                                   "(a float tensor would be truncated to class ids)",
+                                   config::to_string(spec_.loss), c10::toString(target.scalar_type())),
+                       "save the targets as integers (torch.long) for classification, or use model.loss mse "
+                       "for regression targets")
           .at("model.loss");
     return target.reshape({-1}).to(at::kLong);
   }
@@ -386,8 +384,8 @@ namespace {
 torch::jit::Module load_checked(const std::string& path, const char* key, const ModelSpec& s) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    throw Error(fmt::format("TorchScript model file '{}' does not exist or is not a file", path),
-                fmt::format("check {}; {}", key, kExport))
+    throw UsageError(fmt::format("TorchScript model file '{}' does not exist or is not a file", path),
+                     fmt::format("check {}; {}", key, kExport))
         .at(key);
   const TorchScriptArchive archive = read_torchscript_archive(path);
   if (!s.trust_code) check_torchscript_trust(path, check_torchscript_code(archive.code).findings, false);
@@ -398,34 +396,34 @@ torch::jit::Module load_checked(const std::string& path, const char* key, const 
     throw torchscript_load_failure(path, e.what(), own_worker_facts());
   }
   if (m.named_parameters().size() == 0)
-    throw Error(fmt::format("the TorchScript model '{}' has no parameters: a frozen module "
-                            "(torch.jit.freeze, optimize_for_inference) keeps its weights as "
-                            "constants, which cannot be trained",
-                            path),
-                fmt::format("save the module before freezing it: {}", kExport))
+    throw UsageError(fmt::format("the TorchScript model '{}' has no parameters: a frozen module "
+                                 "(torch.jit.freeze, optimize_for_inference) keeps its weights as "
+                                 "constants, which cannot be trained",
+                                 path),
+                     fmt::format("save the module before freezing it: {}", kExport))
         .at(key);
   bool trainable = false;
   for (const auto& p : m.named_parameters()) trainable = trainable || p.value.requires_grad();
   if (!trainable || !m.hasattr("training"))
-    throw Error(fmt::format("the TorchScript model '{}' is inference-only: {}", path,
-                            !trainable ? "none of its parameters requires grad"
-                                       : "it has no `training` attribute (it was frozen or "
-                                         "optimized for inference)"),
-                fmt::format("export the trainable module instead: {}", kExport))
+    throw UsageError(fmt::format("the TorchScript model '{}' is inference-only: {}", path,
+                                 !trainable ? "none of its parameters requires grad"
+                                            : "it has no `training` attribute (it was frozen or "
+                                              "optimized for inference)"),
+                     fmt::format("export the trainable module instead: {}", kExport))
         .at(key);
   if (!m.find_method("forward") || !takes_tensors_returns_tensor(m, "forward", 1))
-    throw Error(fmt::format("the TorchScript model '{}' has forward {}; the trainer needs "
-                            "forward(self, x: Tensor) -> Tensor",
-                            path, m.find_method("forward") ? schema_text(m, "forward") : "missing"),
-                "wrap the model in an nn.Module whose forward takes one Tensor and returns one "
-                "Tensor (unpack tuples/dicts inside it), then script and save that")
+    throw UsageError(fmt::format("the TorchScript model '{}' has forward {}; the trainer needs "
+                                 "forward(self, x: Tensor) -> Tensor",
+                                 path, m.find_method("forward") ? schema_text(m, "forward") : "missing"),
+                     "wrap the model in an nn.Module whose forward takes one Tensor and returns one "
+                     "Tensor (unpack tuples/dicts inside it), then script and save that")
         .at(key);
   if (m.find_method("loss") && !takes_tensors_returns_tensor(m, "loss", 2))
-    throw Error(fmt::format("the TorchScript model '{}' has loss {}; the trainer needs "
-                            "loss(self, input: Tensor, target: Tensor) -> Tensor",
-                            path, schema_text(m, "loss")),
-                "mark the method @torch.jit.export with that signature, or remove it and set "
-                "model.loss")
+    throw UsageError(fmt::format("the TorchScript model '{}' has loss {}; the trainer needs "
+                                 "loss(self, input: Tensor, target: Tensor) -> Tensor",
+                                 path, schema_text(m, "loss")),
+                     "mark the method @torch.jit.export with that signature, or remove it and set "
+                     "model.loss")
         .at(key);
   return m;
 }
@@ -434,20 +432,20 @@ torch::jit::Module load_checked(const std::string& path, const char* key, const 
 
 std::shared_ptr<TaskModel> make_torchscript(const ModelSpec& s) {
   if (s.path.empty())
-    throw Error("model.name is torchscript but model.path is empty",
-                fmt::format("set model.path (--model-path) to the file; {}", kExport))
+    throw UsageError("model.name is torchscript but model.path is empty",
+                     fmt::format("set model.path (--model-path) to the file; {}", kExport))
         .at("model.path");
   torch::jit::Module m = load_checked(s.path, "model.path", s);
   // Plain op-by-op interpretation (see the header comment). Thread-local in LibTorch: set on
   // the thread that builds the model, which is the one that trains it.
   torch::jit::setGraphExecutorOptimize(false);
   if (s.loss == config::LossName::Auto && !m.find_method("loss"))
-    throw Error(fmt::format("the TorchScript model '{}' has no loss(input, target) method and "
-                            "model.loss is auto",
-                            s.path),
-                "set model.loss to cross_entropy (logits [B, C]), lm_cross_entropy (logits "
-                "[B, T, V]) or mse, or add `@torch.jit.export def loss(self, input: Tensor, "
-                "target: Tensor) -> Tensor` to the module")
+    throw UsageError(fmt::format("the TorchScript model '{}' has no loss(input, target) method and "
+                                 "model.loss is auto",
+                                 s.path),
+                     "set model.loss to cross_entropy (logits [B, C]), lm_cross_entropy (logits "
+                     "[B, T, V]) or mse, or add `@torch.jit.export def loss(self, input: Tensor, "
+                     "target: Tensor) -> Tensor` to the module")
         .at("model.loss");
   // A trace froze each dropout/BatchNorm layer's mode: one file would run both phases in the
   // mode it was traced in (BatchNorm updating its statistics in validation, or dropout never
@@ -471,7 +469,7 @@ void save_scripted_model(TaskModel& model,
                          const std::vector<std::pair<std::string, at::Tensor>>& weights,
                          std::ostream& out) {
   auto* sm = dynamic_cast<ScriptedModel*>(&model);
-  if (sm == nullptr) throw Error("save_scripted_model: not a TorchScript model", "", kExitFailure);
+  if (sm == nullptr) throw RuntimeFailure("save_scripted_model: not a TorchScript model", "");
   sm->save_scripted(weights, out);
 }
 

@@ -237,9 +237,10 @@ class Walker {
 };
 
 [[noreturn]] void refuse_record(const CodeRecord& r, const std::string& why) {
-  throw Error(fmt::format("the TorchScript code record {} {}", visible_text(r.name), why),
-              "a file written by torch.jit.save parses; use a model file from a source you trust, or script and save "
-              "the model again");
+  throw UsageError(
+      fmt::format("the TorchScript code record {} {}", visible_text(r.name), why),
+      "a file written by torch.jit.save parses; use a model file from a source you trust, or script and save "
+      "the model again");
 }
 
 // The bounds that keep the recursive parser's depth finite, checked with LibTorch's own lexer.
@@ -354,7 +355,8 @@ CodeCheck check_torchscript_code(const std::vector<CodeRecord>& code) {
   pthread_t thread;
   const int rc = pthread_create(&thread, &attr, run_job, &job);
   pthread_attr_destroy(&attr);
-  if (rc != 0) throw Error(fmt::format("cannot start the TorchScript trust check's thread: {}", std::strerror(rc)));
+  if (rc != 0)
+    throw RuntimeFailure(fmt::format("cannot start the TorchScript trust check's thread: {}", std::strerror(rc)));
   pthread_join(thread, nullptr);
   if (job.error) std::rethrow_exception(job.error);
   return std::move(job.result);

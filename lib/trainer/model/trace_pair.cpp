@@ -54,44 +54,44 @@ void check_trace_pair(const ModelFile& train, const ModelFile* eval) {
   if (eval == nullptr) {
     if (!train.facts.any_frozen()) return;
     const bool eval_only = train.facts.frozen_training.empty();
-    throw Error(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded the "
-                            "training/evaluation mode of its layers as constants ({}): they would act "
-                            "the same in training and in validation{}, and model.eval_path (the "
-                            "eval-mode trace to validate with) is not set",
-                            train.path, train.facts.describe_frozen(),
-                            eval_only ? " (this trace was made in eval mode: training would never apply "
-                                        "dropout or update BatchNorm statistics)"
-                                      : ""),
-                fmt::format("{}; or script the module instead: torch.jit.save(torch.jit.script(model), "
-                            "PATH); or, for dropout, set its p to 0.0 before tracing (a dropout with "
-                            "p = 0 is the identity in both modes and is accepted)",
-                            kMakePair))
+    throw UsageError(fmt::format("the TorchScript model '{}' was made by torch.jit.trace, which recorded the "
+                                 "training/evaluation mode of its layers as constants ({}): they would act "
+                                 "the same in training and in validation{}, and model.eval_path (the "
+                                 "eval-mode trace to validate with) is not set",
+                                 train.path, train.facts.describe_frozen(),
+                                 eval_only ? " (this trace was made in eval mode: training would never apply "
+                                             "dropout or update BatchNorm statistics)"
+                                           : ""),
+                     fmt::format("{}; or script the module instead: torch.jit.save(torch.jit.script(model), "
+                                 "PATH); or, for dropout, set its p to 0.0 before tracing (a dropout with "
+                                 "p = 0 is the identity in both modes and is accepted)",
+                                 kMakePair))
         .at("model.path");
   }
   if (!train.facts.frozen_eval.empty())
-    throw Error(fmt::format("model.path '{}' was traced in eval mode ({}){}: training would never apply "
-                            "dropout or update BatchNorm statistics",
-                            train.path, train.facts.describe_frozen(),
-                            eval->facts.frozen_training.empty() ? ""
-                                                                : fmt::format(", and model.eval_path '{}' in "
-                                                                              "train mode — the two look swapped",
-                                                                              eval->path)),
-                kMakePair)
+    throw UsageError(fmt::format("model.path '{}' was traced in eval mode ({}){}: training would never apply "
+                                 "dropout or update BatchNorm statistics",
+                                 train.path, train.facts.describe_frozen(),
+                                 eval->facts.frozen_training.empty() ? ""
+                                                                     : fmt::format(", and model.eval_path '{}' in "
+                                                                                   "train mode — the two look swapped",
+                                                                                   eval->path)),
+                     kMakePair)
         .at("model.path");
   if (!eval->facts.frozen_training.empty())
-    throw Error(fmt::format("model.eval_path '{}' was traced in train mode ({}): validation would apply "
-                            "dropout and update BatchNorm statistics",
-                            eval->path, eval->facts.describe_frozen()),
-                kMakePair)
+    throw UsageError(fmt::format("model.eval_path '{}' was traced in train mode ({}): validation would apply "
+                                 "dropout and update BatchNorm statistics",
+                                 eval->path, eval->facts.describe_frozen()),
+                     kMakePair)
         .at("model.eval_path");
   std::string diff = tensor_difference(train.module, eval->module);
   const bool train_loss = train.module.find_method("loss").has_value();
   if (diff.empty() && train_loss != eval->module.find_method("loss").has_value())
     diff = fmt::format("model.{}path has a loss method and the other has none", train_loss ? "" : "eval_");
   if (!diff.empty())
-    throw Error(fmt::format("model.eval_path '{}' is not a trace of the module in model.path '{}': {}", eval->path,
-                            train.path, diff),
-                fmt::format("{} (the two must hold the same parameters and buffers)", kMakePair))
+    throw UsageError(fmt::format("model.eval_path '{}' is not a trace of the module in model.path '{}': {}", eval->path,
+                                 train.path, diff),
+                     fmt::format("{} (the two must hold the same parameters and buffers)", kMakePair))
         .at("model.eval_path");
 }
 

@@ -10,8 +10,8 @@ namespace mtrain::trainer {
 LossScaler::LossScaler(const LossScaleOptions& o, bool enabled) : o_(o), enabled_(enabled) {
   if (!enabled_) return;
   if (o.loss_scale < 0 || o.loss_scale_window < 1 || o.hysteresis < 1 || o.min_loss_scale < 0) {
-    throw Error("precision.* loss scaling settings are out of range",
-                "loss_scale >= 0, loss_scale_window >= 1, hysteresis >= 1, min_loss_scale >= 0");
+    throw UsageError("precision.* loss scaling settings are out of range",
+                     "loss_scale >= 0, loss_scale_window >= 1, hysteresis >= 1, min_loss_scale >= 0");
   }
   scale_ = o.loss_scale > 0 ? o.loss_scale : std::ldexp(1.0, static_cast<int>(o.initial_scale_power));
   hysteresis_left_ = o.hysteresis;

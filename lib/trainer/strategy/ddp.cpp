@@ -44,12 +44,12 @@ class Ddp final : public Strategy {
       names_.push_back(item.key());
       params_.push_back(p);
     }
-    if (params_.empty()) throw Error("the model has no trainable parameters");
+    if (params_.empty()) throw UsageError("the model has no trainable parameters");
     std::vector<int64_t> numels;
     for (const auto& p : params_) {
       if (p.scalar_type() != at::kFloat) {
-        throw Error("DDP trains fp32 parameters; parameter '" + names_[numels.size()] + "' is " +
-                    std::string(c10::toString(p.scalar_type())));
+        throw UsageError("DDP trains fp32 parameters; parameter '" + names_[numels.size()] + "' is " +
+                         std::string(c10::toString(p.scalar_type())));
       }
       numels.push_back(p.numel());
       num_params_ += p.numel();
@@ -239,10 +239,9 @@ class Ddp final : public Strategy {
           if (!ready_[i]) {
             // Drain what is in flight so the error is not masked by a hung collective.
             for (size_t b = 0; b < next_launch_; ++b) handles_[b].wait();
-            throw Error(fmt::format("parameter '{}' received no gradient in this step", names_[i]),
-                        "set ddp.find_unused_parameters=true if the model skips parameters "
-                        "in some steps",
-                        kExitFailure);
+            throw RuntimeFailure(fmt::format("parameter '{}' received no gradient in this step", names_[i]),
+                                 "set ddp.find_unused_parameters=true if the model skips parameters "
+                                 "in some steps");
           }
         }
       }

@@ -66,9 +66,8 @@ void ShardedEngine::build_groups() {
   const int n = comm_.world(), r = comm_.rank();
   S_ = c_.shard_size <= 0 ? n : c_.shard_size;
   if (S_ > n || n % S_ != 0) {
-    throw Error(fmt::format("{}: a shard group of {} ranks does not divide the world of {}", c_.name,
-                            S_, n),
-                "for HYBRID_SHARD the ranks per node (LOCAL_WORLD_SIZE) must divide WORLD_SIZE");
+    throw UsageError(fmt::format("{}: a shard group of {} ranks does not divide the world of {}", c_.name, S_, n),
+                     "for HYBRID_SHARD the ranks per node (LOCAL_WORLD_SIZE) must divide WORLD_SIZE");
   }
   g_ = r % S_;
   rep_ = r / S_;
@@ -111,9 +110,9 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
       continue;
     }
     if (p.scalar_type() != at::kFloat) {
-      throw Error(fmt::format("{} takes an fp32 model; parameter '{}' is {}", c_.name, item.key(),
-                              c10::toString(p.scalar_type())),
-                  "the strategy casts to train.precision itself");
+      throw UsageError(fmt::format("{} takes an fp32 model; parameter '{}' is {}", c_.name, item.key(),
+                                   c10::toString(p.scalar_type())),
+                       "the strategy casts to train.precision itself");
     }
     index[key] = static_cast<int>(params_.size());
     all_index_.push_back(static_cast<int>(params_.size()));
@@ -121,7 +120,7 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
     params_.push_back(p);
     num_params_ += p.numel();
   }
-  if (params_.empty()) throw Error("the model has no trainable parameters");
+  if (params_.empty()) throw UsageError("the model has no trainable parameters");
   device_ = params_.front().device();
   optim_device_ = c_.offload_optimizer ? at::Device(at::kCPU) : device_;
   param_home_ = c_.offload_params ? at::Device(at::kCPU) : device_;
@@ -135,14 +134,14 @@ void ShardedEngine::setup(std::shared_ptr<torch::nn::Module> model) {
   for (size_t u = 0; u < plans.size(); ++u) {
     for (size_t i : plans[u].params) {
       if (i >= params_.size() || unit_of_param_[i] != SIZE_MAX) {
-        throw Error(fmt::format("{}: the unit plan places parameter #{} twice or out of range", c_.name, i));
+        throw RuntimeFailure(fmt::format("{}: the unit plan places parameter #{} twice or out of range", c_.name, i));
       }
       unit_of_param_[i] = u;
     }
   }
   for (size_t i = 0; i < params_.size(); ++i) {
     if (unit_of_param_[i] == SIZE_MAX) {
-      throw Error(fmt::format("{}: the unit plan leaves parameter '{}' out", c_.name, names_[i]));
+      throw RuntimeFailure(fmt::format("{}: the unit plan leaves parameter '{}' out", c_.name, names_[i]));
     }
   }
   slot_of_param_.assign(params_.size(), 0);
@@ -390,7 +389,7 @@ void ShardedEngine::enforce_live_limit(size_t current) {
 at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& loss_fn, bool sync,
                                            double scale) {
   if (std::this_thread::get_id() != owner_) {
-    throw Error(c_.name + ": forward_backward must run on the thread that called setup()");
+    throw RuntimeFailure(c_.name + ": forward_backward must run on the thread that called setup()");
   }
   release_all();  // anything an evaluation left gathered
   sync_ = sync;
@@ -405,9 +404,10 @@ at::Tensor ShardedEngine::forward_backward(const std::function<at::Tensor()>& lo
   } catch (const c10::Error& e) {
     phase_ = Phase::Idle;
     if (prec_.param == at::kHalf && device_.is_cpu()) {
-      throw Error(fmt::format("train.precision fp16: an operator of the model has no fp16 kernel on "
-                              "the CPU ({})", e.what_without_backtrace()),
-                  "use train.precision=bf16 on the CPU (fp16 needs a GPU with LibTorch 1.13)");
+      throw UsageError(fmt::format("train.precision fp16: an operator of the model has no fp16 kernel on "
+                                   "the CPU ({})",
+                                   e.what_without_backtrace()),
+                       "use train.precision=bf16 on the CPU (fp16 needs a GPU with LibTorch 1.13)");
     }
     throw;
   } catch (...) {

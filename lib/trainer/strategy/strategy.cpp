@@ -15,7 +15,7 @@ std::unique_ptr<Strategy> make_strategy(config::StrategyName name, const Strateg
     case config::StrategyName::Zero2:
     case config::StrategyName::Zero3: return make_zero(config::zero_stage(name), o, comm);
   }
-  throw Error(fmt::format("strategy '{}' has no implementation", config::to_string(name)), "", kExitFailure);
+  throw RuntimeFailure(fmt::format("strategy '{}' has no implementation", config::to_string(name)), "");
 }
 
 std::unique_ptr<Strategy> make_strategy(const std::string& name, const StrategyOptions& o,

@@ -36,19 +36,19 @@ namespace mtrain::trainer {
 
 std::unique_ptr<Strategy> make_zero(int stage, const StrategyOptions& o, Communicator& comm) {
   if (stage < 1 || stage > 3) {
-    throw Error(fmt::format("ZeRO stage {} does not exist", stage), "use zero.stage 1, 2 or 3");
+    throw UsageError(fmt::format("ZeRO stage {} does not exist", stage), "use zero.stage 1, 2 or 3");
   }
   const ZeroOptions& z = o.zero;
   using config::OffloadDevice;
   for (const auto& [key, v] : {std::pair<const char*, OffloadDevice>{"offload_optimizer_device", z.offload_optimizer_device},
                                {"offload_param_device", z.offload_param_device}}) {
     if (v == OffloadDevice::Nvme) {
-      throw Error(fmt::format("zero.{} '{}' is not supported by this trainer", key, config::to_string(v)),
-                  "use none or cpu (NVMe offload is not implemented)");
+      throw UsageError(fmt::format("zero.{} '{}' is not supported by this trainer", key, config::to_string(v)),
+                       "use none or cpu (NVMe offload is not implemented)");
     }
   }
   if (z.offload_param_device != OffloadDevice::None && stage != 3) {
-    throw Error("zero.offload_param_device needs stage 3", "use strategy zero3");
+    throw UsageError("zero.offload_param_device needs stage 3", "use strategy zero3");
   }
   ShardedConfig c;
   c.name = config::strategy_text_of_zero_stage(stage);

@@ -124,11 +124,11 @@ TEST_CASE("config export writes files that import back", "[config][export]") {
   const std::string job_file = std::string(dir) + "/job.yaml";
   std::ofstream(job_file) << "strategy: zero2\ntrain:\n  precision: bf16\n  grad_accum: 4\noptim:\n  grad_clip: 1.0\n"
                              "model:\n  name: mlp\n";
-  for (const std::string to : {"deepspeed", "accelerate"}) {
+  for (const auto to : {ImportFormat::DeepSpeed, ImportFormat::Accelerate}) {
     ExportOptions opt;
     opt.file = job_file;
     opt.to = to;
-    opt.output = std::string(dir) + "/out." + (to == "deepspeed" ? "json" : "yaml");
+    opt.output = std::string(dir) + "/out." + (to == ImportFormat::DeepSpeed ? "json" : "yaml");
     std::ostringstream out, err;
     CHECK(config_export(job_registry(), opt, out, err) == 0);
     CHECK(err.str().find("model.name") != std::string::npos);  // a setting neither tool carries

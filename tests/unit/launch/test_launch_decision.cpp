@@ -75,7 +75,7 @@ LaunchEnvironment environment(EnvMap vars = {}) {
 LaunchOptions program(std::vector<std::string> argv = {"/bin/train"}) {
   LaunchOptions o;
   o.plan.program = std::move(argv);
-  o.plan.nproc_per_node = "2";
+  o.plan.nproc_per_node = mtrain::config::RankCount::count(2);
   o.plan.device = config::DeviceKind::Cpu;
   return o;
 }
@@ -123,16 +123,14 @@ TEST_CASE("decide_launch, local: ports, log dir, TMPDIR and the heartbeat file",
   SECTION("--master-port 0 and auto take a free port") {
     for (std::string text : {"0", "auto"}) {
       auto o = program();
-      o.master_port = text;
+      o.master_port = mtrain::config::master_port_from_text(text, "--master-port");
       CHECK(decide_launch(o, environment(), probes).options.plan.master_port >= 31000);
     }
   }
-  SECTION("a port that is no port is refused") {
-    for (std::string text : {"65536", "http", "-1"}) {
-      auto o = program();
-      o.master_port = text;
-      CHECK(contains(refusal(o, environment(), probes), "is not a TCP port"));
-    }
+  SECTION("a port that is no port is refused where the setting is read") {
+    for (std::string text : {"65536", "http", "-1"})
+      CHECK_THROWS_WITH(mtrain::config::master_port_from_text(text, "--master-port"),
+                        Catch::Contains("is not a TCP port"));
   }
   SECTION("a taken master port is refused before anything starts") {
     probes.taken_ports = {29500};
@@ -251,7 +249,7 @@ TEST_CASE("decide_launch, slurm node: nodes, node rank, master and job id from t
 
   SECTION("--master-port given wins over Slurm's") {
     auto o = program();
-    o.master_port = "29999";
+    o.master_port = mtrain::config::MasterPort::port(29999);
     o.master_port_given = true;
     CHECK(decide_launch(o, environment(step), probes).options.plan.master_port == 29999);
   }
@@ -385,7 +383,7 @@ TEST_CASE("decide_launch, static nodes with --max-restarts: agents of a fixed-si
     h.multi.nnodes.clear();
     h.multi.hostfile = "hosts";
     h.plan.master_addr.clear();
-    h.plan.nproc_per_node.clear();
+    h.plan.nproc_per_node.reset();
     h.plan.node_rank = 1;
     auto d = decide_launch(h, environment(), probes);
     REQUIRE(d.agent);
@@ -407,7 +405,7 @@ TEST_CASE("decide_launch, hostfile: node K of its static world, or this machine 
   probes.hostfiles["hosts"] = two_hosts();
   SECTION("--node-rank K: this node's slots and place in the hostfile's world") {
     auto o = program();
-    o.plan.nproc_per_node.clear();
+    o.plan.nproc_per_node.reset();
     o.multi.hostfile = "hosts";
     o.plan.node_rank = 1;
     o.multi.node_rank_given = true;
@@ -425,7 +423,7 @@ TEST_CASE("decide_launch, hostfile: node K of its static world, or this machine 
   SECTION("one host that is this machine: its slots here, no ssh") {
     probes.hostfiles["me"] = {{"node-a", "", {0, 1, 2}}};
     auto o = program();
-    o.plan.nproc_per_node.clear();
+    o.plan.nproc_per_node.reset();
     o.multi.hostfile = "me";
     auto d = decide_launch(o, environment(), probes);
     CHECK(d.mode == LaunchMode::local);
@@ -479,7 +477,7 @@ TEST_CASE("decide_launch, ssh launcher: other hosts get agents over ssh, the sto
     CHECK(probes.notes.size() == 1);
   }
   SECTION("--master-port auto cannot pick a port on another host") {
-    o.master_port = "auto";
+    o.master_port = mtrain::config::MasterPort::automatic();
     CHECK(contains(refusal(o, environment(), probes), "--master-port auto picks a free port on this machine only"));
   }
   SECTION("--nnodes MIN:MAX around the hosts makes the ssh job elastic; a range without them is refused") {
@@ -547,9 +545,9 @@ TEST_CASE("decide_launch, dynamic rendezvous: a node agent joins the store", "[l
     probes.hostfiles["hosts"] = two_hosts();
     o.multi.hostfile = "hosts";
     o.multi.node_name = "worker-1";
-    o.plan.nproc_per_node.clear();
+    o.plan.nproc_per_node.reset();
     auto n = decide_launch(o, env, probes);
-    CHECK(n.options.plan.nproc_per_node == "3");
+    CHECK(n.options.plan.nproc_per_node == mtrain::config::RankCount::count(3));
     CHECK(n.run_dir == "/scratch/run-5.r4nd0mr4nd0mr4nd/worker-1");
     CHECK(n.agent->expected_hosts == std::vector<std::string>{"worker-0", "worker-1"});
   }

@@ -80,11 +80,16 @@ std::string yaml_for(const config::Setting& s, const std::string& text) {
   return config::section_of(s.key) + ":\n  " + name + ": " + (v.is_string() ? json(text).dump() : v.dump()) + "\n";
 }
 
+// launch.nproc_per_node as the plan holds it: "" when not given (the hostfile or node derives it).
+std::string nproc_text(const plan::PlanOptions& p) {
+  return p.nproc_per_node ? config::to_string(*p.nproc_per_node) : std::string();
+}
+
 // What the options the libraries receive hold: every field a launch.* or slurm.* setting sets.
 json observe(const launch::LaunchOptions& o) {
   using config::to_string;
   return {{"launcher", to_string(o.launcher)},
-          {"nproc", o.plan.nproc_per_node},
+          {"nproc", nproc_text(o.plan)},
           {"nnodes", o.multi.nnodes},
           {"device", to_string(o.plan.device)},
           {"gpus", o.plan.gpus},
@@ -92,7 +97,7 @@ json observe(const launch::LaunchOptions& o) {
           {"exclude", o.plan.exclude},
           {"hostfile", o.multi.hostfile},
           {"master_addr", o.plan.master_addr},
-          {"master_port", o.master_port},
+          {"master_port", config::to_string(o.master_port)},
           {"port_given", o.master_port_given},
           {"rdzv_backend", to_string(o.multi.rdzv_backend)},
           {"rdzv_port", o.multi.rdzv_port},
@@ -142,15 +147,34 @@ json observe(const launch::LaunchOptions& o) {
 // Every field of PlanOptions, launch settings or not (the plan's defaults are the launch's).
 json observe(const plan::PlanOptions& p) {
   using config::to_string;
-  return {{"nproc", p.nproc_per_node}, {"gpus", p.gpus}, {"device", to_string(p.device)},
-          {"include", p.include}, {"exclude", p.exclude}, {"master_addr", p.master_addr},
-          {"nnodes", p.nnodes}, {"node_rank", p.node_rank}, {"master_port", p.master_port},
-          {"job_id", p.job_id}, {"rdzv_id", p.rdzv_id}, {"role", p.role}, {"max_restarts", p.max_restarts},
-          {"program", p.program}, {"module", p.module}, {"python", p.python}, {"no_python", p.no_python},
-          {"extra_args", p.extra_args}, {"extra_env", p.extra_env}, {"local_rank_arg", p.local_rank_arg},
-          {"worker_argv", p.worker_argv}, {"error_file_dir", p.error_file_dir}, {"first_rank", p.first_rank},
-          {"world_size", p.world_size}, {"node_name", p.node_name}, {"rdzv_backend", to_string(p.rdzv_backend)},
-          {"rdzv_endpoint", p.rdzv_endpoint}, {"heartbeat_file", p.heartbeat_file}};
+  return {{"nproc", nproc_text(p)},
+          {"gpus", p.gpus},
+          {"device", to_string(p.device)},
+          {"include", p.include},
+          {"exclude", p.exclude},
+          {"master_addr", p.master_addr},
+          {"nnodes", p.nnodes},
+          {"node_rank", p.node_rank},
+          {"master_port", p.master_port},
+          {"job_id", p.job_id},
+          {"rdzv_id", p.rdzv_id},
+          {"role", p.role},
+          {"max_restarts", p.max_restarts},
+          {"program", p.program},
+          {"module", p.module},
+          {"python", p.python},
+          {"no_python", p.no_python},
+          {"extra_args", p.extra_args},
+          {"extra_env", p.extra_env},
+          {"local_rank_arg", p.local_rank_arg},
+          {"worker_argv", p.worker_argv},
+          {"error_file_dir", p.error_file_dir},
+          {"first_rank", p.first_rank},
+          {"world_size", p.world_size},
+          {"node_name", p.node_name},
+          {"rdzv_backend", to_string(p.rdzv_backend)},
+          {"rdzv_endpoint", p.rdzv_endpoint},
+          {"heartbeat_file", p.heartbeat_file}};
 }
 json observe(const slurm::JobOptions& j) {
   return {{"job_name", j.job_name}, {"partition", j.partition}, {"account", j.account}, {"qos", j.qos},
@@ -351,14 +375,15 @@ TEST_CASE("master_port: one rule, 0 and auto pick a free port from every source"
       INFO(src.name << " " << v);
       launch::LaunchOptions o;
       launch::apply_launch_settings(config::resolve_job(config::job_registry(), src.in), o);
-      CHECK(o.master_port == v);
+      CHECK(o.master_port == config::master_port_from_text(v, "test"));
+      CHECK(o.master_port.pick_free == (v != "29501"));
       CHECK(o.master_port_given);
     }
   launch::LaunchOptions o;
   config::JobInputs none;
   none.user_file = d.str() + "/none.yaml";
   launch::apply_launch_settings(config::resolve_job(config::job_registry(), none), o);
-  CHECK(o.master_port == "29500");
+  CHECK(o.master_port == config::MasterPort::port(29500));
   CHECK_FALSE(o.master_port_given);  // a Slurm allocation's port may take its place
 }
 

@@ -17,7 +17,7 @@ plan::LaunchPlan make_plan(int n, int max_restarts) {
   plan::PlanOptions o;
   o.program = {"/bin/train"};
   o.job_id = "job";
-  o.nproc_per_node = std::to_string(n);
+  o.nproc_per_node = mtrain::config::RankCount::count(n);
   o.max_restarts = max_restarts;
   plan::HostFacts f;
   f.hostname = "h";

@@ -8,6 +8,9 @@
 using namespace mtrain::plan;
 
 namespace {
+mtrain::config::RankCount nproc(const char* text) {
+  return mtrain::config::rank_count_from_text(text, "--nproc-per-node");
+}
 PlanOptions base() {
   PlanOptions o;
   o.program = {"python3", "train.py"};
@@ -35,7 +38,7 @@ TEST_CASE("every rank gets the torchrun environment, for 1..8 ranks", "[plan]") 
       "OMP_NUM_THREADS", "CUDA_VISIBLE_DEVICES", "MTRAIN_JOB_ID", "MTRAIN_HOST", "MTRAIN_GPU"};
   for (int n = 1; n <= 8; ++n) {
     auto o = base();
-    o.nproc_per_node = std::to_string(n);
+    o.nproc_per_node = mtrain::config::RankCount::count(n);
     auto p = build_plan(o, host(8, {}));
     REQUIRE(p.world_size == n);
     REQUIRE(p.nodes.size() == 1);
@@ -65,14 +68,14 @@ TEST_CASE("OMP_NUM_THREADS is left alone when the user set it", "[plan]") {
   auto f = host(8, {});
   f.omp_num_threads_set = true;
   auto o = base();
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   CHECK(build_plan(o, f).nodes[0].workers[0].env.count("OMP_NUM_THREADS") == 0);
 }
 
 TEST_CASE("TORCH_NCCL_ASYNC_ERROR_HANDLING=1 as torchrun 2.x sets it, unless the user set it", "[plan]") {
   auto f = host(8, {});
   auto o = base();
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   CHECK(build_plan(o, f).nodes[0].workers[1].env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING") == "1");
   f.nccl_async_error_handling_set = true;
   CHECK(build_plan(o, f).nodes[0].workers[1].env.count("TORCH_NCCL_ASYNC_ERROR_HANDLING") == 0);
@@ -80,7 +83,7 @@ TEST_CASE("TORCH_NCCL_ASYNC_ERROR_HANDLING=1 as torchrun 2.x sets it, unless the
 
 TEST_CASE("DeepSpeed's CROSS_RANK, CROSS_SIZE and LOCAL_SIZE mirror GROUP_RANK, GROUP_WORLD_SIZE, LOCAL_WORLD_SIZE", "[plan]") {
   auto o = base();
-  o.nproc_per_node = "3";
+  o.nproc_per_node = nproc("3");
   o.nnodes = 2;
   o.node_rank = 1;
   o.master_addr = "10.0.0.1";
@@ -96,19 +99,19 @@ TEST_CASE("rank counts: default, auto, cpu, gpu", "[plan]") {
   auto o = base();
   CHECK(build_plan(o, host(4, {})).world_size == 1);
   CHECK(build_plan(o, host(4, {0, 1, 2})).world_size == 3);
-  o.nproc_per_node = "auto";  // the default, said the same way: one per GPU, else 1
+  o.nproc_per_node = nproc("auto");  // the default, said the same way: one per GPU, else 1
   CHECK(build_plan(o, host(4, {})).world_size == 1);
   CHECK(build_plan(o, host(4, {5, 6})).world_size == 2);
-  o.nproc_per_node = "cpu";
+  o.nproc_per_node = nproc("cpu");
   auto p = build_plan(o, host(3, {0, 1}));
   CHECK(p.world_size == 3);
   CHECK(p.nodes[0].gpus.empty());
-  o.nproc_per_node = "gpu";
+  o.nproc_per_node = nproc("gpu");
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("no GPUs"));
-  o.nproc_per_node = "two";
-  CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("'two'"));
-  o.nproc_per_node = "0";
-  CHECK_THROWS(build_plan(o, host(4, {})));
+  // Not a rank count: refused where the setting is read, before any plan.
+  CHECK_THROWS_WITH(nproc("two"), Catch::Contains("'two'"));
+  CHECK_THROWS(nproc("0"));
+  CHECK_THROWS_WITH(nproc("65537"), Catch::Contains("at most 65536"));
 }
 
 TEST_CASE("device kinds: cpu assigns no GPU, gpu requires one, auto takes what is there", "[plan]") {
@@ -118,14 +121,14 @@ TEST_CASE("device kinds: cpu assigns no GPU, gpu requires one, auto takes what i
   CHECK(p.world_size == 1);
   CHECK(p.nodes[0].gpus.empty());
   for (const auto& w : p.nodes[0].workers) CHECK(w.env.at("CUDA_VISIBLE_DEVICES").empty());
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   CHECK(build_plan(o, host(4, {0, 1})).nodes[0].gpus.empty());
   o.gpus = "1";
   CHECK_THROWS_WITH(build_plan(o, host(4, {0, 1})), Catch::Contains("--device cpu runs CPU ranks"));
   o.gpus = "";
-  o.nproc_per_node = "gpu";
+  o.nproc_per_node = nproc("gpu");
   CHECK_THROWS_WITH(build_plan(o, host(4, {0, 1})), Catch::Contains("--device cpu with --nproc-per-node gpu"));
-  o.nproc_per_node = "";
+  o.nproc_per_node.reset();
   o.device = mtrain::config::DeviceKind::Gpu;
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("--device gpu: this host has no GPUs"));
   CHECK(build_plan(o, host(4, {3, 5})).world_size == 2);
@@ -157,7 +160,7 @@ TEST_CASE("GPU selection: pool, --gpus, --include, --exclude", "[plan]") {
   o.exclude = "localhost:1";
   p = build_plan(o, host(8, {0, 1, 2, 3}));
   CHECK(p.nodes[0].gpus == std::vector<int>{0, 2, 3});
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   o.exclude.clear();
   p = build_plan(o, host(8, {0, 1, 2, 3}));  // implicit pool: the first N GPUs
   CHECK(p.nodes[0].gpus == std::vector<int>{0, 1});
@@ -178,7 +181,7 @@ TEST_CASE("bad GPU selections are errors that name the value", "[plan]") {
   CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("cannot be combined"));
   o.include.clear();
   o.gpus = "0,1";
-  o.nproc_per_node = "3";
+  o.nproc_per_node = nproc("3");
   CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("does not match"));
   o.gpus.clear();
   CHECK_THROWS_WITH(build_plan(o, host(8, {0, 1})), Catch::Contains("more ranks than GPUs"));
@@ -186,7 +189,7 @@ TEST_CASE("bad GPU selections are errors that name the value", "[plan]") {
 
 TEST_CASE("program forms: plain, -m, --local_rank, bundled trainer", "[plan]") {
   auto o = base();
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   o.local_rank_arg = true;
   auto p = build_plan(o, host(2, {}));
   CHECK(p.nodes[0].workers[1].argv.back() == "--local_rank=1");
@@ -230,7 +233,7 @@ TEST_CASE("restart attempts renumber the environment", "[plan]") {
 
 TEST_CASE("plan JSON has the contract's shape", "[plan]") {
   auto o = base();
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   auto j = to_json(build_plan(o, host(2, {})));
   CHECK(j["version"] == 1);
   CHECK(j["world_size"] == 2);
@@ -246,7 +249,7 @@ TEST_CASE("static multi-node: ranks contiguous per node, node 0 hosts rank 0", "
   for (int nnodes = 1; nnodes <= 4; ++nnodes) {
     for (int nr = 0; nr < nnodes; ++nr) {
       auto o = base();
-      o.nproc_per_node = "3";
+      o.nproc_per_node = nproc("3");
       o.nnodes = nnodes;
       o.node_rank = nr;
       o.master_addr = "10.0.0.1";
@@ -293,7 +296,7 @@ TEST_CASE("cluster plan over uneven hostfile nodes: ranks contiguous per node, r
   CHECK(p.nodes[2].workers[1].env.at("MTRAIN_HOST") == "worker-2");
   CHECK(p.nodes[2].workers[1].env.at("CUDA_VISIBLE_DEVICES") == "0,2");
   CHECK(p.nodes[0].workers[0].env.at("MASTER_ADDR") == "worker-0");
-  o.nproc_per_node = "cpu";
+  o.nproc_per_node = nproc("cpu");
   auto cpu = build_cluster_plan(o, nodes, host(8, {}));
   CHECK(cpu.nodes[0].gpus.empty());
   CHECK_FALSE(cpu.nodes[0].workers[0].gpu);
@@ -302,7 +305,7 @@ TEST_CASE("cluster plan over uneven hostfile nodes: ranks contiguous per node, r
 
 TEST_CASE("one node of a laid-out world: first rank and world size come from the placement", "[plan]") {
   auto o = base();
-  o.nproc_per_node = "1";
+  o.nproc_per_node = nproc("1");
   o.nnodes = 3;
   o.node_rank = 1;
   o.first_rank = 3;
@@ -314,18 +317,18 @@ TEST_CASE("one node of a laid-out world: first rank and world size come from the
   CHECK(p.nodes[0].host == "worker-1");
   CHECK(p.nodes[0].workers[0].env.at("WORLD_SIZE") == "6");
   CHECK(p.nodes[0].workers[0].env.at("GROUP_WORLD_SIZE") == "3");
-  o.nproc_per_node = "4";  // 3 + 4 > 6: the node does not fit the world it was given
+  o.nproc_per_node = nproc("4");  // 3 + 4 > 6: the node does not fit the world it was given
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("the world has 6 ranks"));
   o.first_rank = 0;  // a world of one rank: "1 rank", not "1 ranks" (issue 45)
   o.world_size = 1;
   o.node_rank = 0;
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   CHECK_THROWS_WITH(build_plan(o, host(4, {})), Catch::Contains("the world has 1 rank") && !Catch::Contains("1 ranks"));
 }
 
 TEST_CASE("the heartbeat file follows the attempt like the error file", "[plan]") {
   auto o = base();
-  o.nproc_per_node = "2";
+  o.nproc_per_node = nproc("2");
   o.heartbeat_file = true;
   auto p = build_plan(o, host(4, {}));
   const auto& w = p.nodes[0].workers[1];
