@@ -23,7 +23,7 @@ const std::map<std::string, std::set<std::string>>& allowed() {
       {"optim", {"comm"}},
       {"strategy", {"comm", "optim"}},
       {"checkpoint", {"comm", "strategy"}},
-      {"model", {"comm", "optim", "strategy"}},
+      {"model", {"comm", "optim", "strategy", "checkpoint"}},
       {"data", {"comm", "checkpoint"}},
       {"loop", {"comm", "optim", "strategy", "checkpoint", "model", "data"}},
       {"estimate", {"comm", "optim", "strategy", "checkpoint", "model", "data", "loop"}},
