@@ -42,15 +42,14 @@ std::string term(double coeff, bool sharded) {
 
 }  // namespace
 
+double param_bytes(Precision precision) { return is_mixed(precision) ? 2 : 4; }
+
 ModelStateBytes expected_model_state_bytes(StrategyName strategy, ShardingStrategy sharding_strategy,
                                            Precision precision, int64_t psi, int world) {
   if (world < 1) throw RuntimeFailure(fmt::format("model-state formula: world size {} is not positive", world));
-  double param_b = 4, grad_b = 4, optim_b = 8;  // fp32 params/grads, Adam m and v
-  if (is_mixed(precision)) {
-    param_b = 2;
-    grad_b = 2;
-    optim_b = 12;  // K = 12: fp32 master (4) + Adam m, v (8)
-  }
+  const double param_b = param_bytes(precision), grad_b = param_b;
+  // Adam m and v (8); under mixed precision also the fp32 master copy: K = 12.
+  const double optim_b = is_mixed(precision) ? 12 : 8;
   const Split l = split_of(strategy, sharding_strategy);
   const double p = static_cast<double>(psi), n = static_cast<double>(world);
   ModelStateBytes b;

@@ -32,6 +32,10 @@ struct ModelStateBytes {
   double total() const { return params + grads + optimizer; }
 };
 
+// Bytes per element of a parameter and of a gradient as the strategies hold them: 2 under mixed
+// precision (bf16/fp16), else 4. The gathered units and buckets `mtrain estimate` adds are in it too.
+double param_bytes(Precision precision);
+
 // sharding_strategy is used for fsdp only. world: N ≥ 1, the size of the group the state is
 // sharded over (one rank: nothing is split, every part is whole).
 ModelStateBytes expected_model_state_bytes(StrategyName strategy, ShardingStrategy sharding_strategy,

@@ -209,7 +209,7 @@ Layout fsdp_layout(const Candidate& c, const Settings& s, const ModelShape& m, d
 
 Layout layout_of(const Candidate& c, const Settings& s, const ModelShape& m) {
   const double psi = static_cast<double>(m.num_params());
-  const double pb = mixed(s) ? 2 : 4, gb = pb;
+  const double pb = config::param_bytes(s.precision), gb = pb;
   const int n = shard_group(c, s);
   const double ratio = (n - 1.0) / n;
   Layout l;
@@ -307,7 +307,7 @@ Row estimate_row(const Candidate& c, const Settings& s, const Measured& m, const
   Row r;
   r.c = c;
   const double psi = static_cast<double>(m.model.num_params());
-  const double pb = mixed(s) ? 2 : 4, gb = pb;
+  const double pb = config::param_bytes(s.precision), gb = pb;
   const double N = shard_group(c, s);
   const Layout l = layout_of(c, s, m.model);
   // The model states of §6, as the trainer's ledger counts them (config/model_state.hpp).
