@@ -124,11 +124,25 @@ def check_run(d, refs, label, kind, pkg, global_batch, steps, opt_name, wd, tol)
     if missing:
         print(f"FAIL - {label}: {wd}/model.pt lacks {', '.join(missing)}")
         return 1
+    key_bias, key_bound = 0.0, 0.0
+    if opt_name == "adamw":
+        # The key third of a packed [q; k; v] bias: its true gradient is 0 (softmax ignores a
+        # constant added to every score of a row), so both sides hold rounding noise there, which
+        # differs once Inductor reorders sums, and AdamW divides it by about eps: a step of up to
+        # lr each. Compared on its own, within what AdamW can move it in the run.
+        ref, got = dict(ref), dict(got)
+        key_bound = hf_models.ADAMW["lr"] * int(steps)
+        for k in [k for k in ref if k.endswith(("attn.qkv.bias", "attn.c_attn.bias"))]:
+            e = ref[k].numel() // 3
+            key_bias = max(key_bias, (ref[k][e:2 * e].double() - got[k][e:2 * e].double()).abs().max().item())
+            ref[k], got[k] = torch.cat([ref[k][:e], ref[k][2 * e:]]), torch.cat([got[k][:e], got[k][2 * e:]])
     worst, where = hf_models.max_diff(ref, got)
-    moved, _ = hf_models.max_diff(ref, {**ref, **package_weights(pkg)})
-    good = worst <= float(tol) and moved > 10 * float(tol)
+    start = package_weights(pkg)
+    moved, _ = hf_models.max_diff(ref, {**ref, **{k: v for k, v in start.items() if ref[k].shape == v.shape}})
+    good = worst <= float(tol) and moved > 10 * float(tol) and key_bias <= key_bound
+    keys = f"; the key biases {key_bias:.1e} (bound {key_bound:g})" if key_bound else ""
     print(f"{'ok' if good else 'FAIL'} - {label}: max |d| {worst:.1e} ({where or 'every tensor equal'}), tolerance "
-          f"{float(tol):g}; the weights moved {moved:.1e}")
+          f"{float(tol):g}{keys}; the weights moved {moved:.1e}")
     return 0 if good else 1
 
 

@@ -10,7 +10,14 @@
 # each model under fsdp: GPT-2 fsdp x2 (SGD and AdamW) and zero3 x3 (SGD), Llama fsdp x2 (AdamW) and
 # ddp x3 (SGD), ViT fsdp x2 (SGD) and ddp x1 (AdamW). GPT-2's fsdp x2 SGD run also writes the Hugging
 # Face folder (model.hf_config), which AutoModelForCausalLM.from_pretrained loads with every tensor
-# and whose logits equal mtrain's model.pt.
+# and whose logits equal mtrain's model.pt (1.2e-7). Measured: SGD at most 1.2e-7 (9.3e-9 for GPT-2
+# under fsdp x2), AdamW at most 4.9e-7; the key third of GPT-2's and the ViT's packed qkv bias,
+# whose true gradient is 0, holds rounding noise that AdamW scales up (1.5e-6 and 3.6e-5): compared
+# on its own, within lr x steps (hf_compiled.py). 3.2 minutes on two busy cores with the programs in
+# MTRAIN_E2E_EXPORT_CACHE (the exports 77 s, each 8 programs from the cache, mostly importing
+# transformers and tracing; the 7 trainings 32 s; the comparisons 23 s). A first run compiles 18
+# programs: 70 to 85 s of CPU per model (wall time measured on the loaded machine: 2 to 11 minutes
+# per model), hence the longer CTest timeout (tests/e2e/CMakeLists.txt).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../trainer/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
