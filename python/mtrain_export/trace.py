@@ -53,15 +53,15 @@ class UnitCall:
 
 
 class _Marker(torch.nn.Module):
-    def __init__(self, index, calls):
+    def __init__(self, index, name, calls):
         super().__init__()
-        self.index = index
+        self.index, self.name = index, name
         self.calls = calls
 
     def forward(self, x, *args, **kwargs):
         if not isinstance(x, torch.Tensor):
             raise ExportError(
-                f"unit {self.index}'s first argument is a {type(x).__name__}, not a tensor; a unit must take "
+                f"unit {self.name}'s first argument is a {type(x).__name__}, not a tensor; a unit must take "
                 "the hidden state first and return the next one (a transformer block). Name other module "
                 "types in --wrap-module-types.")
         leaves, spec = pytree.tree_flatten((args, kwargs))
@@ -74,7 +74,7 @@ class _Marker(torch.nn.Module):
                 template.append(v)
             else:
                 raise ExportError(
-                    f"unit {self.index} is called with a {type(v).__name__} argument; a unit's arguments "
+                    f"unit {self.name} is called with a {type(v).__name__} argument; a unit's arguments "
                     "after the hidden state must be tensors, None or plain values (a cache object is "
                     "state the programs cannot carry: export with use_cache=False).")
         self.calls[self.index] = UnitCall(spec, template)
@@ -197,7 +197,7 @@ def split(model, units, inputs, input_names):
     calls = {}
     try:
         for i, (name, _) in enumerate(units):
-            _set_submodule(model, name, _Marker(i, calls))
+            _set_submodule(model, name, _Marker(i, name, calls))
         wrapped = _LossOf(model)
         outer = {n: t for n, t in list(wrapped.named_parameters()) + list(wrapped.named_buffers())}
         names = state_names(wrapped)  # non-persistent buffers stay attributes: constants

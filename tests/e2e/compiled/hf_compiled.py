@@ -20,6 +20,9 @@ tests/e2e/compiled/test_hf_compiled.sh (issue 47 items 1 and 3).
                      WD/hf (model.hf_config's output) loads with AutoModelForCausalLM.from_pretrained
                      with no missing or unexpected tensor, and its logits equal those of the KIND
                      wrapper holding WD/model.pt (bound 1e-5).
+                     model.py also has gpt2_cache() (GPT-2 called with use_cache=True) and
+                     learned_side() (blocks passed a tensor computed from a parameter), which the
+                     exporter refuses.
                      Prints ok/FAIL per line; exits with the number of failures.
 """
 import os
@@ -56,6 +59,47 @@ def vit():
     torch.manual_seed(0)
     return VisionTransformer(img_size={image}, patch_size={patch}, num_classes={classes}, embed_dim=32, depth=2,
                              num_heads=2, mlp_ratio=2.0)
+
+
+class CachedGPT2(torch.nn.Module):  # refused: its blocks get a DynamicCache object
+    def __init__(self):
+        super().__init__()
+        self.model = hf_models.hf_model("gpt2")
+
+    def forward(self, ids):
+        return self.model(input_ids=ids, use_cache=True).logits
+
+
+def gpt2_cache():
+    return CachedGPT2()
+
+
+class ScaledBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 8)
+
+    def forward(self, x, scale):
+        return self.lin(x) * scale
+
+
+class LearnedSide(torch.nn.Module):  # refused: a side tensor computed from a parameter
+    def __init__(self):
+        super().__init__()
+        self.emb = torch.nn.Embedding(64, 8)
+        self.scale = torch.nn.Parameter(torch.ones(8))
+        self.blocks = torch.nn.ModuleList([ScaledBlock(), ScaledBlock()])
+        self.head = torch.nn.Linear(8, 64)
+
+    def forward(self, ids):
+        h, scale = self.emb(ids), self.scale * 2
+        for b in self.blocks:
+            h = b(h, scale)
+        return self.head(h)
+
+
+def learned_side():
+    return LearnedSide()
 """
 
 

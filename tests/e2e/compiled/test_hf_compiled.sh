@@ -10,14 +10,16 @@
 # each model under fsdp: GPT-2 fsdp x2 (SGD and AdamW) and zero3 x3 (SGD), Llama fsdp x2 (AdamW) and
 # ddp x3 (SGD), ViT fsdp x2 (SGD) and ddp x1 (AdamW). GPT-2's fsdp x2 SGD run also writes the Hugging
 # Face folder (model.hf_config), which AutoModelForCausalLM.from_pretrained loads with every tensor
-# and whose logits equal mtrain's model.pt (1.2e-7). Measured: SGD at most 1.2e-7 (9.3e-9 for GPT-2
-# under fsdp x2), AdamW at most 4.9e-7; the key third of GPT-2's and the ViT's packed qkv bias,
-# whose true gradient is 0, holds rounding noise that AdamW scales up (1.5e-6 and 3.6e-5): compared
-# on its own, within lr x steps (hf_compiled.py). 3.2 minutes on two busy cores with the programs in
-# MTRAIN_E2E_EXPORT_CACHE (the exports 77 s, each 8 programs from the cache, mostly importing
-# transformers and tracing; the 7 trainings 32 s; the comparisons 23 s). A first run compiles 18
-# programs: 70 to 85 s of CPU per model (wall time measured on the loaded machine: 2 to 11 minutes
-# per model), hence the longer CTest timeout (tests/e2e/CMakeLists.txt).
+# and whose logits equal mtrain's model.pt (1.2e-7). Refused with exit 2 before compiling: blocks
+# passed a cache object (use_cache=True) or a tensor computed from a parameter outside them.
+# Measured: SGD at most 1.2e-7 (9.3e-9 for GPT-2 under fsdp x2), AdamW at most 4.9e-7; the key third
+# of GPT-2's and the ViT's packed qkv bias, whose true gradient is 0, holds rounding noise that
+# AdamW scales up (1.5e-6 and 3.6e-5): compared on its own, within lr x steps (hf_compiled.py).
+# 3.3 minutes on two busy cores with the programs in MTRAIN_E2E_EXPORT_CACHE (the exports 64-77 s,
+# each 8 programs from the cache, mostly importing transformers and tracing; the 2 refusals about
+# 40 s; the 7 trainings 34 s; the comparisons 19 s). A first run compiles 18 programs: 70 to 85 s
+# of CPU per model (wall time on the loaded machine: 2 to 11 minutes per model), hence the longer
+# CTest timeout (tests/e2e/CMakeLists.txt).
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/../trainer/port_retry.sh"
 [ -x "${MTRAIN_BIN_DIR}/mtrain-worker" ] || skip "mtrain-worker is not built (LibTorch build off)"
@@ -49,6 +51,17 @@ export_model llama LlamaDecoderLayer "${tokens[@]}"
 export_model vit Block --example input=float32:${ROWS}x3x8x8 --example target=int64:$ROWS
 ok "3 exports in $((SECONDS - T0)) s"
 [ "$fails" -eq 0 ] || finish
+# Refused in one paragraph, before anything compiles: a block passed a cache object, and blocks passed
+# a tensor computed from a parameter outside them (its gradient would be lost).
+for kr in "gpt2_cache GPT2Block is called with a DynamicCache argument" \
+  "learned_side ScaledBlock is passed a tensor computed from the parameter(s) scale outside the units"; do
+  read -r kind unit text <<<"$kr"
+  "$TORCH_PY" -W ignore -m mtrain_export "$WORK/model.py:$kind" "${tokens[@]}" --wrap-module-types "$unit" \
+    -o "$WORK/$kind.pkg" >"$WORK/export-$kind" 2>&1
+  rc=$?
+  expect_rc 2 "export of $kind refused"
+  expect_in "$WORK/export-$kind" "$text"
+done
 
 : >"$WORK/runs.tsv"
 hf_train() {  # KIND OPT STRATEGY WORLD ARGS...: one mtrain run and its line of runs.tsv
