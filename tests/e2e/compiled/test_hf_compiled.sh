@@ -100,7 +100,7 @@ T0=$SECONDS
 fails=$((fails + $?))
 n=$(wc -l <"$WORK/runs.tsv")
 [ "$n" -eq 8 ] && ok "8 comparisons ($((SECONDS - T0)) s)" || fail "$n comparisons of 8"
-if [ "$fails" -eq 0 ] && [ -d "${MTRAIN_E2E_EXPORT_CACHE:-}" ]; then
-  cp -rn "$WORK/cache/." "$MTRAIN_E2E_EXPORT_CACHE/"
+if [ "$fails" -eq 0 ] && [ -n "${MTRAIN_E2E_EXPORT_CACHE:-}" ]; then
+  mkdir -p "$MTRAIN_E2E_EXPORT_CACHE" && cp -rn "$WORK/cache/." "$MTRAIN_E2E_EXPORT_CACHE/"
 fi
 finish
