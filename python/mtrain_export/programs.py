@@ -4,6 +4,7 @@ sharded engine can gather a unit, run its forward, free it, and gather it again 
 with no saved activations but the unit's input."""
 import torch
 
+from .trace import ExportError
 
 class _Program(torch.nn.Module):
     """torch.export wants a Module; this one runs FN on its flat tensor arguments."""
@@ -16,20 +17,28 @@ class _Program(torch.nn.Module):
         return self.fn(*args)
 
 
-def unit_programs(unit, param_names):
-    """(forward, backward) of one unit: forward(*params, x) -> y;
-    backward(*params, x, grad_y) -> (grad_x, *grad_params)."""
-    k = len(param_names)
+def unit_programs(unit, tensor_names, n_params, side):
+    """(forward, backward) of one unit: forward(*tensors, *side_inputs, x) -> y;
+    backward(*tensors, *side_inputs, x, grad_y) -> (grad_x, *grad_params). TENSORS are the unit's
+    parameters (the first N_PARAMS) and persistent buffers; SIDE (trace.UnitSide) computes the
+    unit's other tensor arguments (masks, positions) from SIDE_INPUTS and places them in its call."""
+    k, s = len(tensor_names), len(side.args)
 
-    def call(params, x):
-        return torch.func.functional_call(unit, dict(zip(param_names, params)), (x,))
+    def call(tensors, side_inputs, x):
+        args, kwargs = side.call.rebuild(x, side.tensors(*side_inputs))
+        y = torch.func.functional_call(unit, dict(zip(tensor_names, tensors)), args, kwargs)
+        if not isinstance(y, torch.Tensor):
+            raise ExportError(f"a unit of type {type(unit).__name__} returns a {type(y).__name__}; a unit must "
+                              "return the next hidden state as one tensor")
+        return y
 
     def forward(*args):
-        return call(args[:k], args[k])
+        return call(args[:k], args[k:k + s], args[k + s])
 
     def backward(*args):
-        _, vjp = torch.func.vjp(call, tuple(args[:k]), args[k])
-        grad_params, grad_x = vjp(args[k + 1])
+        params, rest, side_inputs = args[:n_params], args[n_params:k], args[k:k + s]
+        _, vjp = torch.func.vjp(lambda p, x: call((*p, *rest), side_inputs, x), tuple(params), args[k + s])
+        grad_params, grad_x = vjp(args[k + s + 1])
         return (grad_x, *grad_params)
 
     return _Program(forward), _Program(backward)

@@ -72,14 +72,14 @@ class Compiled:
         pro = m["prologue"]
         h = [self.prog(pro["forward"])(*[val(a) for a in pro["args"]])]
         for u in m["units"]:
-            h.append(self.prog(u["forward"])(*[w[a] for a in u["args"]], h[-1]))
+            h.append(self.prog(u["forward"])(*[val(a) for a in u["args"]], h[-1]))
         epi = m["epilogue"]
         out = self.prog(epi["step"])(*[h[-1] if a == "hidden" else val(a) for a in epi["args"]])
         loss, g = out[0], out[1]
         acc(epi["grads"], out[2:])
         for i in reversed(range(len(m["units"]))):
             u = m["units"][i]
-            out = self.prog(u["backward"])(*[w[a] for a in u["args"]], h[i], g)
+            out = self.prog(u["backward"])(*[val(a) for a in u["args"]], h[i], g)
             g = out[0]
             acc(u["grads"], out[1:])
         acc(pro["grads"], self.prog(pro["backward"])(*[val(a) for a in pro["args"]], g))
