@@ -285,8 +285,9 @@ class Loop {
   // TensorBoard and MLflow beside metrics.jsonl (log.*), on rank 0.
   void start_tracking(const std::string& name, int64_t start_step) {
     if (!job_.tracking.any()) return;
-    tracker_ = std::make_unique<tracking::Tracker>(job_.tracking, tracking::TrackedRun{name, start_step, job_.settings},
-                                                   [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+    tracker_ = std::make_unique<tracking::Tracker>(
+        job_.tracking, tracking::TrackedRun{name, start_step, job_.settings, parts_.error_file},
+        [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
   }
 
   // Samples (and tokens, for a language model) per second over all ranks, at a mean step time.

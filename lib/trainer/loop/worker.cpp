@@ -237,6 +237,7 @@ TrainerParts make_parts(const TrainJob& tj, const WorkerOptions& o, const at::De
   if (val->size() > 0) parts.val = val;
   parts.device = device;
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
+  parts.error_file = env_or(o, "TORCHELASTIC_ERROR_FILE", "");
   return parts;
 }
 
