@@ -2,6 +2,7 @@
 // against a real three-member cluster: tests/e2e/elastic/test_etcd_cluster.sh.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
 #include <map>
 #include <mutex>
@@ -282,7 +283,16 @@ struct CountingKv final : EtcdKv {
   RangeResult range_prefix(const std::string& p) override { return count("range"), kv.range_prefix(p); }
   RangeResult first_created(const std::string& p, int64_t l) override { return count("range"), kv.first_created(p, l); }
   void erase(const std::string& k) override { count("delete"), kv.erase(k); }
-  std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override { return count("txn"), kv.read_all(ops); }
+  std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override {
+    count("txn");
+    auto out = kv.read_all(ops);
+    // A follower that has not applied the latest member keys yet answers serializable counts short.
+    if (lagging && std::all_of(ops.begin(), ops.end(), [](const RangeOp& op) { return op.serializable; }))
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].count_only && out[i].count > 0) --out[i].count;
+    return out;
+  }
+  bool lagging = false;
   std::optional<KeyValue> get(const std::string& k) override { return count("range"), kv.get(k); }
   std::optional<KeyValue> create(const std::string& k, const std::string& v, int64_t l) override {
     return count("txn"), kv.create(k, v, l);
@@ -337,4 +347,33 @@ TEST_CASE("a join costs three requests: the lease, one transaction and the watch
   CHECK(kv->calls["watch"] == kNodes - 1);  // all but the one that formed the round
   CHECK(kv->calls["range"] == 1);  // its list of the members, once
   CHECK(kv->total() == 3 * kNodes + 3);
+}
+
+TEST_CASE("a heartbeat on a lagging member reads the counts again before it lists every member", "[etcd_rendezvous]") {
+  // Serializable counts come from the member's own copy; under load a follower lags the leader
+  // and counts short. Listing the members then made every such heartbeat O(N) in etcd.
+  ManualClock clock;
+  auto kv = std::make_shared<CountingKv>(clock);
+  auto o = [](const std::string& host) {
+    auto n = node(host, 2, 2);
+    n.node_timeout = Duration(60000);
+    return n;
+  };
+  EtcdRendezvous a(o("node-a"), kv, clock), b(o("node-b"), kv, clock);
+  auto fa = std::async(std::launch::async, [&] { return a.join(); });
+  while (kv->kv.range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  b.join();
+  fa.get();
+  kv->lagging = true;
+  kv->calls.clear();
+  CHECK(a.heartbeat().phase == Phase::running);
+  CHECK(kv->calls["range"] == 0);  // no member list
+  CHECK(kv->calls["txn"] == 2);  // the serializable counts, then the linearizable ones
+  CHECK(kv->calls["lease keep-alive"] == 1);
+  // Without the lag a beat is the keep-alive and one serializable read.
+  kv->lagging = false;
+  kv->calls.clear();
+  CHECK(a.heartbeat().phase == Phase::running);
+  CHECK(kv->total() == 2);
 }
