@@ -8,12 +8,12 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/weight_dtype.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launch.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/weight_dtype.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace mtrain::app {
 

@@ -8,11 +8,11 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/run_command.hpp"
-#include "mtrain/version.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/run_command.hpp"
+#include "generated/version.hpp"
 
 namespace mtrain::app {
 

@@ -4,17 +4,17 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/estimate/estimate.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
-#include "mtrain/launch/estimate_world.hpp"
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/model_check.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/launch/estimate_world.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/model_check.hpp"
 
 namespace mtrain::app {
 

@@ -4,17 +4,17 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/version.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/report.hpp"
+#include "lib/launch/launch.hpp"
+#include "generated/version.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace mtrain::app {
 

@@ -11,13 +11,13 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/bench/runs_plot.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/runs/catalog.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/bench/runs_plot.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/runs/catalog.hpp"
 
 namespace mtrain::app {
 

@@ -9,17 +9,17 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/job_ops.hpp"
-#include "mtrain/slurm/task_exec.hpp"
-#include "mtrain/slurm/writer_job.hpp"
-#include "mtrain/version.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/slurm/job_ops.hpp"
+#include "lib/slurm/task_exec.hpp"
+#include "lib/slurm/writer_job.hpp"
+#include "generated/version.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace mtrain::app {
 

@@ -7,15 +7,15 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/worker_facts.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/git_revision.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/version.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/envreport/report.hpp"
+#include "generated/git_revision.hpp"
+#include "lib/launch/launch.hpp"
+#include "generated/version.hpp"
 
 // The launcher never dies of a lost console or a notice signal (launcher_signals.hpp): from its
 // first instruction, whatever it is doing when they arrive. glibc runs the executable's

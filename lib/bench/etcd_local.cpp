@@ -1,4 +1,4 @@
-#include "mtrain/bench/etcd_local.hpp"
+#include "lib/bench/etcd_local.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,8 +15,8 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::bench {
 

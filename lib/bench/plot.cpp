@@ -1,6 +1,6 @@
-#include "mtrain/bench/plot.hpp"
+#include "lib/bench/plot.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/envreport/run_command.hpp"
 
 namespace fs = std::filesystem;
 

@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/envreport/system_probe.hpp"
 
 namespace mtrain::bench {
 

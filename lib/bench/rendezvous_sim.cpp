@@ -1,4 +1,4 @@
-#include "mtrain/bench/rendezvous_sim.hpp"
+#include "lib/bench/rendezvous_sim.hpp"
 
 #include <array>
 #include <chrono>
@@ -7,8 +7,8 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/frame.hpp"
 
 namespace mtrain::bench {
 

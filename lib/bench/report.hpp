@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/config/output_format.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/config/output_format.hpp"
 
 namespace mtrain::bench {
 

@@ -1,12 +1,12 @@
-#include "mtrain/bench/runs_plot.hpp"
+#include "lib/bench/runs_plot.hpp"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::bench {
 

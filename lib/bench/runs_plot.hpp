@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/runs/catalog.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/runs/catalog.hpp"
 
 namespace mtrain::bench {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::completion {
 

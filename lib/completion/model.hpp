@@ -12,7 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "mtrain/completion/help.hpp"
+#include "lib/completion/help.hpp"
 
 namespace mtrain::completion {
 

@@ -4,8 +4,8 @@
 // that option's values, the command's options (after '-') or its subcommands.
 #include <fmt/format.h>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::completion {
 

@@ -1,4 +1,4 @@
-#include "mtrain/config/data_checks.hpp"
+#include "lib/config/data_checks.hpp"
 
 #include <unistd.h>
 
@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace fs = std::filesystem;
 

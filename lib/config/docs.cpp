@@ -1,10 +1,10 @@
-#include "mtrain/config/docs.hpp"
+#include "lib/config/docs.hpp"
 
 #include <map>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/render.hpp"
+#include "lib/config/render.hpp"
 
 namespace mtrain::config {
 

@@ -1,4 +1,4 @@
-#include "mtrain/config/launch_checks.hpp"
+#include "lib/config/launch_checks.hpp"
 
 #include <unistd.h>
 
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace fs = std::filesystem;
 

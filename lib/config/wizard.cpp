@@ -1,4 +1,4 @@
-#include "mtrain/config/wizard.hpp"
+#include "lib/config/wizard.hpp"
 
 #include <sys/stat.h>
 
@@ -10,20 +10,20 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/node_count.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/node_count.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/report.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::envreport {
 

@@ -1,4 +1,4 @@
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/estimate/estimate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/model_state.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/model_state.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::estimate {
 

@@ -13,10 +13,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/bytes_text.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/core/bytes_text.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::estimate {
 

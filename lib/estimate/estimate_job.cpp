@@ -1,6 +1,6 @@
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/estimate/estimate_job.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <unistd.h>
 
@@ -12,14 +12,14 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/child_process.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/estimate/activation_scaling.hpp"
-#include "mtrain/estimate/probe_cache.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/child_process.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/estimate/activation_scaling.hpp"
+#include "lib/estimate/probe_cache.hpp"
 
 namespace mtrain::estimate {
 

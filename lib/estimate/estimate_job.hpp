@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/estimate/estimate.hpp"
 
 namespace mtrain::estimate {
 

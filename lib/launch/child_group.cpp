@@ -1,4 +1,4 @@
-#include "mtrain/launch/child_group.hpp"
+#include "lib/launch/child_group.hpp"
 
 #include <signal.h>
 #include <unistd.h>

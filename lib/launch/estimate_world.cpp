@@ -1,10 +1,10 @@
-#include "mtrain/launch/estimate_world.hpp"
+#include "lib/launch/estimate_world.hpp"
 
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/estimate/world.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/estimate/world.hpp"
+#include "lib/topology/hostfile.hpp"
 
 namespace mtrain::launch {
 

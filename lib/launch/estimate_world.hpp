@@ -4,8 +4,8 @@
 // launcher's host probe, so an estimate never plans for another world than the launch runs.
 #include <nlohmann/json.hpp>
 
-#include "mtrain/estimate/estimate_job.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

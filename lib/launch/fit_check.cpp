@@ -1,14 +1,14 @@
-#include "mtrain/launch/fit_check.hpp"
+#include "lib/launch/fit_check.hpp"
 
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/estimate/estimate.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/estimate/estimate_job.hpp"
 
 namespace mtrain::launch {
 

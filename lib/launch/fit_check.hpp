@@ -6,7 +6,7 @@
 // two cheapest changes that would make it fit (exit 2), unless --force.
 #include <string>
 
-#include "mtrain/launch/launch.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace mtrain::launch {
 

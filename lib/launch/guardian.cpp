@@ -1,4 +1,4 @@
-#include "mtrain/launch/guardian.hpp"
+#include "lib/launch/guardian.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/launch_decision.hpp"
+#include "lib/launch/launch_decision.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -6,14 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/export.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/job_id.hpp"
-#include "mtrain/launch/launch_mode.hpp"
-#include "mtrain/launch/multinode.hpp"
-#include "mtrain/slurm/allocation.hpp"
-#include "mtrain/topology/filter.hpp"
+#include "lib/config/export.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/job_id.hpp"
+#include "lib/launch/launch_mode.hpp"
+#include "lib/launch/multinode.hpp"
+#include "lib/slurm/allocation.hpp"
+#include "lib/topology/filter.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,16 +1,16 @@
-#include "mtrain/launch/model_check.hpp"
+#include "lib/launch/model_check.hpp"
 
 #include <chrono>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/child_process.hpp"
-#include "mtrain/core/compiled_manifest.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/child_process.hpp"
+#include "lib/core/compiled_manifest.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::launch {
 

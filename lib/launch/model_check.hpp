@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
-#include "mtrain/core/worker_facts.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_trust.hpp"
+#include "lib/core/worker_facts.hpp"
 
 namespace mtrain::launch {
 

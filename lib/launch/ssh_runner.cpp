@@ -1,4 +1,4 @@
-#include "mtrain/launch/ssh_runner.hpp"
+#include "lib/launch/ssh_runner.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,10 +13,10 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/child_group.hpp"
-#include "mtrain/launch/exit_status.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/child_group.hpp"
+#include "lib/launch/exit_status.hpp"
 
 namespace asio = boost::asio;
 

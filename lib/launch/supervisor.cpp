@@ -1,6 +1,6 @@
-#include "mtrain/launch/supervisor.hpp"
+#include "lib/launch/supervisor.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 
@@ -19,12 +19,12 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/launch/child_group.hpp"
-#include "mtrain/launch/exit_status.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/launch/progress_watch.hpp"
-#include "mtrain/launch/report.hpp"
-#include "mtrain/launch/tracked_run.hpp"
+#include "lib/launch/child_group.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/launch/progress_watch.hpp"
+#include "lib/launch/report.hpp"
+#include "lib/launch/tracked_run.hpp"
 
 namespace asio = boost::asio;
 

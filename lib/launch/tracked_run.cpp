@@ -1,12 +1,12 @@
-#include "mtrain/launch/tracked_run.hpp"
+#include "lib/launch/tracked_run.hpp"
 
 #include <cstdio>
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/mlflow/run_record.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/mlflow/run_record.hpp"
 
 namespace mtrain::launch {
 

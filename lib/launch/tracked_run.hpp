@@ -9,7 +9,7 @@
 #include <chrono>
 #include <string>
 
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

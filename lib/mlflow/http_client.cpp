@@ -1,4 +1,4 @@
-#include "mtrain/mlflow/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
 #include <optional>
 #include <stdexcept>

@@ -1,4 +1,4 @@
-#include "mtrain/mlflow/mlflow_client.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 #include <cctype>
 #include <stdexcept>

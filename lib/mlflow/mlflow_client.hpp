@@ -9,7 +9,7 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/mlflow/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
 namespace mtrain::mlflow {
 

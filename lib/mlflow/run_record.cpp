@@ -1,4 +1,4 @@
-#include "mtrain/mlflow/run_record.hpp"
+#include "lib/mlflow/run_record.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,11 +12,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/unique_fd.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/mlflow/http_client.hpp"
-#include "mtrain/mlflow/mlflow_client.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/unique_fd.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 namespace mtrain::mlflow {
 

@@ -1,16 +1,16 @@
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/topology/filter.hpp"
-#include "mtrain/topology/gpu_list.hpp"
-#include "mtrain/topology/placement.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/topology/filter.hpp"
+#include "lib/topology/gpu_list.hpp"
+#include "lib/topology/placement.hpp"
 
 namespace mtrain::plan {
 

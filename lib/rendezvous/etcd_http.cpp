@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -13,7 +13,7 @@
 #include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 

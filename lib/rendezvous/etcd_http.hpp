@@ -17,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/endpoint.hpp"
-#include "mtrain/rendezvous/etcd_kv.hpp"
-#include "mtrain/rendezvous/etcd_tls.hpp"
+#include "lib/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/etcd_mac.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
 
 #include <array>
 #include <cstdint>

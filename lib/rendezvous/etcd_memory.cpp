@@ -1,10 +1,10 @@
-#include "mtrain/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_memory.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 

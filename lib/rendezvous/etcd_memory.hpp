@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "mtrain/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,13 +1,13 @@
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
 
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_mac.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -38,8 +38,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/client.hpp"
-#include "mtrain/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,4 +1,4 @@
-#include "mtrain/runs/catalog.hpp"
+#include "lib/runs/catalog.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,12 +14,12 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/run_folder.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/runs/segments.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/run_folder.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -1,4 +1,4 @@
-#include "mtrain/slurm/script.hpp"
+#include "lib/slurm/script.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/embedded_templates.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "generated/slurm/embedded_templates.hpp"
 
 namespace mtrain::slurm {
 

@@ -1,4 +1,4 @@
-#include "mtrain/slurm/task_exec.hpp"
+#include "lib/slurm/task_exec.hpp"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::slurm {
 

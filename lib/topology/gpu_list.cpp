@@ -1,10 +1,10 @@
-#include "mtrain/topology/gpu_list.hpp"
+#include "lib/topology/gpu_list.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::topology {
 

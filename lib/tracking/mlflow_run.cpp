@@ -1,4 +1,4 @@
-#include "mtrain/tracking/mlflow_run.hpp"
+#include "lib/tracking/mlflow_run.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/mlflow/run_record.hpp"
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 

@@ -21,11 +21,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/mlflow/http_client.hpp"
-#include "mtrain/mlflow/mlflow_client.hpp"
-#include "mtrain/tracking/bounded_worker.hpp"
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/tracking/tracking_options.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
+#include "lib/tracking/bounded_worker.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/tracking/tracking_options.hpp"
 
 namespace mtrain::tracking {
 

@@ -1,4 +1,4 @@
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 

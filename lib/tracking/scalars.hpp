@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/mlflow/mlflow_client.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 namespace mtrain::tracking {
 

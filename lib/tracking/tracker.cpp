@@ -1,4 +1,4 @@
-#include "mtrain/tracking/tracker.hpp"
+#include "lib/tracking/tracker.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -6,12 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/run_folder.hpp"
-#include "mtrain/mlflow/http_client.hpp"
-#include "mtrain/mlflow/run_record.hpp"
-#include "mtrain/tracking/mlflow_run.hpp"
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/run_folder.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/mlflow_run.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/tracking/tracking_options.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/tracking/tracking_options.hpp"
 
 namespace mtrain::tracking {
 

@@ -1,13 +1,13 @@
-#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
+#include "lib/trainer/checkpoint/checkpoint_cli.hpp"
 
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 

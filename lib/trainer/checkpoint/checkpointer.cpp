@@ -9,7 +9,7 @@
 // is complete. Pruning renames a folder to .del_step_<K> (atomic, so a crash never leaves a
 // half-deleted folder that still has COMPLETE) before deleting it, and only after checking the
 // new checkpoint's files on disk: the only valid checkpoint is never deleted.
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -19,14 +19,14 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/error_file.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/error_file.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer {
 

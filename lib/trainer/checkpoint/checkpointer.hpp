@@ -13,8 +13,8 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

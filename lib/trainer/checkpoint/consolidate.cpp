@@ -1,6 +1,6 @@
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 #include <sys/stat.h>
 
@@ -11,17 +11,17 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/weight_dtype.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/hf_weights.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
-#include "mtrain/trainer/checkpoint/part_file_signals.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/config/weight_dtype.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/hf_weights.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/checkpoint/part_file_signals.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 

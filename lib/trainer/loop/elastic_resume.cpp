@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "mtrain/config/elastic_batch.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/elastic_batch.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,12 +1,12 @@
-#include "mtrain/trainer/loop/train_job.hpp"
+#include "lib/trainer/loop/train_job.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::trainer {
 

@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/optim/schedule.hpp"
-#include "mtrain/tracking/tracking_options.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/config/names.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/optim/schedule.hpp"
+#include "lib/tracking/tracking_options.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

@@ -17,10 +17,10 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/model/model.hpp"
 
 namespace mtrain::trainer {
 

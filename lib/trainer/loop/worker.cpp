@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/worker.hpp"
+#include "lib/trainer/loop/worker.hpp"
 
 #include <ATen/Parallel.h>
 
@@ -11,19 +11,19 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/launch_checks.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/work_dir_lock.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
-#include "mtrain/trainer/loop/failure_record.hpp"
-#include "mtrain/trainer/loop/preemption.hpp"
-#include "mtrain/trainer/loop/trainer.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "lib/config/launch_checks.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/work_dir_lock.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/preemption.hpp"
+#include "lib/trainer/loop/trainer.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
 
 namespace mtrain::trainer {
 

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using mtrain::envreport::CommandResult;

@@ -3,8 +3,8 @@
 // chart file, or runs with nothing to draw, are refused before any plotter runs.
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/runs_plot.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/runs_plot.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using mtrain::runs::Run;

@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/wizard.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/wizard.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/core/error.hpp"
+#include "lib/estimate/estimate.hpp"
 
 using namespace mtrain::estimate;
 using mtrain::config::StrategyName;

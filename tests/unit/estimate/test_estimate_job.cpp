@@ -8,10 +8,10 @@
 #include <fstream>
 #include <iterator>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/estimate/estimate_job.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::estimate;

@@ -10,8 +10,8 @@
 #include <boost/asio/signal_set.hpp>
 
 #include "fakes/fake_process_runner.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/child_group.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/child_group.hpp"
 
 using namespace mtrain::launch;
 using mtrain::testing::FakeProcessRunner;

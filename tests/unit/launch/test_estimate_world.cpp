@@ -4,10 +4,10 @@
 // CUDA_VISIBLE_DEVICES.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/launch/estimate_world.hpp"
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch_settings.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/launch/estimate_world.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch_settings.hpp"
 
 using namespace mtrain;
 

@@ -7,8 +7,8 @@
 #include <map>
 #include <set>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launch_decision.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launch_decision.hpp"
 
 using namespace mtrain;
 using namespace mtrain::launch;

@@ -5,8 +5,8 @@
 #include <filesystem>
 
 #include "fakes/fake_mlflow_server.hpp"
-#include "mtrain/launch/tracked_run.hpp"
-#include "mtrain/mlflow/run_record.hpp"
+#include "lib/launch/tracked_run.hpp"
+#include "lib/mlflow/run_record.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain;

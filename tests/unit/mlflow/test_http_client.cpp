@@ -1,7 +1,7 @@
 // The tracking server's URI: http only, host and port, a base path.
 #include <catch2/catch.hpp>
 
-#include "mtrain/mlflow/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
 using namespace mtrain::mlflow;
 

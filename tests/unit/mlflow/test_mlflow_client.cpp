@@ -1,7 +1,7 @@
 // The artifact proxy's path for a run's artifact_uri.
 #include <catch2/catch.hpp>
 
-#include "mtrain/mlflow/mlflow_client.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 using namespace mtrain::mlflow;
 

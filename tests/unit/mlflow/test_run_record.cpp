@@ -10,7 +10,7 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "fakes/fake_mlflow_server.hpp"
-#include "mtrain/mlflow/run_record.hpp"
+#include "lib/mlflow/run_record.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::mlflow;

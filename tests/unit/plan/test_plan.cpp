@@ -2,8 +2,8 @@
 
 #include <set>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/core/error.hpp"
+#include "lib/plan/plan.hpp"
 
 using namespace mtrain::plan;
 

@@ -2,7 +2,7 @@
 // over hand-built plans: every field in its place, GPU or none, plurals, argv shell-quoted.
 #include <catch2/catch.hpp>
 
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
 
 using namespace mtrain::plan;
 

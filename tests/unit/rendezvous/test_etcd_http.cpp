@@ -8,8 +8,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 using namespace mtrain::rendezvous;
 

@@ -2,7 +2,7 @@
 // on them; the same transactions against a real cluster: tests/e2e/elastic/test_etcd_cluster.sh.
 #include <catch2/catch.hpp>
 
-#include "mtrain/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_memory.hpp"
 
 using namespace mtrain::rendezvous;
 

@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_memory.hpp"
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
 
 using namespace mtrain::rendezvous;
 

@@ -14,9 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/runs/catalog.hpp"
-#include "mtrain/runs/segments.hpp"
+#include "lib/core/error.hpp"
+#include "lib/runs/catalog.hpp"
+#include "lib/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

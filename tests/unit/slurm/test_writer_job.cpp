@@ -3,10 +3,10 @@
 // program, this mtrain by default, and the default script path.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/script.hpp"
-#include "mtrain/slurm/writer_job.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/script.hpp"
+#include "lib/slurm/writer_job.hpp"
 
 using namespace mtrain;
 using namespace mtrain::slurm;

@@ -16,9 +16,9 @@
 #include <boost/asio/ip/tcp.hpp>
 
 #include "fakes/fake_mlflow_server.hpp"
-#include "mtrain/mlflow/http_client.hpp"
-#include "mtrain/mlflow/run_record.hpp"
-#include "mtrain/tracking/mlflow_run.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/mlflow_run.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::tracking;

@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/tracking/scalars.hpp"
 
 using namespace mtrain::tracking;
 using nlohmann::json;

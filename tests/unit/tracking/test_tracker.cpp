@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/tracking/tracker.hpp"
+#include "lib/core/error.hpp"
+#include "lib/tracking/tracker.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::tracking;

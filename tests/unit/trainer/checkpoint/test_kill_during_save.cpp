@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "helpers.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

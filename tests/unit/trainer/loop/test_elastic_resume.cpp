@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
 
 using namespace mtrain::trainer;
 using Catch::Contains;
