@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "mtrain/core/error.hpp"
+#include "mtrain/core/without_throwing.hpp"
 #include "mtrain/rendezvous/frame.hpp"
 
 namespace mtrain::bench {
@@ -61,7 +62,9 @@ class SimulatedNodes::Impl {
     }
   }
 
-  ~Impl() { shut_down(); }
+  ~Impl() {
+    without_throwing("stopping the simulated nodes", [this] { shut_down(); });
+  }
 
   void shut_down() {
     stopping = true;

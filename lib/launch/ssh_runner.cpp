@@ -15,6 +15,7 @@
 
 #include "mtrain/core/error.hpp"
 #include "mtrain/core/strings.hpp"
+#include "mtrain/core/without_throwing.hpp"
 #include "mtrain/launch/child_group.hpp"
 #include "mtrain/launch/exit_status.hpp"
 
@@ -45,9 +46,11 @@ class SshJob {
   }
 
   ~SshJob() {
-    poll_.cancel();
-    for (auto& t : respawn_timers_) t->cancel();
-    group_.close();
+    without_throwing("ending the ssh agents", [this] {
+      poll_.cancel();
+      for (auto& t : respawn_timers_) t->cancel();
+      group_.close();
+    });
   }
 
   int run() {

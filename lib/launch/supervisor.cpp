@@ -19,6 +19,7 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
+#include "mtrain/core/without_throwing.hpp"
 #include "mtrain/launch/child_group.hpp"
 #include "mtrain/launch/exit_status.hpp"
 #include "mtrain/launch/launcher_signals.hpp"
@@ -54,10 +55,12 @@ class Attempt {
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
   ~Attempt() {
-    progress_timer_.cancel();
-    stopped_timer_.cancel();
-    for (auto* w : opt_.watchers) w->finish();
-    group_.close();
+    without_throwing("ending the attempt", [this] {
+      progress_timer_.cancel();
+      stopped_timer_.cancel();
+      for (auto* w : opt_.watchers) w->finish();
+      group_.close();
+    });
   }
 
   // Runs the attempt to the end; returns the failure (empty on success).
