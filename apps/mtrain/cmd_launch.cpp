@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "commands.hpp"
+#include "console.hpp"
 #include "mtrain/completion/help.hpp"
 #include "mtrain/config/cli_flags.hpp"
 #include "mtrain/config/compat_flags.hpp"
@@ -38,7 +39,7 @@ config::Resolved resolve(const LaunchFlags& f) {
   in.sets = f.sets;
   in.env = mtrain::process_environment();
   auto r = config::resolve_job(config::job_registry(), in);
-  for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  print_warnings(r.warnings);
   return r;
 }
 
@@ -126,8 +127,7 @@ void build_launch(CLI::App* sub, Exit& exit) {
     launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
     const auto env = mtrain::process_environment();
     const auto source = launch::job_source(o, env, !f->config_file.empty(), r);
-    for (const auto& w : launch::hand_job_over(o, source, r, env, own_executable()))
-      std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+    print_warnings(launch::hand_job_over(o, source, r, env, own_executable()));
     if (launch::checks_trainer_files_here(o)) launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);
   });
