@@ -71,6 +71,7 @@ MlflowRun::~MlflowRun() {
 
 void MlflowRun::metrics(int64_t step, const std::vector<Scalar>& scalars) {
   std::vector<MlflowMetric> m;
+  m.reserve(scalars.size());
   const int64_t t = now_ms();
   for (const Scalar& s : scalars) m.push_back({s.tag, s.value, t, step});
   for (size_t i = 0; i < m.size(); i += kMetricsPerBatch) {
