@@ -39,11 +39,12 @@ struct CheckpointFlags {
   std::vector<std::string> args{worker, "checkpoint"};
   args.insert(args.end(), words.begin(), words.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
   ::execv(worker.c_str(), argv.data());
-  throw Error(std::string("cannot run ") + worker + ": " + std::strerror(errno), "", kExitFailure);
+  throw RuntimeFailure(std::string("cannot run ") + worker + ": " + std::strerror(errno));
 }
 
 }  // namespace

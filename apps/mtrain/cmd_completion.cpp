@@ -36,20 +36,31 @@ void build_completion(CLI::App* sub, Exit& exit) {
   });
 }
 
+namespace {
+
+// The build writes the pages into its own tree: a page that cannot be written fails it (exit 1).
+void write_pages(const std::string& dir, const std::vector<completion::ManPage>& pages) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const auto& p : pages) {
+    const auto path = std::filesystem::path(dir) / p.file;
+    std::ofstream f(path);
+    f << p.text;
+    if (!f.flush())
+      throw RuntimeFailure(fmt::format("cannot write the manual page {}", path.string()),
+                           "Check the folder is writable.");
+  }
+}
+
+}  // namespace
+
 void build_man(CLI::App* man, Exit& exit) {
   auto dir = std::make_shared<std::string>();
   CLI::App& root = *man->get_parent();
   man->add_option("dir", *dir, "Folder for the pages")->required();
   man->callback([dir, &root, &exit] {
-    std::error_code ec;
-    std::filesystem::create_directories(*dir, ec);
     exit.build_all();
-    for (const auto& p : completion::man_pages(completion::describe(root, completion::default_hints()), kVersion)) {
-      const auto path = std::filesystem::path(*dir) / p.file;
-      std::ofstream f(path);
-      f << p.text;
-      if (!f.flush()) throw Error(fmt::format("cannot write the manual page {}", path.string()), "Check the folder is writable.");
-    }
+    write_pages(*dir, completion::man_pages(completion::describe(root, completion::default_hints()), kVersion));
     exit.code = 0;
   });
 }

@@ -15,6 +15,7 @@
 #include "lib/launch/launch.hpp"
 #include "generated/version.hpp"
 #include "lib/core/own_executable.hpp"
+#include "console.hpp"
 
 namespace mtrain::app {
 
@@ -64,8 +65,7 @@ void build_env(CLI::App* sub, Exit& exit) {
     rendezvous_of(o, *backend, *endpoint);
     envreport::PosixSystemProbe probe;
     auto report = envreport::collect_report(probe, o);
-    std::string out = *format == config::OutputFormat::Json ? report.dump(2) + "\n" : envreport::render_text(report);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    print_stdout(*format == config::OutputFormat::Json ? report.dump(2) + "\n" : envreport::render_text(report));
     exit.code = 0;
   });
 }

@@ -18,6 +18,7 @@
 #include "lib/launch/model_check.hpp"
 #include "lib/launch/launch_settings.hpp"
 #include "lib/core/own_executable.hpp"
+#include "console.hpp"
 
 namespace mtrain::app {
 
@@ -38,7 +39,7 @@ config::Resolved resolve(const LaunchFlags& f) {
   in.sets = f.sets;
   in.env = mtrain::process_environment();
   auto r = config::resolve_job(config::job_registry(), in);
-  for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  print_warnings(r.warnings);
   return r;
 }
 
@@ -126,8 +127,7 @@ void build_launch(CLI::App* sub, Exit& exit) {
     launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
     const auto env = mtrain::process_environment();
     const auto source = launch::job_source(o, env, !f->config_file.empty(), r);
-    for (const auto& w : launch::hand_job_over(o, source, r, env, own_executable()))
-      std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+    print_warnings(launch::hand_job_over(o, source, r, env, own_executable()));
     if (launch::checks_trainer_files_here(o)) launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);
   });

@@ -37,7 +37,7 @@ static std::string version_text() {
                                          mtrain::envreport::probe_worker(probe, worker, 10000));
 }
 
-int main(int argc, char** argv) {
+static int run_mtrain(int argc, char** argv) {
   // `mtrain --version` alone answers before any command is declared; the flag stays declared
   // below for --help and for CLI11's own checks.
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
@@ -99,4 +99,18 @@ int main(int argc, char** argv) {
     return mtrain::exit_code_of(e);
   }
   return exit.code;
+}
+
+// Nothing may escape main (that is std::terminate, a core dump): what run_mtrain's own handlers do
+// not catch — std::bad_alloc while the commands are declared, an exception of no std type — ends
+// here with one line and exit 1.
+int main(int argc, char** argv) {
+  try {
+    return run_mtrain(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "error: an exception that is no std::exception\n");
+  }
+  return mtrain::kExitFailure;
 }

@@ -40,6 +40,7 @@ bool on_path(const std::string& name) {
 
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();

@@ -70,7 +70,7 @@ struct PrivateDir {
 
   // Writes a new file `name` (O_EXCL, never through a link) holding `text`; returns its path.
   std::string put(const std::string& name, const std::string& text) const {
-    const std::string p = path + "/" + name;
+    std::string p = path + "/" + name;
     int e = 0;
     UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) {

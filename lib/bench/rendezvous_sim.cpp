@@ -9,6 +9,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/rendezvous/frame.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace mtrain::bench {
 
@@ -61,7 +62,9 @@ class SimulatedNodes::Impl {
     }
   }
 
-  ~Impl() { shut_down(); }
+  ~Impl() {
+    without_throwing("stopping the simulated nodes", [this] { shut_down(); });
+  }
 
   void shut_down() {
     stopping = true;

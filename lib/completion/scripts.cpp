@@ -48,6 +48,7 @@ std::string sh_case(const std::string& fn, const std::vector<CommandSpec>& cmds,
     auto w = words(c);
     if (w.empty()) continue;
     std::vector<std::string> qs;
+    qs.reserve(w.size());
     for (const auto& x : w) qs.push_back(q(x));
     s += "    " + q(c.path) + ") " + var + "=(" + str::join(qs, " ") + ") ;;\n";
   }
@@ -216,6 +217,7 @@ static std::string fish_tables(const std::vector<CommandSpec>& cmds) {
       auto w = words(c);
       if (w.empty()) continue;
       std::vector<std::string> qs;
+      qs.reserve(w.size());
       for (const auto& x : w) qs.push_back(fq(x));
       t += "        case " + fq(c.path) + "\n            printf '%s\\n' " + str::join(qs, " ") + "\n";
     }

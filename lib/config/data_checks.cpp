@@ -88,7 +88,7 @@ std::vector<Problem> text_model(const json& job) {
 std::vector<Problem> cifar10_model(const json& job) {
   const std::string model = text(job, "model.name");
   std::vector<Problem> out;
-  if (model_of(job) == ModelName::Mlp && integer(job, "model.input_dim") != 3 * 32 * 32) {
+  if (model_of(job) == ModelName::Mlp && integer(job, "model.input_dim") != 3LL * 32 * 32) {
     out.push_back({true, {"model.input_dim", "data.name"},
                    fmt::format("cifar10 images have 3072 values but model.input_dim is {}", integer(job, "model.input_dim")),
                    "Set model.input_dim to 3072, or use resnet18/resnet50."});

@@ -347,7 +347,7 @@ std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istr
     const fs::path from_file = fs::absolute(p).lexically_normal().lexically_relative(folder);
     it->second = (from_file.empty() ? fs::absolute(p).lexically_normal() : from_file).string();
   }
-  const std::string text = wizard_yaml(reg, answers, opt.output);
+  std::string text = wizard_yaml(reg, answers, opt.output);
   // The file must read back as a valid job: anything else is a bug in the wizard, not the user.
   ValidateReport rep = validate_text_for(reg, text, opt.output, opt.wizard.check_model);
   if (!rep.ok())

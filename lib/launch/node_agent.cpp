@@ -414,7 +414,7 @@ int serve_until_job_ends(rendezvous::Server& server, int rc, Duration interval) 
 //      one more "heartbeat" asks whether the job opened a new round; if so, join again;
 //   3. teardown: a node whose ranks succeeded sends "leave"; the store's host serves on until
 //      the job has ended everywhere.
-int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, const SuperviseOptions& so,
                    ProcessRunner& runner) {
   const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
   PgidRecord record(a.record_dir, node);

@@ -49,7 +49,7 @@ struct AgentOptions {
 
 // Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.
 // Returns the exit code like supervise().
-int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, const SuperviseOptions& so,
                    ProcessRunner& runner);
 
 }  // namespace mtrain::launch

@@ -154,7 +154,7 @@ void RankOutput::feed(Stream s, const char* data, size_t n) {
   }
   buf.erase(0, start);
   // A line without a newline should not grow without bound (progress bars, binary junk).
-  if (buf.size() > 64 * 1024) {
+  if (buf.size() > size_t{64} * 1024) {
     emit(s, buf);
     buf.clear();
   }

@@ -17,6 +17,7 @@
 #include "lib/core/strings.hpp"
 #include "lib/launch/child_group.hpp"
 #include "lib/launch/exit_status.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace asio = boost::asio;
 
@@ -45,9 +46,11 @@ class SshJob {
   }
 
   ~SshJob() {
-    poll_.cancel();
-    for (auto& t : respawn_timers_) t->cancel();
-    group_.close();
+    without_throwing("ending the ssh agents", [this] {
+      poll_.cancel();
+      for (auto& t : respawn_timers_) t->cancel();
+      group_.close();
+    });
   }
 
   int run() {

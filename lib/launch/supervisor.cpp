@@ -25,6 +25,7 @@
 #include "lib/launch/progress_watch.hpp"
 #include "lib/launch/report.hpp"
 #include "lib/launch/tracked_run.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace asio = boost::asio;
 
@@ -55,10 +56,12 @@ class Attempt {
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
   ~Attempt() {
-    progress_timer_.cancel();
-    stopped_timer_.cancel();
-    for (auto* w : opt_.watchers) w->finish();
-    group_.close();
+    without_throwing("ending the attempt", [this] {
+      progress_timer_.cancel();
+      stopped_timer_.cancel();
+      for (auto* w : opt_.watchers) w->finish();
+      group_.close();
+    });
   }
 
   // Runs the attempt to the end; returns the failure (empty on success).

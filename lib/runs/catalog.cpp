@@ -254,7 +254,10 @@ double seconds_of(fs::file_time_type t) {
 }
 
 std::string human_duration(double s) {
-  const long long t = static_cast<long long>(s + 0.5);
+  // The span comes from the run's own files, which may hold any times: beyond a million hours it
+  // is said as such, since converting a double past long long's range is undefined.
+  if (!(s < 3.6e9)) return ">1000000h";
+  const long long t = std::llround(s);
   if (t < 60) return fmt::format("{}s", t);
   if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60);

@@ -76,6 +76,7 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
     auto it = values.find(name);
     if (it == values.end()) {
       std::vector<std::string> names;
+      names.reserve(values.size());
       for (const auto& kv : values) names.push_back(kv.first);
       throw Error(fmt::format("{}:{}: unknown placeholder {{{{{}}}}}", origin, line, name),
                   "Known placeholders: " + str::join(names, ", "));

@@ -27,6 +27,7 @@ std::vector<int> parse_visible_devices(const std::string& value) {
 
 std::string format_gpu_list(const std::vector<int>& ids) {
   std::vector<std::string> parts;
+  parts.reserve(ids.size());
   for (int i : ids) parts.push_back(std::to_string(i));
   return str::join(parts, ",");
 }
