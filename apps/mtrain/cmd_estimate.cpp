@@ -20,6 +20,7 @@
 #include "mtrain/launch/estimate_world.hpp"
 #include "mtrain/launch/host_probe.hpp"
 #include "mtrain/launch/launch.hpp"
+#include "mtrain/launch/launch_settings.hpp"
 #include "mtrain/launch/model_check.hpp"
 
 namespace mtrain::app {
@@ -64,7 +65,9 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     const auto r = config::resolve_job(config::job_registry(), in);
     for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
     const auto& job = r.job;
-    estimate::JobEstimateOptions o = launch::estimate_options(job, launch::probe_host(in.env));
+    launch::LaunchOptions lo;
+    launch::apply_launch_settings(r, lo);
+    estimate::JobEstimateOptions o = launch::estimate_options(lo, launch::probe_host(in.env));
     o.weights = f->weights;
     o.worker_path = launch::own_worker();
     const nlohmann::json spec = config::job_spec(config::job_registry(), job);
