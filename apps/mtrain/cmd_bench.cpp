@@ -27,10 +27,7 @@ void add_emit_flags(CLI::App* sub, bench::EmitOptions& e) {
   config::add_choice_option(*sub, "--format", e.format, "Output format")->default_str("text")->group(g);
   sub->add_option("--output", e.output, "Write the result to FILE instead of stdout")->group(g);
   sub->add_option("--plot", e.plot, "Also draw FILE.png or FILE.svg (gnuplot or matplotlib)")->group(g);
-  sub->add_option("--plotter", e.plotter, "Plotting tool")
-      ->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))
-      ->default_str("auto")
-      ->group(g);
+  config::add_choice_option(*sub, "--plotter", e.plotter, "Plotting tool")->default_str("auto")->group(g);
 }
 
 // Fails before a long benchmark, not after it, when the plot cannot be drawn.

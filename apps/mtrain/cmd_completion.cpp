@@ -13,15 +13,16 @@
 #include "lib/core/error.hpp"
 #include "lib/envreport/run_command.hpp"
 #include "generated/version.hpp"
+#include "lib/config/cli_flags.hpp"
 
 namespace mtrain::app {
 
 // The scripts and the pages describe every command, so each first has its options built
 // (Exit::build_all); any other run builds only its own command's.
 void build_completion(CLI::App* sub, Exit& exit) {
-  auto shell = std::make_shared<std::string>();
+  auto shell = std::make_shared<completion::Shell>(completion::Shell::Bash);
   CLI::App& root = *sub->get_parent();
-  sub->add_option("shell", *shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  config::add_choice_option(*sub, "shell", *shell, "bash, zsh or fish")->required();
   sub->footer("Load it: bash `source <(mtrain completion bash)`; zsh `source <(mtrain completion zsh)` (after compinit); "
               "fish `mtrain completion fish | source`.\n\n" +
               completion::examples_block({{"source <(mtrain completion bash)", "Tab completion in this bash"},
@@ -29,9 +30,7 @@ void build_completion(CLI::App* sub, Exit& exit) {
   sub->callback([shell, &root, &exit] {
     exit.build_all();
     auto cmds = completion::describe(root, completion::default_hints());
-    std::cout << (*shell == "bash" ? completion::bash_script(cmds)
-                  : *shell == "zsh" ? completion::zsh_script(cmds)
-                                    : completion::fish_script(cmds));
+    std::cout << completion::script(*shell, cmds);
     exit.code = 0;
   });
 }

@@ -15,6 +15,7 @@
 #include "lib/launch/host_probe.hpp"
 #include "lib/launch/launch.hpp"
 #include "lib/launch/model_check.hpp"
+#include "lib/launch/launch_settings.hpp"
 
 namespace mtrain::app {
 
@@ -31,10 +32,12 @@ void build_config(CLI::App* config, Exit& exit) {
   init->add_option("--set", init_opt->wizard.sets, "key=value answered up front (repeatable)");
   // The strategy question shows what each strategy needs per rank (lib/estimate) and offers the
   // recommended one.
-  init_opt->wizard.advise = [](const cfg::json& job) {
-    auto o = launch::estimate_options(job, launch::probe_host(mtrain::process_environment()));
+  init_opt->wizard.advise = [](const cfg::Resolved& r) {
+    launch::LaunchOptions lo;
+    launch::apply_launch_settings(r, lo);
+    auto o = launch::estimate_options(lo, launch::probe_host(mtrain::process_environment()));
     o.worker_path = launch::own_worker();
-    const auto e = estimate::estimate_job(job, o);
+    const auto e = estimate::estimate_job(r.job, o);
     return cfg::WizardOptions::Advice{estimate::render_text(e),
                                       e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
   };

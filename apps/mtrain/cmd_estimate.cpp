@@ -61,7 +61,7 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     in.env = mtrain::process_environment();
     const auto r = config::resolve_job(config::job_registry(), in);
     print_warnings(r.warnings);
-    const auto e = launch::estimate_for_launch({r.job, launch::probe_host(in.env), f->weights, launch::own_worker()});
+    const auto e = launch::estimate_for_launch({r, launch::probe_host(in.env), f->weights, launch::own_worker()});
     print_stdout(f->format == config::OutputFormat::Json ? estimate::to_json(e).dump(2) + "\n"
                                                          : estimate::render_text(e));
     exit.code = 0;

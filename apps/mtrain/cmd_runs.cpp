@@ -42,7 +42,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
     std::string dir = "work_dirs";
     config::OutputFormat format = config::OutputFormat::Text;
     std::vector<std::string> plot_runs;
-    std::string output, plotter = "auto";
+    std::string output;
+    bench::PlotterKind plotter = bench::PlotterKind::Auto;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
@@ -68,7 +69,7 @@ void build_runs(CLI::App* sub, Exit& exit) {
                                            {"mtrain runs plot work_dirs/a work_dirs/b -o loss.svg", "two work dirs compared"}}));
   plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
-  plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
+  config::add_choice_option(*plot, "--plotter", f->plotter, "Plotting tool")->default_str("auto");
   config::add_choice_option(*plot, "--format", f->format,
                             "What to print: text (the file) or json (the runs and their curves)")
       ->default_str("text");

@@ -321,4 +321,13 @@ std::string fish_script(const std::vector<CommandSpec>& cmds) {
   return s + fish_tables(cmds) + kFishComplete;
 }
 
+std::string script(Shell shell, const std::vector<CommandSpec>& cmds) {
+  switch (shell) {
+    case Shell::Bash: return bash_script(cmds);
+    case Shell::Zsh: return zsh_script(cmds);
+    case Shell::Fish: return fish_script(cmds);
+  }
+  config::no_such_value(shell);
+}
+
 }  // namespace mtrain::completion

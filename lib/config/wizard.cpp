@@ -168,7 +168,7 @@ struct Answers {
 void advise_strategy(const Registry& reg, const WizardOptions& opt, Answers& answers, Resolved& r,
                      std::ostream& out) {
   try {
-    const auto advice = opt.advise(r.job);
+    const auto advice = opt.advise(r);
     out << "\n" << advice.table;
     if (!advice.recommended.empty()) {
       answers.values["strategy"] = advice.recommended;

@@ -5,6 +5,7 @@
 #include "lib/core/error.hpp"
 #include "lib/estimate/estimate_job.hpp"
 #include "lib/launch/estimate_world.hpp"
+#include "lib/launch/launch_settings.hpp"
 #include "lib/launch/model_check.hpp"
 
 namespace mtrain::launch {
@@ -25,10 +26,12 @@ void check_probe_data(const nlohmann::json& spec) {
 }  // namespace
 
 estimate::Estimate estimate_for_launch(const EstimateRequest& r) {
-  estimate::JobEstimateOptions o = estimate_options(r.job, r.here);
+  LaunchOptions launch;
+  apply_launch_settings(r.resolved, launch);
+  estimate::JobEstimateOptions o = estimate_options(launch, r.here);
   o.weights = r.weights;
   o.worker_path = r.worker_path;
-  const nlohmann::json spec = config::job_spec(config::job_registry(), r.job);
+  const nlohmann::json spec = config::job_spec(config::job_registry(), r.resolved.job);
   if (o.weights.empty()) {
     check_trainer_files(spec, o.worker_path);
     check_probe_data(spec);

@@ -7,13 +7,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/config/registry.hpp"
 #include "lib/estimate/estimate.hpp"
 #include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 
 struct EstimateRequest {
-  nlohmann::json job;  // resolved: every setting present, launch.* included
+  config::Resolved resolved;  // the job with every setting present, launch.* included, and their sources
   plan::HostFacts here;  // this host as the launcher probes it (probe_host)
   std::string weights;  // a safetensors file: shapes from its header, nothing measured
   std::string worker_path;  // mtrain-worker; "" = activations and runtime not measured

@@ -76,6 +76,7 @@ int run_launch(LaunchOptions options) {
           ? FitRecord{}
           : check_fit(opt, lp.world_size, static_cast<int>(lp.nodes.front().workers.size()),
                       !lp.nodes.front().workers.empty() && lp.nodes.front().workers.front().gpu.has_value());
+  if (!fit.job_spec_json.empty()) opt.job_spec_json = fit.job_spec_json;
 
   const std::string& run_dir = d.run_dir;
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.

@@ -35,8 +35,8 @@ RestartInfo restart_info_from_env(const std::map<std::string, std::string>& env)
 
 std::vector<std::string> apply_restart(TrainJob& job, int world, const RestartInfo& info) {
   std::vector<std::string> notes;
-  if (info.restarted() && job.resume.empty()) {
-    job.resume = "auto";
+  if (info.restarted() && !job.resume.given()) {
+    job.resume = config::Resume::automatic();
     notes.push_back(fmt::format("Restarted job (restart {}, rendezvous round {}): resuming from the newest "
                                 "complete checkpoint (checkpoint.resume auto)",
                                 info.restart_count, info.round));

@@ -549,7 +549,7 @@ class Loop {
                                       [this] { heartbeat_.beat(); });
     for (const auto& w : choice.warnings) console_.line(w);
     if (!choice.dir) {
-      if (job_.resume == "auto") {
+      if (job_.resume.kind == config::Resume::Kind::Auto) {
         console_.line(job_.init.empty() ? "No checkpoint to resume from; training from scratch"
                                         : "No checkpoint to resume from; starting from model.init");
       }
@@ -629,7 +629,7 @@ class Loop {
     throw UsageError(
         fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
                     "nothing to train (--resume {} picked it)",
-                    step_, goal, dir, job_.resume),
+                    step_, goal, dir, config::to_string(job_.resume)),
         fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
                     "--overwrite without --resume to remove the work dir's checkpoints.",
                     step_));

@@ -275,12 +275,12 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   const std::vector<std::string> restart_notes = apply_restart(tj, place.world, restart);
   if (place.rank == 0)
     for (const auto& n : restart_notes) console << "mtrain-worker: " << n << "\n";
-  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), tj.overwrite && tj.resume.empty(),
+  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), tj.overwrite && !tj.resume.given(),
                            console);
   // A fresh run (not resumed, not a restarted attempt: apply_restart resumes those) beside another
   // run's checkpoints: the launcher refuses it before any rank starts, except on a node that joins
   // through the rendezvous (config/launch_checks.hpp); rank 0 of such a job refuses it here.
-  if (place.rank == 0 && tj.resume.empty() && !tj.overwrite)
+  if (place.rank == 0 && !tj.resume.given() && !tj.overwrite)
     for (const auto& p : config::earlier_run_problems(tj.settings))
       if (p.error) throw UsageError(p.message, p.hint);
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);

@@ -16,11 +16,11 @@ using namespace mtrain;
 
 namespace {
 
-nlohmann::json job_with(const std::map<std::string, std::string>& values) {
+config::Resolved job_with(const std::map<std::string, std::string>& values) {
   const auto& reg = config::job_registry();
   config::Layer cli{config::Source::Cli, "command line", {}};
   for (const auto& [k, v] : values) cli.values[k] = reg.parse_text(reg.require(k), v);
-  return config::resolve(reg, {cli}).job;
+  return config::resolve(reg, {cli});
 }
 
 // A safetensors file of one 4 × 4 fp32 tensor: its shape is all --weights gives the estimate.

@@ -86,7 +86,7 @@ json fields(const TrainJob& t) {
         t.threads,
         t.checkpoint_interval,
         t.checkpoint_keep,
-        t.resume,
+        mtrain::config::to_string(t.resume),
         t.overwrite,
         t.init,
         t.init_strict,
