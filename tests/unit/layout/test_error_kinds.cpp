@@ -118,7 +118,7 @@ TEST_CASE("internal invariants and runtime failures exit 1, not as bad input", "
       {"lib/trainer/loop/worker.cpp", "is not a TCP port"},
       {"lib/trainer/data/text.cpp", "cannot read text file"},
       {"lib/launch/preflight.cpp", "is already in use"},
-      {"lib/launch/launch_decision.cpp", "--launcher ssh needs a --hostfile"},
+      {"lib/launch/host_selection.cpp", "--launcher ssh needs a --hostfile"},
   };
   for (const auto& [file, fragment] : usage) {
     int found = 0;
