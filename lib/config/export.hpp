@@ -15,7 +15,7 @@
 
 namespace mtrain::config {
 
-struct ExportResult {
+struct ExportResult {  // NOLINT(bugprone-exception-escape): lib/bench/report.hpp says why
   json doc;                           // ds_config.json, or accelerate's config as JSON
   std::set<std::string> mapped;       // setting keys the document carries
 };

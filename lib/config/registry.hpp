@@ -26,7 +26,7 @@ enum class Type { Bool, Int, Float, String, Choice };
 enum class Scope { Job, Launch, Slurm };
 std::string to_string(Scope s);
 
-struct Setting {
+struct Setting {  // NOLINT(bugprone-exception-escape): lib/bench/report.hpp says why
   std::string key;              // dotted YAML path, e.g. "train.max_steps"
   Type type = Type::String;
   json default_value;
@@ -118,7 +118,7 @@ struct Layer {
   std::map<std::string, json> values;
 };
 
-struct Resolved {
+struct Resolved {  // NOLINT(bugprone-exception-escape): lib/bench/report.hpp says why
   json job;                                       // nested, every key present
   std::map<std::string, std::pair<Source, std::string>> provenance;  // key → (source, origin)
   std::vector<std::string> warnings;              // cross-field warnings (resolve_job fills them)

@@ -91,7 +91,7 @@ std::optional<RunRecord> read_run_record(const std::string& path) {
 std::string end_recorded_run(const RunRecord& r, const std::string& status, const std::string& failure_line,
                              bool only_if_running, std::chrono::milliseconds budget) {
   HttpUrl url;
-  if (const std::string why = parse_http_url(r.uri, url); !why.empty()) return why;
+  if (std::string why = parse_http_url(r.uri, url); !why.empty()) return why;
   const auto deadline = Clock::now() + budget;
   MlflowClient client(url, budget);
   // An exchange may take up to twice its timeout (http_client.hpp): each call gets half of

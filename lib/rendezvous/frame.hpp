@@ -18,7 +18,7 @@
 namespace mtrain::rendezvous {
 
 inline constexpr size_t kFrameHeaderBytes = 8;
-inline constexpr size_t kDefaultMaxFrameBytes = 64 * 1024;
+inline constexpr size_t kDefaultMaxFrameBytes = size_t{64} * 1024;
 inline constexpr int kMaxJsonDepth = 8;
 
 // A peer broke the framing or sent an unusable payload; the connection is closed.
