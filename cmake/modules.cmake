@@ -1,10 +1,11 @@
 # mtrain_module(NAME [DIR lib/sub/dir] SOURCES a.cpp ... DEPS target ... PRIVATE_DEPS ...)
 #
 # Declares library `mtrain_<NAME>` built from lib/<NAME> (or DIR). Headers live beside their
-# sources and are included as "mtrain/<path under lib>/<file>.hpp". The include root is a
-# per-module folder in the build tree holding one link to the module's folder, so a module can
-# include another module's headers only if it links that module: a forbidden dependency fails
-# the build, not just a review.
+# sources and are included by their path from the repository root, "lib/<module>/<file>.hpp", so
+# a reader (or a tool without compile_commands.json) opens the file an include names. The include
+# root is not the repository root but a per-module folder in the build tree holding one link,
+# lib/<path under lib> -> the module's folder, so a module can include another module's headers
+# only if it links that module: a forbidden dependency fails the build, not just a review.
 function(mtrain_module NAME)
   cmake_parse_arguments(M "" "DIR" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
   if(NOT M_DIR)
@@ -12,10 +13,10 @@ function(mtrain_module NAME)
   endif()
   file(RELATIVE_PATH rel ${PROJECT_SOURCE_DIR}/lib ${PROJECT_SOURCE_DIR}/${M_DIR})
   set(root ${PROJECT_BINARY_DIR}/include/${NAME})
-  get_filename_component(link_parent ${root}/mtrain/${rel} DIRECTORY)
+  get_filename_component(link_parent ${root}/lib/${rel} DIRECTORY)
   file(MAKE_DIRECTORY ${link_parent})
-  if(NOT EXISTS ${root}/mtrain/${rel})
-    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${M_DIR} ${root}/mtrain/${rel} SYMBOLIC)
+  if(NOT EXISTS ${root}/lib/${rel})
+    file(CREATE_LINK ${PROJECT_SOURCE_DIR}/${M_DIR} ${root}/lib/${rel} SYMBOLIC)
   endif()
   add_library(mtrain_${NAME} STATIC ${M_SOURCES})
   target_include_directories(mtrain_${NAME} PUBLIC ${root})

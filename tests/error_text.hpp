@@ -3,7 +3,7 @@
 #include <functional>
 #include <string>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::testing {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/core/token_file.hpp"
+#include "lib/core/token_file.hpp"
 
 namespace mtrain::testing {
 

@@ -9,7 +9,7 @@
 
 #include <zlib.h>
 
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/zip_reader.hpp"
 #include "token_bytes.hpp"
 
 namespace mtrain::testing {

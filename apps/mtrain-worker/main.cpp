@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/bench/build_info.hpp"
-#include "mtrain/trainer/bench/comm_bench.hpp"
-#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
-#include "mtrain/trainer/estimate/probe.hpp"
-#include "mtrain/trainer/loop/failure_record.hpp"
-#include "mtrain/trainer/loop/worker.hpp"
-#include "mtrain/trainer/model/model_check_command.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/bench/build_info.hpp"
+#include "lib/trainer/bench/comm_bench.hpp"
+#include "lib/trainer/checkpoint/checkpoint_cli.hpp"
+#include "lib/trainer/estimate/probe.hpp"
+#include "lib/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/worker.hpp"
+#include "lib/trainer/model/model_check_command.hpp"
 
 namespace {
 const char* kUsage =

@@ -3,20 +3,20 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/bench/comm.hpp"
-#include "mtrain/bench/launch_bench.hpp"
-#include "mtrain/bench/measures.hpp"
-#include "mtrain/bench/rendezvous_bench.hpp"
-#include "mtrain/bench/report.hpp"
-#include "mtrain/bench/tcp_barrier.hpp"
-#include "mtrain/bench/train_bench.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/bench/comm.hpp"
+#include "lib/bench/launch_bench.hpp"
+#include "lib/bench/measures.hpp"
+#include "lib/bench/rendezvous_bench.hpp"
+#include "lib/bench/report.hpp"
+#include "lib/bench/tcp_barrier.hpp"
+#include "lib/bench/train_bench.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace mtrain::app {
 
@@ -27,10 +27,7 @@ void add_emit_flags(CLI::App* sub, bench::EmitOptions& e) {
   config::add_choice_option(*sub, "--format", e.format, "Output format")->default_str("text")->group(g);
   sub->add_option("--output", e.output, "Write the result to FILE instead of stdout")->group(g);
   sub->add_option("--plot", e.plot, "Also draw FILE.png or FILE.svg (gnuplot or matplotlib)")->group(g);
-  sub->add_option("--plotter", e.plotter, "Plotting tool")
-      ->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))
-      ->default_str("auto")
-      ->group(g);
+  config::add_choice_option(*sub, "--plotter", e.plotter, "Plotting tool")->default_str("auto")->group(g);
 }
 
 // Fails before a long benchmark, not after it, when the plot cannot be drawn.

@@ -8,12 +8,13 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/weight_dtype.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launch.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/weight_dtype.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/config/weight_format.hpp"
 
 namespace mtrain::app {
 
@@ -23,7 +24,7 @@ struct CheckpointFlags {
   std::string dir, output;
   config::WeightDtype dtype = config::WeightDtype::Fp32;
   config::OutputFormat format = config::OutputFormat::Text;
-  std::string weights_format;  // consolidate: pt | safetensors | hf ("" = from -o's extension)
+  config::WeightFormat weights_format = config::WeightFormat::Pt;  // consolidate, when given (else from -o)
   std::string hf_config, hf_prefix;
   bool hf_prefix_given = false;
 };
@@ -39,11 +40,12 @@ struct CheckpointFlags {
   std::vector<std::string> args{worker, "checkpoint"};
   args.insert(args.end(), words.begin(), words.end());
   std::vector<char*> argv;
+  argv.reserve(args.size() + 1);
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
   std::fflush(stdout);
   ::execv(worker.c_str(), argv.data());
-  throw Error(std::string("cannot run ") + worker + ": " + std::strerror(errno), "", kExitFailure);
+  throw RuntimeFailure(std::string("cannot run ") + worker + ": " + std::strerror(errno));
 }
 
 }  // namespace
@@ -63,19 +65,19 @@ void build_checkpoint(CLI::App* sub, Exit& exit) {
       ->required();
   config::add_choice_option(*con, "--dtype", f->dtype, "Dtype of floating tensors")
       ->default_str(config::to_string(f->dtype));
-  con->add_option("--format", f->weights_format,
-                  "pt (torch.load-able), safetensors, or hf (a folder Hugging Face's from_pretrained "
-                  "reads); default: safetensors for a .safetensors output, else pt")
-      ->check(CLI::IsMember({"pt", "safetensors", "hf"}));
+  CLI::Option* weights_format =
+      config::add_choice_option(*con, "--format", f->weights_format,
+                                "pt (torch.load-able), safetensors, or hf (a folder Hugging Face's from_pretrained "
+                                "reads); default: safetensors for a .safetensors output, else pt");
   con->add_option("--hf-config", f->hf_config,
                   "--format hf: the Hugging Face model's config.json, copied beside model.safetensors");
   con->add_option("--hf-prefix", f->hf_prefix,
                   "--format hf: the wrapper's prefix to strip from every name (e.g. model; '' for "
                   "none); default: the first name component when all names share it")
       ->each([f](const std::string&) { f->hf_prefix_given = true; });
-  con->callback([f] {
+  con->callback([f, weights_format] {
     std::vector<std::string> words{"consolidate", f->dir, "-o", f->output, "--dtype", config::to_string(f->dtype)};
-    if (!f->weights_format.empty()) words.insert(words.end(), {"--format", f->weights_format});
+    if (weights_format->count() > 0) words.insert(words.end(), {"--format", config::to_string(f->weights_format)});
     if (!f->hf_config.empty()) words.insert(words.end(), {"--hf-config", f->hf_config});
     if (f->hf_prefix_given) words.insert(words.end(), {"--hf-prefix", f->hf_prefix});
     exec_worker(words);

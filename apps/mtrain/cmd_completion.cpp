@@ -8,20 +8,21 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/run_command.hpp"
-#include "mtrain/version.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/run_command.hpp"
+#include "generated/version.hpp"
+#include "lib/config/cli_flags.hpp"
 
 namespace mtrain::app {
 
 // The scripts and the pages describe every command, so each first has its options built
 // (Exit::build_all); any other run builds only its own command's.
 void build_completion(CLI::App* sub, Exit& exit) {
-  auto shell = std::make_shared<std::string>();
+  auto shell = std::make_shared<completion::Shell>(completion::Shell::Bash);
   CLI::App& root = *sub->get_parent();
-  sub->add_option("shell", *shell, "bash, zsh or fish")->required()->check(CLI::IsMember({"bash", "zsh", "fish"}));
+  config::add_choice_option(*sub, "shell", *shell, "bash, zsh or fish")->required();
   sub->footer("Load it: bash `source <(mtrain completion bash)`; zsh `source <(mtrain completion zsh)` (after compinit); "
               "fish `mtrain completion fish | source`.\n\n" +
               completion::examples_block({{"source <(mtrain completion bash)", "Tab completion in this bash"},
@@ -29,27 +30,36 @@ void build_completion(CLI::App* sub, Exit& exit) {
   sub->callback([shell, &root, &exit] {
     exit.build_all();
     auto cmds = completion::describe(root, completion::default_hints());
-    std::cout << (*shell == "bash" ? completion::bash_script(cmds)
-                  : *shell == "zsh" ? completion::zsh_script(cmds)
-                                    : completion::fish_script(cmds));
+    std::cout << completion::script(*shell, cmds);
     exit.code = 0;
   });
 }
+
+namespace {
+
+// The build writes the pages into its own tree: a page that cannot be written fails it (exit 1).
+void write_pages(const std::string& dir, const std::vector<completion::ManPage>& pages) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  for (const auto& p : pages) {
+    const auto path = std::filesystem::path(dir) / p.file;
+    std::ofstream f(path);
+    f << p.text;
+    if (!f.flush())
+      throw RuntimeFailure(fmt::format("cannot write the manual page {}", path.string()),
+                           "Check the folder is writable.");
+  }
+}
+
+}  // namespace
 
 void build_man(CLI::App* man, Exit& exit) {
   auto dir = std::make_shared<std::string>();
   CLI::App& root = *man->get_parent();
   man->add_option("dir", *dir, "Folder for the pages")->required();
   man->callback([dir, &root, &exit] {
-    std::error_code ec;
-    std::filesystem::create_directories(*dir, ec);
     exit.build_all();
-    for (const auto& p : completion::man_pages(completion::describe(root, completion::default_hints()), kVersion)) {
-      const auto path = std::filesystem::path(*dir) / p.file;
-      std::ofstream f(path);
-      f << p.text;
-      if (!f.flush()) throw Error(fmt::format("cannot write the manual page {}", path.string()), "Check the folder is writable.");
-    }
+    write_pages(*dir, completion::man_pages(completion::describe(root, completion::default_hints()), kVersion));
     exit.code = 0;
   });
 }

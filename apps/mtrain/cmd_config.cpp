@@ -4,17 +4,18 @@
 #include <memory>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/estimate/estimate.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
-#include "mtrain/launch/estimate_world.hpp"
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/model_check.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/launch/estimate_world.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/model_check.hpp"
+#include "lib/launch/launch_settings.hpp"
 
 namespace mtrain::app {
 
@@ -31,10 +32,12 @@ void build_config(CLI::App* config, Exit& exit) {
   init->add_option("--set", init_opt->wizard.sets, "key=value answered up front (repeatable)");
   // The strategy question shows what each strategy needs per rank (lib/estimate) and offers the
   // recommended one.
-  init_opt->wizard.advise = [](const cfg::json& job) {
-    auto o = launch::estimate_options(job, launch::probe_host(mtrain::process_environment()));
+  init_opt->wizard.advise = [](const cfg::Resolved& r) {
+    launch::LaunchOptions lo;
+    launch::apply_launch_settings(r, lo);
+    auto o = launch::estimate_options(lo, launch::probe_host(mtrain::process_environment()));
     o.worker_path = launch::own_worker();
-    const auto e = estimate::estimate_job(job, o);
+    const auto e = estimate::estimate_job(r.job, o);
     return cfg::WizardOptions::Advice{estimate::render_text(e),
                                       e.recommended ? config::to_string(e.rows[*e.recommended].c.strategy) : ""};
   };

@@ -4,17 +4,19 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/version.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/report.hpp"
+#include "lib/launch/launch.hpp"
+#include "generated/version.hpp"
+#include "lib/core/own_executable.hpp"
+#include "console.hpp"
+#include "lib/launch/launch_settings.hpp"
 
 namespace mtrain::app {
 
@@ -29,18 +31,20 @@ void rendezvous_of(envreport::ReportOptions& o, const std::string& backend, cons
   if (!backend.empty()) in.flags["launch.rdzv_backend"] = backend;
   if (!endpoint.empty()) in.flags["launch.rdzv_endpoint"] = endpoint;
   try {
-    const auto job = config::resolve_job(config::job_registry(), in).job;
-    o.rdzv_backend = config::get(job, "launch.rdzv_backend").get<std::string>();
-    o.rdzv_endpoint = config::get(job, "launch.rdzv_endpoint").get<std::string>();
-    o.rdzv_etcd_cacert = config::get(job, "launch.rdzv_etcd_cacert").get<std::string>();
-    o.rdzv_etcd_cert = config::get(job, "launch.rdzv_etcd_cert").get<std::string>();
-    o.rdzv_etcd_key = config::get(job, "launch.rdzv_etcd_key").get<std::string>();
+    launch::LaunchOptions lo;
+    launch::apply_launch_settings(config::resolve_job(config::job_registry(), in), lo);
+    const launch::MultiNodeOptions& m = lo.multi;
+    // The default (static, no endpoint) is no configured rendezvous: nothing to ask.
+    const bool none = m.rdzv_backend == config::RdzvBackend::Static && m.rdzv_endpoint.empty() && backend.empty();
+    o.rdzv_backend = none ? std::string() : config::to_string(m.rdzv_backend);
+    o.rdzv_endpoint = m.rdzv_endpoint;
+    o.rdzv_etcd_cacert = m.rdzv_etcd_cacert;
+    o.rdzv_etcd_cert = m.rdzv_etcd_cert;
+    o.rdzv_etcd_key = m.rdzv_etcd_key;
   } catch (const Error&) {
     o.rdzv_backend = backend;
     o.rdzv_endpoint = endpoint;
   }
-  // The default (static, no endpoint) is no configured rendezvous: nothing to ask.
-  if (o.rdzv_backend == "static" && o.rdzv_endpoint.empty() && backend.empty()) o.rdzv_backend.clear();
 }
 
 }  // namespace
@@ -64,8 +68,7 @@ void build_env(CLI::App* sub, Exit& exit) {
     rendezvous_of(o, *backend, *endpoint);
     envreport::PosixSystemProbe probe;
     auto report = envreport::collect_report(probe, o);
-    std::string out = *format == config::OutputFormat::Json ? report.dump(2) + "\n" : envreport::render_text(report);
-    std::fwrite(out.data(), 1, out.size(), stdout);
+    print_stdout(*format == config::OutputFormat::Json ? report.dump(2) + "\n" : envreport::render_text(report));
     exit.code = 0;
   });
 }

@@ -1,26 +1,24 @@
-// `mtrain estimate`: flags → the resolved job and its world → estimate::estimate_job → the table.
-#include <unistd.h>
-
-#include <cstdio>
-#include <filesystem>
+// `mtrain estimate`: flags → the resolved job → launch::estimate_for_launch → the table.
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/estimate/estimate.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
-#include "mtrain/launch/estimate_world.hpp"
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/model_check.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/launch/estimate_world.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/model_check.hpp"
+#include "console.hpp"
+#include "lib/launch/estimate_command.hpp"
 
 namespace mtrain::app {
 
@@ -62,34 +60,10 @@ void build_estimate(CLI::App* sub, Exit& exit) {
     in.sets = f->sets;
     in.env = mtrain::process_environment();
     const auto r = config::resolve_job(config::job_registry(), in);
-    for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
-    const auto& job = r.job;
-    estimate::JobEstimateOptions o = launch::estimate_options(job, launch::probe_host(in.env));
-    o.weights = f->weights;
-    o.worker_path = launch::own_worker();
-    const nlohmann::json spec = config::job_spec(config::job_registry(), job);
-    // The model file is checked as `mtrain launch` checks it before any rank starts (the archive's
-    // records, the trust check, the worker's LibTorch), so the probe never loads what launch would
-    // refuse, and the refusal is the launcher's paragraph with exit 2.
-    if (o.weights.empty()) {
-      launch::check_trainer_files(spec, o.worker_path);
-      // The probe runs one forward/backward on the job's data: data a launch would refuse (none
-      // for a TorchScript model, a missing file) is refused here with the launch's words, exit 2,
-      // rather than as the probe's failure with its internal command line. The built-in models
-      // train on synthetic data or the embedded corpus, so they need no --data.
-      auto problems = config::data_model_problems(spec);
-      for (auto& p : config::data_file_problems(spec, true)) problems.push_back(std::move(p));
-      for (const auto& p : problems)
-        if (p.error)
-          throw Error("estimate measures the model with one forward/backward on its data, and " + p.message + ".",
-                      p.hint);
-    }
-    const auto e = estimate::estimate_job(spec, o);
-    const std::string out =
-        f->format == config::OutputFormat::Json ? estimate::to_json(e).dump(2) + "\n" : estimate::render_text(e);
-    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
-      throw Error("estimate: cannot write to standard output",
-                  "standard output is closed, on a full disk or a pipe whose reader is gone", kExitFailure);
+    print_warnings(r.warnings);
+    const auto e = launch::estimate_for_launch({r, launch::probe_host(in.env), f->weights, launch::own_worker()});
+    print_stdout(f->format == config::OutputFormat::Json ? estimate::to_json(e).dump(2) + "\n"
+                                                         : estimate::render_text(e));
     exit.code = 0;
   });
 }

@@ -4,20 +4,21 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/compat_flags.hpp"
-#include "mtrain/config/export.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/job_handoff.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/model_check.hpp"
-#include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/compat_flags.hpp"
+#include "lib/config/export.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/job_handoff.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/model_check.hpp"
+#include "lib/launch/launch_settings.hpp"
+#include "lib/core/own_executable.hpp"
+#include "console.hpp"
 
 namespace mtrain::app {
 
@@ -38,7 +39,7 @@ config::Resolved resolve(const LaunchFlags& f) {
   in.sets = f.sets;
   in.env = mtrain::process_environment();
   auto r = config::resolve_job(config::job_registry(), in);
-  for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  print_warnings(r.warnings);
   return r;
 }
 
@@ -126,8 +127,7 @@ void build_launch(CLI::App* sub, Exit& exit) {
     launch::apply_launch_settings(r, o);  // o.multi.node_rank_given too: --node-rank from any source
     const auto env = mtrain::process_environment();
     const auto source = launch::job_source(o, env, !f->config_file.empty(), r);
-    for (const auto& w : launch::hand_job_over(o, source, r, env, own_executable()))
-      std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+    print_warnings(launch::hand_job_over(o, source, r, env, own_executable()));
     if (launch::checks_trainer_files_here(o)) launch::check_trainer_files(config::json::parse(o.job_spec_json), o.worker_path);
     exit.code = launch::run_launch(o);
   });

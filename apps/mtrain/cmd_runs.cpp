@@ -3,41 +3,36 @@
 // -o loss.png|svg` draws their loss curves on one chart. Flags → options → lib/runs, lib/bench.
 // What a run folder could not give (a skipped run, a bad metrics line) is a warning on stderr;
 // the listing itself goes to stdout, and a failed write there is an error (exit 1).
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
 #include <iterator>
 
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/bench/runs_plot.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/runs/catalog.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/bench/runs_plot.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/runs/catalog.hpp"
+#include "console.hpp"
 
 namespace mtrain::app {
 
 namespace {
 
 void warn_all(const std::vector<std::string>& skipped, const std::vector<runs::Run>& runs) {
-  // Every text here is visible text already (catalog.hpp).
-  for (const auto& w : skipped) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
-  for (const auto& r : runs)
-    for (const auto& w : r.warnings) std::fprintf(stderr, "mtrain: warning: %s\n", w.c_str());
+  print_warnings(skipped);
+  for (const auto& r : runs) print_warnings(r.warnings);
 }
 
-// Writes and flushes: a full disk, /dev/full or a closed pipe is an error, not a silent exit 0.
-void print(const std::string& text) {
-  errno = 0;
-  if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    const int e = errno ? errno : EIO;
-    throw Error(fmt::format("cannot write to standard output: {}", std::strerror(e)),
-                "Check where the output goes (a full disk, a closed pipe).", kExitFailure);
-  }
+// What `runs plot` prints once the chart is written: the file, or the runs and their curves.
+std::string plotted(const std::vector<runs::Run>& runs, const std::string& output, config::OutputFormat format) {
+  if (format == config::OutputFormat::Text)
+    return fmt::format("wrote {} ({} run{})\n", visible_text(output), runs.size(), runs.size() == 1 ? "" : "s");
+  auto j = runs::runs_json(runs, true);
+  j["output"] = output;
+  return runs::runs_json_text(j) + "\n";
 }
 
 }  // namespace
@@ -47,7 +42,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
     std::string dir = "work_dirs";
     config::OutputFormat format = config::OutputFormat::Text;
     std::vector<std::string> plot_runs;
-    std::string output, plotter = "auto";
+    std::string output;
+    bench::PlotterKind plotter = bench::PlotterKind::Auto;
   };
   auto f = std::make_shared<Flags>();
   sub->add_option("dir", f->dir, "A work dir (train.work_dir) or a folder of them")->default_str("work_dirs");
@@ -63,8 +59,8 @@ void build_runs(CLI::App* sub, Exit& exit) {
     std::vector<std::string> skipped;
     const auto runs = runs::list_runs(f->dir, &skipped);
     warn_all(skipped, runs);
-    print(f->format == config::OutputFormat::Json ? runs::runs_json_text(runs::runs_json(runs, false)) + "\n"
-                                                  : runs::runs_table(runs));
+    print_stdout(f->format == config::OutputFormat::Json ? runs::runs_json_text(runs::runs_json(runs, false)) + "\n"
+                                                         : runs::runs_table(runs));
     exit.code = 0;
   });
 
@@ -73,7 +69,7 @@ void build_runs(CLI::App* sub, Exit& exit) {
                                            {"mtrain runs plot work_dirs/a work_dirs/b -o loss.svg", "two work dirs compared"}}));
   plot->add_option("runs", f->plot_runs, "Run folders (that launch alone), or work dirs (every run in them, resumed launches joined)")->required();
   plot->add_option("-o,--output", f->output, "Chart file, .png or .svg")->required();
-  plot->add_option("--plotter", f->plotter, "Plotting tool")->check(CLI::IsMember({"auto", "gnuplot", "matplotlib"}))->default_str("auto");
+  config::add_choice_option(*plot, "--plotter", f->plotter, "Plotting tool")->default_str("auto");
   config::add_choice_option(*plot, "--format", f->format,
                             "What to print: text (the file) or json (the runs and their curves)")
       ->default_str("text");
@@ -86,13 +82,7 @@ void build_runs(CLI::App* sub, Exit& exit) {
     }
     warn_all(skipped, runs);
     bench::plot_runs(runs, f->output, f->plotter);
-    if (f->format == config::OutputFormat::Json) {
-      auto j = runs::runs_json(runs, true);
-      j["output"] = f->output;
-      print(runs::runs_json_text(j) + "\n");
-    } else {
-      print(fmt::format("wrote {} ({} run{})\n", visible_text(f->output), runs.size(), runs.size() == 1 ? "" : "s"));
-    }
+    print_stdout(plotted(runs, f->output, f->format));
     exit.code = 0;
   });
 }

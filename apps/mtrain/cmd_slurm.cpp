@@ -9,17 +9,17 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/job_ops.hpp"
-#include "mtrain/slurm/task_exec.hpp"
-#include "mtrain/slurm/writer_job.hpp"
-#include "mtrain/version.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/slurm/job_ops.hpp"
+#include "lib/slurm/task_exec.hpp"
+#include "lib/slurm/writer_job.hpp"
+#include "generated/version.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace mtrain::app {
 
@@ -69,7 +69,7 @@ std::optional<WriterArgs> parse_writer_args(const std::string& name, bool submit
     std::cout << in.help();
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
-    throw Error(e.what(), "See `mtrain slurm " + name + " --help`.");
+    throw UsageError(e.what(), "See `mtrain slurm " + name + " --help`.");
   }
   a.format = output_format(a.format_word);
   a.launch_args = in.remaining();
@@ -87,6 +87,15 @@ sl::JobOptions writer_job_of(const WriterArgs& a, const std::vector<std::string>
   inputs.sets = split.slurm;
   return sl::writer_job(config::resolve_job(config::job_registry(), inputs).job,
                         {a.config, a.launch_args, split.launch, program, own_executable(), cwd});
+}
+
+// --script-file, else mtrain-slurm/<job-name>.sbatch: written, then submitted with sbatch.
+sl::Submitted submit_script(const sl::JobOptions& job, const sl::ScriptContext& ctx, const WriterArgs& a,
+                            const std::string& cwd) {
+  sl::SystemRunner runner;
+  sl::SlurmClient client(runner);
+  const std::string script_file = a.script_file.empty() ? sl::default_script_file(job, cwd) : a.script_file;
+  return sl::submit_job(job, ctx, script_file, client, sl::default_state_dir());
 }
 
 void print_submitted(const sl::Submitted& s, config::OutputFormat format) {
@@ -113,25 +122,15 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
   sub->callback([sub, name, submit, &exit] {
     // main splits off the words after the first `--` (the program); the rest are options.
     const auto args = parse_writer_args(name, submit, sub->remaining());
-    if (!args) {
-      exit.code = 0;
-      return;
-    }
+    exit.code = 0;
+    if (!args) return;  // --help was asked and printed
     const std::string cwd = fs::current_path().string();
     const sl::JobOptions job = writer_job_of(*args, exit.after_dashdash, cwd);
-    sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
-    if (!submit) {
-      const std::string text = sl::render_script(job, ctx);
-      sl::make_output_folders(job, cwd);  // the script is for sbatch, which will not create them
-      std::cout << text;
-      exit.code = 0;
-      return;
-    }
-    const std::string script_file = args->script_file.empty() ? sl::default_script_file(job, cwd) : args->script_file;
-    sl::SystemRunner runner;
-    sl::SlurmClient client(runner);
-    print_submitted(sl::submit_job(job, ctx, script_file, client, sl::default_state_dir()), args->format);
-    exit.code = 0;
+    const sl::ScriptContext ctx{kVersion, "mtrain slurm " + name};
+    if (submit) return print_submitted(submit_script(job, ctx, *args, cwd), args->format);
+    const std::string text = sl::render_script(job, ctx);
+    sl::make_output_folders(job, cwd);  // the script is for sbatch, which will not create them
+    std::cout << text;
   });
 }
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "commands.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::app {
 

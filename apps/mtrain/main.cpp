@@ -7,15 +7,15 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
-#include "mtrain/completion/help.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/worker_facts.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/git_revision.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/version.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/envreport/report.hpp"
+#include "generated/git_revision.hpp"
+#include "lib/launch/launch.hpp"
+#include "generated/version.hpp"
 
 // The launcher never dies of a lost console or a notice signal (launcher_signals.hpp): from its
 // first instruction, whatever it is doing when they arrive. glibc runs the executable's
@@ -37,7 +37,7 @@ static std::string version_text() {
                                          mtrain::envreport::probe_worker(probe, worker, 10000));
 }
 
-int main(int argc, char** argv) {
+static int run_mtrain(int argc, char** argv) {
   // `mtrain --version` alone answers before any command is declared; the flag stays declared
   // below for --help and for CLI11's own checks.
   if (argc == 2 && std::string_view(argv[1]) == "--version") {
@@ -99,4 +99,18 @@ int main(int argc, char** argv) {
     return mtrain::exit_code_of(e);
   }
   return exit.code;
+}
+
+// Nothing may escape main (that is std::terminate, a core dump): what run_mtrain's own handlers do
+// not catch — std::bad_alloc while the commands are declared, an exception of no std type — ends
+// here with one line and exit 1.
+int main(int argc, char** argv) {
+  try {
+    return run_mtrain(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+  } catch (...) {
+    std::fprintf(stderr, "error: an exception that is no std::exception\n");
+  }
+  return mtrain::kExitFailure;
 }

@@ -5,26 +5,26 @@
 # store in a temporary folder) — interleaved, the order rotated each round, so that drift of a
 # shared machine falls on every side alike.
 #
-# Two figures per run: the median step time the trainer reports (summary.json; it times the
-# optimizer step, not the logging after it), and the loop's wall time per step — from the run
-# folder's run.json (written before the tracker starts) to its summary.json (written after the
-# last step, before the tracker's end) over the steps — which also holds what rank 0 spends
-# logging on logging steps and what the MLflow thread (and, on one machine, the server) takes
-# from the ranks' CPUs. Overhead: each round's ratio to that round's off run, median over rounds,
-# with the range.
+# Three figures per run:
+# * CPU per step: the user+sys CPU time of the whole job (the launcher and every rank, with rank
+#   0's TensorBoard writes and MLflow thread; getrusage of the waited-for children) over its
+#   steps. Other processes' load barely moves it (it counts what the job ran, not what it
+#   waited for), which is why it resolves a fraction of a percent where wall time cannot on a
+#   shared machine. The MLflow server's own CPU is not in it (the server is not the job's).
+# * the trainer's median step time (summary.json);
+# * the loop's wall time per step, from the run folder's run.json (written before the tracker
+#   starts) to its summary.json (after the last step, before the tracker's end).
+# Overhead: each round's ratio to that round's off run; the median over rounds, and the min of
+# each side over the rounds compared (the least disturbed run of each).
 #
-# The magnifier (NPROC=1, a tiny model whose step takes milliseconds, logging every step): the
-# same tracking cost per logging step, spread over a few milliseconds instead of the demo's
-# 10 x ~150 ms, so what a shared machine's noise hides in the demo job shows here, ~1000x larger.
-#
-# usage: bench/tracking/run.sh [BUILD_DIR]    env: ROUNDS (5)  EXTRA (more flags, e.g. --max-steps 20)
+# usage: bench/tracking/run.sh [BUILD_DIR]    env: ROUNDS (7)  EXTRA (more flags, e.g. --max-steps 100)
 #        NPROC (2)  MLFLOW_PY (python with mlflow: .venv/bin/python of this tree)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 mtrain=$build/bin/mtrain
-rounds=${ROUNDS:-5}
+rounds=${ROUNDS:-7}
 nproc=${NPROC:-2}
 mlflow_py=${MLFLOW_PY:-$root/.venv/bin/python}
 work=$(mktemp -d "${TMPDIR:-/tmp}/mtrain-bench-tracking.XXXXXX")
@@ -57,44 +57,65 @@ args_of() {
   esac
 }
 : >"$work/results"
+# Runs a command, then prints the user+sys CPU seconds of it and everything it waited for.
+cpu_of() {
+  python3 -c 'import resource, subprocess, sys
+rc = subprocess.call(sys.argv[2:], stdout=open(sys.argv[1], "w"), stderr=subprocess.STDOUT)
+u = resource.getrusage(resource.RUSAGE_CHILDREN)
+print(u.ru_utime + u.ru_stime)
+sys.exit(rc)' "$@"
+}
 for r in $(seq "$rounds"); do
   for i in 0 1 2; do
     side=${sides[$(((i + r) % 3))]}
     wd=$work/$side$r
     # shellcheck disable=SC2046,SC2086
-    "$mtrain" launch --nproc-per-node "$nproc" --strategy ddp --master-port auto --work-dir "$wd" \
-      $(args_of "$side") ${EXTRA:-} >"$wd.log" 2>&1 || { cat "$wd.log"; exit 1; }
+    cpu=$(cpu_of "$wd.log" "$mtrain" launch --nproc-per-node "$nproc" --strategy ddp --master-port auto --work-dir "$wd" \
+      $(args_of "$side") ${EXTRA:-}) || { cat "$wd.log"; exit 1; }
     run=$(find "$wd" -mindepth 1 -maxdepth 1 -name '2*' -type d | head -1)
-    python3 - "$run" "$side" "$r" >>"$work/results" <<'PYEOF'
+    python3 - "$run" "$side" "$r" "$cpu" >>"$work/results" <<'PYEOF'
 import json, os, sys
-run, side, r = sys.argv[1:4]
+run, side, r, cpu = sys.argv[1:5]
 s = json.load(open(os.path.join(run, "summary.json")))
 steps = s["steps"]  # a fresh run: its steps are this run's
 wall = (os.stat(os.path.join(run, "summary.json")).st_mtime_ns - os.stat(os.path.join(run, "run.json")).st_mtime_ns) / 1e9
-print(r, side, s["step_time_median_s"], wall / steps)
+logged = sum(1 for l in open(os.path.join(run, "metrics.jsonl")) if '"mode":"train"' in l)
+print(r, side, s["step_time_median_s"], wall / steps, float(cpu) / steps, logged, steps)
 PYEOF
-    tail -1 "$work/results" | awk '{printf "round %s %-11s median step %.2f ms, loop %.2f ms/step\n", $1, $2, $3*1e3, $4*1e3}'
+    tail -1 "$work/results" | awk '{printf "round %s %-11s median step %.2f ms, loop %.2f ms/step, CPU %.2f ms/step\n", $1, $2, $3*1e3, $4*1e3, $5*1e3}'
   done
 done
 python3 - "$work/results" "$rounds" "$*" "${EXTRA:-}" "$nproc" <<'PYEOF'
 import collections, os, statistics, sys
 rows = [l.split() for l in open(sys.argv[1])]
-med, loop = collections.defaultdict(dict), collections.defaultdict(dict)
-for r, side, m, w in rows:
-    med[side][r], loop[side][r] = float(m), float(w)
+fig = collections.defaultdict(lambda: collections.defaultdict(dict))
+logged, steps = {}, {}
+for r, side, m, w, c, n, k in rows:
+    fig["step"][side][r], fig["wall"][side][r], fig["cpu"][side][r] = float(m), float(w), float(c)
+    logged[side, r], steps[side, r] = int(n), int(k)
 load = os.getloadavg()
 extra = (f" NPROC={sys.argv[5]}" if sys.argv[5] != "2" else "") + (f" EXTRA='{sys.argv[4]}'" if sys.argv[4] else "")
-print(f"\n`ROUNDS={sys.argv[2]}{extra} bench/tracking/run.sh {sys.argv[3]}`".rstrip() + f" — load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min), {os.cpu_count()} CPUs\n")
-print("| tracking | median step (ms) | loop wall per step (ms) | overhead, step | overhead, loop wall (range over rounds) |")
-print("|---|---|---|---|---|")
+print(f"\n`ROUNDS={sys.argv[2]}{extra} bench/tracking/run.sh {sys.argv[3]}`".rstrip()
+      + f" — load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (1/5/15 min), {os.cpu_count()} CPUs\n")
+def pct(x):
+    return f"{100 * x:+.2f}%"
+def med_min(d):
+    return f"{1e3 * statistics.median(d.values()):.2f} ({1e3 * min(d.values()):.2f})"
+print("| tracking | job CPU per step, median (min) ms | CPU overhead, median of rounds (range) | CPU, min vs min "
+      "| extra CPU per logging step (ms) | median step (ms) | loop wall per step, median (min) ms "
+      "| wall overhead, median of rounds (range) |")
+print("|---|---|---|---|---|---|---|---|")
+off = fig["cpu"]["off"]
 for side in ("off", "tensorboard", "mlflow"):
-    ms = statistics.median(med[side].values()) * 1e3
-    ws = statistics.median(loop[side].values()) * 1e3
+    c, w, m = fig["cpu"][side], fig["wall"][side], fig["step"][side]
+    head = f"| {side} | {med_min(c)} |"
+    tail = f" {1e3 * statistics.median(m.values()):.2f} | {med_min(w)} |"
     if side == "off":
-        print(f"| off | {ms:.2f} | {ws:.2f} | — | — |")
+        print(head + " — | — | — |" + tail + " — |")
         continue
-    rs = sorted(loop[side][r] / loop["off"][r] - 1 for r in loop[side])
-    rm = [med[side][r] / med["off"][r] - 1 for r in med[side]]
-    print(f"| {side} | {ms:.2f} | {ws:.2f} | {100 * statistics.median(rm):+.2f}% | "
-          f"{100 * statistics.median(rs):+.2f}% ({100 * rs[0]:+.1f}% … {100 * rs[-1]:+.1f}%) |")
+    rc = sorted(c[r] / off[r] - 1 for r in c)
+    rw = sorted(w[r] / fig["wall"]["off"][r] - 1 for r in w)
+    per_log = statistics.median((c[r] - off[r]) * steps[side, r] * 1e3 / max(1, logged[side, r]) for r in c)
+    print(head + f" {pct(statistics.median(rc))} ({pct(rc[0])} … {pct(rc[-1])}) | {pct(min(c.values()) / min(off.values()) - 1)} "
+          f"| {per_log:+.2f} |" + tail + f" {pct(statistics.median(rw))} ({pct(rw[0])} … {pct(rw[-1])}) |")
 PYEOF

@@ -1,4 +1,4 @@
-#include "mtrain/bench/comm.hpp"
+#include "lib/bench/comm.hpp"
 
 #include <unistd.h>
 
@@ -9,10 +9,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/bench/measures.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/launch.hpp"
+#include "lib/bench/measures.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace fs = std::filesystem;
 

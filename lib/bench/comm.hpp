@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/bench/report.hpp"
+#include "lib/bench/report.hpp"
 
 namespace mtrain::bench {
 

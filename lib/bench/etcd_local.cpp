@@ -1,4 +1,4 @@
-#include "mtrain/bench/etcd_local.hpp"
+#include "lib/bench/etcd_local.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -15,8 +15,8 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::bench {
 
@@ -40,6 +40,7 @@ bool on_path(const std::string& name) {
 
 pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
   std::vector<char*> args;
+  args.reserve(argv.size() + 1);
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   const pid_t pid = ::fork();

@@ -7,7 +7,7 @@
 #include <sys/types.h>
 #include <vector>
 
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 namespace mtrain::bench {
 

@@ -1,14 +1,14 @@
-#include "mtrain/bench/launch_bench.hpp"
+#include "lib/bench/launch_bench.hpp"
 
 #include <chrono>
 #include <map>
 
 #include <fmt/format.h>
 
-#include "mtrain/bench/measures.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/bench/measures.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/run_command.hpp"
 
 namespace mtrain::bench {
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/bench/report.hpp"
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/bench/report.hpp"
+#include "lib/envreport/system_probe.hpp"
 
 namespace mtrain::bench {
 

@@ -1,4 +1,4 @@
-#include "mtrain/bench/measures.hpp"
+#include "lib/bench/measures.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::bench {
 

@@ -1,6 +1,6 @@
-#include "mtrain/bench/plot.hpp"
+#include "lib/bench/plot.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,11 +14,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/envreport/run_command.hpp"
 
 namespace fs = std::filesystem;
 
@@ -70,7 +70,7 @@ struct PrivateDir {
 
   // Writes a new file `name` (O_EXCL, never through a link) holding `text`; returns its path.
   std::string put(const std::string& name, const std::string& text) const {
-    const std::string p = path + "/" + name;
+    std::string p = path + "/" + name;
     int e = 0;
     UniqueFd fd(::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd) {
@@ -127,19 +127,17 @@ bool python_has_matplotlib(const envreport::SystemProbe& probe, const std::strin
 
 }  // namespace
 
-Plotter find_plotter(const envreport::SystemProbe& probe, const std::string& want) {
-  if (want != "auto" && want != "gnuplot" && want != "matplotlib")
-    throw Error(fmt::format("--plotter '{}' is not auto, gnuplot or matplotlib", want));
-  if (want != "matplotlib") {
+Plotter find_plotter(const envreport::SystemProbe& probe, PlotterKind want) {
+  if (want != PlotterKind::Matplotlib) {
     std::string gp = probe.which("gnuplot");
-    if (!gp.empty()) return {"gnuplot", gp};
-    if (want == "gnuplot")
+    if (!gp.empty()) return {PlotterKind::Gnuplot, gp};
+    if (want == PlotterKind::Gnuplot)
       throw Error("--plotter gnuplot: gnuplot is not installed (not on PATH)", "`apt-get install gnuplot-nox`, or use --plotter auto.",
                   kExitFailure);
   }
   for (const std::string py : {"/usr/bin/python3", "python3"})
-    if (python_has_matplotlib(probe, py)) return {"matplotlib", probe.which(py)};
-  if (want == "matplotlib")
+    if (python_has_matplotlib(probe, py)) return {PlotterKind::Matplotlib, probe.which(py)};
+  if (want == PlotterKind::Matplotlib)
     throw Error("--plotter matplotlib: no python3 with matplotlib was found (/usr/bin/python3, python3 on PATH)",
                 "`apt-get install python3-matplotlib`, or use --plotter auto.", kExitFailure);
   throw Error("cannot draw the plot: neither gnuplot nor matplotlib (under /usr/bin/python3 or python3 on PATH) "
@@ -207,7 +205,7 @@ std::string matplotlib_data(const PlotSpec& spec) {
 
 void draw(const PlotSpec& spec, const std::string& out_path, const Plotter& plotter) {
   const std::string suffix = suffix_of(out_path);
-  const bool gnuplot = plotter.kind == "gnuplot";
+  const bool gnuplot = plotter.kind == PlotterKind::Gnuplot;
   PrivateDir dir;
   const std::string program = dir.put(gnuplot ? "plot.gp" : "plot.py", gnuplot ? gnuplot_script(spec, out_path) : matplotlib_script());
   const std::string chart = dir.path + "/chart." + suffix;
@@ -223,10 +221,11 @@ void draw(const PlotSpec& spec, const std::string& out_path, const Plotter& plot
   if (!r.started || r.rc != 0) {
     std::string err = str::trim(r.err);
     if (err.size() > 2000) err = "…" + err.substr(err.size() - 2000);
-    throw Error(visible_text(fmt::format("{} failed to draw {} (exit {}): {}", plotter.kind, out_path, r.rc, err)),
+    throw Error(visible_text(fmt::format("{} failed to draw {} (exit {}): {}", config::to_string(plotter.kind),
+                                         out_path, r.rc, err)),
                 "Run it again with --plotter naming the other tool, or check the tool's installation.", kExitFailure);
   }
-  copy_chart(chart, out_path, plotter.kind);
+  copy_chart(chart, out_path, config::to_string(plotter.kind));
 }
 
 }  // namespace mtrain::bench

@@ -15,7 +15,25 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/envreport/system_probe.hpp"
+#include "lib/config/choice_table.hpp"
+
+namespace mtrain::bench {
+
+// --plotter of `mtrain bench` and `mtrain runs plot`: a tool (Auto: gnuplot, else matplotlib).
+enum class PlotterKind { Auto, Gnuplot, Matplotlib };
+
+}  // namespace mtrain::bench
+
+namespace mtrain::config {
+template <>
+struct ChoiceTable<bench::PlotterKind> {
+  static constexpr const char* what = "plotter";
+  static constexpr ChoiceRow<bench::PlotterKind> rows[] = {{bench::PlotterKind::Auto, "auto"},
+                                                           {bench::PlotterKind::Gnuplot, "gnuplot"},
+                                                           {bench::PlotterKind::Matplotlib, "matplotlib"}};
+};
+}  // namespace mtrain::config
 
 namespace mtrain::bench {
 
@@ -31,13 +49,13 @@ struct PlotSpec {
 };
 
 struct Plotter {
-  std::string kind;     // "gnuplot" | "matplotlib"
+  PlotterKind kind = PlotterKind::Gnuplot;  // Gnuplot or Matplotlib, never Auto
   std::string program;  // gnuplot or the python interpreter
 };
 
-// `want`: auto | gnuplot | matplotlib. Throws mtrain::Error (exit 1) saying what to install
-// when none is usable.
-Plotter find_plotter(const envreport::SystemProbe& probe, const std::string& want);
+// The tool `want` asks for (Auto: gnuplot, else matplotlib). Throws mtrain::Error (exit 1)
+// saying what to install when none is usable.
+Plotter find_plotter(const envreport::SystemProbe& probe, PlotterKind want);
 
 // The gnuplot script (the terminal by out_path's suffix, which is checked; the chart goes to
 // ARG1 of `gnuplot -c`; texts and points in data blocks), exposed for tests.

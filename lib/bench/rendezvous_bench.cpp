@@ -1,4 +1,4 @@
-#include "mtrain/bench/rendezvous_bench.hpp"
+#include "lib/bench/rendezvous_bench.hpp"
 
 #include <unistd.h>
 
@@ -9,13 +9,13 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/bench/etcd_local.hpp"
-#include "mtrain/bench/rendezvous_sim.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/capacity.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
-#include "mtrain/rendezvous/server.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/bench/etcd_local.hpp"
+#include "lib/bench/rendezvous_sim.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/capacity.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/server.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::bench {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/bench/report.hpp"
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/bench/report.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 namespace mtrain::bench {
 

@@ -7,11 +7,11 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/bench/rendezvous_bench.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/bench/rendezvous_bench.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::bench {
 

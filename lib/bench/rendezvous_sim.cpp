@@ -1,4 +1,4 @@
-#include "mtrain/bench/rendezvous_sim.hpp"
+#include "lib/bench/rendezvous_sim.hpp"
 
 #include <array>
 #include <chrono>
@@ -7,8 +7,9 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/frame.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace mtrain::bench {
 
@@ -61,7 +62,9 @@ class SimulatedNodes::Impl {
     }
   }
 
-  ~Impl() { shut_down(); }
+  ~Impl() {
+    without_throwing("stopping the simulated nodes", [this] { shut_down(); });
+  }
 
   void shut_down() {
     stopping = true;

@@ -14,9 +14,9 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/rendezvous/assignment.hpp"
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/assignment.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 namespace mtrain::bench {
 

@@ -1,4 +1,4 @@
-#include "mtrain/bench/report.hpp"
+#include "lib/bench/report.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::bench {
 

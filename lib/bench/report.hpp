@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/config/output_format.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/config/output_format.hpp"
 
 namespace mtrain::bench {
 
@@ -31,7 +31,7 @@ struct EmitOptions {
   config::OutputFormat format = config::OutputFormat::Text;
   std::string output;               // file instead of stdout
   std::string plot;                 // FILE.png | FILE.svg
-  std::string plotter = "auto";     // auto | gnuplot | matplotlib
+  PlotterKind plotter = PlotterKind::Auto;
 };
 
 std::string render_text(const BenchReport& r);

@@ -1,12 +1,12 @@
-#include "mtrain/bench/runs_plot.hpp"
+#include "lib/bench/runs_plot.hpp"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::bench {
 
@@ -23,7 +23,7 @@ PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs) {
   return spec;
 }
 
-void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, const std::string& want) {
+void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, PlotterKind want) {
   const std::string ext = std::filesystem::path(out_path).extension().string();
   if (ext != ".png" && ext != ".svg")
     throw Error(fmt::format("-o {}: the chart file must end in .png or .svg", visible_text(out_path)), "e.g. -o loss.png");

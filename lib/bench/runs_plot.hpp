@@ -5,15 +5,15 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/runs/catalog.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/runs/catalog.hpp"
 
 namespace mtrain::bench {
 
 // The chart: "<run> loss" and "<run> val" series against the optimiser step. Pure.
 PlotSpec runs_plot_spec(const std::vector<runs::Run>& runs);
 
-// Checks the suffix (.png/.svg), finds the plotter (`want`: auto | gnuplot | matplotlib) and draws.
-void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, const std::string& want);
+// Checks the suffix (.png/.svg), finds the plotter `want` asks for and draws.
+void plot_runs(const std::vector<runs::Run>& runs, const std::string& out_path, PlotterKind want);
 
 }  // namespace mtrain::bench

@@ -1,6 +1,6 @@
-#include "mtrain/bench/tcp_barrier.hpp"
+#include "lib/bench/tcp_barrier.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -18,8 +18,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::bench {
 

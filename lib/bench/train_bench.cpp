@@ -1,4 +1,4 @@
-#include "mtrain/bench/train_bench.hpp"
+#include "lib/bench/train_bench.hpp"
 
 #include <unistd.h>
 
@@ -12,11 +12,11 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/bench/measures.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/run_command.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/bench/measures.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/run_command.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace fs = std::filesystem;
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/names.hpp"
+#include "lib/config/names.hpp"
 
-#include "mtrain/bench/report.hpp"
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/bench/report.hpp"
+#include "lib/envreport/system_probe.hpp"
 
 namespace mtrain::bench {
 

@@ -2,11 +2,11 @@
 #include <algorithm>
 #include <filesystem>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/topology/hostfile.hpp"
 
 namespace fs = std::filesystem;
 

@@ -1,10 +1,10 @@
-#include "mtrain/completion/help.hpp"
+#include "lib/completion/help.hpp"
 
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::completion {
 

@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <sstream>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::completion {
 
@@ -162,6 +162,7 @@ std::string render(const CommandSpec& c, const std::string& version) {
 
 std::vector<ManPage> man_pages(const std::vector<CommandSpec>& cmds, const std::string& version) {
   std::vector<ManPage> out;
+  out.reserve(cmds.size());
   for (const auto& c : cmds) out.push_back({page_name(c.path) + ".1", render(c, version)});
   return out;
 }

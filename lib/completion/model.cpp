@@ -1,10 +1,10 @@
-#include "mtrain/completion/model.hpp"
+#include "lib/completion/model.hpp"
 
 #include <algorithm>
 
-#include "mtrain/config/compat_flags.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/config/compat_flags.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/slurm/job_options.hpp"
 
 namespace mtrain::completion {
 

@@ -12,7 +12,22 @@
 
 #include <CLI/CLI.hpp>
 
-#include "mtrain/completion/help.hpp"
+#include "lib/completion/help.hpp"
+#include "lib/config/choice_table.hpp"
+
+namespace mtrain::completion {
+// The shells `mtrain completion SHELL` writes a script for.
+enum class Shell { Bash, Zsh, Fish };
+}  // namespace mtrain::completion
+
+namespace mtrain::config {
+template <>
+struct ChoiceTable<completion::Shell> {
+  static constexpr const char* what = "shell";
+  static constexpr ChoiceRow<completion::Shell> rows[] = {
+      {completion::Shell::Bash, "bash"}, {completion::Shell::Zsh, "zsh"}, {completion::Shell::Fish, "fish"}};
+};
+}  // namespace mtrain::config
 
 namespace mtrain::completion {
 
@@ -61,6 +76,8 @@ std::vector<CommandSpec> describe(const CLI::App& root, const Hints& hints);
 std::string bash_script(const std::vector<CommandSpec>& cmds);
 std::string zsh_script(const std::vector<CommandSpec>& cmds);
 std::string fish_script(const std::vector<CommandSpec>& cmds);
+// The script for `shell`.
+std::string script(Shell shell, const std::vector<CommandSpec>& cmds);
 
 // Manual pages in roff (man(7)) from the same model, so they never drift from the CLI: mtrain(1)
 // and one per subcommand (mtrain-launch(1), mtrain-slurm-submit(1), …). `version` goes in the

@@ -4,8 +4,8 @@
 // that option's values, the command's options (after '-') or its subcommands.
 #include <fmt/format.h>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::completion {
 
@@ -48,6 +48,7 @@ std::string sh_case(const std::string& fn, const std::vector<CommandSpec>& cmds,
     auto w = words(c);
     if (w.empty()) continue;
     std::vector<std::string> qs;
+    qs.reserve(w.size());
     for (const auto& x : w) qs.push_back(q(x));
     s += "    " + q(c.path) + ") " + var + "=(" + str::join(qs, " ") + ") ;;\n";
   }
@@ -216,6 +217,7 @@ static std::string fish_tables(const std::vector<CommandSpec>& cmds) {
       auto w = words(c);
       if (w.empty()) continue;
       std::vector<std::string> qs;
+      qs.reserve(w.size());
       for (const auto& x : w) qs.push_back(fq(x));
       t += "        case " + fq(c.path) + "\n            printf '%s\\n' " + str::join(qs, " ") + "\n";
     }
@@ -317,6 +319,15 @@ std::string fish_script(const std::vector<CommandSpec>& cmds) {
   std::string s = "# " + fmt::format(kHeader, "fish", "fish", "#", "#");
   s += "# Load: mtrain completion fish | source, or save as ~/.config/fish/completions/mtrain.fish\n\n";
   return s + fish_tables(cmds) + kFishComplete;
+}
+
+std::string script(Shell shell, const std::vector<CommandSpec>& cmds) {
+  switch (shell) {
+    case Shell::Bash: return bash_script(cmds);
+    case Shell::Zsh: return zsh_script(cmds);
+    case Shell::Fish: return fish_script(cmds);
+  }
+  config::no_such_value(shell);
 }
 
 }  // namespace mtrain::completion

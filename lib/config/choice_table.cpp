@@ -1,8 +1,8 @@
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

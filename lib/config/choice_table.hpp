@@ -14,7 +14,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::config {
 

@@ -1,11 +1,11 @@
-#include "mtrain/config/cli_flags.hpp"
+#include "lib/config/cli_flags.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "mtrain/config/render.hpp"
+#include "lib/config/render.hpp"
 
 namespace mtrain::config {
 

@@ -8,8 +8,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

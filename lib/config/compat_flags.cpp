@@ -2,9 +2,9 @@
 // parsers: torch/distributed/run.py (get_args_parser, config_from_args, run), 
 // deepspeed/launcher/runner.py (parse_args, main) and accelerate/commands/launch.py with
 // accelerate/utils/launch.py (prepare_multi_gpu_env, prepare_deepspeed_cmd_env).
-#include "mtrain/config/compat_flags.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/config/compat_flags.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
 
 #include <algorithm>
 #include <iterator>
@@ -13,8 +13,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -1,6 +1,6 @@
-#include "mtrain/config/config_commands.hpp"
+#include "lib/config/config_commands.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -15,15 +15,15 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "mtrain/config/docs.hpp"
-#include "mtrain/config/export.hpp"
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/config/docs.hpp"
+#include "lib/config/export.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::config {
 

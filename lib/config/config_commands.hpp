@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/wizard.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/wizard.hpp"
 
 namespace mtrain::config {
 

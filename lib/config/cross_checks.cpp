@@ -1,21 +1,20 @@
-#include "mtrain/config/cross_checks.hpp"
+#include "lib/config/cross_checks.hpp"
 
 #include <filesystem>
 
 #include <fmt/format.h>
 
-
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/node_count.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/node_count.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace mtrain::config {
 

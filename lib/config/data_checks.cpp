@@ -1,4 +1,4 @@
-#include "mtrain/config/data_checks.hpp"
+#include "lib/config/data_checks.hpp"
 
 #include <unistd.h>
 
@@ -6,13 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace fs = std::filesystem;
 
@@ -88,7 +88,7 @@ std::vector<Problem> text_model(const json& job) {
 std::vector<Problem> cifar10_model(const json& job) {
   const std::string model = text(job, "model.name");
   std::vector<Problem> out;
-  if (model_of(job) == ModelName::Mlp && integer(job, "model.input_dim") != 3 * 32 * 32) {
+  if (model_of(job) == ModelName::Mlp && integer(job, "model.input_dim") != 3LL * 32 * 32) {
     out.push_back({true, {"model.input_dim", "data.name"},
                    fmt::format("cifar10 images have 3072 values but model.input_dim is {}", integer(job, "model.input_dim")),
                    "Set model.input_dim to 3072, or use resnet18/resnet50."});

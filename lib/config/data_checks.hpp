@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::config {
 

@@ -1,10 +1,10 @@
-#include "mtrain/config/docs.hpp"
+#include "lib/config/docs.hpp"
 
 #include <map>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/render.hpp"
+#include "lib/config/render.hpp"
 
 namespace mtrain::config {
 
@@ -40,7 +40,7 @@ const std::map<std::string, std::string>& section_titles() {
   return t;
 }
 
-std::string cell(std::string s) {
+std::string cell(const std::string& s) {
   std::string out;
   for (char c : s) {
     if (c == '|') out += "\\|";

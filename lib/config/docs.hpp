@@ -3,7 +3,7 @@
 // committed file matches, so the docs cannot drift from the code).
 #include <string>
 
-#include "mtrain/config/registry.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

@@ -1,4 +1,4 @@
-#include "mtrain/config/elastic_batch.hpp"
+#include "lib/config/elastic_batch.hpp"
 
 #include <algorithm>
 

@@ -2,18 +2,18 @@
 // follow DeepSpeed's config reference and accelerate's launcher; each is the inverse of what
 // import_deepspeed.cpp / import_accelerate.cpp map (tests/unit/config/test_export.cpp proves
 // import(export(job)) for every key listed in `mapped`).
-#include "mtrain/config/export.hpp"
+#include "lib/config/export.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/foreign_keys.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/foreign_keys.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

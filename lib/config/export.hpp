@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

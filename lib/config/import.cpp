@@ -1,4 +1,4 @@
-#include "mtrain/config/import.hpp"
+#include "lib/config/import.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -6,12 +6,12 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "mtrain/config/render.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/yaml_input.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/render.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/yaml_input.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

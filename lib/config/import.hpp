@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

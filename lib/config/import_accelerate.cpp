@@ -2,10 +2,10 @@
 // counts num_processes over all machines; mtrain counts ranks per node.
 #include <fmt/format.h>
 
-#include "mtrain/config/foreign_keys.hpp"
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/foreign_keys.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/names.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::config {
 

@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "mtrain/config/foreign_keys.hpp"
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/foreign_keys.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/names.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::config {
 

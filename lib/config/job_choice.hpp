@@ -4,8 +4,8 @@
 // hand-built one) fails with the key named.
 #include <string>
 
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

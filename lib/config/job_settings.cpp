@@ -1,10 +1,10 @@
 // Every job setting the bundled trainer understands. The worker's TrainJob struct mirrors this
 // table (tests/unit/trainer/loop/test_train_job.cpp checks that every key reaches it and that the
 // defaults agree).
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/setting_builders.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/setting_builders.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::config {
 

@@ -1,4 +1,4 @@
-#include "mtrain/config/launch_checks.hpp"
+#include "lib/config/launch_checks.hpp"
 
 #include <unistd.h>
 
@@ -7,16 +7,17 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/config/job_view.hpp"
 
 namespace fs = std::filesystem;
 
 namespace mtrain::config {
 
 std::vector<Problem> work_dir_problems(const json& job) {
-  const std::string dir = get(job, "train.work_dir").get<std::string>();
+  const std::string dir = job_view(job).work_dir;
   const char* hint = "Set train.work_dir (--work-dir, or train: work_dir: in the job file) to a folder you can write.";
   if (dir.empty()) return {{true, {"train.work_dir"}, "train.work_dir is empty", hint}};
   std::error_code ec;
@@ -39,14 +40,15 @@ std::vector<Problem> work_dir_problems(const json& job) {
 }
 
 std::vector<Problem> resume_problems(const json& job) {
-  const std::string spec = get(job, "checkpoint.resume").get<std::string>();
-  if (spec.empty() || spec == "auto") return {};
+  const JobView v = job_view(job);
+  if (v.resume.kind != Resume::Kind::Path) return {};  // none, or auto: the trainer finds the newest
+  const std::string& spec = v.resume.path;
   std::error_code ec;
   const fs::path p(spec);
   const std::string hint = fmt::format(
       "Give a step_<N> folder that has COMPLETE (see `mtrain checkpoint inspect DIR`), or --resume auto for the "
       "newest complete checkpoint in {}/checkpoints.",
-      get(job, "train.work_dir").get<std::string>());
+      v.work_dir);
   if (!fs::exists(p, ec)) return {{true, {"checkpoint.resume"}, fmt::format("--resume '{}' does not exist", spec), hint}};
   if (!fs::is_directory(p, ec))
     return {{true, {"checkpoint.resume"}, fmt::format("--resume '{}' is not a checkpoint folder", spec), hint}};
@@ -67,8 +69,9 @@ std::vector<Problem> resume_problems(const json& job) {
 }
 
 std::vector<Problem> earlier_run_problems(const json& job) {
-  if (!get(job, "checkpoint.resume").get<std::string>().empty() || get(job, "checkpoint.overwrite").get<bool>()) return {};
-  const std::string dir = get(job, "train.work_dir").get<std::string>();
+  const JobView v = job_view(job);
+  if (v.resume.given() || v.checkpoint_overwrite) return {};
+  const std::string& dir = v.work_dir;
   std::error_code ec;
   std::vector<std::pair<long long, std::string>> steps;
   for (const auto& e : fs::directory_iterator(fs::path(dir) / "checkpoints", ec)) {

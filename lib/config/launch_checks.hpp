@@ -5,7 +5,7 @@
 // --resume of a folder that holds no complete checkpoint) become one paragraph and exit 2.
 #include <vector>
 
-#include "mtrain/config/cross_checks.hpp"
+#include "lib/config/cross_checks.hpp"
 
 namespace mtrain::config {
 

@@ -2,8 +2,8 @@
 // The choices of the launcher's settings (launch.*, slurm.pattern), each an enum with ONE name
 // table (choice_table.hpp), parsed once where the launch options are built
 // (lib/launch/launch_settings.cpp, lib/slurm/job_options.cpp).
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/output_format.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/output_format.hpp"
 
 namespace mtrain::config {
 

@@ -6,15 +6,15 @@
 #include <regex>
 #include <stdexcept>
 
-#include "mtrain/config/slurm_time.hpp"
-#include "mtrain/config/slurm_values.hpp"
+#include "lib/config/slurm_time.hpp"
+#include "lib/config/slurm_values.hpp"
 
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/config/setting_builders.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/core/node_count.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/config/setting_builders.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/core/node_count.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 namespace detail {

@@ -1,9 +1,9 @@
-#include "mtrain/config/master_port.hpp"
+#include "lib/config/master_port.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -1,10 +1,10 @@
-#include "mtrain/config/model_state.hpp"
+#include "lib/config/model_state.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::config {
 

@@ -17,9 +17,9 @@
 #include <cstdint>
 #include <string>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::config {
 

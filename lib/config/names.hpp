@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

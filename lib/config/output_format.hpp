@@ -3,7 +3,7 @@
 // runs, checkpoint inspect, config validate, slurm submit/status, and launch.format of --dry-run),
 // with ONE name table (choice_table.hpp) and parsed once where the flag is read
 // (cli_flags.hpp's add_choice_option).
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

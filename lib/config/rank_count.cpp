@@ -1,11 +1,11 @@
-#include "mtrain/config/rank_count.hpp"
+#include "lib/config/rank_count.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

@@ -1,11 +1,11 @@
-#include "mtrain/config/registry.hpp"
+#include "lib/config/registry.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -1,10 +1,10 @@
-#include "mtrain/config/render.hpp"
+#include "lib/config/render.hpp"
 
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

@@ -1,14 +1,13 @@
-#include "mtrain/config/resolve_job.hpp"
+#include "lib/config/resolve_job.hpp"
 
 #include <sys/stat.h>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

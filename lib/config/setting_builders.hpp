@@ -1,7 +1,7 @@
 #pragma once
 // Internal to lib/config: small constructors for registry entries, shared by the files that
 // fill job_registry() (job_settings.cpp, strategy_settings.cpp, launch_settings.cpp).
-#include "mtrain/config/registry.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config::detail {
 

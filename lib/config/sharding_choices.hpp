@@ -1,7 +1,7 @@
 #pragma once
 // The choices of the sharded strategies' settings (zero.*, fsdp.*), each an enum with ONE name
 // table (choice_table.hpp). The FSDP names are PyTorch's, so accelerate configs carry over.
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

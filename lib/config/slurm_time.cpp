@@ -1,11 +1,11 @@
-#include "mtrain/config/slurm_time.hpp"
+#include "lib/config/slurm_time.hpp"
 
 #include <limits>
 #include <optional>
 #include <utility>
 #include <vector>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

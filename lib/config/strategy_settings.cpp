@@ -1,8 +1,8 @@
 // DeepSpeed-style ZeRO knobs, FSDP knobs and fp16 loss scaling. Names follow DeepSpeed's
 // ds_config.json and torch FSDP so that imported files keep their meaning; defaults are
 // DeepSpeed's and torch's own.
-#include "mtrain/config/setting_builders.hpp"
-#include "mtrain/config/sharding_choices.hpp"
+#include "lib/config/setting_builders.hpp"
+#include "lib/config/sharding_choices.hpp"
 
 namespace mtrain::config::detail {
 

@@ -1,7 +1,7 @@
 #pragma once
 // The choices of the training loop's settings, each an enum with ONE name table
 // (choice_table.hpp): train.precision, optim.name, sched.name, data.name and model.loss.
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

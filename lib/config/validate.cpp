@@ -1,10 +1,10 @@
-#include "mtrain/config/validate.hpp"
+#include "lib/config/validate.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::config {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/yaml_layer.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/yaml_layer.hpp"
 
 namespace mtrain::config {
 

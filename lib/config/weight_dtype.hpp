@@ -2,7 +2,7 @@
 // The dtype `mtrain checkpoint consolidate --dtype` writes floating tensors in: ONE name table
 // for the launcher's flag and the worker that converts (lib/trainer/checkpoint/consolidate.cpp),
 // PyTorch's names as alias rows.
-#include "mtrain/config/choice_table.hpp"
+#include "lib/config/choice_table.hpp"
 
 namespace mtrain::config {
 

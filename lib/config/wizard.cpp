@@ -1,4 +1,4 @@
-#include "mtrain/config/wizard.hpp"
+#include "lib/config/wizard.hpp"
 
 #include <sys/stat.h>
 
@@ -10,20 +10,20 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/config/cross_checks.hpp"
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/node_count.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/config/cross_checks.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/node_count.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 
@@ -168,7 +168,7 @@ struct Answers {
 void advise_strategy(const Registry& reg, const WizardOptions& opt, Answers& answers, Resolved& r,
                      std::ostream& out) {
   try {
-    const auto advice = opt.advise(r.job);
+    const auto advice = opt.advise(r);
     out << "\n" << advice.table;
     if (!advice.recommended.empty()) {
       answers.values["strategy"] = advice.recommended;
@@ -347,7 +347,7 @@ std::string init_job_file(const Registry& reg, const InitOptions& opt, std::istr
     const fs::path from_file = fs::absolute(p).lexically_normal().lexically_relative(folder);
     it->second = (from_file.empty() ? fs::absolute(p).lexically_normal() : from_file).string();
   }
-  const std::string text = wizard_yaml(reg, answers, opt.output);
+  std::string text = wizard_yaml(reg, answers, opt.output);
   // The file must read back as a valid job: anything else is a bug in the wizard, not the user.
   ValidateReport rep = validate_text_for(reg, text, opt.output, opt.wizard.check_model);
   if (!rep.ok())

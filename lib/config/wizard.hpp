@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 
@@ -24,7 +24,7 @@ struct WizardOptions {
     std::string table;
     std::string recommended;
   };
-  std::function<Advice(const json& job)> advise;
+  std::function<Advice(const Resolved& job)> advise;
   // For the FSDP units question (strategy fsdp, model torchscript): the submodule classes of the
   // model file ("Block (x2)", "Linear"), offered as fsdp.wrap_module_types; an answer naming a
   // class not among them is asked again. Unset, or throwing: no list, any answer. `mtrain config

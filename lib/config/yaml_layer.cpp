@@ -1,4 +1,4 @@
-#include "mtrain/config/yaml_layer.hpp"
+#include "lib/config/yaml_layer.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -9,11 +9,11 @@
 #include <fmt/format.h>
 #include <yaml-cpp/yaml.h>
 
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/yaml_input.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/yaml_input.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::config {
 

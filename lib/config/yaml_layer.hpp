@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
+#include "lib/config/registry.hpp"
 
 namespace mtrain::config {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/bytes_text.hpp"
+#include "lib/core/bytes_text.hpp"
 
 #include <cmath>
 

@@ -1,6 +1,6 @@
-#include "mtrain/core/child_process.hpp"
+#include "lib/core/child_process.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -1,4 +1,4 @@
-#include "mtrain/core/compiled_manifest.hpp"
+#include "lib/core/compiled_manifest.hpp"
 
 #include <optional>
 #include <set>
@@ -6,10 +6,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain {
 namespace {

@@ -1,4 +1,4 @@
-#include "mtrain/core/crc32c.hpp"
+#include "lib/core/crc32c.hpp"
 
 #include <array>
 #include <cstring>

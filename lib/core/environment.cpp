@@ -1,4 +1,4 @@
-#include "mtrain/core/environment.hpp"
+#include "lib/core/environment.hpp"
 
 #include <unistd.h>  // environ (g++ defines _GNU_SOURCE)
 

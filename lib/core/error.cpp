@@ -1,4 +1,4 @@
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "mtrain/core/error_file.hpp"
+#include "lib/core/error_file.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,12 +1,12 @@
-#include "mtrain/core/index_list.hpp"
+#include "lib/core/index_list.hpp"
 
 #include <optional>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain {
 

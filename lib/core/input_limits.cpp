@@ -1,6 +1,6 @@
-#include "mtrain/core/input_limits.hpp"
+#include "lib/core/input_limits.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

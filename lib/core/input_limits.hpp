@@ -13,7 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain {
 

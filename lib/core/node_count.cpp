@@ -1,11 +1,11 @@
-#include "mtrain/core/node_count.hpp"
+#include "lib/core/node_count.hpp"
 
 #include <fmt/format.h>
 
 #include <type_traits>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/own_executable.hpp"
+#include "lib/core/own_executable.hpp"
 
 #include <filesystem>
 #include <system_error>

@@ -1,4 +1,4 @@
-#include "mtrain/core/run_folder.hpp"
+#include "lib/core/run_folder.hpp"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace fs = std::filesystem;
 

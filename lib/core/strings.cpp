@@ -1,4 +1,4 @@
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -119,7 +119,7 @@ std::optional<size_t> invalid_utf8_at(std::string_view s) {
     unsigned lo = 0x80, hi = 0xbf;  // allowed range of the second byte
     if (b >= 0xc2 && b <= 0xdf) len = 2;
     else if (b == 0xe0) len = 3, lo = 0xa0;
-    else if (b >= 0xe1 && b <= 0xec) len = 3;
+    else if (b >= 0xe1 && b <= 0xec) len = 3;  // NOLINT(bugprone-branch-clone): RFC 3629 table rows
     else if (b == 0xed) len = 3, hi = 0x9f;  // no UTF-16 surrogates
     else if (b >= 0xee && b <= 0xef) len = 3;
     else if (b == 0xf0) len = 4, lo = 0x90;

@@ -1,4 +1,4 @@
-#include "mtrain/core/token_file.hpp"
+#include "lib/core/token_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,8 +10,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace mtrain {
 

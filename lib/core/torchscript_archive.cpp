@@ -1,13 +1,13 @@
-#include "mtrain/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_archive.hpp"
 
 #include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/core/zip_reader.hpp"
 
 namespace mtrain {
 

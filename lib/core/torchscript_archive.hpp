@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/zip_reader.hpp"
 
 namespace mtrain {
 

@@ -1,10 +1,10 @@
-#include "mtrain/core/torchscript_trust.hpp"
+#include "lib/core/torchscript_trust.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain {
 

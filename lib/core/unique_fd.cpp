@@ -1,4 +1,4 @@
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <unistd.h>
 

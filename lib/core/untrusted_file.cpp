@@ -1,4 +1,4 @@
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

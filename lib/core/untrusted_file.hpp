@@ -9,7 +9,7 @@
 // file", "is a symbolic link to /dev/zero, a character device, not a regular file".
 #include <sys/types.h>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <cstdint>
 #include <string>

@@ -1,4 +1,4 @@
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/visible_text.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "mtrain/core/work_dir_lock.hpp"
+#include "lib/core/work_dir_lock.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
 
 namespace mtrain {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/worker_facts.hpp"
+#include "lib/core/worker_facts.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -7,10 +7,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace mtrain {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/yaml_input.hpp"
+#include "lib/core/yaml_input.hpp"
 
 #include <algorithm>
 #include <istream>
@@ -8,8 +8,8 @@
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/depthguard.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain {
 

@@ -14,7 +14,7 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "mtrain/core/input_limits.hpp"
+#include "lib/core/input_limits.hpp"
 
 namespace mtrain {
 

@@ -1,4 +1,4 @@
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/zip_reader.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <zlib.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain {
 

@@ -23,7 +23,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace mtrain {
 

@@ -3,11 +3,11 @@
 // the well-known ones of the libraries it drives. Each entry says who reads it and its source.
 #include <fstream>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

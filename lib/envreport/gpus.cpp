@@ -2,8 +2,8 @@
 // what mtrain-worker was compiled with (LibTorch, CUDA, NCCL), asked from the worker itself.
 #include <regex>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

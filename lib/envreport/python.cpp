@@ -2,8 +2,8 @@
 // this PATH (ranks inherit the launcher's environment, so the same lookup), its version, and
 // the PyTorch it imports (version, CUDA build, whether a GPU is usable). Asked from the
 // interpreter itself; importing torch takes a second or two.
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

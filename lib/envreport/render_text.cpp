@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

@@ -5,9 +5,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/envreport/report.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::envreport {
 
@@ -46,7 +46,8 @@ json probe_rendezvous(const std::string& backend, const std::string& endpoint, i
       ++answered;
     } catch (const Error& e) {
       // EtcdHttp's message lists every member it tried: here only this one, after its name.
-      const std::string msg = e.message(), own = ep.str() + ": ";
+      const std::string& msg = e.message();
+      const std::string own = ep.str() + ": ";
       const size_t at = msg.find(own);
       m["error"] = at == std::string::npos ? msg : msg.substr(at + own.size());
     }

@@ -1,11 +1,11 @@
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 #include <cstdint>
 #include <sstream>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::envreport {
 

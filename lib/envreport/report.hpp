@@ -10,10 +10,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/bytes_text.hpp"
-#include "mtrain/core/worker_facts.hpp"
-#include "mtrain/envreport/system_probe.hpp"
-#include "mtrain/rendezvous/etcd_tls.hpp"
+#include "lib/core/bytes_text.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/envreport/system_probe.hpp"
+#include "lib/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::envreport {
 

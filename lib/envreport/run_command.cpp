@@ -1,6 +1,6 @@
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/envreport/run_command.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -9,7 +9,7 @@
 #include <chrono>
 #include <cstring>
 
-#include "mtrain/core/child_process.hpp"
+#include "lib/core/child_process.hpp"
 
 namespace mtrain::envreport {
 

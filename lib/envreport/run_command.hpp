@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/envreport/system_probe.hpp"
 
 namespace mtrain::envreport {
 

@@ -1,9 +1,9 @@
 // Slurm: whether its client tools are installed, and the allocation this shell is inside (read
 // from SLURM_* by the same parser `mtrain launch` uses).
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
-#include "mtrain/slurm/allocation.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
+#include "lib/slurm/allocation.hpp"
 
 namespace mtrain::envreport {
 

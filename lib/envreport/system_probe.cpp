@@ -1,4 +1,4 @@
-#include "mtrain/envreport/system_probe.hpp"
+#include "lib/envreport/system_probe.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>
@@ -14,9 +14,9 @@
 #include <fstream>
 #include <sstream>
 
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/run_command.hpp"
 
 namespace mtrain::envreport {
 

@@ -5,7 +5,7 @@
 // `mtrain env` uses) only when a worker has no facts file.
 #include <fmt/format.h>
 
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

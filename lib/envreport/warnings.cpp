@@ -2,8 +2,8 @@
 // look at the machine can reveal before a job runs.
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport {
 

@@ -1,4 +1,4 @@
-#include "mtrain/estimate/activation_scaling.hpp"
+#include "lib/estimate/activation_scaling.hpp"
 
 #include <algorithm>
 

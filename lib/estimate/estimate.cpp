@@ -1,4 +1,4 @@
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/estimate/estimate.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/model_state.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/model_state.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::estimate {
 
@@ -31,14 +31,6 @@ int64_t ModelShape::largest_unit() const {
 }
 
 namespace {
-
-const nlohmann::json& at_key(const nlohmann::json& job, const std::string& key) { return config::get(job, key); }
-std::string text(const nlohmann::json& job, const std::string& key) { return at_key(job, key).get<std::string>(); }
-int64_t integer(const nlohmann::json& job, const std::string& key) {
-  const auto& v = at_key(job, key);
-  if (v.is_string()) return 0;  // "auto": the strategies' own default applies
-  return v.get<int64_t>();
-}
 
 bool mixed(const Settings& s) { return s.precision != config::Precision::Fp32; }
 
@@ -104,34 +96,32 @@ std::string fmt_ratio(int n) { return n > 1 ? fmt::format("(N−1)/N, N = {}", n
 
 }  // namespace
 
-Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node) {
+Settings settings_from_job(const config::JobView& job, int world, int ranks_per_node) {
+  const config::StrategyView& st = job.strategy;
   Settings s;
-  s.precision = config::choice_from_text<config::Precision>(text(job, "train.precision"), "train.precision");
+  s.precision = job.precision;
   s.world = std::max(world, 1);
   s.ranks_per_node = std::clamp(ranks_per_node, 1, s.world);
-  s.batch = integer(job, "train.batch_size");
-  s.activation_checkpointing = at_key(job, "fsdp.activation_checkpointing").get<bool>();
-  s.zero_offload_optimizer = config::choice_from_text<config::OffloadDevice>(text(job, "zero.offload_optimizer_device"),
-                                                                            "zero.offload_optimizer_device");
-  s.zero_offload_param = config::choice_from_text<config::OffloadDevice>(text(job, "zero.offload_param_device"),
-                                                                        "zero.offload_param_device");
-  s.fsdp_cpu_offload = at_key(job, "fsdp.cpu_offload").get<bool>();
-  s.fsdp_sharding = config::choice_from_text<config::ShardingStrategy>(text(job, "fsdp.sharding_strategy"),
-                                                                     "fsdp.sharding_strategy");
-  s.strategy = text(job, "strategy");
-  s.ddp_bucket_mb = at_key(job, "ddp.bucket_cap_mb").get<double>();
+  s.batch = job.batch_size;
+  s.activation_checkpointing = st.fsdp_activation_checkpointing;
+  s.zero_offload_optimizer = st.zero_offload_optimizer;
+  s.zero_offload_param = st.zero_offload_param;
+  s.fsdp_cpu_offload = st.fsdp_cpu_offload;
+  s.fsdp_sharding = st.fsdp_sharding;
+  s.strategy = st.name;
+  s.ddp_bucket_mb = st.ddp_bucket_cap_mb;
   // 'auto' is n_embd², as the trainer resolves it (lib/trainer/loop/train_job.cpp).
-  if (at_key(job, "zero.reduce_bucket_size").is_string()) {
-    const int64_t embd = integer(job, "model.n_embd");
+  if (!st.zero_reduce_bucket_size) {
+    const int64_t embd = job.model.n_embd;
     if (embd > 0) s.zero_reduce_bucket = embd * embd;
-  } else if (const int64_t v = integer(job, "zero.reduce_bucket_size"); v > 0) {
-    s.zero_reduce_bucket = v;
+  } else if (*st.zero_reduce_bucket_size > 0) {
+    s.zero_reduce_bucket = *st.zero_reduce_bucket_size;
   }
-  if (const auto& ov = at_key(job, "zero.overlap_comm"); ov.is_boolean()) s.zero2_overlap = ov.get<bool>();
-  if (const int64_t v = integer(job, "zero.stage3_param_persistence_threshold"); v > 0) s.zero_persistence_threshold = v;
-  if (const int64_t v = integer(job, "zero.stage3_max_live_parameters"); v > 0) s.zero_max_live = v;
-  s.memory_pool = at_key(job, "train.cpu_memory_pool").get<bool>();
-  s.scripted_export = config::model_from_text(text(job, "model.name")) == config::ModelName::Torchscript;
+  if (st.zero_overlap_comm) s.zero2_overlap = *st.zero_overlap_comm;
+  if (st.zero_persistence_threshold.value_or(0) > 0) s.zero_persistence_threshold = *st.zero_persistence_threshold;
+  if (st.zero_max_live_parameters > 0) s.zero_max_live = st.zero_max_live_parameters;
+  s.memory_pool = job.cpu_memory_pool;
+  s.scripted_export = job.model.name == config::ModelName::Torchscript;
   return s;
 }
 
@@ -428,9 +418,9 @@ Estimate estimate(const Settings& s, const Measured& m, const Target& t) {
 
 std::optional<Row> current_row(const Estimate& e) {
   const Settings& s = e.settings;
-  if (config::is_auto_strategy(s.strategy)) return std::nullopt;
+  if (!s.strategy) return std::nullopt;  // auto
   Candidate c;
-  c.strategy = config::strategy_from_text(s.strategy);
+  c.strategy = *s.strategy;
   if (c.strategy == StrategyName::Fsdp) c.sharding = s.fsdp_sharding;
   c.checkpointing = s.activation_checkpointing;
   c.offload = (c.strategy == StrategyName::Fsdp && s.fsdp_cpu_offload) ||

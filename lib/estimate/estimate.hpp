@@ -13,10 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/bytes_text.hpp"
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/core/bytes_text.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/config/job_view.hpp"
 
 namespace mtrain::estimate {
 
@@ -52,7 +53,7 @@ struct Target {
   bool gpu = false;           // state offloaded to the CPU leaves the device only on a GPU
 };
 
-// The settings that change the bytes, read from a resolved job (from_job) or set by tests.
+// The settings that change the bytes, from a job's view (settings_from_job) or set by tests.
 struct Settings {
   config::Precision precision = config::Precision::Fp32;
   int world = 1;
@@ -63,7 +64,7 @@ struct Settings {
   config::OffloadDevice zero_offload_param = config::OffloadDevice::None;
   bool fsdp_cpu_offload = false;
   config::ShardingStrategy fsdp_sharding = config::ShardingStrategy::FullShard;
-  std::string strategy = "ddp";  // the job's, possibly "auto"
+  std::optional<config::StrategyName> strategy = config::StrategyName::Ddp;  // the job's; nullopt: auto
   double ddp_bucket_mb = 25;
   int64_t zero_reduce_bucket = 500000000;     // elements
   bool zero2_overlap = false;  // zero.overlap_comm for stage 2 ('auto': off, DeepSpeed's rule)
@@ -73,7 +74,7 @@ struct Settings {
   // A TorchScript model: at the end of the run rank 0 also saves it as model.scripted.pt.
   bool scripted_export = false;
 };
-Settings settings_from_job(const nlohmann::json& job, int world, int ranks_per_node);
+Settings settings_from_job(const config::JobView& job, int world, int ranks_per_node);
 
 // One way to run the job: a strategy (fsdp with its sharding mode), with or without activation
 // checkpointing and offload, and the flags that select it.

@@ -1,6 +1,6 @@
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/estimate/estimate_job.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <unistd.h>
 
@@ -12,21 +12,18 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/child_process.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/estimate/activation_scaling.hpp"
-#include "mtrain/estimate/probe_cache.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/child_process.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/estimate/activation_scaling.hpp"
+#include "lib/estimate/probe_cache.hpp"
 
 namespace mtrain::estimate {
 
 namespace {
-
-int64_t num(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<int64_t>(); }
-std::string txt(const nlohmann::json& job, const std::string& key) { return config::get(job, key).get<std::string>(); }
 
 // How long one probe may run: it builds the model and runs forward+backward on this CPU, and a
 // pass of a 7B-wide gpt slice (measure_slices) takes minutes; half an hour is far beyond any
@@ -115,31 +112,26 @@ ModelShape shape_of_probe(const nlohmann::json& p, const std::string& label) {
   return m;
 }
 
-std::string model_label(const nlohmann::json& job) {
-  const auto name = config::model_from_text(txt(job, "model.name"));
-  switch (name) {
+std::string model_label(const config::ModelView& m) {
+  switch (m.name) {
     case config::ModelName::Gpt:
-      return fmt::format("gpt (n_layer {}, n_head {}, n_embd {}, block_size {}, vocab_size {})", num(job, "model.n_layer"),
-                         num(job, "model.n_head"), num(job, "model.n_embd"), num(job, "model.block_size"),
-                         num(job, "model.vocab_size"));
+      return fmt::format("gpt (n_layer {}, n_head {}, n_embd {}, block_size {}, vocab_size {})", m.n_layer, m.n_head,
+                         m.n_embd, m.block_size, m.vocab_size);
     case config::ModelName::Mlp:
-      return fmt::format("mlp (input_dim {}, hidden {}, depth {}, num_classes {})", num(job, "model.input_dim"),
-                         num(job, "model.hidden"), num(job, "model.depth"), num(job, "model.num_classes"));
-    case config::ModelName::Torchscript: return "torchscript " + txt(job, "model.path");
-    default: return config::to_string(name);
+      return fmt::format("mlp (input_dim {}, hidden {}, depth {}, num_classes {})", m.input_dim, m.hidden, m.depth,
+                         m.num_classes);
+    case config::ModelName::Torchscript: return "torchscript " + m.path;
+    default: return config::to_string(m.name);
   }
 }
 
-
 }  // namespace
 
-std::optional<ModelShape> builtin_shape(const nlohmann::json& job) {
-  const auto name = config::model_from_text(txt(job, "model.name"));
+std::optional<ModelShape> builtin_shape(const config::ModelView& model) {
   ModelShape m;
-  m.label = model_label(job);
-  if (name == config::ModelName::Gpt) {
-    const int64_t L = num(job, "model.n_layer"), C = num(job, "model.n_embd"), T = num(job, "model.block_size"),
-                  V = num(job, "model.vocab_size");
+  m.label = model_label(model);
+  if (model.name == config::ModelName::Gpt) {
+    const int64_t L = model.n_layer, C = model.n_embd, T = model.block_size, V = model.vocab_size;
     m.params.push_back({"wte.weight", V * C, ""});
     m.params.push_back({"wpe.weight", T * C, ""});
     for (int64_t i = 0; i < L; ++i) {
@@ -156,9 +148,8 @@ std::optional<ModelShape> builtin_shape(const nlohmann::json& job) {
     m.params.push_back({"lm_head.weight", V * C, ""});
     return m;
   }
-  if (name == config::ModelName::Mlp) {
-    const int64_t D = num(job, "model.depth"), H = num(job, "model.hidden"), I = num(job, "model.input_dim"),
-                  K = num(job, "model.num_classes");
+  if (model.name == config::ModelName::Mlp) {
+    const int64_t D = model.depth, H = model.hidden, I = model.input_dim, K = model.num_classes;
     for (int64_t i = 0; i < D; ++i) {
       const int64_t in = i == 0 ? I : H, out = i == D - 1 ? K : H;
       // Each layer is a block (MlpModel::block_prefixes): an FSDP unit of its own.
@@ -212,9 +203,10 @@ namespace {
 const char* points_key(bool recomputed) { return recomputed ? "points_checkpointed" : "points"; }
 
 // The model itself at batch 1, 2, 4 and 8 (docs/estimate.md "Activations are measured").
-void measure_whole(const nlohmann::json& job, const Settings& s, const std::string& worker, bool have_shape, Measured& m) {
+void measure_whole(const nlohmann::json& job, const config::ModelView& model, const Settings& s,
+                   const std::string& worker, bool have_shape, Measured& m) {
   const nlohmann::json p = run_probe(job, worker, "1,2,4,8", true);
-  if (!have_shape) m.model = shape_of_probe(p, model_label(job));
+  if (!have_shape) m.model = shape_of_probe(p, model_label(model));
   m.model.buffer_bytes = p.value("buffer_bytes", int64_t{0});
   // The worker before the model exists, and what the model's first step makes once and keeps
   // (measured across the warm-up pass: ts-conv's oneDNN and TorchScript state, ~30 MiB).
@@ -236,8 +228,9 @@ void measure_whole(const nlohmann::json& job, const Settings& s, const std::stri
 
 // A gpt too large to run here: slices of the same width with 1 and 2 blocks, at batch 1, without
 // the warm-up pass (each pass of a 7B-wide slice is minutes of CPU).
-void measure_slices(const nlohmann::json& job, const Settings& s, const std::string& worker, Measured& m) {
-  const int64_t L = num(job, "model.n_layer");
+void measure_slices(const nlohmann::json& job, const config::ModelView& model, const Settings& s,
+                    const std::string& worker, Measured& m) {
+  const int64_t L = model.n_layer;
   nlohmann::json pj = job;
   config::set(pj, "model.init", "");
   nlohmann::json p[2];
@@ -253,19 +246,20 @@ void measure_slices(const nlohmann::json& job, const Settings& s, const std::str
     Activations& a = ck ? m.activations_ckpt : m.activations;
     a.bytes = scale_slice(at1(p[0]), at1(p[1]), L).at(static_cast<double>(s.batch));
     a.measured = true;
-    a.how = fmt::format("measured on a 1- and a 2-layer slice of the same width (n_embd {}, n_head {}, block_size {}, "
-                        "vocab_size {}) at batch 1, scaled to {} layers and batch {}{}",
-                        num(job, "model.n_embd"), num(job, "model.n_head"), num(job, "model.block_size"),
-                        num(job, "model.vocab_size"), L, s.batch, ck ? ", blocks recomputed" : "");
+    a.how = fmt::format(
+        "measured on a 1- and a 2-layer slice of the same width (n_embd {}, n_head {}, block_size {}, "
+        "vocab_size {}) at batch 1, scaled to {} layers and batch {}{}",
+        model.n_embd, model.n_head, model.block_size, model.vocab_size, L, s.batch, ck ? ", blocks recomputed" : "");
   }
 }
 
 }  // namespace
 
-Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker) {
+Measured measure(const nlohmann::json& job, const config::ModelView& model, const Settings& s,
+                 const std::string& worker) {
   Measured m;
-  const auto shape = builtin_shape(job);
-  const bool gpt = config::model_from_text(txt(job, "model.name")) == config::ModelName::Gpt;
+  const auto shape = builtin_shape(model);
+  const bool gpt = model.name == config::ModelName::Gpt;
   if (shape) m.model = *shape;
   if (worker.empty()) {
     if (!shape) throw Error("estimate: this model's shapes come from mtrain-worker, which was not found",
@@ -274,10 +268,8 @@ Measured measure(const nlohmann::json& job, const Settings& s, const std::string
     m.activations_ckpt = m.activations;
     return m;
   }
-  if (gpt && shape && shape->num_params() > kProbeParamLimit)
-    measure_slices(job, s, worker, m);
-  else
-    measure_whole(job, s, worker, shape.has_value(), m);
+  if (gpt && shape && shape->num_params() > kProbeParamLimit) measure_slices(job, model, s, worker, m);
+  else measure_whole(job, model, s, worker, shape.has_value(), m);
   return m;
 }
 
@@ -339,14 +331,15 @@ Target detect_target(const JobEstimateOptions& o) {
 }
 
 Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o) {
-  const Settings s = settings_from_job(job, o.world, o.ranks_per_node);
+  const config::JobView view = config::job_view(job);
+  const Settings s = settings_from_job(view, o.world, o.ranks_per_node);
   Measured m;
   if (!o.weights.empty()) {
     m.model = safetensors_shape(o.weights);
     m.activations.how = "not measured: a weights file has no forward (give the model to measure them)";
     m.activations_ckpt = m.activations;
   } else {
-    m = measure(job, s, o.worker_path);
+    m = measure(job, view.model, s, o.worker_path);
   }
   if (s.precision != config::Precision::Fp32) {
     // The probe computes in fp32; under bf16/fp16 the forward runs on 16-bit parameters, so

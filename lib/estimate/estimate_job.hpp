@@ -8,8 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/config/job_view.hpp"
 
 namespace mtrain::estimate {
 
@@ -25,7 +26,7 @@ struct JobEstimateOptions {
 
 // The parameter shapes of a built-in model from its settings (gpt and mlp exactly, as the
 // trainer builds them); nullopt for a model whose shapes only the worker knows.
-std::optional<ModelShape> builtin_shape(const nlohmann::json& job);
+std::optional<ModelShape> builtin_shape(const config::ModelView& model);
 
 // The parameters of a safetensors file, read from its header alone (no tensor data): name and
 // element count; the unit of a parameter is its name up to the first all-digit component
@@ -36,8 +37,10 @@ ModelShape safetensors_shape(const std::string& path);
 // The memory each rank may use on this machine.
 Target detect_target(const JobEstimateOptions& o);
 
-// Probe jobs and the scaling of their points (docs/estimate.md, "Activations").
-Measured measure(const nlohmann::json& job, const Settings& s, const std::string& worker_path);
+// Probe jobs and the scaling of their points (docs/estimate.md, "Activations"). `job` is what the
+// probe is given; `model` its view.
+Measured measure(const nlohmann::json& job, const config::ModelView& model, const Settings& s,
+                 const std::string& worker_path);
 
 Estimate estimate_job(const nlohmann::json& job, const JobEstimateOptions& o);
 

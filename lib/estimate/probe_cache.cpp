@@ -1,4 +1,4 @@
-#include "mtrain/estimate/probe_cache.hpp"
+#include "lib/estimate/probe_cache.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 
 #include <algorithm>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/estimate/estimate.hpp"
 
 namespace mtrain::estimate {
 

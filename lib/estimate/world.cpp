@@ -1,8 +1,8 @@
-#include "mtrain/estimate/world.hpp"
+#include "lib/estimate/world.hpp"
 
 #include <algorithm>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::estimate {
 

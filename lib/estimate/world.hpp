@@ -5,7 +5,7 @@
 // hostfile's hosts (--num-nodes of them) × their slots.
 #include <string>
 
-#include "mtrain/config/rank_count.hpp"
+#include "lib/config/rank_count.hpp"
 
 namespace mtrain::estimate {
 

@@ -1,7 +1,9 @@
-#include "mtrain/launch/child_group.hpp"
+#include "lib/launch/child_group.hpp"
 
 #include <signal.h>
 #include <unistd.h>
+
+#include "lib/core/without_throwing.hpp"
 
 namespace asio = boost::asio;
 
@@ -42,7 +44,11 @@ ChildGroup::ChildGroup(asio::io_context& io, asio::signal_set& signals, ProcessR
     : io_(io), signals_(signals), runner_(runner), h_(std::move(handlers)), drain_period_(drain), deadline_(io),
       drain_(io) {}
 
-ChildGroup::~ChildGroup() { close(); }
+// A handler run by close() (a rank's log flushed as its pipe closes) may throw; here that would be
+// std::terminate.
+ChildGroup::~ChildGroup() {
+  without_throwing("closing the ranks' pipes", [this] { close(); });
+}
 
 void ChildGroup::close() {
   for (auto& c : children_) {

@@ -32,10 +32,10 @@
 #include <boost/asio/signal_set.hpp>
 #include <boost/asio/steady_timer.hpp>
 
-#include "mtrain/launch/exit_status.hpp"
-#include "mtrain/core/unique_fd.hpp"
-#include "mtrain/launch/output.hpp"
-#include "mtrain/launch/process.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/core/unique_fd.hpp"
+#include "lib/launch/output.hpp"
+#include "lib/launch/process.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/console_write.hpp"
+#include "lib/launch/console_write.hpp"
 
 #include <poll.h>
 #include <unistd.h>

@@ -1,36 +1,38 @@
-#include "mtrain/launch/estimate_world.hpp"
+#include "lib/launch/estimate_world.hpp"
 
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/estimate/world.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/estimate/world.hpp"
+#include "lib/topology/hostfile.hpp"
 
 namespace mtrain::launch {
 
-estimate::JobEstimateOptions estimate_options(const nlohmann::json& job, const plan::HostFacts& here) {
-  auto text = [&](const char* k) { return config::get(job, k).get<std::string>(); };
+estimate::JobEstimateOptions estimate_options(const LaunchOptions& opt, const plan::HostFacts& here) {
   estimate::JobEstimateOptions o;
-  o.device = config::choice_at<config::DeviceKind>(job, "launch.device");
+  o.device = opt.plan.device;
   plan::PlanOptions p;
-  p.nproc_per_node = config::rank_count_from_text(text("launch.nproc_per_node"), "launch.nproc_per_node");
+  // Not given: auto, which a hostfile's slots take the place of (world_of).
+  const config::RankCount nproc = opt.plan.nproc_per_node.value_or(config::RankCount{});
+  p.nproc_per_node = nproc;
   p.device = o.device;
   int hosts = 0, slots = 0;
-  if (!text("launch.hostfile").empty()) {
-    const auto inv = topology::load_hostfile(text("launch.hostfile"));
+  if (!opt.multi.hostfile.empty()) {
+    const auto inv = topology::load_hostfile(opt.multi.hostfile);
     hosts = static_cast<int>(inv.size());
     slots = inv.empty() ? 0 : static_cast<int>(inv.front().slots.size());
   } else {
-    p.gpus = text("launch.gpus");
-    p.include = text("launch.include");
-    p.exclude = text("launch.exclude");
+    p.gpus = opt.plan.gpus;
+    p.include = opt.plan.include;
+    p.exclude = opt.plan.exclude;
   }
   o.gpus = static_cast<int>(plan::selected_gpus(p, here).size());
-  const auto w = estimate::world_of(*p.nproc_per_node, text("launch.nnodes"), {here.cpu_count, o.gpus}, hosts, slots,
-                                    static_cast<int>(config::get(job, "launch.num_nodes").get<long long>()));
+  const auto w =
+      estimate::world_of(nproc, opt.multi.nnodes, {here.cpu_count, o.gpus}, hosts, slots, opt.multi.num_nodes);
   o.world = w.world;
   o.ranks_per_node = w.ranks_per_node;
-  if (!text("launch.device_memory").empty()) o.device_memory = estimate::parse_bytes(text("launch.device_memory"));
+  // The registry checked the text (launch.device_memory is a size or "").
+  if (!opt.device_memory.empty()) o.device_memory = estimate::parse_bytes(opt.device_memory);
   return o;
 }
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/etcd_client.hpp"
+#include "lib/launch/etcd_client.hpp"
 
 #include <sys/stat.h>
 
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::launch {
 

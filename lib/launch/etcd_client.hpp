@@ -4,9 +4,9 @@
 // and the user with its password. The password comes from MTRAIN_ETCD_PASSWORD or the file
 // --rdzv-etcd-password-file names, never from a flag or a setting: those show in `ps`, shell
 // histories, job files and `mtrain config show`.
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::launch {
 

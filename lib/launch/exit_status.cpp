@@ -1,4 +1,4 @@
-#include "mtrain/launch/exit_status.hpp"
+#include "lib/launch/exit_status.hpp"
 
 #include <signal.h>
 #include <string.h>

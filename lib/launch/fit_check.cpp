@@ -1,22 +1,23 @@
-#include "mtrain/launch/fit_check.hpp"
+#include "lib/launch/fit_check.hpp"
 
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/estimate/estimate.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/estimate/estimate.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/config/job_view.hpp"
 
 namespace mtrain::launch {
 
-FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_ranks) {
+FitRecord check_fit(const LaunchOptions& opt, int world, int ranks_per_node, bool gpu_ranks) {
   FitRecord rec;
   if (opt.job_spec_json.empty() || !opt.plan.program.empty() || opt.worker_path.empty()) return rec;
   nlohmann::json job = nlohmann::json::parse(opt.job_spec_json);
-  const bool is_auto = config::is_auto_strategy(job.value("strategy", std::string()));
+  const bool is_auto = !config::job_view(job).strategy.name;
   if (opt.force && !is_auto) return rec;
   if (is_auto && world > ranks_per_node)
     throw UsageError(
@@ -58,7 +59,7 @@ FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_
     std::fprintf(stderr, "mtrain: %s\n", line.c_str());
     job["strategy"] = config::to_string(row.c.strategy);
     if (row.c.strategy == config::StrategyName::Fsdp) config::set(job, "fsdp.sharding_strategy", config::to_string(row.c.sharding));
-    opt.job_spec_json = job.dump(2);
+    rec.job_spec_json = job.dump(2);
     record["auto"] = {{"chosen", row.c.label()}, {"flags", row.c.flags()}, {"why", line}};
   } else if (const auto cur = estimate::current_row(e); cur && !cur->fits) {
     record["refused"] = true;

@@ -6,16 +6,16 @@
 // two cheapest changes that would make it fit (exit 2), unless --force.
 #include <string>
 
-#include "mtrain/launch/launch.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace mtrain::launch {
 
 struct FitRecord {
   std::string estimate_json;  // for <run folder>/estimate.json; "" = no estimate was made
+  std::string job_spec_json;  // --strategy auto: the job with the chosen strategy; "" = the job as it was
 };
 
-// Updates opt.job_spec_json when the strategy was auto. world / ranks_per_node / gpu_ranks: the
-// plan's (gpu_ranks: its ranks were given GPUs).
+// world / ranks_per_node / gpu_ranks: the plan's (gpu_ranks: its ranks were given GPUs).
 //
 // One memory model with `mtrain estimate` (issue 45 item 3): where the check matters — GPU ranks,
 // an explicit --device-memory, --strategy auto — the launch measures the model as estimate does
@@ -23,6 +23,6 @@ struct FitRecord {
 // job, docs/estimate.md), so launch, auto and estimate give the same numbers. CPU ranks without
 // --device-memory are checked from the formulas alone against the host's RAM (no probe start-up on
 // every small CPU run); a TorchScript model there is not checked.
-FitRecord check_fit(LaunchOptions& opt, int world, int ranks_per_node, bool gpu_ranks);
+FitRecord check_fit(const LaunchOptions& opt, int world, int ranks_per_node, bool gpu_ranks);
 
 }  // namespace mtrain::launch

@@ -1,4 +1,4 @@
-#include "mtrain/launch/guardian.hpp"
+#include "lib/launch/guardian.hpp"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -20,7 +20,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::launch {
 
@@ -140,7 +140,7 @@ std::optional<int> reap_within(pid_t pid, std::chrono::milliseconds timeout) {
     if (r == pid) return status;
     if (r < 0 && errno != EINTR) return std::nullopt;
     if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-    struct timespec ts = {0, 5 * 1000 * 1000};
+    struct timespec ts = {0, 5L * 1000 * 1000};
     nanosleep(&ts, nullptr);
   }
 }

@@ -32,7 +32,7 @@
 // teardown: only a cgroup could follow it.
 #include <sys/types.h>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <chrono>
 #include <cstddef>

@@ -1,12 +1,11 @@
-#include "mtrain/launch/host_probe.hpp"
+#include "lib/launch/host_probe.hpp"
 
 #include <sched.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "mtrain/topology/gpu_list.hpp"
-
+#include "lib/topology/gpu_list.hpp"
 
 namespace mtrain::launch {
 

@@ -3,7 +3,7 @@
 #include <map>
 #include <string>
 
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

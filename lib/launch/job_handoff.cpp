@@ -1,6 +1,6 @@
-#include "mtrain/launch/job_handoff.hpp"
+#include "lib/launch/job_handoff.hpp"
 
-#include "mtrain/config/export.hpp"
+#include "lib/config/export.hpp"
 
 namespace mtrain::launch {
 

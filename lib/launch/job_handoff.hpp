@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace mtrain::launch {
 

@@ -1,10 +1,10 @@
-#include "mtrain/launch/job_id.hpp"
+#include "lib/launch/job_id.hpp"
 
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::launch {
 

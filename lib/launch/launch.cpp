@@ -1,4 +1,4 @@
-#include "mtrain/launch/launch.hpp"
+#include "lib/launch/launch.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,19 +10,19 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/export.hpp"
-#include "mtrain/core/environment.hpp"
-#include "mtrain/launch/fit_check.hpp"
-#include "mtrain/launch/launch_decision.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/launch/launch_probes.hpp"
-#include "mtrain/launch/multinode.hpp"
-#include "mtrain/launch/node_agent.hpp"
-#include "mtrain/launch/run_folder_lock.hpp"
-#include "mtrain/launch/supervisor.hpp"
-#include "mtrain/slurm/task_exec.hpp"
-#include "mtrain/rendezvous/token.hpp"
-#include "mtrain/core/own_executable.hpp"
+#include "lib/config/export.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/launch/fit_check.hpp"
+#include "lib/launch/launch_decision.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/launch/launch_probes.hpp"
+#include "lib/launch/multinode.hpp"
+#include "lib/launch/node_agent.hpp"
+#include "lib/launch/run_folder_lock.hpp"
+#include "lib/launch/supervisor.hpp"
+#include "lib/slurm/task_exec.hpp"
+#include "lib/rendezvous/token.hpp"
+#include "lib/core/own_executable.hpp"
 
 namespace fs = std::filesystem;
 
@@ -76,6 +76,7 @@ int run_launch(LaunchOptions options) {
           ? FitRecord{}
           : check_fit(opt, lp.world_size, static_cast<int>(lp.nodes.front().workers.size()),
                       !lp.nodes.front().workers.empty() && lp.nodes.front().workers.front().gpu.has_value());
+  if (!fit.job_spec_json.empty()) opt.job_spec_json = fit.job_spec_json;
 
   const std::string& run_dir = d.run_dir;
   // Explicit modes, whatever the umask: no folder or file of a job is ever world-writable.

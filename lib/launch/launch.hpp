@@ -4,10 +4,10 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/master_port.hpp"
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/launch/output.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/config/master_port.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/launch/output.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

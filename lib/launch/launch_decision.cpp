@@ -1,19 +1,19 @@
-#include "mtrain/launch/launch_decision.hpp"
+#include "lib/launch/launch_decision.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/export.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/job_id.hpp"
-#include "mtrain/launch/launch_mode.hpp"
-#include "mtrain/launch/multinode.hpp"
-#include "mtrain/slurm/allocation.hpp"
-#include "mtrain/topology/filter.hpp"
+#include "lib/config/export.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/job_id.hpp"
+#include "lib/launch/launch_mode.hpp"
+#include "lib/launch/multinode.hpp"
+#include "lib/slurm/allocation.hpp"
+#include "lib/topology/filter.hpp"
+#include "lib/config/job_view.hpp"
+#include "lib/launch/host_selection.hpp"
 
 namespace fs = std::filesystem;
 
@@ -24,6 +24,9 @@ namespace {
 int resolve_port(const config::MasterPort& port, const std::string& addr, LaunchProbes& probes) {
   return port.pick_free ? probes.free_port(addr) : port.number;
 }
+
+// The master address of a node that holds the master itself: as given, else this machine.
+std::string master_addr_here(const plan::PlanOptions& p) { return p.master_addr.empty() ? "127.0.0.1" : p.master_addr; }
 
 // An elastic job inside a Slurm step (`--nnodes MIN:MAX`, one agent task per node, as
 // `mtrain slurm submit` starts it): the node rendezvous, with the endpoint, node names and run id
@@ -72,52 +75,6 @@ bool apply_slurm(LaunchOptions& opt, const EnvMap& env, std::string& job_id_sour
     job_id_source = "the Slurm default slurm-$SLURM_JOB_ID.$SLURM_STEP_ID";
   }
   return true;
-}
-
-// Does an --include/--exclude text name a host other than localhost?
-bool names_other_host(const std::string& filter) {
-  for (const auto& term : str::split(filter, '@')) {
-    std::string host = term.substr(0, term.find(':'));
-    if (!host.empty() && host != "localhost") return true;
-  }
-  return false;
-}
-
-// The hosts --hostfile and --include/--exclude or --num-nodes/--num-gpus select; nullopt without
-// a hostfile, or when the hostfile is missing and no filter names another host (then a note says
-// the job runs on this machine only). Moves --include/--exclude off the GPU selection.
-std::optional<topology::Inventory> selected_hosts(LaunchOptions& opt, LaunchProbes& probes) {
-  auto& m = opt.multi;
-  auto& p = opt.plan;
-  if (m.hostfile.empty()) {
-    if (opt.launcher == config::LauncherKind::Ssh)
-      throw UsageError(
-          "--launcher ssh needs a --hostfile naming the hosts to start the job on",
-          "Give --hostfile FILE (lines like 'worker-0 slots=4'), or drop --launcher ssh to run on this machine.");
-    if (m.num_nodes >= 0 || m.num_gpus >= 0)
-      throw UsageError("--num-nodes/--num-gpus choose hosts from a hostfile, but no --hostfile was given",
-                       "Give --hostfile FILE, or use --nproc-per-node on this machine.");
-    return std::nullopt;
-  }
-  const int err = probes.stat_error(m.hostfile);
-  // An explicit ssh launcher never falls back to this machine: the job would silently run
-  // somewhere other than asked.
-  if (opt.launcher == config::LauncherKind::Ssh && err != 0)
-    throw UsageError(fmt::format("--launcher ssh: the hostfile {} cannot be read: {}", m.hostfile, std::strerror(err)),
-                     "Check the path, or drop --launcher ssh to run on this machine.");
-  if (err == ENOENT && !names_other_host(p.include) && !names_other_host(p.exclude) && m.num_nodes <= 1) {
-    probes.note(fmt::format("mtrain: hostfile {} not found; running on this machine only (localhost)", m.hostfile));
-    return std::nullopt;
-  }
-  topology::Inventory inv = probes.load_hostfile(m.hostfile);
-  topology::HostSelection sel;
-  sel.include = p.include;
-  sel.exclude = p.exclude;
-  sel.num_nodes = m.num_nodes;
-  sel.num_gpus = m.num_gpus;
-  p.include.clear();  // they select hosts and slots now, not GPUs of this machine
-  p.exclude.clear();
-  return topology::select_hosts(inv, sel);
 }
 
 // One host that is this machine: run its slots here (no ssh).
@@ -216,6 +173,10 @@ Gathered gather(LaunchOptions& opt, const EnvMap& env, LaunchProbes& probes, Lau
   if (p.job_id.empty()) p.job_id = probes.new_job_id();
   check_job_id(p.job_id, d.job_id_source);  // it names folders: a name, never a path
   if (!m.ssh_agent) d.hosts = selected_hosts(opt, probes);
+  if (d.hosts) {  // --include/--exclude chose the hostfile's hosts and slots, not this machine's GPUs
+    p.include.clear();
+    p.exclude.clear();
+  }
   return g;
 }
 
@@ -276,8 +237,8 @@ void prepare_node_run(LaunchDecision& d, LaunchOptions& opt, const LaunchEnviron
                       bool agent) {
   const EnvMap& env = environment.vars;
   auto& p = opt.plan;
-  if (p.master_addr.empty()) p.master_addr = "127.0.0.1";
-  p.master_port = resolve_port(opt.master_port, p.master_addr, probes);
+  // auto: a port free here (a joining node's master address comes from the agreement later).
+  p.master_port = resolve_port(opt.master_port, master_addr_here(p), probes);
 
   // Where per-attempt files live: the log dir if given, else a private temp dir for this job.
   // Nodes of one job may share a file system: each node agent has its own subfolder.
@@ -355,7 +316,7 @@ LaunchDecision plan_and_check(LaunchDecision d, LaunchOptions opt, const EnvMap&
   // included, is that job's); rank 0 still takes the lock itself (and takes over a stale one).
   const bool rank0_here = !joining && d.plan.nodes.at(0).node_rank == 0;
   if (p.program.empty() && rank0_here)
-    probes.check_work_dir_free(config::get(config::json::parse(opt.job_spec_json), "train.work_dir").get<std::string>());
+    probes.check_work_dir_free(config::job_view(config::json::parse(opt.job_spec_json)).work_dir);
   if (p.program.empty()) probes.check_job(opt.job_spec_json, joining ? 0 : d.plan.world_size);
   d.program_path = probes.resolve_program(d.plan.nodes.at(0).workers.at(0).argv.at(0), env);
   if (plan::runs_with_python(p) && !p.module && !probes.readable(p.program.front()))
@@ -374,6 +335,7 @@ LaunchDecision plan_and_check(LaunchDecision d, LaunchOptions opt, const EnvMap&
 // local and slurm_node, and a static node without restarts: ranks here under the supervisor.
 LaunchDecision decide_plain_node(LaunchDecision d, LaunchOptions opt, const LaunchEnvironment& environment,
                                  LaunchProbes& probes) {
+  opt.plan.master_addr = master_addr_here(opt.plan);
   prepare_node_run(d, opt, environment, probes, false);
   return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, false, false);
 }
@@ -385,6 +347,7 @@ LaunchDecision decide_static_node(LaunchDecision d, LaunchOptions opt, const Lau
   auto& p = opt.plan;
   if (p.nnodes <= 1 || p.max_restarts <= 0) return decide_plain_node(std::move(d), std::move(opt), environment, probes);
   opt.multi.node_name = static_node_name(p);
+  p.master_addr = master_addr_here(p);
   prepare_node_run(d, opt, environment, probes, true);
   std::string note;
   d.agent = static_agent_options(opt, p, d.hosts, environment.vars, &note);
@@ -409,11 +372,10 @@ LaunchDecision decide_joining_node(LaunchDecision d, LaunchOptions opt, const La
                        "Use one of the hostfile's host names, or leave --hostfile out.");
     }
   }
-  const std::string master_addr_given = p.master_addr;
-  prepare_node_run(d, opt, environment, probes, true);
+  prepare_node_run(d, opt, environment, probes,
+                   true);  // p.master_addr stays as given, else node 0's from the agreement
   d.agent = agent_options(opt, d.hosts, environment.vars);
   if (slurm_store_here && !*slurm_store_here) d.agent->store_elsewhere = true;  // the first node's
-  p.master_addr = master_addr_given;  // else node 0's address, from the agreement
   p.rdzv_backend = d.agent->etcd ? config::RdzvBackend::Etcd : config::RdzvBackend::Mtrain;
   p.rdzv_endpoint = d.agent->endpoint.str();
   return plan_and_check(std::move(d), std::move(opt), environment.vars, probes, true, true);

@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/launch_mode.hpp"
-#include "mtrain/launch/node_agent.hpp"
-#include "mtrain/plan/plan.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
-#include "mtrain/slurm/task_exec.hpp"
-#include "mtrain/topology/inventory.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/launch_mode.hpp"
+#include "lib/launch/node_agent.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/rendezvous/endpoint.hpp"
+#include "lib/slurm/task_exec.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/launch_mode.hpp"
+#include "lib/launch/launch_mode.hpp"
 
 namespace mtrain::launch {
 

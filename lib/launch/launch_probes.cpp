@@ -1,5 +1,5 @@
-#include "mtrain/launch/launch_probes.hpp"
-#include "mtrain/core/work_dir_lock.hpp"
+#include "lib/launch/launch_probes.hpp"
+#include "lib/core/work_dir_lock.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -7,11 +7,11 @@
 #include <cerrno>
 #include <cstdio>
 
-#include "mtrain/config/launch_checks.hpp"
-#include "mtrain/launch/net_address.hpp"
-#include "mtrain/launch/preflight.hpp"
-#include "mtrain/rendezvous/token.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/config/launch_checks.hpp"
+#include "lib/launch/net_address.hpp"
+#include "lib/launch/preflight.hpp"
+#include "lib/rendezvous/token.hpp"
+#include "lib/topology/hostfile.hpp"
 
 namespace mtrain::launch {
 

@@ -1,6 +1,6 @@
 #pragma once
 // The real system's answers to decide_launch's questions: what run_launch passes it.
-#include "mtrain/launch/launch_decision.hpp"
+#include "lib/launch/launch_decision.hpp"
 
 namespace mtrain::launch {
 

@@ -1,11 +1,11 @@
-#include "mtrain/launch/launch_settings.hpp"
+#include "lib/launch/launch_settings.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/config/master_port.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
+#include "lib/config/master_port.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
 
 namespace mtrain::launch {
 

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/launch/launch.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/launch/launch.hpp"
 
 namespace mtrain::launch {
 

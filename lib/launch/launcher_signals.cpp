@@ -1,4 +1,4 @@
-#include "mtrain/launch/launcher_signals.hpp"
+#include "lib/launch/launcher_signals.hpp"
 
 #include <pthread.h>
 #include <signal.h>

@@ -1,16 +1,16 @@
-#include "mtrain/launch/model_check.hpp"
+#include "lib/launch/model_check.hpp"
 
 #include <chrono>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/child_process.hpp"
-#include "mtrain/core/compiled_manifest.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/child_process.hpp"
+#include "lib/core/compiled_manifest.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::launch {
 
@@ -145,12 +145,12 @@ std::vector<std::string> torchscript_module_classes(const std::string& model_pat
   return out;
 }
 
-void check_compiled_model(const config::json& job, const std::string& worker_path) {
-  const std::string dir = config::get(job, "model.path").get<std::string>();
+void check_compiled_model(const config::JobView& job, const std::string& worker_path) {
+  const std::string& dir = job.model.path;
   const CompiledManifest m = read_compiled_manifest(dir);
   // The programs take exactly the example's rows (AOTInductor checks no shape; the rank would
   // refuse the first batch): said here, before any rank starts.
-  const int64_t rows = config::get(job, "train.batch_size").get<int64_t>();
+  const int64_t rows = job.batch_size;
   for (const CompiledInput& in : m.inputs)
     if (!in.shape.empty() && in.shape[0] != rows)
       throw UsageError(
@@ -170,22 +170,20 @@ void check_compiled_model(const config::json& job, const std::string& worker_pat
   // The worker's own word: that it runs compiled programs at all (not on LibTorch 1.13), the
   // release once more (no facts file beside an old worker), and model.init against the table.
   std::vector<std::string> argv = {worker_path, "model-check", "--compiled"};
-  const std::string init = config::get(job, "model.init").get<std::string>();
+  const std::string& init = job.model.init;
   if (!init.empty()) {
     argv.insert(argv.end(), {"--init", init});
-    if (!config::get(job, "model.init_strict").get<bool>()) argv.push_back("--init-not-strict");
+    if (!job.model.init_strict) argv.push_back("--init-not-strict");
   }
   argv.push_back(dir);
   run_worker_check(argv, dir, worker_path, "compiled package");
 }
 
 void check_trainer_files(const config::json& job, const std::string& worker_path) {
-  if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Compiled)
-    return check_compiled_model(job, worker_path);
-  if (config::model_from_text(config::get(job, "model.name").get<std::string>()) == config::ModelName::Torchscript)
-    check_torchscript_model(config::get(job, "model.path").get<std::string>(), worker_path,
-                            config::get(job, "model.trust_code").get<bool>(),
-                            config::get(job, "model.eval_path").get<std::string>());
+  const config::JobView v = config::job_view(job);
+  if (v.model.name == config::ModelName::Compiled) return check_compiled_model(v, worker_path);
+  if (v.model.name == config::ModelName::Torchscript)
+    check_torchscript_model(v.model.path, worker_path, v.model.trust_code, v.model.eval_path);
 }
 
 }  // namespace mtrain::launch

@@ -11,11 +11,12 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
-#include "mtrain/core/worker_facts.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_trust.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/config/job_view.hpp"
 
 namespace mtrain::launch {
 
@@ -64,7 +65,7 @@ std::vector<std::string> torchscript_module_classes(const std::string& model_pat
 // (core/compiled_manifest.hpp; the device type where the worker has no CUDA), then `worker_path model-check --compiled
 // [--init FILE] DIR`: that the worker runs compiled programs at all (LibTorch 2.x) and that model.init matches the
 // tensor table. model.trust_code is config's cross check. Without a worker (empty path) the manifest alone.
-void check_compiled_model(const config::json& job, const std::string& worker_path);
+void check_compiled_model(const config::JobView& job, const std::string& worker_path);
 
 // The bundled trainer's model file, before any rank starts on this host: for model.name
 // torchscript, check_torchscript_model; for compiled, check_compiled_model. (The data files are checked with every

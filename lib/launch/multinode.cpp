@@ -1,4 +1,4 @@
-#include "mtrain/launch/multinode.hpp"
+#include "lib/launch/multinode.hpp"
 
 #include <unistd.h>
 
@@ -8,17 +8,17 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/etcd_client.hpp"
-#include "mtrain/launch/preflight.hpp"
-#include "mtrain/launch/scale_up.hpp"
-#include "mtrain/launch/ssh_runner.hpp"
-#include "mtrain/remote/ssh_command.hpp"
-#include "mtrain/rendezvous/server.hpp"
-#include "mtrain/rendezvous/token.hpp"
-#include "mtrain/topology/gpu_list.hpp"
-#include "mtrain/topology/placement.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/etcd_client.hpp"
+#include "lib/launch/preflight.hpp"
+#include "lib/launch/scale_up.hpp"
+#include "lib/launch/ssh_runner.hpp"
+#include "lib/remote/ssh_command.hpp"
+#include "lib/rendezvous/server.hpp"
+#include "lib/rendezvous/token.hpp"
+#include "lib/topology/gpu_list.hpp"
+#include "lib/topology/placement.hpp"
 
 namespace fs = std::filesystem;
 

@@ -5,10 +5,10 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/host_probe.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/node_agent.hpp"
-#include "mtrain/topology/inventory.hpp"
+#include "lib/launch/host_probe.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/node_agent.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::launch {
 

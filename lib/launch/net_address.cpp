@@ -1,6 +1,6 @@
-#include "mtrain/launch/net_address.hpp"
+#include "lib/launch/net_address.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

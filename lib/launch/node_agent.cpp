@@ -1,4 +1,4 @@
-#include "mtrain/launch/node_agent.hpp"
+#include "lib/launch/node_agent.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -15,14 +15,14 @@
 #include <boost/asio/post.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/net_address.hpp"
-#include "mtrain/rendezvous/client.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
-#include "mtrain/rendezvous/heartbeat.hpp"
-#include "mtrain/rendezvous/server.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/net_address.hpp"
+#include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
+#include "lib/rendezvous/heartbeat.hpp"
+#include "lib/rendezvous/server.hpp"
 
 namespace asio = boost::asio;
 namespace fs = std::filesystem;
@@ -414,7 +414,7 @@ int serve_until_job_ends(rendezvous::Server& server, int rc, Duration interval) 
 //      one more "heartbeat" asks whether the job opened a new round; if so, join again;
 //   3. teardown: a node whose ranks succeeded sends "leave"; the store's host serves on until
 //      the job has ended everywhere.
-int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, const SuperviseOptions& so,
                    ProcessRunner& runner) {
   const std::string node = a.node_name.empty() ? this_hostname() : a.node_name;
   PgidRecord record(a.record_dir, node);

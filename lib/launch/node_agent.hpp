@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/scale_up.hpp"
-#include "mtrain/launch/supervisor.hpp"
-#include "mtrain/plan/plan.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/launch/scale_up.hpp"
+#include "lib/launch/supervisor.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 namespace mtrain::launch {
 
@@ -49,7 +49,7 @@ struct AgentOptions {
 
 // Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.
 // Returns the exit code like supervise().
-int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, SuperviseOptions so,
+int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const AgentOptions& a, const SuperviseOptions& so,
                    ProcessRunner& runner);
 
 }  // namespace mtrain::launch

@@ -1,6 +1,6 @@
-#include "mtrain/launch/output.hpp"
+#include "lib/launch/output.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,10 +14,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/console_write.hpp"
-#include "mtrain/launch/stderr_tail.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/console_write.hpp"
+#include "lib/launch/stderr_tail.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::launch {
 
@@ -154,7 +154,7 @@ void RankOutput::feed(Stream s, const char* data, size_t n) {
   }
   buf.erase(0, start);
   // A line without a newline should not grow without bound (progress bars, binary junk).
-  if (buf.size() > 64 * 1024) {
+  if (buf.size() > size_t{64} * 1024) {
     emit(s, buf);
     buf.clear();
   }

@@ -16,10 +16,10 @@
 #include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/guardian.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/launch/process.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/guardian.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/launch/process.hpp"
 
 namespace bp = boost::process;
 

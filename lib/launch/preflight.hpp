@@ -3,7 +3,7 @@
 #include <string>
 #include <utility>
 
-#include "mtrain/launch/host_probe.hpp"
+#include "lib/launch/host_probe.hpp"
 
 namespace mtrain::launch {
 

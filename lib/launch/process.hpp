@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/progress_watch.hpp"
+#include "lib/launch/progress_watch.hpp"
 
 #include <sys/stat.h>
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/rendezvous/clock.hpp"
+#include "lib/rendezvous/clock.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/report.hpp"
+#include "lib/launch/report.hpp"
 
 #include <fstream>
 #include <sstream>
@@ -6,9 +6,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error_file.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error_file.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::launch {
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/exit_status.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

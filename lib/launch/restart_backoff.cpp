@@ -1,4 +1,4 @@
-#include "mtrain/launch/restart_backoff.hpp"
+#include "lib/launch/restart_backoff.hpp"
 
 #include <algorithm>
 

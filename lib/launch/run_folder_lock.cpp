@@ -1,4 +1,4 @@
-#include "mtrain/launch/run_folder_lock.hpp"
+#include "lib/launch/run_folder_lock.hpp"
 
 #include <fcntl.h>
 #include <sys/file.h>
@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::launch {
 

@@ -12,7 +12,7 @@
 // works across nodes on NFSv4 and Lustre (Linux maps it to a POSIX lock on NFS).
 #include <string>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 namespace mtrain::launch {
 

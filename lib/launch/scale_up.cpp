@@ -1,4 +1,4 @@
-#include "mtrain/launch/scale_up.hpp"
+#include "lib/launch/scale_up.hpp"
 
 #include <csignal>
 

@@ -14,7 +14,7 @@
 //   off                   the store does not re-form for arrivals: a new node waits for the next
 //                         round (a failure), as before scale up existed
 // A failure always tears the ranks down at once, whatever the mode.
-#include "mtrain/config/launch_choices.hpp"
+#include "lib/config/launch_choices.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/ssh_runner.hpp"
+#include "lib/launch/ssh_runner.hpp"
 
 #include <signal.h>
 #include <unistd.h>
@@ -13,10 +13,11 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/launch/child_group.hpp"
-#include "mtrain/launch/exit_status.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/launch/child_group.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace asio = boost::asio;
 
@@ -45,9 +46,11 @@ class SshJob {
   }
 
   ~SshJob() {
-    poll_.cancel();
-    for (auto& t : respawn_timers_) t->cancel();
-    group_.close();
+    without_throwing("ending the ssh agents", [this] {
+      poll_.cancel();
+      for (auto& t : respawn_timers_) t->cancel();
+      group_.close();
+    });
   }
 
   int run() {

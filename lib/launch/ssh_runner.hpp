@@ -16,10 +16,10 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/process.hpp"
-#include "mtrain/launch/restart_backoff.hpp"
-#include "mtrain/remote/ssh_command.hpp"
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/launch/process.hpp"
+#include "lib/launch/restart_backoff.hpp"
+#include "lib/remote/ssh_command.hpp"
+#include "lib/rendezvous/store.hpp"
 
 namespace mtrain::launch {
 

@@ -1,4 +1,4 @@
-#include "mtrain/launch/stderr_tail.hpp"
+#include "lib/launch/stderr_tail.hpp"
 
 #include <cctype>
 

@@ -1,6 +1,6 @@
-#include "mtrain/launch/supervisor.hpp"
+#include "lib/launch/supervisor.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 
@@ -19,11 +19,13 @@
 #include <boost/asio/steady_timer.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/launch/child_group.hpp"
-#include "mtrain/launch/exit_status.hpp"
-#include "mtrain/launch/launcher_signals.hpp"
-#include "mtrain/launch/progress_watch.hpp"
-#include "mtrain/launch/report.hpp"
+#include "lib/launch/child_group.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/launch/launcher_signals.hpp"
+#include "lib/launch/progress_watch.hpp"
+#include "lib/launch/report.hpp"
+#include "lib/launch/tracked_run.hpp"
+#include "lib/core/without_throwing.hpp"
 
 namespace asio = boost::asio;
 
@@ -54,10 +56,12 @@ class Attempt {
   // Outstanding reads and timers hold references into this attempt: cancel them and let their
   // handlers run while everything they touch is still alive.
   ~Attempt() {
-    progress_timer_.cancel();
-    stopped_timer_.cancel();
-    for (auto* w : opt_.watchers) w->finish();
-    group_.close();
+    without_throwing("ending the attempt", [this] {
+      progress_timer_.cancel();
+      stopped_timer_.cancel();
+      for (auto* w : opt_.watchers) w->finish();
+      group_.close();
+    });
   }
 
   // Runs the attempt to the end; returns the failure (empty on success).
@@ -405,6 +409,14 @@ int pause_before_restart(asio::io_context& io, asio::signal_set& signals, std::c
   return stop;
 }
 
+// The failure report on stderr, then the job's MLflow run ended FAILED with its first line.
+void report_failure(const plan::LaunchPlan& plan, const SuperviseOptions& opt, const Failure& f, int attempt) {
+  const std::string text = format_report(plan, f, attempt, plan.max_restarts);
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  end_tracked_run(plan, opt.error_file_dir, attempt, TrackedEnd::Failed, text.substr(0, text.find('\n')));
+}
+
 int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, const SuperviseOptions& opt,
                        asio::io_context& io, asio::signal_set& signals) {
   int streak = 0;  // restarts in a row after quick failures (restart_backoff.hpp)
@@ -419,11 +431,12 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
     if (stop_signal) {
       std::fprintf(stderr, "mtrain: stopped by %s; every rank has exited\n", signal_name(stop_signal).c_str());
       if (failure) print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      end_tracked_run(plan, opt.error_file_dir, attempt, TrackedEnd::Killed, "");
       return 128 + stop_signal;
     }
     if (!failure) return 0;
     if (failure->external) {
-      print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      report_failure(plan, opt, *failure, attempt);
       return failure->external_code;
     }
     if (notice_signal) {
@@ -431,6 +444,7 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
       std::fprintf(stderr, "mtrain: ranks wound down after %s; not restarting\n", signal_name(notice_signal).c_str());
       if (failure->root.status.signaled || failure->root.status.code != 128 + notice_signal)
         print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+      end_tracked_run(plan, opt.error_file_dir, attempt, TrackedEnd::Killed, "");
       int code = failure->exit_code.value_or(failure->root.status.launcher_code());
       return code == 0 ? 1 : code;
     }
@@ -446,12 +460,13 @@ int supervise_attempts(const plan::LaunchPlan& plan, ProcessRunner& runner, cons
           std::fprintf(stderr, "mtrain: stopped by %s before restart %d; no rank is running\n",
                        signal_name(sig).c_str(), attempt + 1);
           print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+          end_tracked_run(plan, opt.error_file_dir, attempt, TrackedEnd::Killed, "");
           return 128 + sig;
         }
       }
       continue;
     }
-    print_report(stderr, plan, *failure, attempt, plan.max_restarts);
+    report_failure(plan, opt, *failure, attempt);
     if (!failure->cause.empty()) return kExitStalled;
     if (failure->exit_code) return *failure->exit_code;
     int code = failure->root.status.launcher_code();

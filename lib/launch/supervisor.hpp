@@ -12,10 +12,10 @@
 
 #include <boost/asio/io_context.hpp>
 
-#include "mtrain/launch/output.hpp"
-#include "mtrain/launch/process.hpp"
-#include "mtrain/launch/restart_backoff.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/launch/output.hpp"
+#include "lib/launch/process.hpp"
+#include "lib/launch/restart_backoff.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::launch {
 

@@ -1,16 +1,16 @@
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/topology/filter.hpp"
-#include "mtrain/topology/gpu_list.hpp"
-#include "mtrain/topology/placement.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/topology/filter.hpp"
+#include "lib/topology/gpu_list.hpp"
+#include "lib/topology/placement.hpp"
 
 namespace mtrain::plan {
 
@@ -30,7 +30,7 @@ std::string pool_text(const HostFacts& f) {
 // tells whether the user chose them (then the rank count must match) or took the whole pool.
 std::vector<int> select_gpus(const PlanOptions& o, const HostFacts& f, bool& explicit_sel) {
   // --gpus all (or "") is every GPU, as if not given (core/index_list.hpp).
-  const std::vector<int> gpu_ids = parse_index_selection(o.gpus, "--gpus", "GPU id");
+  std::vector<int> gpu_ids = parse_index_selection(o.gpus, "--gpus", "GPU id");
   int given = !gpu_ids.empty() + !o.include.empty() + !o.exclude.empty();
   if (given > 1)
     throw Error("--gpus, --include and --exclude select GPUs in different ways and cannot be combined",
@@ -236,6 +236,7 @@ LaunchPlan build_cluster_plan(const PlanOptions& o, const std::vector<ClusterNod
   if (o.program.empty() && o.worker_argv.empty())
     throw Error("no program to launch", "Give one after `--`, e.g. `mtrain launch -- python3 train.py`.");
   std::vector<std::pair<std::string, int>> counts;
+  counts.reserve(nodes.size());
   for (const auto& n : nodes) counts.emplace_back(n.host, static_cast<int>(n.slots.size()));
   auto placement = topology::place_ranks(counts);
   LaunchPlan p = plan_header(o, placement.world_size, static_cast<int>(nodes.size()), nodes.front().host);

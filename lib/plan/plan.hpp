@@ -9,9 +9,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/launch_choices.hpp"
-#include "mtrain/config/rank_count.hpp"
-#include "mtrain/topology/inventory.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/config/rank_count.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::plan {
 

@@ -1,8 +1,8 @@
 // The plan as JSON (the contract of docs/architecture.md §4) and as text for people.
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/plan/plan.hpp"
 
 namespace mtrain::plan {
 

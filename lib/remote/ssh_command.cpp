@@ -1,12 +1,12 @@
-#include "mtrain/remote/ssh_command.hpp"
+#include "lib/remote/ssh_command.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::remote {
 

@@ -1,6 +1,6 @@
-#include "mtrain/rendezvous/assignment.hpp"
+#include "lib/rendezvous/assignment.hpp"
 
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/rendezvous/frame.hpp"
 
 namespace mtrain::rendezvous {
 

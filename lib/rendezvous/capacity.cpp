@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/capacity.hpp"
+#include "lib/rendezvous/capacity.hpp"
 
 #include <sys/resource.h>
 

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/client.hpp"
+#include "lib/rendezvous/client.hpp"
 
 #include <array>
 #include <thread>
@@ -6,8 +6,8 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -8,11 +8,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/assignment.hpp"
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
-#include "mtrain/rendezvous/frame.hpp"
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/rendezvous/assignment.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/frame.hpp"
+#include "lib/rendezvous/store.hpp"
 
 namespace mtrain::rendezvous {
 

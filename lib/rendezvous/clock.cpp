@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/clock.hpp"
+#include "lib/rendezvous/clock.hpp"
 
 #include <fmt/format.h>
 

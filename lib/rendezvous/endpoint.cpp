@@ -1,11 +1,11 @@
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mtrain/core/node_count.hpp"
+#include "lib/core/node_count.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,5 +1,6 @@
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <optional>
 #include <random>
@@ -12,7 +13,7 @@
 #include <boost/beast/ssl.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -80,17 +81,24 @@ json etcd_put_request(const std::string& key, const std::string& value, int64_t 
   return p;
 }
 
-// Whether the streamed body holds the whole message that contains `until`: the gateway ends each
-// message with a newline, and a message (a watch event carrying a large value) may arrive over
-// several reads; parsing it before its newline came read half a JSON object.
-bool etcd_message_complete(const std::string& body, const std::string& until) {
-  const size_t at = body.find(until);
+// Where the first of the `until` markers is in the streamed body (npos: none yet).
+size_t etcd_marker(const std::string& body, const std::vector<std::string>& until) {
+  size_t at = std::string::npos;
+  for (const auto& u : until) at = std::min(at, body.find(u));
+  return at;
+}
+
+// Whether the streamed body holds the whole message that contains one of `until`: the gateway
+// ends each message with a newline, and a message (a watch event carrying a large value) may
+// arrive over several reads; parsing it before its newline came read half a JSON object.
+bool etcd_message_complete(const std::string& body, const std::vector<std::string>& until) {
+  const size_t at = etcd_marker(body, until);
   return at != std::string::npos && body.find('\n', at) != std::string::npos;
 }
 
-// The first JSON object of a streamed reply (the gateway writes one per line).
-json etcd_first_message(const std::string& body, const std::string& until) {
-  size_t at = body.find(until);
+// The first JSON object of a streamed reply holding one of `until` (the gateway writes one per line).
+json etcd_first_message(const std::string& body, const std::vector<std::string>& until) {
+  size_t at = etcd_marker(body, until);
   size_t start = body.rfind('\n', at);
   start = start == std::string::npos ? 0 : start + 1;
   size_t end = body.find('\n', at);
@@ -141,81 +149,125 @@ EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
   if (opt_.tls) tls_ = std::make_shared<EtcdTlsContext>(opt_.tls_files);
 }
 
+// A connection to one member, kept open between requests (HTTP/1.1 keep-alive): a new TCP (and
+// TLS) connection per request cost the member an accept, a goroutine and a handshake every time.
+struct EtcdConnection {
+  asio::io_context io;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  std::optional<beast::tcp_stream> plain;
+  beast::error_code ec;
+  beast::flat_buffer buf;
+  size_t member = 0;
+  bool answered = false;  // it answered a request before: a failure to send the next may mean it idled out
+  beast::tcp_stream& tcp() { return tls ? tls->next_layer() : *plain; }
+};
+
 namespace {
 
-// One request and its reply on a connected stream, plain or TLS. `step(name)` runs the io_context
+// A kept connection the member had closed (idle, restarted) before our request reached it: the
+// request is sent again on a new connection, not counted against the member.
+struct EtcdStaleConnection {};
+
+// One request and its reply on `c` (its plain or TLS `stream`). `step(name)` runs the io_context
 // that drives it and turns the step's error into what it means; a stream's idle end is EtcdStreamIdle.
 template <class Stream, class Step>
-std::pair<unsigned, std::string> etcd_round_trip(Stream& stream, beast::error_code& ec, const Step& step,
-                                                 http::request<http::string_body>& req, const std::string& until,
+std::pair<unsigned, std::string> etcd_round_trip(EtcdConnection& c, Stream& stream, const Step& step,
+                                                 http::request<http::string_body>& req,
+                                                 const std::vector<std::string>& until, Duration op_timeout,
                                                  Duration wait) {
-  http::async_write(stream, req, [&](beast::error_code e, size_t) { ec = e; });
+  c.tcp().expires_after(op_timeout);
+  http::async_write(stream, req, [&c](beast::error_code e, size_t) { c.ec = e; });
   step("request");
-  beast::flat_buffer buf;
   http::response_parser<http::string_body> parser;
   parser.body_limit(kEtcdMaxReplyBytes);
-  http::async_read_header(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+  http::async_read_header(stream, c.buf, parser, [&c](beast::error_code e, size_t) { c.ec = e; });
   step("reply");
   const unsigned status = parser.get().result_int();
   if (until.empty() || status != 200) {
-    http::async_read(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
-    step("reply");
+    http::async_read(stream, c.buf, parser, [&c](beast::error_code e, size_t) { c.ec = e; });
+    step("reply body");
+    c.answered = parser.get().keep_alive();
   } else {
     // A stream: read what arrives until the awaited message is whole or `wait` passes.
-    beast::get_lowest_layer(stream).expires_after(wait);
+    c.tcp().expires_after(wait);
     while (!parser.is_done() && !etcd_message_complete(parser.get().body(), until)) {
-      http::async_read_some(stream, buf, parser, [&](beast::error_code e, size_t) { ec = e; });
+      http::async_read_some(stream, c.buf, parser, [&c](beast::error_code e, size_t) { c.ec = e; });
       if (step("stream")) throw EtcdStreamIdle{};
     }
+    c.answered = false;  // the stream still runs: this connection is not reused
   }
   return {status, std::move(parser.get().body())};
 }
 
 }  // namespace
 
-std::string EtcdHttp::exchange(const Endpoint& ep, const std::string& method, const std::string& path,
-                               const std::string& body, const std::string& until, Duration wait) {
-  asio::io_context io;
-  beast::error_code ec;
-  tcp::resolver resolver(io);
-  auto results = resolver.resolve(ep.host, std::to_string(ep.port), ec);
-  if (ec) throw EtcdUnreachable(fmt::format("cannot resolve: {}", ec.message()));
-  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
-  std::optional<beast::tcp_stream> plain;
-  beast::tcp_stream& tcp = tls_ ? (tls.emplace(io, tls_->context()), tls->next_layer()) : plain.emplace(io);
-  // Runs what was started; true when a stream's wait ran out (only "stream" steps ask).
-  auto step = [&](const char* name) {
-    io.restart();
-    io.run();
-    if (ec == beast::error::timeout) {
-      if (std::string(name) == "stream") return true;
-      throw EtcdUnreachable(fmt::format("{} timed out after {}", name, format_duration(opt_.op_timeout)));
-    }
-    // A reply that ends with the connection is whole; a stream that ends did not show its message.
-    if (!ec || (ec == http::error::end_of_stream && std::string(name) != "stream")) return false;
-    if (tls_)
-      if (auto refused = tls_->refusal(ec, tls->native_handle(), ep.str())) throw *refused;
-    throw EtcdUnreachable(fmt::format("{}: {}", name, ec.message()));
-  };
-  tcp.expires_after(opt_.op_timeout);
-  tcp.async_connect(results, [&](beast::error_code e, const tcp::endpoint&) { ec = e; });
-  step("connect");
+EtcdHttp::~EtcdHttp() = default;
 
+// Runs what was started on `c`; true when a stream's wait ran out (only "stream" steps ask).
+bool EtcdHttp::step(EtcdConnection& c, const char* name) const {
+  c.io.restart();
+  c.io.run();
+  const std::string what = name;
+  if (c.ec == beast::error::timeout) {
+    if (what == "stream") return true;
+    throw EtcdUnreachable(fmt::format("{} timed out after {}", what, format_duration(opt_.op_timeout)));
+  }
+  // A reply that ends with the connection is whole; a stream that ends did not show its message.
+  if (!c.ec || (c.ec == http::error::end_of_stream && what == "reply body")) return false;
+  if (c.answered && (what == "request" || what == "reply") &&
+      (c.ec == http::error::end_of_stream || c.ec == asio::error::eof || c.ec == asio::error::connection_reset ||
+       c.ec == asio::error::broken_pipe))
+    throw EtcdStaleConnection{};
+  if (tls_)
+    if (auto refused = tls_->refusal(c.ec, c.tls->native_handle(), opt_.endpoints[c.member].str())) throw *refused;
+  throw EtcdUnreachable(fmt::format("{}: {}", what, c.ec.message()));
+}
+
+std::unique_ptr<EtcdConnection> EtcdHttp::connect(size_t member) const {
+  const Endpoint& ep = opt_.endpoints[member];
+  auto c = std::make_unique<EtcdConnection>();
+  c->member = member;
+  tcp::resolver resolver(c->io);
+  auto results = resolver.resolve(ep.host, std::to_string(ep.port), c->ec);
+  if (c->ec) throw EtcdUnreachable(fmt::format("cannot resolve: {}", c->ec.message()));
+  if (tls_) c->tls.emplace(c->io, tls_->context());
+  else c->plain.emplace(c->io);
+  c->tcp().expires_after(opt_.op_timeout);
+  c->tcp().async_connect(results, [&c = *c](beast::error_code e, const tcp::endpoint&) { c.ec = e; });
+  step(*c, "connect");
+  if (c->tls) {
+    tls_->prepare(c->tls->native_handle(), ep.host);
+    c->tls->async_handshake(asio::ssl::stream_base::client, [&c = *c](beast::error_code e) { c.ec = e; });
+    step(*c, "TLS handshake");
+  }
+  return c;
+}
+
+std::string EtcdHttp::exchange(size_t member, const std::string& method, const std::string& path,
+                               const std::string& body, const std::vector<std::string>& until, Duration wait) {
+  const Endpoint& ep = opt_.endpoints[member];
   http::request<http::string_body> req{method == "GET" ? http::verb::get : http::verb::post, path, 11};
   req.set(http::field::host, ep.str());
   req.set(http::field::content_type, "application/json");
   if (!auth_token_.empty()) req.set(http::field::authorization, auth_token_);
   req.body() = body;
   req.prepare_payload();
+  // A stream (a watch) holds its connection until it ends: it gets one of its own.
+  std::unique_ptr<EtcdConnection> c;
+  if (until.empty() && conn_ && conn_->member == member) c = std::move(conn_);
   std::pair<unsigned, std::string> reply;
-  if (tls) {
-    tls_->prepare(tls->native_handle(), ep.host);
-    tls->async_handshake(asio::ssl::stream_base::client, [&](beast::error_code e) { ec = e; });
-    step("TLS handshake");
-    reply = etcd_round_trip(*tls, ec, step, req, until, wait);
-  } else {
-    reply = etcd_round_trip(*plain, ec, step, req, until, wait);
+  for (;;) {
+    if (!c) c = connect(member);
+    const auto on = [this, &c = *c](const char* name) { return step(c, name); };
+    try {
+      reply = c->tls ? etcd_round_trip(*c, *c->tls, on, req, until, opt_.op_timeout, wait)
+                     : etcd_round_trip(*c, *c->plain, on, req, until, opt_.op_timeout, wait);
+      break;
+    } catch (const EtcdStaleConnection&) {
+      c.reset();  // once: a new connection has answered nothing yet, so its failure is the member's
+    }
   }
+  if (until.empty() && c->answered) conn_ = std::move(c);
   auto& [status, out] = reply;
   if (status == 200) return std::move(out);
   json err = json::parse(out, nullptr, false);
@@ -257,12 +309,13 @@ void EtcdHttp::refuse_configuration(const Endpoint& ep, const std::string& path,
                 "--prefix=true readwrite /mtrain/");
 }
 
-void EtcdHttp::authenticate_locked(const Endpoint& ep) {
+void EtcdHttp::authenticate_locked(size_t member) {
+  const Endpoint& ep = opt_.endpoints[member];
   auth_token_.clear();
   const std::string body = json{{"name", opt_.username}, {"password", opt_.password}}.dump();
   json reply;
   try {
-    reply = json::parse(exchange(ep, "POST", "/v3/auth/authenticate", body, "", opt_.op_timeout));
+    reply = json::parse(exchange(member, "POST", "/v3/auth/authenticate", body, {}, opt_.op_timeout));
   } catch (const Error& e) {
     // A user given to a cluster without auth: requests go without a token, as etcdctl's do.
     if (e.message().find("authentication is not enabled") == std::string::npos) throw;
@@ -275,8 +328,8 @@ void EtcdHttp::authenticate_locked(const Endpoint& ep) {
                 "check the etcd user and password given for the rendezvous", 1);
 }
 
-json EtcdHttp::call_streaming(const std::string& path, const json& body, const std::string& until, Duration wait,
-                              bool* timed_out) {
+json EtcdHttp::call_streaming(const std::string& path, const json& body, const std::vector<std::string>& until,
+                              Duration wait, bool* timed_out) {
   std::lock_guard lock(mu_);
   std::vector<std::string> failures;
   const std::string text = body.dump();
@@ -286,8 +339,8 @@ json EtcdHttp::call_streaming(const std::string& path, const json& body, const s
     try {
       for (int attempt = 0;; ++attempt) {
         try {
-          if (!opt_.username.empty() && auth_token_.empty() && !auth_not_enabled_) authenticate_locked(ep);
-          std::string reply = exchange(ep, path == "/version" ? "GET" : "POST", path, text, until, wait);
+          if (!opt_.username.empty() && auth_token_.empty() && !auth_not_enabled_) authenticate_locked(i);
+          std::string reply = exchange(i, path == "/version" ? "GET" : "POST", path, text, until, wait);
           preferred_ = i;
           return until.empty() ? json::parse(reply) : etcd_first_message(reply, until);
         } catch (const EtcdAuthExpired&) {
@@ -317,7 +370,9 @@ json EtcdHttp::call_streaming(const std::string& path, const json& body, const s
               1);
 }
 
-json EtcdHttp::call(const std::string& path, const json& body) { return call_streaming(path, body, "", opt_.op_timeout, nullptr); }
+json EtcdHttp::call(const std::string& path, const json& body) {
+  return call_streaming(path, body, {}, opt_.op_timeout, nullptr);
+}
 
 json EtcdHttp::version() { return call("/version", json::object()); }
 
@@ -342,26 +397,66 @@ RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
 }
 
 std::vector<RangeResult> EtcdHttp::read_all(const std::vector<RangeOp>& ops) {
-  json success = json::array();
-  for (const auto& op : ops) {
-    json range = {{"key", etcd_b64(op.key)}};
-    if (op.prefix) range["range_end"] = etcd_b64(etcd_prefix_end(op.key));
-    if (op.count_only) range["count_only"] = true;
-    success.push_back({{"request_range", range}});
+  std::vector<TxnOp> reads;
+  reads.reserve(ops.size());
+  for (const auto& op : ops) reads.push_back(TxnOp::read(op));
+  return txn({}, reads, {}).reads;
+}
+
+TxnResult EtcdHttp::txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
+                        const std::vector<TxnOp>& failure) {
+  const auto ops = [](const std::vector<TxnOp>& branch) {
+    json out = json::array();
+    for (const auto& op : branch) {
+      if (op.put) {
+        out.push_back({{"request_put", etcd_put_request(op.range.key, op.value, op.lease)}});
+        continue;
+      }
+      json range = {{"key", etcd_b64(op.range.key)}};
+      if (op.range.prefix) range["range_end"] = etcd_b64(etcd_prefix_end(op.range.key));
+      if (op.range.count_only) range["count_only"] = true;
+      // A read-only transaction all of whose reads are serializable is answered by the member
+      // alone; one linearizable read makes the whole transaction wait for the leader's word.
+      if (op.range.serializable) range["serializable"] = true;
+      out.push_back({{"request_range", range}});
+    }
+    return out;
+  };
+  json cmp = json::array();
+  for (const auto& c : compare) {
+    json one = {{"key", etcd_b64(c.key)}, {"result", "EQUAL"}};
+    switch (c.target) {
+      case TxnCompare::Target::value: one.update({{"target", "VALUE"}, {"value", etcd_b64(c.value)}}); break;
+      case TxnCompare::Target::mod_revision:
+        one.update({{"target", "MOD"}, {"mod_revision", std::to_string(c.revision)}});
+        break;
+      case TxnCompare::Target::create_revision:
+        one.update({{"target", "CREATE"}, {"create_revision", std::to_string(c.revision)}});
+        break;
+    }
+    cmp.push_back(std::move(one));
   }
-  json r = call("/v3/kv/txn", {{"success", success}});
-  const int64_t revision = etcd_i64(r.value("header", json::object()), "revision");
-  std::vector<RangeResult> out;
+  json body = {{"success", ops(success)}};
+  if (!cmp.empty()) body["compare"] = std::move(cmp);
+  if (!failure.empty()) body["failure"] = ops(failure);
+  json r = call("/v3/kv/txn", body);
+  TxnResult out;
+  out.succeeded = r.value("succeeded", false);
+  out.revision = etcd_i64(r.value("header", json::object()), "revision");
   for (const auto& resp : r.value("responses", json::array())) {
-    const json rr = resp.value("response_range", json::object());
+    auto rr = resp.find("response_range");
+    if (rr == resp.end()) continue;
     RangeResult one;
-    one.revision = revision;
-    one.count = etcd_i64(rr, "count");
-    for (const auto& kv : rr.value("kvs", json::array())) one.kvs.push_back(etcd_kv_of(kv));
-    out.push_back(std::move(one));
+    one.revision = out.revision;
+    one.count = etcd_i64(*rr, "count");
+    for (const auto& kv : rr->value("kvs", json::array())) one.kvs.push_back(etcd_kv_of(kv));
+    out.reads.push_back(std::move(one));
   }
-  if (out.size() != ops.size())
-    throw Error(fmt::format("etcd answered {} of {} reads of one transaction", out.size(), ops.size()), {}, 1);
+  const auto& branch = compare.empty() || out.succeeded ? success : failure;
+  const auto wanted =
+      static_cast<size_t>(std::count_if(branch.begin(), branch.end(), [](const TxnOp& op) { return !op.put; }));
+  if (out.reads.size() != wanted)
+    throw Error(fmt::format("etcd answered {} of {} reads of one transaction", out.reads.size(), wanted), {}, 1);
   return out;
 }
 
@@ -411,21 +506,26 @@ int64_t EtcdHttp::grant_lease(Duration ttl) {
 }
 
 bool EtcdHttp::keep_alive(int64_t lease) {
-  bool idle = false;
-  json r = call_streaming("/v3/lease/keepalive", {{"ID", std::to_string(lease)}}, "\"result\"", opt_.op_timeout, &idle);
-  if (idle) throw Error("etcd did not answer a lease keep-alive in time", {}, 1);
+  // A client stream of one message: the gateway closes it once the body has been read, etcd
+  // answers and ends the stream, so the reply is whole and the connection kept for the next call.
+  json r = call("/v3/lease/keepalive", {{"ID", std::to_string(lease)}});
   return etcd_i64(r.value("result", json::object()), "TTL") > 0;
 }
 
 void EtcdHttp::revoke(int64_t lease) { call("/v3/lease/revoke", {{"ID", std::to_string(lease)}}); }
 
-bool EtcdHttp::watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) {
+WatchResult EtcdHttp::watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) {
   bool idle = false;
   json create = {{"key", etcd_b64(prefix)}, {"range_end", etcd_b64(etcd_prefix_end(prefix))}, {"start_revision", std::to_string(from_revision)}};
-  // The first message only confirms the watch; "events" (or a cancel after compaction: the
-  // caller reads again anyway) is the change.
-  call_streaming("/v3/watch", {{"create_request", create}}, "\"events\"", timeout, &idle);
-  return !idle;
+  // The first message only confirms the watch; "events" is the change. A start revision etcd has
+  // compacted away is answered with "canceled" (and the compact revision) and nothing more: that
+  // ends the wait too, and the caller reads the current state.
+  json m = call_streaming("/v3/watch", {{"create_request", create}}, {"\"events\"", "\"canceled\""}, timeout, &idle);
+  WatchResult out;
+  out.changed = !idle;
+  for (const auto& ev : m.value("result", json::object()).value("events", json::array()))
+    if (ev.value("type", "PUT") == "PUT" && ev.contains("kv")) out.puts.push_back(etcd_kv_of(ev["kv"]));
+  return out;
 }
 
 }  // namespace mtrain::rendezvous

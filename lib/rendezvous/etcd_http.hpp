@@ -1,6 +1,7 @@
 #pragma once
 // EtcdKv over etcd's v3 JSON gateway (POST /v3/kv/range, /v3/kv/txn, /v3/lease/…, /v3/watch;
-// keys and values base64) with Boost.Beast. Every call has a deadline; a member that does not
+// keys and values base64) with Boost.Beast, on one connection kept open to the member that
+// answered last (a watch gets its own while it waits). Every call has a deadline; a member that does not
 // answer (refused, reset, timed out) is skipped for the next one of the list, and the one that
 // answered is tried first next time (the first try goes to a random member). Only when no member answers is the call an
 // mtrain::Error (exit 1) naming every endpoint and what each said. Username/password: the token from
@@ -16,9 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/endpoint.hpp"
-#include "mtrain/rendezvous/etcd_kv.hpp"
-#include "mtrain/rendezvous/etcd_tls.hpp"
+#include "lib/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -42,9 +43,14 @@ struct EtcdMembers {
 EtcdMembers parse_etcd_members(const std::string& text, const std::string& what = "--rdzv-endpoint");
 std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what = "--rdzv-endpoint");
 
+struct EtcdConnection;  // etcd_http.cpp: an open connection to one member
+
 class EtcdHttp final : public EtcdKv {
  public:
   explicit EtcdHttp(EtcdOptions options);
+  ~EtcdHttp() override;
+  EtcdHttp(const EtcdHttp&) = delete;
+  EtcdHttp& operator=(const EtcdHttp&) = delete;
   RangeResult range_prefix(const std::string& prefix) override;
   RangeResult first_created(const std::string& prefix, int64_t limit) override;
   void erase(const std::string& key) override;
@@ -54,10 +60,12 @@ class EtcdHttp final : public EtcdKv {
   bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) override;
   void put(const std::string& key, const std::string& value, int64_t lease) override;
   void delete_prefix(const std::string& prefix) override;
+  TxnResult txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
+                const std::vector<TxnOp>& failure) override;
   int64_t grant_lease(Duration ttl) override;
   bool keep_alive(int64_t lease) override;
   void revoke(int64_t lease) override;
-  bool watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) override;
+  WatchResult watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) override;
 
   // GET /version of the first member that answers: {"etcdserver":…, "etcdcluster":…}.
   nlohmann::json version();
@@ -65,13 +73,16 @@ class EtcdHttp final : public EtcdKv {
   nlohmann::json call(const std::string& path, const nlohmann::json& body);
 
  private:
-  // `stream_until`: for streaming replies (watch, keep-alive), stop reading once the body so far
-  // contains it; an empty string reads the whole reply. `wait`: how long a streaming reply may take.
-  std::string exchange(const Endpoint& ep, const std::string& method, const std::string& path, const std::string& body,
-                       const std::string& stream_until, Duration wait);
-  nlohmann::json call_streaming(const std::string& path, const nlohmann::json& body, const std::string& until, Duration wait,
-                                bool* timed_out);
-  void authenticate_locked(const Endpoint& ep);
+  // `stream_until`: for streaming replies (watch), stop reading once the body so far contains one
+  // of them (on a connection of its own); none: read the whole reply (on the kept connection).
+  // `wait`: how long a streaming reply may take.
+  std::string exchange(size_t member, const std::string& method, const std::string& path, const std::string& body,
+                       const std::vector<std::string>& stream_until, Duration wait);
+  std::unique_ptr<EtcdConnection> connect(size_t member) const;
+  bool step(EtcdConnection& c, const char* name) const;
+  nlohmann::json call_streaming(const std::string& path, const nlohmann::json& body,
+                                const std::vector<std::string>& until, Duration wait, bool* timed_out);
+  void authenticate_locked(size_t member);
   // A reply that says the configuration is wrong (TLS spoken plain, a wrong password, no user, no
   // permission): an mtrain::Error with exit 2; else returns.
   void refuse_configuration(const Endpoint& ep, const std::string& path, const std::string& msg) const;
@@ -80,6 +91,7 @@ class EtcdHttp final : public EtcdKv {
   std::shared_ptr<EtcdTlsContext> tls_;  // set when opt_.tls
   std::mutex mu_;
   size_t preferred_ = 0;      // the member that answered last
+  std::unique_ptr<EtcdConnection> conn_;  // kept open to it between calls
   std::string auth_token_;
   bool auth_not_enabled_ = false;  // a user was given, the cluster has no auth
 };

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/etcd_mac.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
 
 #include <array>
 #include <cstdint>
@@ -28,7 +28,7 @@ std::array<uint8_t, 32> sha256(std::string_view data) {
   for (size_t off = 0; off < msg.size(); off += 64) {
     std::array<uint32_t, 64> w{};
     for (int i = 0; i < 16; ++i) {
-      const auto* p = reinterpret_cast<const uint8_t*>(msg.data() + off + 4 * i);
+      const auto* p = reinterpret_cast<const uint8_t*>(msg.data() + off + size_t{4} * static_cast<size_t>(i));
       w[i] = (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3];
     }
     for (int i = 16; i < 64; ++i) {

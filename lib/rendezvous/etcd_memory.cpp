@@ -1,10 +1,10 @@
-#include "mtrain/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_memory.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -66,25 +66,70 @@ RangeResult MemoryKv::first_created(const std::string& prefix, int64_t limit) {
   return r;
 }
 
+RangeResult MemoryKv::read_locked(const RangeOp& op) const {
+  RangeResult r;
+  r.revision = revision_;
+  auto take = [&](const KeyValue& kv) {
+    ++r.count;
+    if (!op.count_only) r.kvs.push_back(kv);
+  };
+  if (op.prefix) {
+    for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it) take(it->second);
+  } else if (auto it = kv_.find(op.key); it != kv_.end()) {
+    take(it->second);
+  }
+  return r;
+}
+
 std::vector<RangeResult> MemoryKv::read_all(const std::vector<RangeOp>& ops) {
   std::lock_guard lock(mu_);
   expire_locked();
   std::vector<RangeResult> out;
-  for (const auto& op : ops) {
-    RangeResult r;
-    r.revision = revision_;
-    auto take = [&](const KeyValue& kv) {
-      ++r.count;
-      if (!op.count_only) r.kvs.push_back(kv);
-    };
-    if (op.prefix) {
-      for (auto it = kv_.lower_bound(op.key); it != kv_.end() && kv_has_prefix(it->first, op.key); ++it)
-        take(it->second);
-    } else if (auto it = kv_.find(op.key); it != kv_.end()) {
-      take(it->second);
+  out.reserve(ops.size());
+  for (const auto& op : ops) out.push_back(read_locked(op));
+  return out;
+}
+
+TxnResult MemoryKv::txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
+                        const std::vector<TxnOp>& failure) {
+  std::lock_guard lock(mu_);
+  expire_locked();
+  TxnResult out;
+  out.succeeded = std::all_of(compare.begin(), compare.end(), [&](const TxnCompare& c) {
+    auto it = kv_.find(c.key);
+    switch (c.target) {
+      // As etcd: a value compare on a missing key fails (an empty value cannot be told from none).
+      case TxnCompare::Target::value: return it != kv_.end() && it->second.value == c.value;
+      case TxnCompare::Target::mod_revision: return (it == kv_.end() ? 0 : it->second.mod_revision) == c.revision;
+      case TxnCompare::Target::create_revision: return (it == kv_.end() ? 0 : it->second.create_revision) == c.revision;
     }
-    out.push_back(std::move(r));
+    return false;
+  });
+  const auto& branch = out.succeeded ? success : failure;
+  // As etcd: a put bound to a lease that is gone fails the transaction whole, nothing written.
+  for (const auto& op : branch)
+    if (op.put && op.lease != 0 && !leases_.count(op.lease))
+      throw Error(fmt::format("etcd: lease {} not found (it expired)", op.lease), {}, 1);
+  // As etcd: the puts of one transaction share one revision.
+  bool wrote = false;
+  for (const auto& op : branch) {
+    if (!op.put) {
+      out.reads.push_back(read_locked(op.range));
+      continue;
+    }
+    if (!wrote) ++revision_;
+    wrote = true;
+    last_change_[op.range.key] = revision_;
+    auto& kv = kv_[op.range.key];
+    if (kv.create_revision == 0) kv.create_revision = revision_;
+    kv.key = op.range.key;
+    kv.value = op.value;
+    kv.mod_revision = revision_;
+    kv.lease = op.lease;
   }
+  for (auto& r : out.reads) r.revision = revision_;
+  if (wrote) cv_.notify_all();
+  out.revision = revision_;
   return out;
 }
 
@@ -159,7 +204,7 @@ void MemoryKv::revoke(int64_t lease) {
   expire_locked();
 }
 
-bool MemoryKv::watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) {
+WatchResult MemoryKv::watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) {
   std::unique_lock lock(mu_);
   auto seen = [&] {
     for (auto it = last_change_.lower_bound(prefix); it != last_change_.end() && kv_has_prefix(it->first, prefix); ++it)
@@ -167,7 +212,14 @@ bool MemoryKv::watch_prefix(const std::string& prefix, int64_t from_revision, Du
     return false;
   };
   // Real time bounds the wait; lease expiry on a ManualClock is the test's expire() call.
-  return cv_.wait_for(lock, timeout, seen);
+  WatchResult out;
+  out.changed = cv_.wait_for(lock, timeout, seen);
+  // The events: the keys changed since from_revision that still hold a value (a real watch lists
+  // each put; the rendezvous looks only at the last value of the key it waits for).
+  for (auto it = last_change_.lower_bound(prefix);
+       out.changed && it != last_change_.end() && kv_has_prefix(it->first, prefix); ++it)
+    if (auto kv = kv_.find(it->first); it->second >= from_revision && kv != kv_.end()) out.puts.push_back(kv->second);
+  return out;
 }
 
 void MemoryKv::expire() {

@@ -6,7 +6,7 @@
 #include <map>
 #include <mutex>
 
-#include "mtrain/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -22,10 +22,12 @@ class MemoryKv final : public EtcdKv {
   bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) override;
   void put(const std::string& key, const std::string& value, int64_t lease) override;
   void delete_prefix(const std::string& prefix) override;
+  TxnResult txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
+                const std::vector<TxnOp>& failure) override;
   int64_t grant_lease(Duration ttl) override;
   bool keep_alive(int64_t lease) override;
   void revoke(int64_t lease) override;
-  bool watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) override;
+  WatchResult watch_prefix(const std::string& prefix, int64_t from_revision, Duration timeout) override;
 
   // Tests: expire leases whose time passed on the clock (a real cluster does it by itself).
   void expire();
@@ -39,6 +41,7 @@ class MemoryKv final : public EtcdKv {
   void expire_locked();
   void write_locked(const std::string& key, const std::string& value, int64_t lease);
   void changed_locked(const std::string& key);
+  RangeResult read_locked(const RangeOp& op) const;
 
   const Clock& clock_;
   mutable std::mutex mu_;

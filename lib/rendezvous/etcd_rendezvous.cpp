@@ -1,13 +1,13 @@
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
 
 #include <algorithm>
 #include <set>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_mac.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -40,19 +40,11 @@ EtcdRendezvous::~EtcdRendezvous() = default;
 
 std::string EtcdRendezvous::round_prefix(int round) const { return fmt::format("{}r/{}/", job_, round); }
 
-void EtcdRendezvous::check_guard() {
-  const std::string mac = hmac_sha256_hex(opt_.token, job_);
-  auto held = kv_->create(job_ + "guard", mac, 0);
-  if (held && !tokens_equal(held->value, mac))
-    throw Error(fmt::format("etcd prefix {} belongs to another job: its token is not this node's {}", job_, kTokenEnv),
-                "give every node of one job the same token; for a second job pick another --rdzv-id", kExitFailure);
-}
-
 EtcdRendezvous::State EtcdRendezvous::read_state() {
   const std::string key = job_ + "state";
   auto kv = kv_->get(key);
   if (!kv) {
-    kv_->create(key, json{{"round", 0}, {"restarts", 0}}.dump(), 0);
+    kv_->create(key, new_state(), 0);
     kv = kv_->get(key);
     if (!kv) throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {}, kExitFailure);
   }
@@ -127,26 +119,85 @@ std::string EtcdRendezvous::agreement_body(const std::vector<const KeyValue*>& m
   return json{{"assignment", to_json(assign_ranks(nodes, opt_.master_port, opt_.run_id))}, {"ids", ids}}.dump();
 }
 
+// Puts this node's member key into the round the state names, in one transaction that also
+// checks the guard and reads what the wait needs (the agreement, the member count): a join costs
+// the lease, this and the watch. Its compare names the state this node believes (`known`, else a
+// new job's): when the state is another (a later round, a failed job) or the guard is missing or
+// another job's, nothing is written and the guard and state are read instead.
+EtcdRendezvous::Joined EtcdRendezvous::join_round(std::optional<KeyValue> known) {
+  const std::string mac = hmac_sha256_hex(opt_.token, job_);
+  for (;;) {
+    const State s = known ? state_of(*known) : State{};
+    if (s.failed)
+      throw Error(fmt::format("the job under etcd prefix {} has failed: {}", job_, s.reason), "", kExitFailure);
+    const std::string rp = round_prefix(s.round);
+    TxnCompare state_is{job_ + "state"};
+    if (known) {
+      state_is.target = TxnCompare::Target::mod_revision;
+      state_is.revision = known->mod_revision;
+    } else {
+      state_is.value = new_state();
+    }
+    TxnResult t =
+        kv_->txn({TxnCompare{job_ + "guard", TxnCompare::Target::value, mac}, state_is},
+                 {TxnOp::write(rp + "n/" + opt_.node_id,
+                               json{{"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}}.dump(), lease_),
+                  TxnOp::read({rp + "agreed"}), TxnOp::read({rp + "n/", true, true}), TxnOp::read({job_ + "state"})},
+                 {TxnOp::read({job_ + "guard"}), TxnOp::read({job_ + "state"})});
+    if (t.succeeded) return Joined{state_of(t.reads[2].kvs.at(0)), std::move(t.reads[0]), t.reads[1].count};
+    const auto& guard = t.reads[0].kvs;
+    if (!guard.empty() && !tokens_equal(guard.front().value, mac))
+      throw Error(
+          fmt::format("etcd prefix {} belongs to another job: its token is not this node's {}", job_, kTokenEnv),
+          "give every node of one job the same token; for a second job pick another --rdzv-id", kExitFailure);
+    if (guard.empty() || t.reads[1].kvs.empty()) {
+      // The first node of the job (or one racing it) lays the guard and the state, in one
+      // transaction (a job's nodes start together: hundreds race here); whoever loses the race
+      // joins with the winner's.
+      if (guard.empty())
+        kv_->txn({TxnCompare{job_ + "guard", TxnCompare::Target::create_revision, {}, 0}},
+                 {TxnOp::write(job_ + "guard", mac), TxnOp::write(job_ + "state", new_state())}, {});
+      else kv_->create(job_ + "state", new_state(), 0);
+      known.reset();
+      continue;
+    }
+    known = t.reads[1].kvs.front();
+  }
+}
+
+std::string EtcdRendezvous::new_state() { return json{{"round", 0}, {"restarts", 0}}.dump(); }
+
 JoinResult EtcdRendezvous::join() {
-  check_guard();
   keep_lease();
   const TimePoint deadline = clock_.now() + opt_.join_timeout;
-  std::string last_progress;
+  std::optional<KeyValue> known;  // the state this node last read; none: a new job's, presumed
   for (;;) {
-    State s = read_state();
-    if (s.failed) throw Error(fmt::format("the job under etcd prefix {} has failed: {}", job_, s.reason), "", kExitFailure);
+    Joined joined = join_round(known);
+    const State& s = joined.state;
     const int r = s.round;
     const std::string rp = round_prefix(r);
-    kv_->put(rp + "n/" + opt_.node_id, json{{"host", opt_.host}, {"addr", opt_.addr}, {"slots", opt_.slots}}.dump(), lease_);
     std::optional<TimePoint> last_call_at;
     int64_t last_count = -1;
+    RangeResult ctl = std::move(joined.agreed);
+    int64_t count = joined.count;
+    State now_state = s;
+    bool fresh = true;  // ctl and count are as the join (or the watch's event) left them: no read
     for (;;) {
-      // What each wake reads is O(1) in the job's size (the agreement key, the state, a count):
-      // N waiting agents that re-read every member on every join made forming O(N^2) in etcd.
-      const auto reads = kv_->read_all({{rp + "agreed"}, {job_ + "state"}, {rp + "n/", true, true}});
-      const RangeResult& ctl = reads[0];
-      const State now_state = reads[1].kvs.empty() ? read_state() : state_of(reads[1].kvs.front());
-      if (now_state.failed || now_state.round != r) break;
+      if (!fresh) {
+        // What each wake reads is O(1) in the job's size (the agreement key, the state, a count):
+        // N waiting agents that re-read every member on every join made forming O(N^2) in etcd.
+        auto reads = kv_->read_all({{rp + "agreed"}, {job_ + "state"}, {rp + "n/", true, true}});
+        if (reads[1].kvs.empty()) {
+          known.reset();
+        } else {
+          known = reads[1].kvs.front();
+          now_state = state_of(*known);
+        }
+        if (!known || now_state.failed || now_state.round != r) break;
+        ctl = std::move(reads[0]);
+        count = reads[2].count;
+      }
+      fresh = false;
       if (!ctl.kvs.empty()) {
         const json j = signed_agreement(ctl.kvs.front().value, rp);
         Assignment a = assignment_from_json(j.at("assignment"));
@@ -180,7 +231,6 @@ JoinResult EtcdRendezvous::join() {
         out.restart_reason = s.reason;
         return out;
       }
-      const int64_t count = reads[2].count;
       const TimePoint now = clock_.now();
       if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
       if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
@@ -191,14 +241,23 @@ JoinResult EtcdRendezvous::join() {
         if (r > 0) order_survivors_first(members, r);
         if (!members.empty()) {
           const std::string body = agreement_body(members, static_cast<int>(members.size()), rp);
-          if (!kv_->create(rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump(), 0) &&
-              r > 0)
+          KeyValue agreed{rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump()};
+          if (auto theirs = kv_->create(agreed.key, agreed.value, 0)) {
+            agreed = *theirs;  // another agent formed the round first: its agreement holds
+          } else if (r > 0) {
             kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
+          }
+          // The agreement is known (written or read back by the create): no read for it.
+          ctl.kvs = {agreed};
+          fresh = true;
           continue;
         }
       }
+      // The first joined hosts, for the progress line and the error at the deadline: read only
+      // when someone listens or the deadline has come (every agent listing them on every wake
+      // was a request per wake that a job of N nodes paid N times).
       std::vector<std::string> hosts;
-      if (count != last_count || now >= deadline)
+      if ((count != last_count && opt_.on_progress) || now >= deadline)
         for (const auto& kv : kv_->first_created(rp + "n/", static_cast<int64_t>(kListedHosts)).kvs)
           hosts.push_back(json::parse(kv.value).value("host", ""));
       if (count != last_count && opt_.on_progress) {
@@ -217,12 +276,19 @@ JoinResult EtcdRendezvous::join() {
                                 format_duration(opt_.join_timeout), count, opt_.min_nodes, hosts.empty() ? "none" : etcd_hosts_line(hosts)),
                     "start the missing nodes with the same --rdzv-endpoint and --rdzv-id, or lower --nnodes", kExitFailure);
       // Woken by the agreement (whoever completes the round writes it), else by the last call,
-      // the lease's next keep-alive or the deadline.
+      // the lease's next keep-alive or the deadline. The event carries the agreement: no read.
       TimePoint until = std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3);
       if (last_call_at) until = std::min(until, *last_call_at);
-      if (until > now)
-        kv_->watch_prefix(rp + "agreed", ctl.revision + 1,
-                          std::chrono::duration_cast<Duration>(until - now) + Duration(1));
+      if (until > now) {
+        const WatchResult w = kv_->watch_prefix(rp + "agreed", ctl.revision + 1,
+                                                std::chrono::duration_cast<Duration>(until - now) + Duration(1));
+        for (const auto& kv : w.puts)
+          if (kv.key == rp + "agreed") {
+            ctl.kvs = {kv};
+            ctl.revision = kv.mod_revision;
+            fresh = true;
+          }
+      }
       if (clock_.now() >= lease_refreshed_ + opt_.node_timeout / 3) keep_lease();
     }
   }
@@ -286,11 +352,27 @@ JobState EtcdRendezvous::heartbeat() {
   const std::string rp = round_prefix(round_);
   // The state and two counts in one read-only transaction: every node of the round still holds
   // its member key or has finished, so nobody is lost. Not the member list: a heartbeat costs
-  // the same at any job size.
-  const auto reads = kv_->read_all({{job_ + "state"}, {rp + "n/", true, true}, {rp + "done/", true, true}});
-  State s = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
-  if (s.failed || s.round != round_) return job_state(s);
-  if (reads[1].count + reads[2].count == nnodes_) return job_state(s);
+  // the same at any job size. First serializable (the member's own copy, no round to the
+  // leader): a stale state is seen changed at the next beat, and a stale count at worst shows a
+  // lost node one beat longer, or looks short. Short is common at scale: under load a follower
+  // applies seconds behind the leader (in a 2048-node bench etcd served ~5000 ranges where the
+  // protocol reads a handful: heartbeats listing every member key after a short count), so the
+  // counts are read again linearizably before the list. Nothing is decided on a stale read.
+  const auto counts = [&](bool serializable) {
+    return kv_->read_all({{job_ + "state", false, false, serializable},
+                          {rp + "n/", true, true, serializable},
+                          {rp + "done/", true, true, serializable}});
+  };
+  // The job's state when these reads settle the beat (the round moved, or nobody is missing).
+  const auto settled = [&](const std::vector<RangeResult>& reads) -> std::optional<State> {
+    State st = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
+    if (st.failed || st.round != round_ || reads[1].count + reads[2].count == nnodes_) return st;
+    return std::nullopt;
+  };
+  if (auto st = settled(counts(true))) return job_state(*st);
+  const auto reads = counts(false);
+  if (auto st = settled(reads)) return job_state(*st);
+  const State s = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
   std::set<std::string> present;
   for (const auto& kv : kv_->range_prefix(rp).kvs) {
     const std::string rest = kv.key.substr(rp.size());

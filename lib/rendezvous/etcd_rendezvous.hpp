@@ -10,12 +10,16 @@
 //   P r/<round>/agreed            the round's assignment, with an HMAC under the token
 //   P r/<round>/done/<node id>    the node's ranks finished
 //
+// A node joins with one transaction that checks the guard and the state, writes its member key
+// and reads the agreement and the member count; with the lease's grant and the watch that is
+// the whole join for every node but the one that completes the round.
 // Join order is the member keys' create revision (in a later round, the last round's nodes
 // first, in their order there). The round forms when MAX nodes are in, or
 // when the last-call window that opens once MIN are in has passed: the first agent to see it
 // creates "agreed" in a transaction (create revision 0), every other agent reads that one.
 // Waiting is an etcd watch on the round's agreement key, bounded by the last call, the time the
-// lease needs its next keep-alive and the deadlines; no polling loop. A wake reads O(1) (the
+// lease needs its next keep-alive and the deadlines; no polling loop. The watch's event carries
+// the agreement, so a node woken by it reads nothing more; any other wake reads O(1) (the
 // agreement, the state, a member count): only the agent that completes the round lists members.
 // Heartbeats count the round's member and done keys; the list is read only when a node is gone.
 // A node whose member key is gone while the round runs is lost; a node reporting its ranks
@@ -28,13 +32,14 @@
 // for the next round.
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/client.hpp"
-#include "mtrain/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
 
 namespace mtrain::rendezvous {
 
@@ -76,11 +81,19 @@ class EtcdRendezvous final : public Membership {
     bool membership_change = false, failed = false;
     int64_t mod_revision = 0;
   };
+  // The round this node entered: the state it saw, the agreement if the round had formed, and
+  // how many nodes were in it then.
+  struct Joined {
+    State state;
+    RangeResult agreed;
+    int64_t count = 0;
+  };
+  Joined join_round(std::optional<KeyValue> known);
+  static std::string new_state();
   State read_state();
   State state_of(const KeyValue& kv) const;
   nlohmann::json signed_agreement(const std::string& value, const std::string& rp) const;
   std::string agreement_body(const std::vector<const KeyValue*>& members, int n, const std::string& rp) const;
-  void check_guard();
   void keep_lease();
   JobState job_state(const State& s) const;
   // Open the next round or fail the job (one writer wins); returns the state after.

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/etcd_tls.hpp"
+#include "lib/rendezvous/etcd_tls.hpp"
 
 #include <sys/stat.h>
 

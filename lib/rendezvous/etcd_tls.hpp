@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace boost::asio::ssl {
 class context;

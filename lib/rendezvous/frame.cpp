@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/rendezvous/frame.hpp"
 
 #include <algorithm>
 #include <cstring>

@@ -1,8 +1,8 @@
-#include "mtrain/rendezvous/heartbeat.hpp"
+#include "lib/rendezvous/heartbeat.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -13,7 +13,7 @@
 #include <mutex>
 #include <thread>
 
-#include "mtrain/rendezvous/client.hpp"
+#include "lib/rendezvous/client.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/server.hpp"
+#include "lib/rendezvous/server.hpp"
 
 #include <pthread.h>
 #include <time.h>
@@ -10,8 +10,8 @@
 #include <boost/asio.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/capacity.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/capacity.hpp"
 
 namespace mtrain::rendezvous {
 

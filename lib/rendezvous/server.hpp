@@ -32,10 +32,10 @@
 #include <string>
 #include <thread>
 
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
-#include "mtrain/rendezvous/frame.hpp"
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/endpoint.hpp"
+#include "lib/rendezvous/frame.hpp"
+#include "lib/rendezvous/store.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,13 +1,13 @@
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/rendezvous/store.hpp"
 
 #include <algorithm>
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/rendezvous/token.hpp"
 
 namespace mtrain::rendezvous {
 

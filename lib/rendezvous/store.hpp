@@ -49,8 +49,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/rendezvous/assignment.hpp"
-#include "mtrain/rendezvous/clock.hpp"
+#include "lib/rendezvous/assignment.hpp"
+#include "lib/rendezvous/clock.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,4 +1,4 @@
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/rendezvous/token.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::rendezvous {
 

@@ -1,4 +1,4 @@
-#include "mtrain/runs/catalog.hpp"
+#include "lib/runs/catalog.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>
@@ -14,12 +14,12 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/run_folder.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/runs/segments.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/run_folder.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -254,7 +254,10 @@ double seconds_of(fs::file_time_type t) {
 }
 
 std::string human_duration(double s) {
-  const long long t = static_cast<long long>(s + 0.5);
+  // The span comes from the run's own files, which may hold any times: beyond a million hours it
+  // is said as such, since converting a double past long long's range is undefined.
+  if (!(s < 3.6e9)) return ">1000000h";
+  const long long t = std::llround(s);
   if (t < 60) return fmt::format("{}s", t);
   if (t < 3600) return fmt::format("{}m{:02}s", t / 60, t % 60);
   return fmt::format("{}h{:02}m", t / 3600, t % 3600 / 60);

@@ -1,4 +1,4 @@
-#include "mtrain/runs/segments.hpp"
+#include "lib/runs/segments.hpp"
 
 #include <algorithm>
 #include <filesystem>

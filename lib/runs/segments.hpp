@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/runs/catalog.hpp"
+#include "lib/runs/catalog.hpp"
 
 namespace mtrain::runs {
 

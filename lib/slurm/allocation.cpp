@@ -1,13 +1,12 @@
-#include "mtrain/slurm/allocation.hpp"
+#include "lib/slurm/allocation.hpp"
 
 #include <algorithm>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 

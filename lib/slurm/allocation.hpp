@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/slurm/hostlist.hpp"
+#include "lib/slurm/hostlist.hpp"
 
 namespace mtrain::slurm {
 

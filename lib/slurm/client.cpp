@@ -1,12 +1,12 @@
-#include "mtrain/slurm/client.hpp"
+#include "lib/slurm/client.hpp"
 
 #include <algorithm>
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/slurm/command.hpp"
-#include "mtrain/slurm/job_status.hpp"
+#include "lib/slurm/command.hpp"
+#include "lib/slurm/job_status.hpp"
 
 namespace mtrain::slurm {
 

@@ -1,8 +1,8 @@
-#include "mtrain/slurm/command.hpp"
+#include "lib/slurm/command.hpp"
 
 #include <chrono>
 
-#include "mtrain/core/child_process.hpp"
+#include "lib/core/child_process.hpp"
 
 namespace mtrain::slurm {
 

@@ -1,11 +1,11 @@
-#include "mtrain/slurm/hostlist.hpp"
+#include "lib/slurm/hostlist.hpp"
 
 #include <cctype>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 
@@ -101,7 +101,7 @@ void expand_one(const std::string& list, size_t begin, size_t end, std::vector<s
       ++i;
     }
   }
-  if (static_cast<long long>(out.size() + acc.size()) > kMaxHosts)
+  if (out.size() + acc.size() > static_cast<size_t>(kMaxHosts))
     throw bad(list, begin, fmt::format("hostlist expands to more than {} names", kMaxHosts));
   out.insert(out.end(), acc.begin(), acc.end());
   out_bytes += acc_bytes;

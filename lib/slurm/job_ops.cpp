@@ -1,4 +1,4 @@
-#include "mtrain/slurm/job_ops.hpp"
+#include "lib/slurm/job_ops.hpp"
 
 #include <unistd.h>
 
@@ -11,8 +11,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 

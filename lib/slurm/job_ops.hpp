@@ -4,9 +4,9 @@
 #include <functional>
 #include <string>
 
-#include "mtrain/slurm/client.hpp"
-#include "mtrain/slurm/job_options.hpp"
-#include "mtrain/slurm/script.hpp"
+#include "lib/slurm/client.hpp"
+#include "lib/slurm/job_options.hpp"
+#include "lib/slurm/script.hpp"
 
 namespace mtrain::slurm {
 

@@ -1,4 +1,4 @@
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/slurm/job_options.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -8,13 +8,13 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/compat_flags.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/slurm_time.hpp"
-#include "mtrain/config/slurm_values.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/node_count.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/compat_flags.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/slurm_time.hpp"
+#include "lib/config/slurm_values.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/node_count.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 

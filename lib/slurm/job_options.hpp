@@ -11,7 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/launch_choices.hpp"
+#include "lib/config/launch_choices.hpp"
 
 namespace mtrain::slurm {
 

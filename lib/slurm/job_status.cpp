@@ -1,11 +1,11 @@
-#include "mtrain/slurm/job_status.hpp"
+#include "lib/slurm/job_status.hpp"
 
 #include <map>
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::slurm {
 

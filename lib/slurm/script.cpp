@@ -1,4 +1,4 @@
-#include "mtrain/slurm/script.hpp"
+#include "lib/slurm/script.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -7,9 +7,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/embedded_templates.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "generated/slurm/embedded_templates.hpp"
 
 namespace mtrain::slurm {
 
@@ -76,6 +76,7 @@ std::string fill_template(const std::string& text, const std::map<std::string, s
     auto it = values.find(name);
     if (it == values.end()) {
       std::vector<std::string> names;
+      names.reserve(values.size());
       for (const auto& kv : values) names.push_back(kv.first);
       throw Error(fmt::format("{}:{}: unknown placeholder {{{{{}}}}}", origin, line, name),
                   "Known placeholders: " + str::join(names, ", "));

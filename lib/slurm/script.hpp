@@ -5,7 +5,7 @@
 #include <map>
 #include <string>
 
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/slurm/job_options.hpp"
 
 namespace mtrain::slurm {
 

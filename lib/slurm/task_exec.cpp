@@ -1,4 +1,4 @@
-#include "mtrain/slurm/task_exec.hpp"
+#include "lib/slurm/task_exec.hpp"
 
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/environment.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/core/environment.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::slurm {
 
@@ -28,6 +28,7 @@ void exec_as_rank(const std::vector<std::string>& program, TaskEnvOptions opt) {
   }
   for (const auto& [k, v] : rank_env_from_slurm(*alloc, opt)) ::setenv(k.c_str(), v.c_str(), 1);
   std::vector<char*> argv;
+  argv.reserve(program.size() + 1);
   for (const auto& a : program) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
   ::execvp(argv[0], argv.data());

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/slurm/allocation.hpp"
+#include "lib/slurm/allocation.hpp"
 
 namespace mtrain::slurm {
 

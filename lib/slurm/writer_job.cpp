@@ -1,9 +1,9 @@
-#include "mtrain/slurm/writer_job.hpp"
+#include "lib/slurm/writer_job.hpp"
 
 #include <filesystem>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/strings.hpp"
 
 namespace fs = std::filesystem;
 

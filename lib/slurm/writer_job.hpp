@@ -8,7 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/slurm/job_options.hpp"
 
 namespace mtrain::slurm {
 

@@ -1,4 +1,4 @@
-#include "mtrain/topology/filter.hpp"
+#include "lib/topology/filter.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,8 +6,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::topology {
 

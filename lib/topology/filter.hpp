@@ -7,7 +7,7 @@
 // takes the union (the user asked for both).
 #include <string>
 
-#include "mtrain/topology/inventory.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::topology {
 

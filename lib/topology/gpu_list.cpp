@@ -1,10 +1,10 @@
-#include "mtrain/topology/gpu_list.hpp"
+#include "lib/topology/gpu_list.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::topology {
 
@@ -27,6 +27,7 @@ std::vector<int> parse_visible_devices(const std::string& value) {
 
 std::string format_gpu_list(const std::vector<int>& ids) {
   std::vector<std::string> parts;
+  parts.reserve(ids.size());
   for (int i : ids) parts.push_back(std::to_string(i));
   return str::join(parts, ",");
 }

@@ -1,4 +1,4 @@
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/topology/hostfile.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::topology {
 

@@ -10,7 +10,7 @@
 // "<path>:<line>:<column>" and says what to write instead (mtrain::Error, exit code 2).
 #include <string>
 
-#include "mtrain/topology/inventory.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::topology {
 

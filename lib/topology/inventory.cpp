@@ -1,4 +1,4 @@
-#include "mtrain/topology/inventory.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::topology {
 

@@ -1,11 +1,11 @@
-#include "mtrain/topology/placement.hpp"
+#include "lib/topology/placement.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::topology {
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/topology/inventory.hpp"
+#include "lib/topology/inventory.hpp"
 
 namespace mtrain::topology {
 

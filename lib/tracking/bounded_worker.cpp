@@ -1,4 +1,4 @@
-#include "mtrain/tracking/bounded_worker.hpp"
+#include "lib/tracking/bounded_worker.hpp"
 
 #include <algorithm>
 

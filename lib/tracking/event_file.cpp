@@ -1,4 +1,4 @@
-#include "mtrain/tracking/event_file.hpp"
+#include "lib/tracking/event_file.hpp"
 
 #include <unistd.h>
 
@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/tracking/record_framing.hpp"
+#include "lib/core/error.hpp"
+#include "lib/tracking/record_framing.hpp"
 #include "tensorboard_event.pb.h"
 
 namespace mtrain::tracking {

@@ -1,12 +1,14 @@
-#include "mtrain/tracking/mlflow_run.hpp"
+#include "lib/tracking/mlflow_run.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <stdexcept>
 #include <system_error>
 
 #include <fmt/format.h>
 
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 
@@ -19,11 +21,11 @@ int64_t now_ms() {
       .count();
 }
 
-// Queued items, not bytes: a logging step is one item, so this is thousands of logging steps
-// held while a server is slow, and a few MB at most.
-constexpr size_t kQueueItems = 4096;
-constexpr size_t kParamsPerBatch = 100;  // MLflow's log-batch limit
-constexpr size_t kMetricsPerBatch = 1000;
+// Metric points held while the server is slower than the loop: ~5000 logging steps of ~10
+// figures, a few MB at most. Beyond it new points are dropped (and counted).
+constexpr size_t kMaxPoints = 50000;
+// Tasks, not points: the run's creation, one send task at a time, the final task.
+constexpr size_t kQueueTasks = 64;
 
 const char* status_name(RunEnd e) {
   switch (e) {
@@ -36,13 +38,11 @@ const char* status_name(RunEnd e) {
 
 }  // namespace
 
-MlflowRun::MlflowRun(const HttpUrl& url, const TrackingOptions& options, const std::string& run_name,
-                     const nlohmann::json& job, std::function<void(const std::string&)> warn, MlflowTimeouts timeouts)
-    : client_(url, timeouts.call),
-      timeouts_(timeouts),
-      warn_(std::move(warn)),
-      uri_(options.mlflow_uri),
-      worker_(std::make_unique<BoundedWorker>(kQueueItems)) {
+MlflowRun::MlflowRun(const mlflow::HttpUrl& url, const TrackingOptions& options, const std::string& run_name,
+                     const nlohmann::json& job, std::function<void(const std::string&)> warn, MlflowTimeouts timeouts,
+                     std::string record_file)
+    : client_(url, timeouts.call), timeouts_(timeouts), warn_(std::move(warn)), uri_(options.mlflow_uri),
+      record_file_(std::move(record_file)), worker_(std::make_unique<BoundedWorker>(kQueueTasks)) {
   experiment_ = options.mlflow_experiment.empty() ? "Default" : options.mlflow_experiment;
   run_name_ = run_name;
   tags_ = options.mlflow_tags;
@@ -58,9 +58,12 @@ void MlflowRun::ensure_created() {
   if (created_) return;
   run_ = client_.create_run(client_.experiment_id(experiment_), run_name_, start_ms_, tags_);
   created_ = true;
-  for (size_t i = 0; i < params_.size(); i += kParamsPerBatch) {
-    const KeyValues part(params_.begin() + static_cast<std::ptrdiff_t>(i),
-                         params_.begin() + static_cast<std::ptrdiff_t>(std::min(params_.size(), i + kParamsPerBatch)));
+  // Told to the launcher at once: rank 0 may be killed before its next call.
+  if (!record_file_.empty()) mlflow::write_run_record(record_file_, {uri_, run_.run_id});
+  for (size_t i = 0; i < params_.size(); i += mlflow::kParamsPerBatch) {
+    const mlflow::KeyValues part(
+        params_.begin() + static_cast<std::ptrdiff_t>(i),
+        params_.begin() + static_cast<std::ptrdiff_t>(std::min(params_.size(), i + mlflow::kParamsPerBatch)));
     client_.log_batch(run_.run_id, {}, part, {});
   }
 }
@@ -70,18 +73,54 @@ MlflowRun::~MlflowRun() {
 }
 
 void MlflowRun::metrics(int64_t step, const std::vector<Scalar>& scalars) {
-  std::vector<MlflowMetric> m;
   const int64_t t = now_ms();
-  for (const Scalar& s : scalars) m.push_back({s.tag, s.value, t, step});
-  for (size_t i = 0; i < m.size(); i += kMetricsPerBatch) {
-    std::vector<MlflowMetric> part(m.begin() + static_cast<std::ptrdiff_t>(i),
-                                   m.begin() + static_cast<std::ptrdiff_t>(std::min(m.size(), i + kMetricsPerBatch)));
-    worker_->push([this, part = std::move(part)] {
-      attempt("logging metrics", [&] {
-        ensure_created();
-        client_.log_batch(run_.run_id, part, {}, {});
-      });
+  bool queue_send = false;
+  {
+    std::lock_guard<std::mutex> lock(points_mu_);
+    if (points_.size() + scalars.size() > kMaxPoints) {
+      dropped_points_ += static_cast<int64_t>(scalars.size());
+    } else {
+      for (const Scalar& s : scalars) points_.push_back({s.tag, s.value, t, step});
+    }
+    queue_send = !send_queued_ && !points_.empty();
+    if (queue_send) send_queued_ = true;
+  }
+  if (!queue_send) return;
+  const bool queued = worker_->push([this] {
+    {
+      std::lock_guard<std::mutex> lock(points_mu_);
+      send_queued_ = false;  // points that come while this task sends queue the next one
+    }
+    send_points(Clock::time_point::max());
+  });
+  if (!queued) {  // the queue is full or stopped: the points wait for the next step's try
+    std::lock_guard<std::mutex> lock(points_mu_);
+    send_queued_ = false;
+  }
+}
+
+void MlflowRun::send_points(Clock::time_point deadline) {
+  for (;;) {
+    const Clock::time_point until =
+        std::min(deadline, Clock::time_point(Clock::duration(send_until_.load(std::memory_order_relaxed))));
+    if (Clock::now() >= until) return;
+    std::vector<mlflow::MlflowMetric> batch;
+    {
+      std::lock_guard<std::mutex> lock(points_mu_);
+      const size_t n = std::min(points_.size(), mlflow::kMetricsPerBatch);
+      if (n == 0) return;
+      batch.assign(std::make_move_iterator(points_.begin()),
+                   std::make_move_iterator(points_.begin() + static_cast<std::ptrdiff_t>(n)));
+      points_.erase(points_.begin(), points_.begin() + static_cast<std::ptrdiff_t>(n));
+    }
+    const bool sent = attempt("logging metrics", [&] {
+      ensure_created();
+      client_.log_batch(run_.run_id, batch, {}, {});
     });
+    if (!sent) {
+      std::lock_guard<std::mutex> lock(points_mu_);
+      dropped_points_ += static_cast<int64_t>(batch.size());
+    }
   }
 }
 
@@ -90,36 +129,66 @@ void MlflowRun::finish(RunEnd end, const std::string& message,
                        const std::function<void()>& waiting) {
   if (finished_) return;
   finished_ = true;
-  auto grace = timeouts_.finish_grace;
+  const auto metrics_until = Clock::now() + timeouts_.finish_grace;
+  send_until_.store(metrics_until.time_since_epoch().count(), std::memory_order_relaxed);
+  // Waiting points, then the creation if it has not happened, the tag, the status: each call
+  // may take up to twice its timeout (http_client.hpp), and a send may be under way already.
+  auto grace = timeouts_.finish_grace + 12 * timeouts_.call;
+  struct Upload {
+    std::string name, file;
+    std::chrono::milliseconds limit;
+  };
+  std::vector<Upload> uploads;
   for (const auto& [name, file] : artifacts) {
     std::error_code ec;
     const auto bytes = std::filesystem::file_size(file, ec);
     if (ec) continue;
     // The upload's own deadline allows 1 MB/s beyond the call timeout.
     const auto limit = timeouts_.call + std::chrono::milliseconds(bytes / 1000);
-    grace += limit;
-    worker_->push([this, name = name, file = file, limit] {
-      attempt("uploading " + name, [&] {
-        ensure_created();
-        client_.upload_artifact(run_, file, name, limit);
-      });
-    });
+    grace += 2 * limit;
+    uploads.push_back({name, file, limit});
   }
-  const std::string status = status_name(end);
-  worker_->push([this, status, message] {
+  worker_->push([this, metrics_until, uploads = std::move(uploads), status = std::string(status_name(end)), message] {
+    send_points(metrics_until);
+    int64_t left = 0;
+    {
+      std::lock_guard<std::mutex> lock(points_mu_);
+      left = static_cast<int64_t>(points_.size());
+      dropped_points_ += left;
+      points_.clear();
+    }
+    if (left > 0 && Clock::now() >= skip_until_ && !warned_.exchange(true)) {
+      warn_(
+          fmt::format("warning: MLflow server {}: {} metric points were not sent within {:g} s at the end; "
+                      "metrics.jsonl has them",
+                      uri_, left, std::chrono::duration<double>(timeouts_.finish_grace).count()));
+    }
+    for (const Upload& u : uploads) {
+      attempt("uploading " + u.name, [&] {
+        ensure_created();
+        client_.upload_artifact(run_, u.file, u.name, u.limit);
+      });
+    }
     attempt("setting the run's status", [&] {
       ensure_created();
-      if (!message.empty()) client_.log_batch(run_.run_id, {}, {}, {{"mtrain.failure", message}});
+      if (!message.empty())
+        client_.log_batch(run_.run_id, {}, {}, {{mlflow::kFailureTag, message.substr(0, mlflow::kTagValueChars)}});
       client_.update_run(run_.run_id, status, now_ms());
     });
   });
   worker_->stop(grace, waiting);
 }
 
-void MlflowRun::attempt(const std::string& what, const std::function<void()>& call) {
-  if (Clock::now() < skip_until_) return;
+int64_t MlflowRun::dropped_points() const {
+  std::lock_guard<std::mutex> lock(points_mu_);
+  return dropped_points_;
+}
+
+bool MlflowRun::attempt(const std::string& what, const std::function<void()>& call) {
+  if (Clock::now() < skip_until_) return false;
   try {
     call();
+    return true;
   } catch (const std::exception& e) {
     skip_until_ = Clock::now() + timeouts_.retry_after;
     if (!warned_.exchange(true)) {
@@ -127,6 +196,7 @@ void MlflowRun::attempt(const std::string& what, const std::function<void()>& ca
                         "metrics.jsonl; further MLflow failures of this run are not reported",
                         uri_, what, e.what()));
     }
+    return false;
   }
 }
 

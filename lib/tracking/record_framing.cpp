@@ -1,8 +1,8 @@
-#include "mtrain/tracking/record_framing.hpp"
+#include "lib/tracking/record_framing.hpp"
 
 #include <cstring>
 
-#include "mtrain/core/crc32c.hpp"
+#include "lib/core/crc32c.hpp"
 
 namespace mtrain::tracking {
 

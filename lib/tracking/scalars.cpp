@@ -1,4 +1,4 @@
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 
@@ -16,7 +16,7 @@ std::vector<Scalar> scalars_of_record(const json& record) {
 
 namespace {
 
-void flatten(const json& j, const std::string& prefix, KeyValues& out) {
+void flatten(const json& j, const std::string& prefix, mlflow::KeyValues& out) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) flatten(v, prefix.empty() ? k : prefix + "." + k, out);
     return;
@@ -29,8 +29,8 @@ void flatten(const json& j, const std::string& prefix, KeyValues& out) {
 
 }  // namespace
 
-KeyValues params_of_job(const json& job) {
-  KeyValues out;
+mlflow::KeyValues params_of_job(const json& job) {
+  mlflow::KeyValues out;
   flatten(job, "", out);
   return out;
 }

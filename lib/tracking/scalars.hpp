@@ -8,8 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/tracking/mlflow_client.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 namespace mtrain::tracking {
 
@@ -18,7 +18,7 @@ std::vector<Scalar> scalars_of_record(const nlohmann::json& record);
 
 // {"train": {"max_steps": 200}} → ("train.max_steps", "200"); strings bare, lists and other
 // values as JSON; values cut to MLflow's 6000-character limit.
-KeyValues params_of_job(const nlohmann::json& job);
+mlflow::KeyValues params_of_job(const nlohmann::json& job);
 
 // The resolved job as a Markdown code block (TensorBoard's Text tab).
 std::string job_markdown(const nlohmann::json& job);

@@ -1,4 +1,4 @@
-#include "mtrain/tracking/tracker.hpp"
+#include "lib/tracking/tracker.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -6,11 +6,12 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/run_folder.hpp"
-#include "mtrain/tracking/http_client.hpp"
-#include "mtrain/tracking/mlflow_run.hpp"
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/run_folder.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/mlflow_run.hpp"
+#include "lib/tracking/scalars.hpp"
 
 namespace mtrain::tracking {
 
@@ -27,8 +28,8 @@ double wall_time() {
 
 std::string check_mlflow_uri(const std::string& uri) {
   if (uri.empty()) return "";
-  HttpUrl url;
-  return parse_http_url(uri, url);
+  mlflow::HttpUrl url;
+  return mlflow::parse_http_url(uri, url);
 }
 
 std::string lineage_run_name(const std::string& work_dir) {
@@ -56,14 +57,14 @@ Tracker::Tracker(const TrackingOptions& options, const TrackedRun& run, std::fun
     events_->text("job", run.start_step, now, job_markdown(run.job));
   }
   if (!options.mlflow_uri.empty()) {
-    HttpUrl url;
-    if (const std::string why = parse_http_url(options.mlflow_uri, url); !why.empty()) {
+    mlflow::HttpUrl url;
+    if (const std::string why = mlflow::parse_http_url(options.mlflow_uri, url); !why.empty()) {
       throw Error(fmt::format("log.mlflow.uri '{}': {}", options.mlflow_uri, why),
                   "give the tracking server's address as http://HOST:PORT (mlflow server --host HOST --port PORT)");
     }
-    mlflow_ = std::make_unique<MlflowRun>(url, options,
-                                          options.mlflow_run_name.empty() ? run.name : options.mlflow_run_name, run.job,
-                                          warn_);
+    mlflow_ =
+        std::make_unique<MlflowRun>(url, options, options.mlflow_run_name.empty() ? run.name : options.mlflow_run_name,
+                                    run.job, warn_, MlflowTimeouts{}, mlflow::run_record_path(run.error_file));
   }
 }
 

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/tracking/tracking_options.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/tracking/tracking_options.hpp"
 
 namespace mtrain::tracking {
 
@@ -35,6 +35,9 @@ struct TrackedRun {
   std::string name;         // TensorBoard's subfolder, MLflow's default run name
   int64_t start_step = 0;   // > 0: resumed
   nlohmann::json job;       // the resolved job: a text summary and MLflow's parameters
+  // Rank 0's TORCHELASTIC_ERROR_FILE: beside it the MLflow run's id is left for the launcher,
+  // which ends the run when rank 0 cannot (mlflow/run_record.hpp); "" = no launcher.
+  std::string error_file;
 };
 
 class Tracker {

@@ -48,8 +48,9 @@ def compile_program(program, args, dest, device, stats):
     t0 = time.monotonic()
     # make_fx first: it flattens torch.func's transforms (vjp) into plain ATen ops, which
     # torch.export then takes as an ordinary graph (exporting the transform directly lifts
-    # transform-wrapped tensors as constants).
-    gm = make_fx(program, tracing_mode="fake")(*args)
+    # transform-wrapped tensors as constants). Real tensors the program reads besides its arguments
+    # (non-persistent buffers) become the graph's constants.
+    gm = make_fx(program, tracing_mode="fake", _allow_non_fake_inputs=True)(*args)
     check_no_random(gm.graph)
     ep = torch.export.export(gm, tuple(args), strict=False)
     t1 = time.monotonic()

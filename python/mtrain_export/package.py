@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from . import FORMAT, FORMAT_VERSION
 from .compile import compile_program
 from .programs import epilogue_programs, prologue_programs, unit_programs
-from .trace import ExportError, find_units, split
+from .trace import ExportError, find_units, split, state_names
 
 DTYPES = {"int64": torch.int64, "int32": torch.int32, "float32": torch.float32,
           "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
@@ -91,8 +91,9 @@ def export(factory, examples, wrap_types, out, device):
     state = dict(model.named_parameters(remove_duplicate=False))
     state.update(dict(model.named_buffers(remove_duplicate=False)))
 
-    outer_names, pro_gm, pro_args, epi_gm, epi_args = split(model, units, input_values, input_names)
-    outer_set = {canonical[n] for n in outer_names}
+    sp = split(model, units, input_values, input_names)
+    (pro_gm, pro_args), (epi_gm, epi_args) = sp.prologue, sp.epilogue
+    outer_set = {canonical[n] for n in sp.outer}
     os.makedirs(os.path.join(out, "programs"), exist_ok=True)
     stats = []
 
@@ -127,15 +128,15 @@ def export(factory, examples, wrap_types, out, device):
                 "grads": [canonical[a] for a in pro_params]}
 
     unit_entries = []
-    for qual, unit in units:
-        rel_names = [n for n, _ in unit.named_parameters()] + [n for n, _ in unit.named_buffers()]
+    for (qual, unit), side in zip(units, sp.sides):
+        rel_names = state_names(unit)  # non-persistent buffers are the programs' constants
         full = [canonical[f"{qual}.{n}"] for n in rel_names]
         if outer_set.intersection(full):
             raise ExportError(f"unit {qual} shares a tensor with the code outside the units "
                               f"({', '.join(sorted(outer_set.intersection(full)))}); tie only outside units")
-        vals = [state[f"{qual}.{n}"].detach() for n in rel_names]
+        vals = [state[f"{qual}.{n}"].detach() for n in rel_names] + [value(a) for a in side.args]
         n_params = len(list(unit.named_parameters()))
-        progs = unit_programs(unit, rel_names, vals + [hidden])
+        progs = unit_programs(unit, rel_names, n_params, side, vals + [hidden])
         out_hidden = progs.output
         if out_hidden.shape != hidden.shape or out_hidden.dtype != hidden.dtype:
             raise ExportError(f"unit {qual} maps a {tuple(hidden.shape)} tensor to {tuple(out_hidden.shape)}; "
@@ -143,7 +144,8 @@ def export(factory, examples, wrap_types, out, device):
         # Equal blocks export to equal graphs: the cache key finds them (run), whatever their
         # names, and a block that differs in code but not in parameters gets its own programs.
         stem = f"unit{len(unit_entries)}_{type(unit).__name__}"
-        unit_entries.append({"name": qual, "type": type(unit).__name__, "args": full,
+        unit_entries.append({"name": qual, "type": type(unit).__name__,
+                             "args": full + [canonical.get(a, a) for a in side.args],
                              "grads": full[:n_params], "forward": run(progs.forward, vals + [hidden], stem + "_forward"),
                              "backward": run(progs.backward, vals + [hidden, *progs.saved, torch.ones_like(hidden)],
                                              stem + "_backward"),

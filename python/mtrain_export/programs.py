@@ -4,8 +4,9 @@ backward program needs (the partition torch.compile makes: AOTAutograd's joint g
 min-cut partitioner, which saves matrix-multiply outputs and recomputes cheap elementwise ops), so
 the backward computes no forward again; the activations are values the program made, never a
 parameter or a view of one, so a sharded engine can still free a unit after its forward and gather
-it again for its backward. The prologue's and epilogue's programs differentiate by
-torch.func.vjp."""
+it again for its backward. A unit's programs also take its persistent buffers and the side
+inputs its block is called with (masks, positions: trace.UnitSide), and differentiate its
+parameters only. The prologue's and epilogue's programs differentiate by torch.func.vjp."""
 import collections
 
 import torch
@@ -30,32 +31,46 @@ class _Program(torch.nn.Module):
 UnitPrograms = collections.namedtuple("UnitPrograms", "forward backward output saved")
 
 
-def unit_programs(unit, param_names, args):
-    """The programs of one unit on ARGS (its parameters in PARAM_NAMES' order, then its input x):
-    forward(*params, x) -> (y, *saved); backward(*params, x, *saved, grad_y) -> (grad_x,
-    *grad_params). OUTPUT is y and SAVED the activations for ARGS (the backward's examples)."""
-    k = len(param_names)
+def unit_programs(unit, tensor_names, n_params, side, args):
+    """The programs of one unit on ARGS (its tensors in TENSOR_NAMES' order, the side inputs, then
+    its input x): forward(*tensors, *side_inputs, x) -> (y, *saved); backward(*tensors,
+    *side_inputs, x, *saved, grad_y) -> (grad_x, *grad_params). TENSORS are the unit's parameters
+    (the first N_PARAMS, the only ones differentiated) and persistent buffers; SIDE
+    (trace.UnitSide) computes the unit's other tensor arguments (masks, positions) from the
+    SIDE_INPUTS and places them in its call. OUTPUT is y and SAVED the activations for ARGS (the
+    backward's examples)."""
+    k, s = len(tensor_names), len(side.args)
+    n_in = k + s + 1  # the forward's inputs; the backward's gradient comes after them
 
-    def call(params, x):
-        return torch.func.functional_call(unit, dict(zip(param_names, params)), (x,))
+    def call(tensors, side_inputs, x):
+        call_args, kwargs = side.call.rebuild(x, side.tensors(*side_inputs))
+        y = torch.func.functional_call(unit, dict(zip(tensor_names, tensors)), call_args, kwargs)
+        if not isinstance(y, torch.Tensor):
+            raise ExportError(f"a unit of type {type(unit).__name__} returns a {type(y).__name__}; a unit must "
+                              "return the next hidden state as one tensor")
+        return y
 
     def joint(*a):
-        y, vjp = torch.func.vjp(call, tuple(a[:k]), a[k])
-        grad_params, grad_x = vjp(a[k + 1])
+        rest, side_inputs = a[n_params:k], a[k:k + s]
+        y, vjp = torch.func.vjp(lambda p, x: call((*p, *rest), side_inputs, x), tuple(a[:n_params]), a[k + s])
+        grad_params, grad_x = vjp(a[n_in])
         return (y, grad_x, *grad_params)
 
     with torch.no_grad():
-        y = call(args[:k], args[k])
-    gm = make_fx(joint, tracing_mode="fake")(*args, torch.ones_like(y))
+        y = call(args[:k], args[k:k + s], args[k + s])
+    # Real tensors the unit reads besides its arguments (non-persistent buffers, the side graph's
+    # constants) become the graph's constants.
+    gm = make_fx(joint, tracing_mode="fake", _allow_non_fake_inputs=True)(*args, torch.ones_like(y))
     check_no_random(gm.graph)
     # The partitioner tells the forward's inputs from the incoming gradient by these names.
     for i, n in enumerate(n for n in gm.graph.nodes if n.op == "placeholder"):
-        n.target = n.name = f"primals_{i + 1}" if i <= k else "tangents_1"
+        n.target = n.name = f"primals_{i + 1}" if i < n_in else "tangents_1"
     gm.recompile()
     fw, bw = min_cut_rematerialization_partition(gm, None, num_fwd_outputs=1)
     fw_out = next(n for n in fw.graph.nodes if n.op == "output").args[0]
     primal = {n.name: int(n.name.split("_")[1]) - 1 for n in fw.graph.nodes if n.op == "placeholder"}
     storages = {primal_storage(n): n for n in fw.graph.nodes if n.op == "placeholder"}
+    storages.pop(None, None)
     # The partitioner saves views of parameters (a transposed weight); a view of a gathered
     # parameter would not survive a sharded engine freeing it, so the backward takes the
     # parameter itself and makes the view again (no copy, no compute).
@@ -79,7 +94,7 @@ def unit_programs(unit, param_names, args):
         return (out[0], *[by_name[name].contiguous() for name in activations])
 
     def backward(*a):
-        inputs, acts, grad = a[:k + 1], a[k + 1:-1], a[-1]
+        inputs, acts, grad = a[:n_in], a[n_in:-1], a[-1]
         value = dict(zip(activations, acts))
         value["tangents_1"] = grad
         for name, i in primal.items():

@@ -9,7 +9,7 @@
 #include <map>
 #include <vector>
 
-#include "mtrain/launch/process.hpp"
+#include "lib/launch/process.hpp"
 
 namespace mtrain::testing {
 

@@ -20,13 +20,13 @@
 #include <fstream>
 #include <sstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/remote/ssh_command.hpp"
-#include "mtrain/rendezvous/client.hpp"
-#include "mtrain/rendezvous/server.hpp"
-#include "mtrain/slurm/command.hpp"
-#include "mtrain/slurm/script.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/remote/ssh_command.hpp"
+#include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/server.hpp"
+#include "lib/slurm/command.hpp"
+#include "lib/slurm/script.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

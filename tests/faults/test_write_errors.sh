@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Scenario (issue 40 item 5): every writer checks its writes. Before: `checkpoint consolidate -o
 # /dev/full` and `config import -o /dev/full` said "wrote …" and exited 0; `checkpoint
-# inspect`/`verify`, `config export`, `config show` and `estimate` with standard output on
+# inspect`/`verify`, `config export`, `config show`, `estimate` and `env` with standard output on
 # /dev/full exited 0 with nothing written. Now each exits non-zero with a message naming the path
 # ("standard output" for stdout). /dev/full fails every write with ENOSPC, as a full disk does.
 . "$(dirname "$0")/lib.sh"
@@ -42,6 +42,10 @@ expect_in "$WORK/show.out" "cannot write to standard output"
 stdout_full "$WORK/est.out" estimate --model mlp --nproc-per-node 1 --device-memory 1GiB
 expect_rc 1 "estimate > /dev/full"
 expect_in "$WORK/est.out" "cannot write to standard output"
+# `mtrain env` exited 0 with its report lost (issue 41 item 8, found moving the write out of the command).
+stdout_full "$WORK/env.out" env
+expect_rc 1 "env > /dev/full"
+expect_in "$WORK/env.out" "cannot write to standard output"
 
 # The checkpoint tools run in mtrain-worker (a LibTorch build).
 [ -x "$WORKER" ] || { echo "note: no mtrain-worker in $MTRAIN_BIN_DIR: the checkpoint writers are not checked"; finish; exit; }

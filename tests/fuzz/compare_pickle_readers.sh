@@ -13,17 +13,20 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$1" && pwd); rev=$2; shift 2
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-mkdir -p "$work/old/mtrain/trainer/checkpoint"
+mkdir -p "$work/old/lib/trainer/checkpoint"
+# A revision from before includes were paths from the repository root names headers "mtrain/...":
+# a link gives it that root.
+ln -s "$work/old/lib" "$work/old/mtrain" && ln -s "$here/lib/core" "$work/old/lib/core"
 for f in $(git -C "$here" ls-tree --name-only "$rev" lib/trainer/checkpoint/ | grep -E '/(unpickler|pickle_objects|state_dict_pickle|mapped_array)\.(hpp|cpp)$'); do
-  git -C "$here" show "$rev:$f" >"$work/old/mtrain/trainer/checkpoint/$(basename "$f")"
+  git -C "$here" show "$rev:$f" >"$work/old/lib/trainer/checkpoint/$(basename "$f")"
 done
 cat >"$work/driver.cpp" <<'CPP'
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/zip_reader.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/zip_reader.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
 int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::ifstream in(argv[i], std::ios::binary);
@@ -56,7 +59,7 @@ int main(int argc, char** argv) {
 CPP
 for v in old new; do
   src=$here/lib/trainer/checkpoint inc=()
-  [ $v = old ] && src=$work/old/mtrain/trainer/checkpoint inc=(-I"$work/old")
+  [ $v = old ] && src=$work/old/lib/trainer/checkpoint inc=(-I"$work/old")
   nice g++ -std=gnu++17 -O1 -DFMT_SHARED "${inc[@]}" -I"$build/include/fuzz_trainer" -I"$build/include/core" \
     -I"$build/include/core_generated" "$work/driver.cpp" "$src/unpickler.cpp" "$src/pickle_objects.cpp" \
     "$src/state_dict_pickle.cpp" "$build/lib/core/libmtrain_core.a" -lfmt -lz -o "$work/read_$v"

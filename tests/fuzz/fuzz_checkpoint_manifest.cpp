@@ -1,8 +1,8 @@
 // A checkpoint's manifest.json → Manifest (what resume reads from disk), and back: a manifest
 // that reads writes JSON that reads to the same thing.
 #include "fuzz_common.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

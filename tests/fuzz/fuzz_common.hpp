@@ -12,7 +12,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::fuzz {
 

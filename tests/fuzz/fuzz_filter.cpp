@@ -1,8 +1,8 @@
 // --include / --exclude filters over an inventory. Input: line 1 the include filter, line 2 the
 // exclude filter, the rest a hostfile (a fixed three-host inventory when it does not parse).
 #include "fuzz_common.hpp"
-#include "mtrain/topology/filter.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/topology/filter.hpp"
+#include "lib/topology/hostfile.hpp"
 
 namespace {
 using mtrain::topology::Inventory;

@@ -2,8 +2,8 @@
 #include <set>
 
 #include "fuzz_common.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/topology/gpu_list.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/topology/gpu_list.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -4,7 +4,7 @@
 #include <set>
 
 #include "fuzz_common.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/topology/hostfile.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

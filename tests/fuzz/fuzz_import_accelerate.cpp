@@ -1,7 +1,7 @@
 // accelerate config.yaml → mtrain settings. deepspeed_config_file is resolved against a folder
 // that does not exist, so relative references fail as a missing file would.
 #include "fuzz_common.hpp"
-#include "mtrain/config/import.hpp"
+#include "lib/config/import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -1,6 +1,6 @@
 // DeepSpeed ds_config.json (with comments and "auto") → mtrain settings, and the YAML written.
 #include "fuzz_common.hpp"
-#include "mtrain/config/import.hpp"
+#include "lib/config/import.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -1,9 +1,9 @@
 // A YAML job file through `config validate` (parse, per-key checks, cross-field checks) and,
 // when it validates, through resolution and the worker's job-spec reader.
 #include "fuzz_common.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/yaml_layer.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/yaml_layer.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -10,10 +10,10 @@
 #include <cstring>
 
 #include "fuzz_common.hpp"
-#include "mtrain/rendezvous/assignment.hpp"
-#include "mtrain/rendezvous/clock.hpp"
-#include "mtrain/rendezvous/frame.hpp"
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/rendezvous/assignment.hpp"
+#include "lib/rendezvous/clock.hpp"
+#include "lib/rendezvous/frame.hpp"
+#include "lib/rendezvous/store.hpp"
 
 namespace {
 using namespace mtrain::rendezvous;

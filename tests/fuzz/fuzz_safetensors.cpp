@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "fuzz_common.hpp"
-#include "mtrain/trainer/checkpoint/safetensors_header.hpp"
+#include "lib/trainer/checkpoint/safetensors_header.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -1,6 +1,6 @@
 // Slurm hostlists (SLURM_JOB_NODELIST, --nodelist) and count lists (SLURM_TASKS_PER_NODE).
 #include "fuzz_common.hpp"
-#include "mtrain/slurm/hostlist.hpp"
+#include "lib/slurm/hostlist.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -2,9 +2,9 @@
 // file's layer resolved over the defaults, as config::resolve_job does), then the cross-field
 // checks and the sbatch script they render to.
 #include "fuzz_common.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/slurm/job_options.hpp"
-#include "mtrain/slurm/script.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/slurm/job_options.hpp"
+#include "lib/slurm/script.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -5,8 +5,8 @@
 #include <memory>
 
 #include "fuzz_common.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/core/zip_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include "fuzz_common.hpp"
-#include "mtrain/core/token_file.hpp"
+#include "lib/core/token_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

@@ -3,8 +3,8 @@
 // tensor against its record — what model.init does before reading a weight. Also the raw bytes
 // as a pickle, so the fuzzer reaches the opcode reader without building a zip first.
 #include "fuzz_common.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/core/zip_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

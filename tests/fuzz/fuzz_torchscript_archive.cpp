@@ -4,8 +4,8 @@
 // then every record LibTorch could load as code. What the code calls is the trust check's
 // (fuzz_torchscript_trust.cpp, which links LibTorch's parser).
 #include "fuzz_common.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/core/zip_reader.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace mtrain;

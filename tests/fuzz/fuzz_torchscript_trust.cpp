@@ -31,8 +31,8 @@
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/serialization/import_source.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/torchscript_code_check.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/torchscript_code_check.hpp"
 
 namespace {
 

@@ -17,10 +17,10 @@
 #include <ostream>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/worker_facts.hpp"
-#include "mtrain/trainer/bench/build_info.hpp"
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/trainer/bench/build_info.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 

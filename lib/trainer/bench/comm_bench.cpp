@@ -1,4 +1,4 @@
-#include "mtrain/trainer/bench/comm_bench.hpp"
+#include "lib/trainer/bench/comm_bench.hpp"
 
 #include <ATen/ATen.h>
 
@@ -10,10 +10,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,13 +1,13 @@
-#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
+#include "lib/trainer/checkpoint/checkpoint_cli.hpp"
 
 #include <optional>
 
 #include <fmt/format.h>
 
-#include "mtrain/config/output_format.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/config/output_format.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 
@@ -22,7 +22,7 @@ const char* kUsage =
 struct Args {
   std::string verb, dir, output, dtype = "fp32";
   config::OutputFormat format = config::OutputFormat::Text;
-  std::string weights_format;  // consolidate --format (pt | safetensors | hf; "" = from -o's extension)
+  std::optional<config::WeightFormat> weights_format;  // consolidate --format (nullopt: from -o's extension)
   std::string hf_config;
   std::optional<std::string> hf_prefix;
 };
@@ -45,7 +45,12 @@ Args parse(const std::vector<std::string>& a) {
     } else if (w == "--dtype" && r.verb == "consolidate") {
       r.dtype = value(w);
     } else if (w == "--format" && r.verb == "consolidate") {
-      r.weights_format = value(w);
+      const std::string word = value(w);
+      r.weights_format = config::parse_choice<config::WeightFormat>(word);
+      if (!r.weights_format)
+        throw UsageError(fmt::format("--format '{}' is not pt, safetensors or hf", word),
+                         "pt writes a torch.load-able state dict, safetensors a .safetensors file, hf a folder "
+                         "Hugging Face's from_pretrained reads (with --hf-config)");
     } else if (w == "--hf-config" && r.verb == "consolidate") {
       r.hf_config = value(w);
     } else if (w == "--hf-prefix" && r.verb == "consolidate") {
@@ -94,17 +99,18 @@ int run_checkpoint_command(const std::vector<std::string>& args, std::ostream& o
     o.format = a.weights_format;
     o.hf_config = a.hf_config;
     o.hf_prefix = a.hf_prefix;
-    const std::string format = consolidate_format(o);
+    const config::WeightFormat format = consolidate_format(o);
     const ConsolidateResult r = consolidate_checkpoint(o);
-    if (format == "hf") {
+    if (format == config::WeightFormat::Hf) {
       out << fmt::format("wrote {}/model.safetensors and config.json (hf; {} tensors, {} parameters, {} "
                          "bytes, {}; names without '{}')\n",
                          a.output, r.tensors, r.elements, r.bytes, a.dtype, r.hf_prefix);
       return 0;
     }
-    out << fmt::format("wrote {} ({}; {} tensors, {} parameters, {} bytes, {}; at most one tensor of "
-                       "{} bytes in memory)\n",
-                       a.output, format, r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
+    out << fmt::format(
+        "wrote {} ({}; {} tensors, {} parameters, {} bytes, {}; at most one tensor of "
+        "{} bytes in memory)\n",
+        a.output, config::to_string(format), r.tensors, r.elements, r.bytes, a.dtype, r.largest_tensor_bytes);
     return flushed(out, 0);
   }
   if (a.verb == "inspect") {

@@ -9,7 +9,7 @@
 // is complete. Pruning renames a folder to .del_step_<K> (atomic, so a crash never leaves a
 // half-deleted folder that still has COMPLETE) before deleting it, and only after checking the
 // new checkpoint's files on disk: the only valid checkpoint is never deleted.
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -19,14 +19,14 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/error_file.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/error_file.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer {
 
@@ -276,12 +276,13 @@ std::vector<std::pair<int64_t, std::string>> complete_checkpoints(const std::str
   return out;
 }
 
-ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const std::string& root,
+ResumeChoice choose_resume(Communicator& comm, const config::Resume& spec, const std::string& root,
                            const std::function<void()>& progress) {
   ResumeChoice choice;
-  if (spec.empty()) return choice;
+  if (!spec.given()) return choice;
+  const bool automatic = spec.kind == config::Resume::Kind::Auto;
   std::vector<std::string> candidates;
-  if (spec == "auto") {
+  if (automatic) {
     auto all = complete_checkpoints(root);
     for (auto it = all.rbegin(); it != all.rend(); ++it) candidates.push_back(it->second);
     // Newest folders without COMPLETE are a crash mid-save: say so, they are never loaded.
@@ -303,11 +304,11 @@ ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const st
       }
     }
   } else {
-    if (!fs::is_directory(spec)) {
-      throw UsageError(fmt::format("checkpoint.resume: '{}' is not a folder", spec),
+    if (!fs::is_directory(spec.path)) {
+      throw UsageError(fmt::format("checkpoint.resume: '{}' is not a folder", spec.path),
                        "pass a checkpoint folder such as <work_dir>/checkpoints/step_100, or 'auto'");
     }
-    candidates.push_back(spec);
+    candidates.push_back(spec.path);
   }
   for (const auto& dir : candidates) {
     // Each rank checks every world-th file (sizes and checksums), so a checkpoint is read about
@@ -328,7 +329,7 @@ ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const st
         break;
       }
     }
-    if (spec != "auto") {
+    if (!automatic) {
       throw UsageError(problem,
                        "the checkpoint is damaged or incomplete; resume from an older one "
                        "(or 'auto', which skips damaged ones) or start afresh");

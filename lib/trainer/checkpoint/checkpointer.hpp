@@ -13,8 +13,9 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
+#include "lib/config/resume.hpp"
 
 namespace mtrain::trainer {
 
@@ -63,11 +64,11 @@ struct ResumeChoice {
   std::optional<std::string> dir;     // none: train from scratch
   std::vector<std::string> warnings;  // checkpoints skipped, and why (same on every rank)
 };
-// checkpoint.resume: "" → none; "auto" → the newest complete checkpoint under root whose files
+// checkpoint.resume: none → none; auto → the newest complete checkpoint under root whose files
 // verify (size + CRC-32C, each rank checking a share of the files), skipping bad ones with a
 // warning; a path → that folder, which must be complete and verify (else mtrain::Error naming
 // the file, expected vs actual). Collective.
-ResumeChoice choose_resume(Communicator& comm, const std::string& spec, const std::string& root,
+ResumeChoice choose_resume(Communicator& comm, const config::Resume& spec, const std::string& root,
                            const std::function<void()>& progress = {});
 
 // A checkpoint readable by global offsets: each read() preads just the bytes of the pieces that

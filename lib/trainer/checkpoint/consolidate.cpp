@@ -1,6 +1,6 @@
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 #include <sys/stat.h>
 
@@ -11,17 +11,17 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/weight_dtype.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/hf_weights.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
-#include "mtrain/trainer/checkpoint/part_file_signals.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/config/weight_dtype.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/hf_weights.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/checkpoint/part_file_signals.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 
@@ -101,18 +101,13 @@ void require_checkpoint_dir(const std::string& dir) {
   }
 }
 
-std::string consolidate_format(const ConsolidateOptions& o) {
-  const std::string f =
-      !o.format.empty() ? o.format : fs::path(o.output).extension() == ".safetensors" ? "safetensors" : "pt";
-  if (f != "pt" && f != "safetensors" && f != "hf") {
-    throw UsageError(fmt::format("--format '{}' is not pt, safetensors or hf", o.format),
-                     "pt writes a torch.load-able state dict, safetensors a .safetensors file, hf a folder "
-                     "Hugging Face's from_pretrained reads (with --hf-config)");
-  }
-  if ((f == "hf") != !o.hf_config.empty() || (o.hf_prefix && f != "hf")) {
-    throw UsageError(f == "hf" ? std::string("--format hf needs --hf-config config.json (the Hugging Face model's "
-                                             "config, copied beside the weights)")
-                               : std::string("--hf-config and --hf-prefix go with --format hf"),
+config::WeightFormat consolidate_format(const ConsolidateOptions& o) {
+  using F = config::WeightFormat;
+  const F f = o.format ? *o.format : fs::path(o.output).extension() == ".safetensors" ? F::Safetensors : F::Pt;
+  if ((f == F::Hf) != !o.hf_config.empty() || (o.hf_prefix && f != F::Hf)) {
+    throw UsageError(f == F::Hf ? std::string("--format hf needs --hf-config config.json (the Hugging Face model's "
+                                              "config, copied beside the weights)")
+                                : std::string("--hf-config and --hf-prefix go with --format hf"),
                      "e.g. mtrain checkpoint consolidate CKPT -o hf_model --format hf --hf-config config.json");
   }
   return f;
@@ -122,9 +117,9 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   require_checkpoint_dir(o.dir);
   check_output_path(fs::absolute(o.output), o.dir);  // before the (long) verification
   const at::ScalarType want = output_dtype(o.dtype);
-  const std::string format = consolidate_format(o);
+  const config::WeightFormat format = consolidate_format(o);
   std::optional<HfConfig> hf_config;
-  if (format == "hf") {
+  if (format == config::WeightFormat::Hf) {
     hf_config = read_hf_config(o.hf_config);
     for (const char* f : {"model.safetensors", "config.json"}) check_output_path(fs::absolute(o.output) / f, o.dir);
   }
@@ -163,7 +158,7 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   }
   const std::map<std::string, std::string> meta = {
       {"format", "pt"}, {"producer", "mtrain"}, {"step", std::to_string(m.step)}, {"strategy", m.strategy}};
-  if (format == "hf") {
+  if (format == config::WeightFormat::Hf) {
     std::vector<std::string> names;
     for (const auto& e : entries) names.push_back(e.name);
     // A checkpoint holds a tied tensor once (under its first name): nothing to leave out.
@@ -186,7 +181,7 @@ ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o) {
   RemovePartOnSignal cleanup;  // Ctrl-C, SIGTERM, …: no <dest>.part left
   DurableWriter w(out.string());
   cleanup.arm(w.part());
-  if (format == "safetensors") {
+  if (format == config::WeightFormat::Safetensors) {
     res.bytes = write_safetensors(w, entries, meta);
   } else {
     res.bytes = write_tensor_archive(w, entries).bytes;

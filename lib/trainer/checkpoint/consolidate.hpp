@@ -7,14 +7,16 @@
 
 #include <nlohmann/json.hpp>
 
+#include "lib/config/weight_format.hpp"
+
 namespace mtrain::trainer {
 
 struct ConsolidateOptions {
   std::string dir;          // a checkpoint folder (step_<N>)
   std::string output;       // model.pt (a folder for hf)
   // pt (torch.load-able zip) | safetensors | hf (a folder from_pretrained reads: hf_weights.hpp);
-  // "" = from the output's extension (.safetensors).
-  std::string format;
+  // nullopt = from the output's extension (.safetensors).
+  std::optional<config::WeightFormat> format;
   std::string hf_config;                 // hf: the model's config.json, copied beside the weights
   std::optional<std::string> hf_prefix;  // hf: the wrapper's prefix to strip (nullopt: the default)
   std::string dtype = "fp32";  // fp32 | bf16 | fp16 (floating tensors only)
@@ -32,9 +34,9 @@ struct ConsolidateResult {
 // tensor, never a whole shard or model. Names are the model's parameter names, in the order the
 // strategy listed them. Throws mtrain::Error (damaged checkpoint, unwritable output).
 ConsolidateResult consolidate_checkpoint(const ConsolidateOptions& o);
-// The format consolidate writes: o.format, else "safetensors" for a .safetensors output, else "pt".
-// Throws mtrain::Error (exit 2) for another format name, or hf without hf_config (and the reverse).
-std::string consolidate_format(const ConsolidateOptions& o);
+// The format consolidate writes: o.format, else safetensors for a .safetensors output, else pt.
+// Throws mtrain::Error (exit 2) for hf without hf_config (and the reverse).
+config::WeightFormat consolidate_format(const ConsolidateOptions& o);
 
 // Throws mtrain::Error (exit 2) unless `dir` is a folder with a manifest.json.
 void require_checkpoint_dir(const std::string& dir);

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -11,9 +11,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/core/untrusted_file.hpp"
 
 namespace mtrain::trainer {
 

@@ -11,7 +11,7 @@
 #include <functional>
 #include <string>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 namespace mtrain::trainer {
 

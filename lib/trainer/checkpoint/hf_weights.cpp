@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/hf_weights.hpp"
+#include "lib/trainer/checkpoint/hf_weights.hpp"
 
 #include <filesystem>
 #include <map>
@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
 
 namespace mtrain::trainer {
 

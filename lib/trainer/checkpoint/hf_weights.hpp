@@ -16,7 +16,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,6 +1,6 @@
-#include "mtrain/trainer/checkpoint/init_weights.hpp"
+#include "lib/trainer/checkpoint/init_weights.hpp"
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 #include <ATen/core/grad_mode.h>
 
@@ -9,9 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,14 +1,14 @@
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 #include <optional>
 #include <unordered_map>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::trainer {
 

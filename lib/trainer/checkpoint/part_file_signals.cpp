@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/part_file_signals.hpp"
+#include "lib/trainer/checkpoint/part_file_signals.hpp"
 
 #include <limits.h>
 #include <signal.h>

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/pickle_objects.hpp"
+#include "lib/trainer/checkpoint/pickle_objects.hpp"
 
 namespace mtrain::trainer {
 

@@ -17,7 +17,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "mtrain/trainer/checkpoint/mapped_array.hpp"
+#include "lib/trainer/checkpoint/mapped_array.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -12,10 +12,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/safetensors_header.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/safetensors_header.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
 
 namespace mtrain::trainer {
 

@@ -17,8 +17,8 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/core/unique_fd.hpp"
 
 namespace mtrain::trainer {
 

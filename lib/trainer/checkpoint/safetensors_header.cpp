@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/safetensors_header.hpp"
+#include "lib/trainer/checkpoint/safetensors_header.hpp"
 
 #include <algorithm>
 #include <unordered_set>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

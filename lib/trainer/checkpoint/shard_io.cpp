@@ -1,11 +1,11 @@
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
 
 namespace mtrain::trainer {
 

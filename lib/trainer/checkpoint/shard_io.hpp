@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
 
 namespace mtrain::trainer {
 

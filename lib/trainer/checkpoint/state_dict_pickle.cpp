@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
 
 #include <malloc.h>
 
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/unpickler.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/unpickler.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/state_match.hpp"
+#include "lib/trainer/checkpoint/state_match.hpp"
 
 #include <algorithm>
 #include <map>
@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

@@ -11,7 +11,7 @@
 
 #include <torch/nn/module.h>
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
 
 #include <caffe2/serialize/inline_container.h>
 #include <fcntl.h>
@@ -13,10 +13,10 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/zip_reader.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/zip_reader.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/unpickler.hpp"
+#include "lib/trainer/checkpoint/unpickler.hpp"
 
 #include <charconv>
 #include <map>

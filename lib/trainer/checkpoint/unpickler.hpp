@@ -18,9 +18,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/mapped_array.hpp"
-#include "mtrain/trainer/checkpoint/pickle_objects.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/mapped_array.hpp"
+#include "lib/trainer/checkpoint/pickle_objects.hpp"
 
 namespace mtrain::trainer {
 

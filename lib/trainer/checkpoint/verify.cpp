@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 #include <sys/stat.h>
 
@@ -10,13 +10,13 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/manifest.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
 
 namespace mtrain::trainer {
 

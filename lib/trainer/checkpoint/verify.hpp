@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
 
 #include <algorithm>
 #include <filesystem>
@@ -7,15 +7,15 @@
 #include <c10/util/accumulate.h>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/manifest.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 namespace mtrain::trainer {
 

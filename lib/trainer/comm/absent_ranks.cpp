@@ -1,4 +1,4 @@
-#include "mtrain/trainer/comm/absent_ranks.hpp"
+#include "lib/trainer/comm/absent_ranks.hpp"
 
 #include <future>
 #include <memory>

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,5 +1,5 @@
 // Protocol in block_pool.hpp.
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "lib/trainer/comm/block_pool.hpp"
 
 #include <algorithm>
 #include <cstdlib>

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/comm/c10d_transport.hpp"
+#include "lib/trainer/comm/c10d_transport.hpp"
 
 #include <vector>
 

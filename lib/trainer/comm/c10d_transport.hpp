@@ -4,7 +4,7 @@
 // no reduce-scatter, no flat all-gather, no bf16) it emulates it with the same bytes on the wire.
 #include <chrono>
 
-#include "mtrain/trainer/comm/transport.hpp"
+#include "lib/trainer/comm/transport.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,12 +1,12 @@
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 #include <algorithm>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/absent_ranks.hpp"
-#include "mtrain/trainer/comm/exception_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/absent_ranks.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
 
 namespace mtrain::trainer {
 

@@ -15,9 +15,9 @@
 #include <vector>
 #include <string>
 
-#include "mtrain/trainer/comm/c10d_transport.hpp"
-#include "mtrain/trainer/comm/compat.hpp"
-#include "mtrain/trainer/comm/shm_transport.hpp"
+#include "lib/trainer/comm/c10d_transport.hpp"
+#include "lib/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/shm_transport.hpp"
 
 namespace mtrain::trainer {
 

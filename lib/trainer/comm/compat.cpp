@@ -1,6 +1,6 @@
 // LibTorch 1.13 / 2.x bridging (see compat.hpp). Guarded by TORCH_VERSION_MAJOR and
 // MTRAIN_WITH_CUDA only; keep every #if of that kind in this folder.
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
@@ -27,8 +27,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
 
 namespace mtrain::trainer::compat {
 

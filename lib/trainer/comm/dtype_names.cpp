@@ -1,6 +1,6 @@
-#include "mtrain/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/comm/exception_text.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
 
 #include <c10/util/Exception.h>
 

@@ -1,5 +1,5 @@
 // LibTorch's side of the block pool (protocol in block_pool.hpp).
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
 
 #include <ATen/ATen.h>
 #include <c10/core/CPUAllocator.h>

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "lib/trainer/comm/block_pool.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,6 +1,6 @@
-#include "mtrain/trainer/comm/shm_collectives.hpp"
+#include "lib/trainer/comm/shm_collectives.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -18,7 +18,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

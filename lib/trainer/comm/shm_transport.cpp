@@ -1,8 +1,8 @@
-#include "mtrain/trainer/comm/shm_transport.hpp"
+#include "lib/trainer/comm/shm_transport.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

@@ -4,8 +4,8 @@
 #include <memory>
 #include <vector>
 
-#include "mtrain/trainer/comm/shm_collectives.hpp"
-#include "mtrain/trainer/comm/transport.hpp"
+#include "lib/trainer/comm/shm_collectives.hpp"
+#include "lib/trainer/comm/transport.hpp"
 
 namespace mtrain::trainer {
 

@@ -8,7 +8,7 @@
 #include <future>
 #include <string>
 
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 

@@ -3,8 +3,8 @@
 // 1024 blue pixel bytes of a 32x32 image, row-major. The standard files hold 10000 records each;
 // any whole number of records is accepted so small files work in tests. Pixels are kept as bytes
 // and normalised per batch with the usual per-channel mean/std.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 #include <fmt/format.h>
 

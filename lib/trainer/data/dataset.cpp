@@ -1,7 +1,7 @@
-#include "mtrain/trainer/data/dataset.hpp"
+#include "lib/trainer/data/dataset.hpp"
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 #include <fmt/format.h>
 

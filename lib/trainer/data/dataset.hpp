@@ -22,7 +22,7 @@
 //  tensors    torch.save({"input": X, "target": Y}) in data.path: sample i = (X[i], Y[i]), any
 //             dtype and shape. Val = data.val_path in the same format, else the tail
 //             val_fraction of the rows.
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/model/model.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,6 +1,6 @@
 #pragma once
 // Constructors of the concrete datasets (internal to lib/trainer/data; make_dataset is the API).
-#include "mtrain/trainer/data/dataset.hpp"
+#include "lib/trainer/data/dataset.hpp"
 
 #include <cstring>
 

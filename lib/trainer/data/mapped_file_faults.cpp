@@ -1,6 +1,6 @@
-#include "mtrain/trainer/data/mapped_file_faults.hpp"
+#include "lib/trainer/data/mapped_file_faults.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error_file.hpp"
+#include "lib/core/error_file.hpp"
 
 namespace mtrain::trainer {
 

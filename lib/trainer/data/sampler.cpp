@@ -1,6 +1,6 @@
-#include "mtrain/trainer/data/sampler.hpp"
+#include "lib/trainer/data/sampler.hpp"
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 #include <fmt/format.h>
 

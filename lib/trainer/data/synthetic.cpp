@@ -6,8 +6,8 @@
 //             by up to ±3 pixels, plus N(0, 0.5²) noise
 //   tokens    walks of a fixed random sparse Markov chain: each token has four successors with
 //             probabilities .55/.25/.15/.05 (entropy ≈ 1.1 nats, vs ln(vocab) at the start)
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 #include <fmt/format.h>
 

@@ -4,14 +4,14 @@
 // with "input" and "target"); numpy arrays and the legacy (non-zip) format get a paragraph saying
 // what to write instead. A (X, Y) tuple or list is accepted as well. The whole file is read into memory
 // (every rank holds the dataset; the sampler decides who reads which rows).
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
-#include "mtrain/trainer/model/models.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/data/datasets.hpp"
+#include "lib/trainer/model/models.hpp"
 
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
 
 #include <fmt/format.h>
 

@@ -2,8 +2,8 @@
 // head, Val the tail val_fraction — and each split is cut into non-overlapping windows of
 // block_size+1 bytes that share their boundary byte: window i starts at byte i·T, its input is
 // bytes [iT, iT+T) and its target bytes [iT+1, iT+T+1). One epoch predicts every byte once.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 #include <fmt/format.h>
 

@@ -1,5 +1,5 @@
 // Pre-tokenized corpora (nanoGPT's raw uint16 .bin, llm.c's headed .bin; layouts in
-// mtrain/core/token_file.hpp), memory-mapped and never read whole: a rank's memory does not grow
+// lib/core/token_file.hpp), memory-mapped and never read whole: a rank's memory does not grow
 // with the file. Samples are cut like the text dataset's: non-overlapping windows of
 // block_size+1 tokens sharing their boundary token — window i starts at token i·T, input =
 // tokens [iT, iT+T), target = [iT+1, iT+T+1). Val is data.val_path when set, else the tail
@@ -15,11 +15,11 @@
 // Token ids are checked against model.vocab_size as each window is read — O(batch), no scan of
 // the whole file at start (which every rank would pay for a corpus of many GiB) — and an id out of
 // range stops the job with the file, token position and byte offset.
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/core/untrusted_file.hpp"
-#include "mtrain/trainer/data/mapped_file_faults.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/core/untrusted_file.hpp"
+#include "lib/trainer/data/mapped_file_faults.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

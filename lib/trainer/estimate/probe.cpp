@@ -1,4 +1,4 @@
-#include "mtrain/trainer/estimate/probe.hpp"
+#include "lib/trainer/estimate/probe.hpp"
 
 #include <malloc.h>
 
@@ -10,12 +10,12 @@
 #include <ATen/Parallel.h>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/model/model.hpp"
 
 namespace mtrain::trainer {
 

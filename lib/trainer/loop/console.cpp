@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/console.hpp"
+#include "lib/trainer/loop/console.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
 
 #include <cstdio>
 #include <filesystem>
@@ -7,9 +7,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include "mtrain/config/elastic_batch.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/elastic_batch.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::trainer {
 
@@ -35,8 +35,8 @@ RestartInfo restart_info_from_env(const std::map<std::string, std::string>& env)
 
 std::vector<std::string> apply_restart(TrainJob& job, int world, const RestartInfo& info) {
   std::vector<std::string> notes;
-  if (info.restarted() && job.resume.empty()) {
-    job.resume = "auto";
+  if (info.restarted() && !job.resume.given()) {
+    job.resume = config::Resume::automatic();
     notes.push_back(fmt::format("Restarted job (restart {}, rendezvous round {}): resuming from the newest "
                                 "complete checkpoint (checkpoint.resume auto)",
                                 info.restart_count, info.round));

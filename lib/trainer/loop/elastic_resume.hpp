@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/trainer/loop/train_job.hpp"
+#include "lib/trainer/loop/train_job.hpp"
 
 namespace mtrain::trainer {
 

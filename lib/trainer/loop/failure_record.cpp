@@ -1,13 +1,13 @@
-#include "mtrain/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/failure_record.hpp"
 
 #include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/error_file.hpp"
-#include "mtrain/trainer/comm/exception_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/error_file.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
 
 namespace mtrain::trainer {
 

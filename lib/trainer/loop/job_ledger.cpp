@@ -1,6 +1,6 @@
-#include "mtrain/trainer/loop/job_ledger.hpp"
+#include "lib/trainer/loop/job_ledger.hpp"
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

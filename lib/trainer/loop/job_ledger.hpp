@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "mtrain/trainer/loop/ledger.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/loop/ledger.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

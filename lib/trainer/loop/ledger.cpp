@@ -1,13 +1,13 @@
-#include "mtrain/trainer/loop/ledger.hpp"
+#include "lib/trainer/loop/ledger.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/bytes_text.hpp"
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/core/bytes_text.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

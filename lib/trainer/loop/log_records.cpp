@@ -1,11 +1,11 @@
-#include "mtrain/trainer/loop/log_records.hpp"
+#include "lib/trainer/loop/log_records.hpp"
 
 #include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
 
-#include "mtrain/trainer/loop/console.hpp"
+#include "lib/trainer/loop/console.hpp"
 
 namespace mtrain::trainer {
 

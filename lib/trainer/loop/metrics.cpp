@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/metrics.hpp"
+#include "lib/trainer/loop/metrics.hpp"
 
 #include <sys/resource.h>
 
@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
 
 namespace mtrain::trainer {
 

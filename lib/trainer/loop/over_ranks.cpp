@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/over_ranks.hpp"
+#include "lib/trainer/loop/over_ranks.hpp"
 
 #include <cstdint>
 

@@ -7,7 +7,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,6 +1,6 @@
-#include "mtrain/trainer/loop/preemption.hpp"
+#include "lib/trainer/loop/preemption.hpp"
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>

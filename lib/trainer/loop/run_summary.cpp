@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/run_summary.hpp"
+#include "lib/trainer/loop/run_summary.hpp"
 
 #include <cmath>
 

@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/loop/ledger.hpp"
-#include "mtrain/trainer/loop/step_figures.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/loop/ledger.hpp"
+#include "lib/trainer/loop/step_figures.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,8 +1,8 @@
-#include "mtrain/trainer/loop/step_figures.hpp"
+#include "lib/trainer/loop/step_figures.hpp"
 
 #include <algorithm>
 
-#include "mtrain/trainer/loop/metrics.hpp"
+#include "lib/trainer/loop/metrics.hpp"
 
 namespace mtrain::trainer {
 

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer {
 

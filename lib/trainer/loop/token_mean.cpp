@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/token_mean.hpp"
+#include "lib/trainer/loop/token_mean.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,12 +1,12 @@
-#include "mtrain/trainer/loop/train_job.hpp"
+#include "lib/trainer/loop/train_job.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/job_choice.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/job_choice.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::trainer {
 
@@ -192,7 +192,7 @@ TrainJob train_job_from_json(const nlohmann::json& job, const std::string& origi
   t.cpu_memory_pool = r.flag("train.cpu_memory_pool");
   t.checkpoint_interval = r.integer("checkpoint.interval");
   t.checkpoint_keep = r.integer("checkpoint.keep");
-  t.resume = r.text("checkpoint.resume");
+  t.resume = config::resume_from_text(r.text("checkpoint.resume"));
   t.overwrite = r.flag("checkpoint.overwrite");
   t.init = r.text("model.init");
   t.init_strict = r.flag("model.init_strict");

@@ -13,12 +13,13 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/optim/schedule.hpp"
-#include "mtrain/tracking/tracking_options.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/config/names.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/optim/schedule.hpp"
+#include "lib/tracking/tracking_options.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
+#include "lib/config/resume.hpp"
 
 namespace mtrain::trainer {
 
@@ -44,7 +45,7 @@ struct TrainJob {
   bool cpu_memory_pool = true;  // train.cpu_memory_pool (comm/block_pool.hpp)
   int64_t checkpoint_interval = 0;
   int64_t checkpoint_keep = 2;
-  std::string resume;
+  config::Resume resume;  // checkpoint.resume
   bool overwrite = false;   // checkpoint.overwrite: a fresh run removes the work dir's old checkpoints
   std::string init;         // model.init: pretrained weights ("" = none)
   bool init_strict = true;  // model.init_strict

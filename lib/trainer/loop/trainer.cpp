@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/trainer.hpp"
+#include "lib/trainer/loop/trainer.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <unistd.h>
@@ -14,34 +14,34 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/run_folder.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/hf_weights.hpp"
-#include "mtrain/trainer/checkpoint/init_weights.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/state_match.hpp"
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/data/sampler.hpp"
-#include "mtrain/tracking/tracker.hpp"
-#include "mtrain/trainer/loop/console.hpp"
-#include "mtrain/trainer/loop/failure_record.hpp"
-#include "mtrain/trainer/loop/job_ledger.hpp"
-#include "mtrain/trainer/loop/ledger.hpp"
-#include "mtrain/trainer/loop/log_records.hpp"
-#include "mtrain/trainer/loop/metrics.hpp"
-#include "mtrain/trainer/loop/over_ranks.hpp"
-#include "mtrain/trainer/loop/preemption.hpp"
-#include "mtrain/trainer/loop/run_summary.hpp"
-#include "mtrain/trainer/loop/step_figures.hpp"
-#include "mtrain/trainer/loop/token_mean.hpp"
-#include "mtrain/trainer/loop/weights_export.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
-#include "mtrain/trainer/strategy/wrap_policy.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/run_folder.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/hf_weights.hpp"
+#include "lib/trainer/checkpoint/init_weights.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/state_match.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/data/sampler.hpp"
+#include "lib/tracking/tracker.hpp"
+#include "lib/trainer/loop/console.hpp"
+#include "lib/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/job_ledger.hpp"
+#include "lib/trainer/loop/ledger.hpp"
+#include "lib/trainer/loop/log_records.hpp"
+#include "lib/trainer/loop/metrics.hpp"
+#include "lib/trainer/loop/over_ranks.hpp"
+#include "lib/trainer/loop/preemption.hpp"
+#include "lib/trainer/loop/run_summary.hpp"
+#include "lib/trainer/loop/step_figures.hpp"
+#include "lib/trainer/loop/token_mean.hpp"
+#include "lib/trainer/loop/weights_export.hpp"
+#include "lib/trainer/model/torchscript.hpp"
+#include "lib/trainer/strategy/wrap_policy.hpp"
 
 namespace mtrain::trainer {
 
@@ -285,8 +285,9 @@ class Loop {
   // TensorBoard and MLflow beside metrics.jsonl (log.*), on rank 0.
   void start_tracking(const std::string& name, int64_t start_step) {
     if (!job_.tracking.any()) return;
-    tracker_ = std::make_unique<tracking::Tracker>(job_.tracking, tracking::TrackedRun{name, start_step, job_.settings},
-                                                   [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
+    tracker_ = std::make_unique<tracking::Tracker>(
+        job_.tracking, tracking::TrackedRun{name, start_step, job_.settings, parts_.error_file},
+        [](const std::string& line) { fmt::print(stderr, "{}\n", line); });
   }
 
   // Samples (and tokens, for a language model) per second over all ranks, at a mean step time.
@@ -548,7 +549,7 @@ class Loop {
                                       [this] { heartbeat_.beat(); });
     for (const auto& w : choice.warnings) console_.line(w);
     if (!choice.dir) {
-      if (job_.resume == "auto") {
+      if (job_.resume.kind == config::Resume::Kind::Auto) {
         console_.line(job_.init.empty() ? "No checkpoint to resume from; training from scratch"
                                         : "No checkpoint to resume from; starting from model.init");
       }
@@ -628,7 +629,7 @@ class Loop {
     throw UsageError(
         fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
                     "nothing to train (--resume {} picked it)",
-                    step_, goal, dir, job_.resume),
+                    step_, goal, dir, config::to_string(job_.resume)),
         fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
                     "--overwrite without --resume to remove the work dir's checkpoints.",
                     step_));

@@ -17,10 +17,10 @@
 #include <ATen/ATen.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/model/model.hpp"
 
 namespace mtrain::trainer {
 
@@ -35,6 +35,7 @@ struct TrainerParts {
   // no model.pt, no summary); -1 = run to the end.
   int64_t interrupt_after = -1;
   std::string heartbeat_file;  // MTRAIN_HEARTBEAT_FILE: touched after every step; "" = off
+  std::string error_file;  // TORCHELASTIC_ERROR_FILE: rank 0's MLflow run id goes beside it
   std::string run_token;       // names this run's temporary checkpoint folders; same on every rank
   // Testing: called on every rank after each optimizer step (e.g. to raise a stop signal).
   std::function<void(int64_t step)> on_step;

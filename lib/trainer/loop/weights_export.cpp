@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/weights_export.hpp"
+#include "lib/trainer/loop/weights_export.hpp"
 
 #include <ATen/core/grad_mode.h>
 
@@ -13,12 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/init_weights.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/init_weights.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 

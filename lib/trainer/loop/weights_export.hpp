@@ -10,12 +10,12 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/hf_weights.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/hf_weights.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/loop/worker.hpp"
+#include "lib/trainer/loop/worker.hpp"
 
 #include <ATen/Parallel.h>
 
@@ -11,19 +11,19 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/config/launch_checks.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/counted.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/work_dir_lock.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
-#include "mtrain/trainer/loop/failure_record.hpp"
-#include "mtrain/trainer/loop/preemption.hpp"
-#include "mtrain/trainer/loop/trainer.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "lib/config/launch_checks.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/counted.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/work_dir_lock.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
+#include "lib/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/preemption.hpp"
+#include "lib/trainer/loop/trainer.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
 
 namespace mtrain::trainer {
 
@@ -237,6 +237,7 @@ TrainerParts make_parts(const TrainJob& tj, const WorkerOptions& o, const at::De
   if (val->size() > 0) parts.val = val;
   parts.device = device;
   parts.heartbeat_file = env_or(o, "MTRAIN_HEARTBEAT_FILE", "");
+  parts.error_file = env_or(o, "TORCHELASTIC_ERROR_FILE", "");
   return parts;
 }
 
@@ -274,12 +275,12 @@ int run_worker(const WorkerOptions& o, std::ostream& console) {
   const std::vector<std::string> restart_notes = apply_restart(tj, place.world, restart);
   if (place.rank == 0)
     for (const auto& n : restart_notes) console << "mtrain-worker: " << n << "\n";
-  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), tj.overwrite && tj.resume.empty(),
+  const WorkDirClaim claim(tj.work_dir, place.rank, env_or(o, "MTRAIN_JOB_ID", ""), tj.overwrite && !tj.resume.given(),
                            console);
   // A fresh run (not resumed, not a restarted attempt: apply_restart resumes those) beside another
   // run's checkpoints: the launcher refuses it before any rank starts, except on a node that joins
   // through the rendezvous (config/launch_checks.hpp); rank 0 of such a job refuses it here.
-  if (place.rank == 0 && tj.resume.empty() && !tj.overwrite)
+  if (place.rank == 0 && !tj.resume.given() && !tj.overwrite)
     for (const auto& p : config::earlier_run_problems(tj.settings))
       if (p.error) throw UsageError(p.message, p.hint);
   const int threads = tj.threads > 0 ? static_cast<int>(tj.threads) : env_int(o, "OMP_NUM_THREADS", 0);

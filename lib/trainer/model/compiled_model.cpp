@@ -1,5 +1,5 @@
 // model.name compiled (compiled_model.hpp).
-#include "mtrain/trainer/model/compiled_model.hpp"
+#include "lib/trainer/model/compiled_model.hpp"
 
 #include <torch/csrc/api/include/torch/version.h>
 
@@ -10,14 +10,14 @@
 #include <memory>
 #include <set>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
-#include "mtrain/trainer/comm/compat.hpp"
-#include "mtrain/trainer/comm/dtype_names.hpp"
-#include "mtrain/trainer/model/compiled_part_function.hpp"
-#include "mtrain/trainer/model/models.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
+#include "lib/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/model/compiled_part_function.hpp"
+#include "lib/trainer/model/models.hpp"
 
 namespace mtrain::trainer {
 namespace {

@@ -13,9 +13,9 @@
 // loader).
 #include <string>
 
-#include "mtrain/core/compiled_manifest.hpp"
-#include "mtrain/trainer/checkpoint/init_weights.hpp"
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/core/compiled_manifest.hpp"
+#include "lib/trainer/checkpoint/init_weights.hpp"
+#include "lib/trainer/model/model.hpp"
 
 namespace mtrain::trainer {
 

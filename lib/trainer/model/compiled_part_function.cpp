@@ -1,4 +1,4 @@
-#include "mtrain/trainer/model/compiled_part_function.hpp"
+#include "lib/trainer/model/compiled_part_function.hpp"
 
 #include <algorithm>
 

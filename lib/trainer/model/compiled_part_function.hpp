@@ -22,7 +22,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/model/loaded_program.hpp"
+#include "lib/trainer/model/loaded_program.hpp"
 
 namespace mtrain::trainer {
 

@@ -6,10 +6,10 @@
 // to special-case. Attention is written with matmuls and a causal mask (no fused SDPA), so it
 // behaves the same on LibTorch 1.13 and 2.x. Init: normal(0, 0.02) for every weight matrix and
 // embedding, 0.02/sqrt(2·n_layer) for the residual projections (GPT-2), zero biases, LN = (1, 0).
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/layers.hpp"
-#include "mtrain/trainer/model/models.hpp"
-#include "mtrain/trainer/model/recompute.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/layers.hpp"
+#include "lib/trainer/model/models.hpp"
+#include "lib/trainer/model/recompute.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/model/layers.hpp"
+#include "lib/trainer/model/layers.hpp"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/grad_mode.h>

@@ -1,10 +1,10 @@
-#include "mtrain/trainer/model/load_failure.hpp"
+#include "lib/trainer/model/load_failure.hpp"
 
 #include <regex>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 namespace mtrain::trainer {
 

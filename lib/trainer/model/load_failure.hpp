@@ -7,8 +7,8 @@
 #include <optional>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/worker_facts.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/worker_facts.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,13 +1,13 @@
-#include "mtrain/trainer/model/loaded_program.hpp"
+#include "lib/trainer/model/loaded_program.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/trainer/comm/dtype_names.hpp"
-#include "mtrain/trainer/comm/exception_text.hpp"
-#include "mtrain/trainer/model/models.hpp"
-#include "mtrain/trainer/strategy/parameter_use.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
+#include "lib/trainer/model/models.hpp"
+#include "lib/trainer/strategy/parameter_use.hpp"
 
 namespace mtrain::trainer {
 

@@ -11,7 +11,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/compat.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,7 +1,7 @@
 // mlp: input_dim → hidden × (depth − 1) → num_classes, GELU between layers.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/layers.hpp"
-#include "mtrain/trainer/model/models.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/layers.hpp"
+#include "lib/trainer/model/models.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/model/model.hpp"
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/trainer/model/models.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/trainer/model/models.hpp"
 
 #include <ATen/core/grad_mode.h>
 

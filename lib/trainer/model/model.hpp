@@ -15,9 +15,9 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 #include <cstdint>
 #include <memory>

@@ -1,17 +1,17 @@
-#include "mtrain/trainer/model/model_check_command.hpp"
+#include "lib/trainer/model/model_check_command.hpp"
 
 #include <optional>
 #include <ostream>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/trainer/model/compiled_model.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
-#include "mtrain/trainer/model/torchscript_code_check.hpp"
-#include "mtrain/trainer/model/trace_pair.hpp"
-#include "mtrain/trainer/model/traced_module.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/trainer/model/compiled_model.hpp"
+#include "lib/trainer/model/torchscript.hpp"
+#include "lib/trainer/model/torchscript_code_check.hpp"
+#include "lib/trainer/model/trace_pair.hpp"
+#include "lib/trainer/model/traced_module.hpp"
 
 #include <torch/csrc/jit/serialization/import.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Constructors of the concrete models (internal to lib/trainer/model; make_model is the API).
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/model/model.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/model/recompute.hpp"
+#include "lib/trainer/model/recompute.hpp"
 
 #include <ATen/Context.h>
 #include <torch/autograd.h>

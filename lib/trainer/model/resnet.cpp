@@ -4,10 +4,10 @@
 // Convs are bias-free, kaiming-normal (fan_out) initialised; BatchNorm starts at (1, 0); fc uses
 // PyTorch's default U(±1/sqrt(fan_in)). BatchNorm's running statistics are buffers, not
 // parameters: they are per-rank state that data-parallel strategies do not average.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/layers.hpp"
-#include "mtrain/trainer/model/models.hpp"
-#include "mtrain/trainer/model/recompute.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/layers.hpp"
+#include "lib/trainer/model/models.hpp"
+#include "lib/trainer/model/recompute.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
-#include "mtrain/trainer/model/scripted_recompute.hpp"
+#include "lib/trainer/model/scripted_recompute.hpp"
 
-#include "mtrain/trainer/model/recompute.hpp"
+#include "lib/trainer/model/recompute.hpp"
 
 #include <torch/csrc/jit/ir/ir.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>

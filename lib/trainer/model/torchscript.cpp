@@ -21,21 +21,21 @@
 // (trace_pair.hpp). Units (fsdp wrap_policy layer): the submodules whose class name (TorchScript's
 // `__torch__.` path and `___torch_mangle_N` stripped) or dotted name is listed in
 // model.wrap_module_types, outermost match only.
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
-#include "mtrain/core/worker_facts.hpp"
-#include "mtrain/trainer/comm/dtype_names.hpp"
-#include "mtrain/trainer/comm/exception_text.hpp"
-#include "mtrain/trainer/model/load_failure.hpp"
-#include "mtrain/trainer/model/models.hpp"
-#include "mtrain/trainer/model/scripted_recompute.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
-#include "mtrain/trainer/model/torchscript_code_check.hpp"
-#include "mtrain/trainer/model/trace_pair.hpp"
-#include "mtrain/trainer/model/traced_module.hpp"
-#include "mtrain/trainer/strategy/wrap_policy.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_trust.hpp"
+#include "lib/core/worker_facts.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
+#include "lib/trainer/model/load_failure.hpp"
+#include "lib/trainer/model/models.hpp"
+#include "lib/trainer/model/scripted_recompute.hpp"
+#include "lib/trainer/model/torchscript.hpp"
+#include "lib/trainer/model/torchscript_code_check.hpp"
+#include "lib/trainer/model/trace_pair.hpp"
+#include "lib/trainer/model/traced_module.hpp"
+#include "lib/trainer/strategy/wrap_policy.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/python/update_graph_executor_opt.h>

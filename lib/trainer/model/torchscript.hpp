@@ -1,7 +1,7 @@
 #pragma once
 // What the loop needs of a TorchScript model beyond TaskModel (torchscript.cpp; make_model
 // builds it for model.name torchscript): writing model.scripted.pt.
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/model/model.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 

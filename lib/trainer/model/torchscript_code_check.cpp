@@ -1,4 +1,4 @@
-#include "mtrain/trainer/model/torchscript_code_check.hpp"
+#include "lib/trainer/model/torchscript_code_check.hpp"
 
 #include <pthread.h>
 
@@ -18,9 +18,9 @@
 #include <torch/csrc/jit/frontend/tree_views.h>
 #include <torch/csrc/jit/runtime/operator.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/core/visible_text.hpp"
 
 namespace mtrain::trainer {
 

@@ -23,8 +23,8 @@
 #include <string_view>
 #include <vector>
 
-#include "mtrain/core/torchscript_archive.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
+#include "lib/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_trust.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/model/trace_pair.hpp"
+#include "lib/trainer/model/trace_pair.hpp"
 
 #include <map>
 #include <utility>
@@ -6,9 +6,9 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/dtype_names.hpp"
-#include "mtrain/trainer/model/models.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/dtype_names.hpp"
+#include "lib/trainer/model/models.hpp"
 
 namespace mtrain::trainer {
 namespace {

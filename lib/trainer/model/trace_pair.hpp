@@ -11,7 +11,7 @@
 
 #include <torch/csrc/jit/api/module.h>
 
-#include "mtrain/trainer/model/traced_module.hpp"
+#include "lib/trainer/model/traced_module.hpp"
 
 namespace mtrain::trainer {
 

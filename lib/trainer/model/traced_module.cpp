@@ -1,10 +1,10 @@
-#include "mtrain/trainer/model/traced_module.hpp"
+#include "lib/trainer/model/traced_module.hpp"
 
 #include <torch/csrc/jit/ir/ir.h>
 
 #include <fmt/format.h>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 #include <functional>
 #include <map>

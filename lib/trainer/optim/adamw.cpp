@@ -7,7 +7,7 @@
 
 #include <cmath>
 
-#include "mtrain/trainer/optim/optimizer.hpp"
+#include "lib/trainer/optim/optimizer.hpp"
 
 namespace mtrain::trainer {
 

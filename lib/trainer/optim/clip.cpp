@@ -1,8 +1,8 @@
-#include "mtrain/trainer/optim/clip.hpp"
+#include "lib/trainer/optim/clip.hpp"
 
 #include <cmath>
 
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,9 +1,9 @@
-#include "mtrain/trainer/optim/loss_scale.hpp"
+#include "lib/trainer/optim/loss_scale.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

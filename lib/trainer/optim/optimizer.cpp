@@ -1,5 +1,4 @@
-#include "mtrain/trainer/optim/optimizer.hpp"
-
+#include "lib/trainer/optim/optimizer.hpp"
 
 namespace mtrain::trainer {
 

@@ -11,7 +11,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/optim/schedule.hpp"
+#include "lib/trainer/optim/schedule.hpp"
 
 #include <algorithm>
 #include <cmath>

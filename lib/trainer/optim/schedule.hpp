@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <string>
 
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 

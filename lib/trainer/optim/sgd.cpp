@@ -1,6 +1,6 @@
 // SGD as torch.optim.SGD (dampening 0): d = g + wd·p; with momentum μ the buffer starts as d
 // on the first step and is μ·b + d afterwards; nesterov uses d + μ·b, else b; p ← p − lr·d.
-#include "mtrain/trainer/optim/optimizer.hpp"
+#include "lib/trainer/optim/optimizer.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,4 +1,4 @@
-#include "mtrain/trainer/strategy/bucket.hpp"
+#include "lib/trainer/strategy/bucket.hpp"
 
 #include <torch/csrc/autograd/variable.h>
 #include <ATen/core/grad_mode.h>

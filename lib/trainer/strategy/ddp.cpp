@@ -15,13 +15,13 @@
 
 #include <unordered_set>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/optim/clip.hpp"
-#include "mtrain/trainer/strategy/bucket.hpp"
-#include "mtrain/trainer/strategy/source_check.hpp"
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/optim/clip.hpp"
+#include "lib/trainer/strategy/bucket.hpp"
+#include "lib/trainer/strategy/source_check.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

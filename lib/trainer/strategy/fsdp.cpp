@@ -26,10 +26,10 @@
 // ddp in bf16/fp16 is this engine with NO_SHARD units = DDP's buckets (make_ddp).
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer {
 

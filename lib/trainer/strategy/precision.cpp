@@ -1,4 +1,4 @@
-#include "mtrain/trainer/strategy/precision.hpp"
+#include "lib/trainer/strategy/precision.hpp"
 
 namespace mtrain::trainer {
 

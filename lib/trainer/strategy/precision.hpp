@@ -8,7 +8,7 @@
 // scaling (optim/loss_scale.hpp).
 #include <ATen/ATen.h>
 
-#include "mtrain/config/train_choices.hpp"
+#include "lib/config/train_choices.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,7 +1,7 @@
 // The sharded engine: setup, forward/backward with gather-on-use, and the update. Protocol in
 // sharded_engine.hpp; gradient reduction in sharded_reduce.cpp; checkpoint state and the ledger
 // in sharded_state.cpp.
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
 
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
@@ -10,10 +10,9 @@
 #include <mutex>
 #include <unordered_set>
 
-
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/optim/clip.hpp"
-#include "mtrain/trainer/strategy/parameter_use.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/optim/clip.hpp"
+#include "lib/trainer/strategy/parameter_use.hpp"
 
 namespace mtrain::trainer {
 namespace detail {

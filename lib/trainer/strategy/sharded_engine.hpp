@@ -70,11 +70,11 @@
 #include <unordered_map>
 #include <vector>
 
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/optim/loss_scale.hpp"
-#include "mtrain/trainer/strategy/precision.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
-#include "mtrain/trainer/strategy/wrap_policy.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/optim/loss_scale.hpp"
+#include "lib/trainer/strategy/precision.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
+#include "lib/trainer/strategy/wrap_policy.hpp"
 
 namespace mtrain::trainer {
 

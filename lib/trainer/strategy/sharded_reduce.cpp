@@ -6,8 +6,8 @@
 
 #include <vector>
 
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
 
 namespace mtrain::trainer::detail {
 

@@ -10,10 +10,10 @@
 #include <ATen/core/grad_mode.h>
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
-#include "mtrain/trainer/strategy/source_check.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
+#include "lib/trainer/strategy/source_check.hpp"
 
 namespace mtrain::trainer::detail {
 

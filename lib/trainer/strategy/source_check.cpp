@@ -1,8 +1,8 @@
-#include "mtrain/trainer/strategy/source_check.hpp"
+#include "lib/trainer/strategy/source_check.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

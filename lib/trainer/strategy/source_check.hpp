@@ -5,7 +5,7 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,8 +1,8 @@
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

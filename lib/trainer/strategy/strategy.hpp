@@ -22,11 +22,11 @@
 #include <ATen/ATen.h>
 #include <torch/nn/module.h>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/sharding_choices.hpp"
-#include "mtrain/config/train_choices.hpp"
-#include "mtrain/trainer/optim/loss_scale.hpp"
-#include "mtrain/trainer/optim/optimizer.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/sharding_choices.hpp"
+#include "lib/config/train_choices.hpp"
+#include "lib/trainer/optim/loss_scale.hpp"
+#include "lib/trainer/optim/optimizer.hpp"
 
 namespace mtrain::trainer {
 

@@ -1,9 +1,9 @@
-#include "mtrain/trainer/strategy/wrap_policy.hpp"
+#include "lib/trainer/strategy/wrap_policy.hpp"
 
 #include <algorithm>
 #include <map>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::trainer {
 

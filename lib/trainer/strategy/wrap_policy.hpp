@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/sharding_choices.hpp"
+#include "lib/config/sharding_choices.hpp"
 
 namespace mtrain::trainer {
 

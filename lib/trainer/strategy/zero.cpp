@@ -27,10 +27,10 @@
 // bucket sizes.
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/strategy/sharded_engine.hpp"
-#include "mtrain/trainer/model/compiled_model.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/strategy/sharded_engine.hpp"
+#include "lib/trainer/model/compiled_model.hpp"
+#include "lib/trainer/model/torchscript.hpp"
 
 namespace mtrain::trainer {
 

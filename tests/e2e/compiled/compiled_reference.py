@@ -74,7 +74,7 @@ class Compiled:
         h = [self.prog(pro["forward"])(*[val(a) for a in pro["args"]])]
         saved = []  # per unit: the activations its forward returns for its backward
         for u in m["units"]:
-            out = self.prog(u["forward"])(*[w[a] for a in u["args"]], h[-1])
+            out = self.prog(u["forward"])(*[val(a) for a in u["args"]], h[-1])
             h.append(out[0])
             saved.append(list(out[1:]))
         epi = m["epilogue"]
@@ -83,7 +83,7 @@ class Compiled:
         acc(epi["grads"], out[2:])
         for i in reversed(range(len(m["units"]))):
             u = m["units"][i]
-            out = self.prog(u["backward"])(*[w[a] for a in u["args"]], h[i], *saved[i], g)
+            out = self.prog(u["backward"])(*[val(a) for a in u["args"]], h[i], *saved[i], g)
             g = out[0]
             acc(u["grads"], out[1:])
         acc(pro["grads"], self.prog(pro["backward"])(*[val(a) for a in pro["args"]], g))

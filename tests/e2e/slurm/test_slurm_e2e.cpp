@@ -19,8 +19,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/command.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/slurm/command.hpp"
 
 namespace fs = std::filesystem;
 using mtrain::slurm::CommandResult;

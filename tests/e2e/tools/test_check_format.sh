@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # scripts/check-format (issue 41 item 7): in a scratch repository holding the real .clang-format and
 # script, a change that leaves a line as clang-format would not write it fails with the diff and the
-# command that fixes it; that command fixes it; lines nobody changed since the base are not judged.
+# command that fixes it; that command fixes it; lines nobody changed since the base are not judged;
+# a shallow clone (CI's checkout) fetches the base from its origin.
 . "$(dirname "$0")/../lib.sh"
 src=${MTRAIN_SOURCE_DIR:?}
 command -v git-clang-format > /dev/null && command -v clang-format > /dev/null || skip "clang-format is not installed"
@@ -33,4 +34,12 @@ grep -q "^int   old_line( int a ){return a;}$" lib/x/a.cpp && ok "and leaves the
 scripts/check-format > out.txt 2>&1 && ok "formatted: passes" || fail "still failing: $(cat out.txt)"
 scripts/check-format 0123456789abcdef0123456789abcdef01234567 > out.txt 2>&1 && grep -q "skipped" out.txt \
   && ok "a base missing from the clone is said and skipped" || fail "missing base: $(cat out.txt)"
+# CI's checkout may be shallow, without the base commit: the script fetches it from origin and judges.
+git add lib .clang-format-base scripts && git commit -qm change
+git clone -q --depth 1 "file://$repo" "$WORK/shallow" && cd "$WORK/shallow"
+git rev-parse --quiet --verify "$(cat .clang-format-base)^{commit}" > /dev/null && fail "the shallow clone has the base"
+printf 'int   bad_line( int c ){return c;}\n' >> lib/x/a.cpp
+if scripts/check-format > out.txt 2>&1; then fail "a shallow clone passed a bad line: $(cat out.txt)"; else
+  grep -q "bad_line" out.txt && ok "a shallow clone fetches the base and judges the change" || fail "shallow: $(cat out.txt)"
+fi
 finish

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/comm.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/comm.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using Catch::Matchers::Contains;

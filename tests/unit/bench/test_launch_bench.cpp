@@ -2,8 +2,8 @@
 // how results and failures become rows.
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/launch_bench.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/launch_bench.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using mtrain::envreport::CommandResult;

@@ -5,8 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/bench/plot.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/plot.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using mtrain::envreport::CommandResult;
@@ -86,22 +86,22 @@ TEST_CASE("names reach the plotters as data only", "[bench][plot][hostile]") {
 
 TEST_CASE("the plotter is whatever is installed, with a clear message when nothing is", "[bench][plot]") {
   MemoryProbe none;
-  CHECK_THROWS_WITH(find_plotter(none, "auto"), Contains("neither gnuplot nor matplotlib"));
-  CHECK_THROWS_WITH(find_plotter(none, "auto"), Contains("apt-get install gnuplot-nox"));
-  CHECK_THROWS_WITH(find_plotter(none, "gnuplot"), Contains("gnuplot is not installed"));
-  CHECK_THROWS_AS(find_plotter(none, "paint"), mtrain::Error);
+  CHECK_THROWS_WITH(find_plotter(none, PlotterKind::Auto), Contains("neither gnuplot nor matplotlib"));
+  CHECK_THROWS_WITH(find_plotter(none, PlotterKind::Auto), Contains("apt-get install gnuplot-nox"));
+  CHECK_THROWS_WITH(find_plotter(none, PlotterKind::Gnuplot), Contains("gnuplot is not installed"));
+  CHECK_FALSE(mtrain::config::parse_choice<PlotterKind>("paint"));
 
   MemoryProbe gp;
   gp.programs["gnuplot"] = "/usr/bin/gnuplot";
-  CHECK(find_plotter(gp, "auto").kind == "gnuplot");
+  CHECK(find_plotter(gp, PlotterKind::Auto).kind == PlotterKind::Gnuplot);
 
   MemoryProbe mpl;
   mpl.programs["/usr/bin/python3"] = "/usr/bin/python3";
   const std::string probe = "/usr/bin/python3 -c import sys; sys.path[:] = [p for p in sys.path if p not in ('', '.')]; import matplotlib";
   mpl.commands[probe] = CommandResult{true, 0, "", ""};
-  auto p = find_plotter(mpl, "auto");
-  CHECK(p.kind == "matplotlib");
+  auto p = find_plotter(mpl, PlotterKind::Auto);
+  CHECK(p.kind == PlotterKind::Matplotlib);
   CHECK(p.program == "/usr/bin/python3");
   mpl.commands[probe] = CommandResult{true, 1, "", "No module named 'matplotlib'"};
-  CHECK_THROWS_WITH(find_plotter(mpl, "matplotlib"), Contains("python3-matplotlib"));
+  CHECK_THROWS_WITH(find_plotter(mpl, PlotterKind::Matplotlib), Contains("python3-matplotlib"));
 }

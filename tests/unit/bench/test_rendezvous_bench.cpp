@@ -1,7 +1,7 @@
 // The rendezvous benchmark (lib/bench/rendezvous_bench.cpp): a report row per node count.
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/rendezvous_bench.hpp"
+#include "lib/bench/rendezvous_bench.hpp"
 
 using namespace mtrain;
 using std::chrono::milliseconds;

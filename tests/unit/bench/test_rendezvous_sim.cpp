@@ -4,9 +4,9 @@
 
 #include <set>
 
-#include "mtrain/bench/rendezvous_sim.hpp"
-#include "mtrain/rendezvous/capacity.hpp"
-#include "mtrain/rendezvous/server.hpp"
+#include "lib/bench/rendezvous_sim.hpp"
+#include "lib/rendezvous/capacity.hpp"
+#include "lib/rendezvous/server.hpp"
 
 using namespace mtrain;
 using std::chrono::milliseconds;

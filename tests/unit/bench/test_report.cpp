@@ -1,7 +1,7 @@
 // Tables of the benchmarks (lib/bench/report.cpp).
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/report.hpp"
+#include "lib/bench/report.hpp"
 
 using namespace mtrain::bench;
 

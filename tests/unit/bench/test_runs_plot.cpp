@@ -3,8 +3,8 @@
 // chart file, or runs with nothing to draw, are refused before any plotter runs.
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/runs_plot.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/runs_plot.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 using mtrain::runs::Run;
@@ -42,9 +42,10 @@ TEST_CASE("runs_plot: train and val series per run, labelled", "[bench][runs_plo
 }
 
 TEST_CASE("runs_plot: refusals before drawing", "[bench][runs_plot]") {
-  CHECK_THROWS_WITH(plot_runs({run("a", "ddp", 1, false)}, "/tmp/loss.pdf", "auto"),
+  CHECK_THROWS_WITH(plot_runs({run("a", "ddp", 1, false)}, "/tmp/loss.pdf", PlotterKind::Auto),
                     Catch::Contains("-o /tmp/loss.pdf") && Catch::Contains(".png or .svg"));
   Run empty = run("a", "ddp", 1, false);
   empty.loss.clear();
-  CHECK_THROWS_WITH(plot_runs({empty}, "/tmp/loss.png", "auto"), Catch::Contains("none of the runs has a loss"));
+  CHECK_THROWS_WITH(plot_runs({empty}, "/tmp/loss.png", PlotterKind::Auto),
+                    Catch::Contains("none of the runs has a loss"));
 }

@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/tcp_barrier.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/tcp_barrier.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::bench;
 

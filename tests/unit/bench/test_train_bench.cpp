@@ -7,8 +7,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/bench/train_bench.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/bench/train_bench.hpp"
+#include "lib/core/error.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::bench;

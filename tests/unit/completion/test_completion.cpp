@@ -1,9 +1,9 @@
 // The completion model from a CLI11 tree, the scripts rendered from it, and the dynamic values.
 #include <catch2/catch.hpp>
 
-#include "mtrain/completion/model.hpp"
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/registry.hpp"
+#include "lib/completion/model.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/registry.hpp"
 
 using namespace mtrain::completion;
 using Catch::Matchers::Contains;

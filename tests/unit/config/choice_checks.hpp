@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/config/choice_table.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/choice_table.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
 
 namespace mtrain::testing {
 

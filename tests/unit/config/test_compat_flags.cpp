@@ -3,8 +3,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/compat_flags.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/compat_flags.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 using Words = std::vector<std::string>;

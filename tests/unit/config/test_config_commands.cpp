@@ -7,10 +7,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::config;

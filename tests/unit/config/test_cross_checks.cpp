@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/cross_checks.hpp"
+#include "lib/config/cross_checks.hpp"
 
 using namespace mtrain::config;
 

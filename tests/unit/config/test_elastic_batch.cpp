@@ -2,7 +2,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/elastic_batch.hpp"
+#include "lib/config/elastic_batch.hpp"
 
 using namespace mtrain::config;
 

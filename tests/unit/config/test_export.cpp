@@ -9,9 +9,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/config_commands.hpp"
-#include "mtrain/config/export.hpp"
-#include "mtrain/config/import.hpp"
+#include "lib/config/config_commands.hpp"
+#include "lib/config/export.hpp"
+#include "lib/config/import.hpp"
 
 using namespace mtrain::config;
 

@@ -4,9 +4,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

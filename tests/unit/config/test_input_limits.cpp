@@ -9,10 +9,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/import.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/import.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain;
 using namespace mtrain::config;

@@ -5,9 +5,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/config/data_checks.hpp"
-#include "mtrain/config/launch_checks.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/data_checks.hpp"
+#include "lib/config/launch_checks.hpp"
+#include "lib/core/error.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::config;

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "choice_checks.hpp"
-#include "mtrain/config/launch_choices.hpp"
+#include "lib/config/launch_choices.hpp"
 
 using namespace mtrain::config;
 using mtrain::testing::check_choice_table;

@@ -2,8 +2,8 @@
 // trainer's ledger prints and `mtrain estimate` builds its rows on.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/model_state.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/model_state.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

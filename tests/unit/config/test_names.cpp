@@ -2,8 +2,8 @@
 // printing and the registry's choices come, and the ZeRO stage keyed by the strategy.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/names.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

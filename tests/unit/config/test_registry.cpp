@@ -2,8 +2,8 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

@@ -8,11 +8,11 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/docs.hpp"
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/config/validate.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/docs.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/core/error.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::config;

@@ -4,10 +4,10 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/config/yaml_layer.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/config/yaml_layer.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 

@@ -2,7 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "choice_checks.hpp"
-#include "mtrain/config/sharding_choices.hpp"
+#include "lib/config/sharding_choices.hpp"
 
 using namespace mtrain::config;
 using mtrain::testing::check_choice_table;

@@ -8,9 +8,9 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/wizard.hpp"
-#include "mtrain/core/error.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/wizard.hpp"
+#include "lib/core/error.hpp"
 
 using namespace mtrain::config;
 
@@ -208,8 +208,8 @@ TEST_CASE("init refuses to overwrite without --force and writes a valid file", "
 TEST_CASE("the strategy question shows the estimate and offers its recommendation", "[config][wizard]") {
   WizardOptions opt;
   json seen;
-  opt.advise = [&seen](const json& job) {
-    seen = job;
+  opt.advise = [&seen](const Resolved& job) {
+    seen = job.job;
     return WizardOptions::Advice{"strategy (GiB per rank) ... TABLE\n", "zero2"};
   };
   std::string t;
@@ -223,7 +223,7 @@ TEST_CASE("the strategy question shows the estimate and offers its recommendatio
   CHECK(get(seen, "launch.nproc_per_node") == "4");
   CHECK(get(seen, "model.name") == "gpt");
   // A failing estimate leaves the question as it was.
-  opt.advise = [](const json&) -> WizardOptions::Advice { throw mtrain::Error("no worker"); };
+  opt.advise = [](const Resolved&) -> WizardOptions::Advice { throw mtrain::Error("no worker"); };
   a = drive(std::string(40, '\n'), &t, opt);
   CHECK(a.at("strategy") == "ddp");
   CHECK_THAT(t, Catch::Contains("(no memory estimate: no worker)"));

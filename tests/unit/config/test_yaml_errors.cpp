@@ -1,8 +1,8 @@
 // Invalid job files → exact positions, key paths, values, allowed values and suggestions.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/validate.hpp"
-#include "mtrain/config/yaml_layer.hpp"
+#include "lib/config/validate.hpp"
+#include "lib/config/yaml_layer.hpp"
 
 using namespace mtrain::config;
 

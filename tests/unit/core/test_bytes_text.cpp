@@ -1,7 +1,7 @@
 // The one byte formatter: units, the fixed and the adaptive number of decimals.
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/bytes_text.hpp"
+#include "lib/core/bytes_text.hpp"
 
 using mtrain::human_bytes;
 

@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "mtrain/core/child_process.hpp"
+#include "lib/core/child_process.hpp"
 
 using mtrain::ChildOptions;
 using mtrain::ChildResult;

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error_text.hpp"
-#include "mtrain/core/compiled_manifest.hpp"
+#include "lib/core/compiled_manifest.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain;

@@ -1,7 +1,7 @@
 // A count with its noun: "1 rank", never "1 ranks" (issue 45: "1 threads", "1 ranks").
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/counted.hpp"
+#include "lib/core/counted.hpp"
 
 TEST_CASE("counted: singular for one, plural otherwise", "[core]") {
   CHECK(mtrain::counted(1, "rank") == "1 rank");

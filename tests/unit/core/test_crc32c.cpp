@@ -5,7 +5,7 @@
 #include <random>
 #include <vector>
 
-#include "mtrain/core/crc32c.hpp"
+#include "lib/core/crc32c.hpp"
 
 using namespace mtrain;
 

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-#include "mtrain/core/environment.hpp"
+#include "lib/core/environment.hpp"
 
 TEST_CASE("environment: the process environment as a map", "[core][environment]") {
   ::setenv("MTRAIN_TEST_ENV_A", "x=y=z", 1);

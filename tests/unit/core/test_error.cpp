@@ -3,7 +3,7 @@
 #include <new>
 #include <stdexcept>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
 TEST_CASE("Error paragraph carries where, what and the hint", "[core]") {
   mtrain::Error e("GPU 7 is not available", "Pick from 0,1.");

@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error_file.hpp"
+#include "lib/core/error_file.hpp"
 
 namespace fs = std::filesystem;
 

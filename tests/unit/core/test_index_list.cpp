@@ -2,8 +2,8 @@
 // registry's checks of launch.gpus and launch.ranks_filter do, and with the launcher's error.
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
 
 using namespace mtrain;
 

@@ -9,8 +9,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

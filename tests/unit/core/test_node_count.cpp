@@ -2,8 +2,8 @@
 // check of launch.nnodes does, and with the launcher's error.
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/node_count.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/node_count.hpp"
 
 using namespace mtrain;
 

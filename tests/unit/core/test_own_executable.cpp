@@ -6,7 +6,7 @@
 
 #include <filesystem>
 
-#include "mtrain/core/own_executable.hpp"
+#include "lib/core/own_executable.hpp"
 
 TEST_CASE("own_executable is this test binary", "[core][own_executable]") {
   const std::string self = mtrain::own_executable();

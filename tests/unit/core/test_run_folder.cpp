@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/run_folder.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/run_folder.hpp"
 
 namespace fs = std::filesystem;
 using namespace mtrain::runs;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/strings.hpp"
+#include "lib/core/strings.hpp"
 
 using namespace mtrain;
 

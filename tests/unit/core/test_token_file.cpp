@@ -5,8 +5,8 @@
 #include <filesystem>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/token_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/token_file.hpp"
 #include "error_text.hpp"
 #include "temp_dir.hpp"
 #include "token_bytes.hpp"

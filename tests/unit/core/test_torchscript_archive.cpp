@@ -2,7 +2,7 @@
 #include <fstream>
 
 #include "error_text.hpp"
-#include "mtrain/core/torchscript_archive.hpp"
+#include "lib/core/torchscript_archive.hpp"
 #include "temp_dir.hpp"
 #include "zip_bytes.hpp"
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "error_text.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
+#include "lib/core/torchscript_trust.hpp"
 
 using namespace mtrain;
 using mtrain::testing::error_text;

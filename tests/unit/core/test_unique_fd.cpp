@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/core/unique_fd.hpp"
+#include "lib/core/unique_fd.hpp"
 
 using mtrain::UniqueFd;
 

@@ -10,9 +10,9 @@
 #include <filesystem>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/core/untrusted_file.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/core/untrusted_file.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::testing;

@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "mtrain/core/visible_text.hpp"
+#include "lib/core/visible_text.hpp"
 
 using namespace mtrain;
 

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/work_dir_lock.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/work_dir_lock.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

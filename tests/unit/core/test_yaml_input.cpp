@@ -9,9 +9,9 @@
 
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/input_limits.hpp"
-#include "mtrain/core/yaml_input.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/input_limits.hpp"
+#include "lib/core/yaml_input.hpp"
 
 using mtrain::InputLimits;
 using mtrain::load_yaml_document;

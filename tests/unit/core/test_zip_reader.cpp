@@ -5,8 +5,8 @@
 #include <fstream>
 
 #include "error_text.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/zip_reader.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/zip_reader.hpp"
 #include "temp_dir.hpp"
 #include "zip_bytes.hpp"
 

@@ -2,7 +2,7 @@
 // The in-memory machine of the `mtrain env` tests, the report options, and a warning lookup.
 #include <string>
 
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 namespace mtrain::envreport::testing {
 

@@ -5,7 +5,7 @@
 
 #include <set>
 
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 using namespace mtrain::envreport;
 

@@ -5,8 +5,8 @@
 #include <set>
 
 #include "machine.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/envreport/report.hpp"
 
 using namespace mtrain::envreport;
 using namespace mtrain::envreport::testing;

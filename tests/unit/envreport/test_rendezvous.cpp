@@ -6,7 +6,7 @@
 #include <boost/asio.hpp>
 
 #include "machine.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 using namespace mtrain::envreport;
 using namespace mtrain::envreport::testing;

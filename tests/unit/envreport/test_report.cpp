@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "machine.hpp"
-#include "mtrain/envreport/report.hpp"
+#include "lib/envreport/report.hpp"
 
 using namespace mtrain::envreport;
 using namespace mtrain::envreport::testing;

@@ -7,7 +7,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/envreport/run_command.hpp"
+#include "lib/envreport/run_command.hpp"
 
 using namespace mtrain::envreport;
 

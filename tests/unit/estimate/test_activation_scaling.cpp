@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/estimate/activation_scaling.hpp"
+#include "lib/estimate/activation_scaling.hpp"
 
 using namespace mtrain::estimate;
 

@@ -4,8 +4,8 @@
 
 #include <algorithm>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/estimate/estimate.hpp"
+#include "lib/core/error.hpp"
+#include "lib/estimate/estimate.hpp"
 
 using namespace mtrain::estimate;
 using mtrain::config::StrategyName;
@@ -202,7 +202,7 @@ TEST_CASE("the recommendation is the fastest row that fits", "[estimate]") {
   Settings s;
   s.world = 4;
   s.ranks_per_node = 4;
-  s.strategy = "ddp";
+  s.strategy = config::StrategyName::Ddp;
   Target t;
   t.gpu = true;
   t.what = "test";
@@ -229,7 +229,7 @@ TEST_CASE("a job that does not fit is refused with the two cheapest changes", "[
   Settings s;
   s.world = 4;
   s.ranks_per_node = 4;
-  s.strategy = "ddp";
+  s.strategy = config::StrategyName::Ddp;
   Target t;
   t.gpu = true;
   t.what = "4 x test GPU";
@@ -266,7 +266,7 @@ TEST_CASE("the table's sizes are in a unit that shows them; parameters as K/M/B"
   Settings s;
   s.world = 2;
   s.ranks_per_node = 2;
-  s.strategy = "ddp";
+  s.strategy = config::StrategyName::Ddp;
   Target t;
   t.what = "test";
   t.bytes_per_rank = 1e12;

@@ -8,10 +8,11 @@
 #include <fstream>
 #include <iterator>
 
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/estimate/estimate_job.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/estimate/estimate_job.hpp"
+#include "lib/config/job_view.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::estimate;
@@ -25,7 +26,7 @@ TEST_CASE("built-in shapes are the trainer's: gpt and mlp parameter counts", "[e
   config::set(job, "model.n_embd", 4096);
   config::set(job, "model.block_size", 2048);
   config::set(job, "model.vocab_size", 50304);
-  const auto g = builtin_shape(job);
+  const auto g = builtin_shape(config::job_view(job).model);
   REQUIRE(g);
   // 12C² + 13C per block, 2VC + TC + 2C outside (untied head, no head bias).
   const int64_t C = 4096, L = 32, V = 50304, T = 2048;
@@ -36,34 +37,34 @@ TEST_CASE("built-in shapes are the trainer's: gpt and mlp parameter counts", "[e
   config::set(job, "model.hidden", 256);
   config::set(job, "model.input_dim", 32);
   config::set(job, "model.num_classes", 10);
-  const auto m = builtin_shape(job);
+  const auto m = builtin_shape(config::job_view(job).model);
   REQUIRE(m);
   CHECK(m->num_params() == 32 * 256 + 256 + 256 * 256 + 256 + 256 * 10 + 10);
   // Each layer is a block (the trainer's MlpModel::block_prefixes), so FSDP's units are the layers.
   CHECK(m->largest_unit() == 256 * 256 + 256);
   CHECK(m->params.front().unit == "layers.0");
   config::set(job, "model.name", "resnet18");
-  CHECK_FALSE(builtin_shape(job));
+  CHECK_FALSE(builtin_shape(config::job_view(job).model));
 }
 
 TEST_CASE("settings come from the job", "[estimate]") {
   nlohmann::json job = config::job_spec(config::job_registry(), config::resolve(config::job_registry(), {}).job);
   config::set(job, "train.precision", "bf16");
   config::set(job, "fsdp.activation_checkpointing", true);
-  const Settings s = settings_from_job(job, 8, 4);
+  const Settings s = settings_from_job(config::job_view(job), 8, 4);
   CHECK(s.precision == config::Precision::Bf16);
   CHECK(s.world == 8);
   CHECK(s.ranks_per_node == 4);
   CHECK(s.activation_checkpointing);
   CHECK_FALSE(s.scripted_export);
   config::set(job, "model.name", "torchscript");
-  CHECK(settings_from_job(job, 1, 1).scripted_export);
+  CHECK(settings_from_job(config::job_view(job), 1, 1).scripted_export);
   // zero.reduce_bucket_size 'auto' is n_embd², as the trainer resolves it (not DeepSpeed's 5e8).
   config::set(job, "model.n_embd", 1280);
   config::set(job, "zero.reduce_bucket_size", "auto");
-  CHECK(settings_from_job(job, 4, 4).zero_reduce_bucket == 1280 * 1280);
+  CHECK(settings_from_job(config::job_view(job), 4, 4).zero_reduce_bucket == 1280 * 1280);
   config::set(job, "zero.reduce_bucket_size", 1000);
-  CHECK(settings_from_job(job, 4, 4).zero_reduce_bucket == 1000);
+  CHECK(settings_from_job(config::job_view(job), 4, 4).zero_reduce_bucket == 1000);
 }
 
 TEST_CASE("a safetensors file's shapes come from its header, blocks as units", "[estimate]") {
@@ -127,11 +128,11 @@ TEST_CASE("the probe's stderr comes back through a pipe: a link at the old temp 
   const std::string planted = d.str() + "/mtrain-estimate-" + std::to_string(::getpid()) + ".err";
   std::filesystem::create_symlink(victim, planted);
   const nlohmann::json job = small_gpt();
-  const Settings s = settings_from_job(job, 1, 1);
+  const Settings s = settings_from_job(config::job_view(job), 1, 1);
   std::string message;
   int code = 0;
   try {
-    (void)measure(job, s, fake_worker(d, "probe failed: \x1b]0;owned\x07 bad model", 1));
+    (void)measure(job, config::job_view(job).model, s, fake_worker(d, "probe failed: \x1b]0;owned\x07 bad model", 1));
   } catch (const mtrain::Error& e) {
     message = e.message();
     code = e.exit_code();
@@ -153,7 +154,8 @@ TEST_CASE("a probe that refuses the model (exit 2) is a usage error", "[estimate
   ProbeEnv env(d);
   const nlohmann::json job = small_gpt();
   try {
-    (void)measure(job, settings_from_job(job, 1, 1), fake_worker(d, "error: the model is refused", 2));
+    (void)measure(job, config::job_view(job).model, settings_from_job(config::job_view(job), 1, 1),
+                  fake_worker(d, "error: the model is refused", 2));
     FAIL("the probe's refusal was not an error");
   } catch (const mtrain::Error& e) {
     CHECK(e.exit_code() == mtrain::kExitUsage);

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/estimate/probe_cache.hpp"
+#include "lib/estimate/probe_cache.hpp"
 
 using namespace mtrain::estimate;
 

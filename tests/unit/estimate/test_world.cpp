@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/estimate/world.hpp"
+#include "lib/estimate/world.hpp"
 
 using namespace mtrain::estimate;
 using mtrain::config::RankCount;

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/console_write.hpp"
+#include "lib/launch/console_write.hpp"
 
 using namespace mtrain::launch;
 

@@ -2,8 +2,8 @@
 
 #include <fstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/etcd_client.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/etcd_client.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::launch;

@@ -2,8 +2,8 @@
 
 #include <csignal>
 
-#include "mtrain/launch/exit_status.hpp"
-#include "mtrain/launch/output.hpp"
+#include "lib/launch/exit_status.hpp"
+#include "lib/launch/output.hpp"
 
 using namespace mtrain::launch;
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <thread>
 
-#include "mtrain/launch/guardian.hpp"
-#include "mtrain/launch/process.hpp"
+#include "lib/launch/guardian.hpp"
+#include "lib/launch/process.hpp"
 
 using mtrain::launch::Guardian;
 using namespace std::chrono_literals;

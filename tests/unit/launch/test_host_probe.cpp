@@ -8,7 +8,7 @@
 
 #include <filesystem>
 
-#include "mtrain/launch/host_probe.hpp"
+#include "lib/launch/host_probe.hpp"
 
 using namespace mtrain::launch;
 

@@ -2,7 +2,7 @@
 // in, the warning for settings nothing hands over, and where the trainer's files are checked.
 #include <catch2/catch.hpp>
 
-#include "mtrain/launch/job_handoff.hpp"
+#include "lib/launch/job_handoff.hpp"
 
 using namespace mtrain;
 using namespace mtrain::launch;

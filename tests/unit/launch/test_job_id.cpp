@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/job_id.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/job_id.hpp"
 
 using namespace mtrain::launch;
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "mtrain/launch/launch_mode.hpp"
+#include "lib/launch/launch_mode.hpp"
 
 using namespace mtrain::launch;
 

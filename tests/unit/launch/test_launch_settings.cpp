@@ -12,12 +12,12 @@
 
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/cli_flags.hpp"
-#include "mtrain/config/render.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/config/cli_flags.hpp"
+#include "lib/config/render.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/launch_settings.hpp"
+#include "lib/slurm/job_options.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain;

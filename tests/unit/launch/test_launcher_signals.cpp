@@ -9,7 +9,7 @@
 #include <csignal>
 #include <functional>
 
-#include "mtrain/launch/launcher_signals.hpp"
+#include "lib/launch/launcher_signals.hpp"
 
 using namespace mtrain::launch;
 

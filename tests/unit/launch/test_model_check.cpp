@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/launch/model_check.hpp"
+#include "lib/launch/model_check.hpp"
 
 using namespace mtrain;
 

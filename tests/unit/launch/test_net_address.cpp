@@ -5,7 +5,7 @@
 
 #include <unistd.h>
 
-#include "mtrain/launch/net_address.hpp"
+#include "lib/launch/net_address.hpp"
 
 using namespace mtrain::launch;
 

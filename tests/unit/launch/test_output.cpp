@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "captured.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/output.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/output.hpp"
 #include "temp_dir.hpp"
 
 namespace fs = std::filesystem;

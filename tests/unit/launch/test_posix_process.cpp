@@ -12,8 +12,8 @@
 #include <string>
 #include <thread>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/process.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/process.hpp"
 
 using namespace mtrain::launch;
 

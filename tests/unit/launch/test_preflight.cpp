@@ -4,7 +4,7 @@
 
 #include <fstream>
 
-#include "mtrain/launch/preflight.hpp"
+#include "lib/launch/preflight.hpp"
 
 using mtrain::launch::master_port_range;
 using mtrain::launch::pick_free_port;

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/launch/progress_watch.hpp"
+#include "lib/launch/progress_watch.hpp"
 
 using namespace mtrain::launch;
 using mtrain::rendezvous::Duration;

@@ -5,8 +5,8 @@
 
 #include <fstream>
 
-#include "mtrain/core/error_file.hpp"
-#include "mtrain/launch/report.hpp"
+#include "lib/core/error_file.hpp"
+#include "lib/launch/report.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain;

@@ -1,7 +1,7 @@
 // The restart backoff schedule (lib/launch/restart_backoff.cpp).
 #include <catch2/catch.hpp>
 
-#include "mtrain/launch/restart_backoff.hpp"
+#include "lib/launch/restart_backoff.hpp"
 
 using namespace mtrain::launch;
 using std::chrono::milliseconds;

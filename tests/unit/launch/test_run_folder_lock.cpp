@@ -10,8 +10,8 @@
 #include <fstream>
 #include <optional>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/launch/run_folder_lock.hpp"
+#include "lib/core/error.hpp"
+#include "lib/launch/run_folder_lock.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::launch;

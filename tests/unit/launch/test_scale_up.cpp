@@ -2,7 +2,7 @@
 
 #include <csignal>
 
-#include "mtrain/launch/scale_up.hpp"
+#include "lib/launch/scale_up.hpp"
 
 using namespace mtrain::launch;
 

@@ -10,7 +10,7 @@
 
 #include "fakes/fake_process_runner.hpp"
 #include "captured.hpp"
-#include "mtrain/launch/ssh_runner.hpp"
+#include "lib/launch/ssh_runner.hpp"
 
 using namespace mtrain::launch;
 using mtrain::testing::FakeProcessRunner;

@@ -4,7 +4,7 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/launch/stderr_tail.hpp"
+#include "lib/launch/stderr_tail.hpp"
 
 using namespace mtrain::launch;
 

@@ -5,8 +5,8 @@
 #include <boost/asio/post.hpp>
 
 #include "fakes/fake_process_runner.hpp"
-#include "mtrain/launch/progress_watch.hpp"
-#include "mtrain/launch/supervisor.hpp"
+#include "lib/launch/progress_watch.hpp"
+#include "lib/launch/supervisor.hpp"
 
 using namespace mtrain;
 using testing::FakeProcessRunner;

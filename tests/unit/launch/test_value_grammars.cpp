@@ -8,14 +8,14 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/slurm_time.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/index_list.hpp"
-#include "mtrain/launch/launch.hpp"
-#include "mtrain/launch/launch_settings.hpp"
-#include "mtrain/plan/plan.hpp"
-#include "mtrain/slurm/job_options.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/slurm_time.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/index_list.hpp"
+#include "lib/launch/launch.hpp"
+#include "lib/launch/launch_settings.hpp"
+#include "lib/plan/plan.hpp"
+#include "lib/slurm/job_options.hpp"
 
 using namespace mtrain;
 

@@ -37,6 +37,23 @@ std::vector<std::string> files_under(const std::string& dir, const std::vector<s
   return out;
 }
 
+// A plain scan, not std::regex: gcc 12 warns (-Wmaybe-uninitialized) inside <regex> itself.
+std::vector<std::string> quoted_includes(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    const auto b = line.find_first_not_of(" \t");
+    if (b == std::string::npos || line[b] != '#') continue;
+    const auto word = line.find_first_not_of(" \t", b + 1);
+    if (word == std::string::npos || line.compare(word, 7, "include") != 0) continue;
+    const auto open = line.find_first_not_of(" \t", word + 7);
+    if (open == std::string::npos || line[open] != '"') continue;
+    const auto close = line.find('"', open + 1);
+    if (close != std::string::npos) out.push_back(line.substr(open + 1, close - open - 1));
+  }
+  return out;
+}
+
 namespace {
 std::string without_comments(const std::string& text) {
   std::string out;

@@ -13,6 +13,10 @@ std::string read_text(const std::string& path);
 // as paths relative to the source folder, sorted.
 std::vector<std::string> files_under(const std::string& dir, const std::vector<std::string>& suffixes);
 
+// The paths of the quoted includes of C++ source `text` (`#include "x"`, `# include "x"`), in order;
+// angle-bracket includes and commented-out lines are not includes of the tree.
+std::vector<std::string> quoted_includes(const std::string& text);
+
 // Each mtrain_module(NAME ... DEPS ... PRIVATE_DEPS ...) of lib/*/CMakeLists.txt: NAME → the
 // modules it links (mtrain::x and mtrain_x in either list).
 std::map<std::string, std::set<std::string>> cmake_modules();

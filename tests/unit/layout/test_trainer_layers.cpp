@@ -54,21 +54,14 @@ std::string part_of(const std::string& path) {
   return slash == std::string::npos ? "" : rest.substr(0, slash);
 }
 
-// The trainer parts a file includes ("mtrain/trainer/<part>/..."). A plain scan, not std::regex:
-// gcc 12 warns (-Wmaybe-uninitialized) inside <regex> itself.
+// The trainer parts a file includes ("lib/trainer/<part>/...").
 std::set<std::string> parts_included(const std::string& text) {
-  const std::string quoted = "\"mtrain/trainer/";
+  const std::string prefix = "lib/trainer/";
   std::set<std::string> out;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) {
-    const auto b = line.find_first_not_of(" \t");
-    if (b == std::string::npos || line[b] != '#') continue;
-    const auto word = line.find_first_not_of(" \t", b + 1);
-    if (word == std::string::npos || line.compare(word, 7, "include") != 0) continue;
-    const auto at = line.find(quoted, word + 7);
-    if (at == std::string::npos) continue;
-    const auto start = at + quoted.size(), slash = line.find('/', start);
-    if (slash != std::string::npos) out.insert(line.substr(start, slash - start));
+  for (const auto& path : quoted_includes(text)) {
+    if (path.compare(0, prefix.size(), prefix) != 0) continue;
+    const auto slash = path.find('/', prefix.size());
+    if (slash != std::string::npos) out.insert(path.substr(prefix.size(), slash - prefix.size()));
   }
   return out;
 }
@@ -111,8 +104,8 @@ TEST_CASE("the layers have no cycle: no part may use a part that may use it", "[
 
 TEST_CASE("parts_included reads quoted trainer includes only", "[layout][trainer]") {
   const std::string text =
-      "#include <ATen/ATen.h>\n#include \"mtrain/core/error.hpp\"\n#include \"mtrain/trainer/comm/compat.hpp\"\n"
-      "  # include \"mtrain/trainer/model/model.hpp\"\n// #include \"mtrain/trainer/data/x.hpp\" in a comment\n";
+      "#include <ATen/ATen.h>\n#include \"lib/core/error.hpp\"\n#include \"lib/trainer/comm/compat.hpp\"\n"
+      "  # include \"lib/trainer/model/model.hpp\"\n// #include \"lib/trainer/data/x.hpp\" in a comment\n";
   CHECK(parts_included(text) == std::set<std::string>{"comm", "model"});
 }
 

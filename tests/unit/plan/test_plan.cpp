@@ -1,9 +1,12 @@
 #include <catch2/catch.hpp>
 
+#include <fstream>
+#include <iterator>
+#include <regex>
 #include <set>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/plan/plan.hpp"
+#include "lib/core/error.hpp"
+#include "lib/plan/plan.hpp"
 
 using namespace mtrain::plan;
 
@@ -62,6 +65,31 @@ TEST_CASE("every rank gets the torchrun environment, for 1..8 ranks", "[plan]") 
     }
     CHECK(files.size() == size_t(n));  // one error file per rank
   }
+}
+
+// docs/architecture.md §3 lists the rank environment; a variable the plan sets and §3 does not
+// name (MTRAIN_HEARTBEAT_FILE was missing) or one §3 names and no plan sets fails here.
+TEST_CASE("docs/architecture.md §3 names exactly the variables a rank gets", "[plan]") {
+  std::ifstream in(std::string(MTRAIN_SOURCE_DIR) + "/docs/architecture.md");
+  REQUIRE(in);
+  const std::string doc{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto from = doc.find("## §3"), to = doc.find("## §4");
+  REQUIRE(to != std::string::npos);
+  std::set<std::string> named;
+  const std::regex var(R"(`([A-Z][A-Z0-9_]+)(=[^`]*)?`)");
+  const std::string section = doc.substr(from, to - from);
+  for (auto it = std::sregex_iterator(section.begin(), section.end(), var); it != std::sregex_iterator(); ++it)
+    named.insert((*it)[1].str());
+  // Set by the node agent in a round of the dynamic rendezvous, not by the plan.
+  for (const char* agent : {"MTRAIN_RDZV_ROUND", "MTRAIN_RESTART_REASON", "MTRAIN_LOST_NODES"})
+    CHECK(named.erase(agent) == 1);
+  auto o = base();
+  o.nproc_per_node = nproc("2");
+  o.heartbeat_file = true;
+  std::set<std::string> set_by_plan;
+  const auto plan = build_plan(o, host(8, {}));
+  for (const auto& kv : plan.nodes[0].workers[1].env) set_by_plan.insert(kv.first);
+  CHECK(named == set_by_plan);
 }
 
 TEST_CASE("OMP_NUM_THREADS is left alone when the user set it", "[plan]") {

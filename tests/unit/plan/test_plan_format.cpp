@@ -2,7 +2,10 @@
 // over hand-built plans: every field in its place, GPU or none, plurals, argv shell-quoted.
 #include <catch2/catch.hpp>
 
-#include "mtrain/plan/plan.hpp"
+#include "lib/plan/plan.hpp"
+#include <fstream>
+#include <iterator>
+#include <string>
 
 using namespace mtrain::plan;
 
@@ -24,7 +27,41 @@ LaunchPlan two_rank_plan() {
   p.nodes.push_back(n);
   return p;
 }
+// Every key of `doc` is in `real` with a value of the same JSON type, through objects and the first
+// element of arrays; the path of the first that is not, or "".
+std::string missing_in(const nlohmann::json& doc, const nlohmann::json& real, const std::string& path) {
+  if (doc.is_object()) {
+    if (!real.is_object()) return path;
+    for (const auto& [k, v] : doc.items()) {
+      if (!real.contains(k)) return path + "/" + k;
+      const auto m = missing_in(v, real.at(k), path + "/" + k);
+      if (!m.empty()) return m;
+    }
+    return "";
+  }
+  if (doc.is_array()) {
+    if (!real.is_array()) return path;
+    return doc.empty() || real.empty() ? "" : missing_in(doc.front(), real.front(), path + "/0");
+  }
+  return doc.type() == real.type() || (doc.is_number() && real.is_number()) ? "" : path;
+}
 }  // namespace
+
+// The example in docs/architecture.md §4 is the contract other programs read: each of its keys
+// must be where the plan's JSON has it, with that kind of value.
+TEST_CASE("plan_format: docs/architecture.md §4's example has the plan's keys", "[plan][plan_format]") {
+  std::ifstream in(std::string(MTRAIN_SOURCE_DIR) + "/docs/architecture.md");
+  REQUIRE(in);
+  const std::string doc{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  const auto section = doc.find("## §4");
+  const auto open = doc.find("```json\n", section), close = doc.find("```", open + 7);
+  REQUIRE(open < doc.find("## §5"));
+  const auto example = nlohmann::json::parse(doc.substr(open + 8, close - open - 8));
+  REQUIRE(example.contains("nodes"));
+  CHECK(missing_in(example, to_json(two_rank_plan()), "") == "");
+  CHECK(missing_in(nlohmann::json::parse(R"({"nodes": [{"hosts": 1}]})"), to_json(two_rank_plan()), "") ==
+        "/nodes/0/hosts");
+}
 
 TEST_CASE("plan_format: JSON holds every field of the plan", "[plan][plan_format]") {
   const auto j = to_json(two_rank_plan());

@@ -11,9 +11,9 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/remote/ssh_command.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/remote/ssh_command.hpp"
 
 using namespace mtrain::remote;
 using Catch::Contains;

@@ -1,9 +1,9 @@
 // The rank assignment of a rendezvous round (lib/rendezvous/assignment.cpp).
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/assignment.hpp"
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/assignment.hpp"
+#include "lib/rendezvous/frame.hpp"
 
 using namespace mtrain::rendezvous;
 

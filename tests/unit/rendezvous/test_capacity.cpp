@@ -1,7 +1,7 @@
 // How many connections the rendezvous server accepts (lib/rendezvous/capacity.cpp).
 #include <catch2/catch.hpp>
 
-#include "mtrain/rendezvous/capacity.hpp"
+#include "lib/rendezvous/capacity.hpp"
 
 using namespace mtrain::rendezvous;
 

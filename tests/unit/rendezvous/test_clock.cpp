@@ -2,7 +2,7 @@
 // real one that never goes back, and durations as messages show them.
 #include <catch2/catch.hpp>
 
-#include "mtrain/rendezvous/clock.hpp"
+#include "lib/rendezvous/clock.hpp"
 
 using namespace mtrain::rendezvous;
 using std::chrono::milliseconds;

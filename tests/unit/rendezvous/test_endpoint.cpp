@@ -3,8 +3,8 @@
 
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/endpoint.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/endpoint.hpp"
 
 using namespace mtrain::rendezvous;
 using Catch::Contains;

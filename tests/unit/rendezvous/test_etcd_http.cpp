@@ -8,8 +8,8 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_http.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 using namespace mtrain::rendezvous;
 
@@ -134,10 +134,80 @@ TEST_CASE("a watch event that arrives in two pieces is read whole", "[etcd_http]
   o.endpoints = {Endpoint{"127.0.0.1", gateway.local_endpoint().port()}};
   o.op_timeout = Duration(2000);
   EtcdHttp kv(o);
-  bool changed = false;
-  CHECK_NOTHROW(changed = kv.watch_prefix("/x/", 8, Duration(2000)));
-  CHECK(changed);
+  WatchResult w;
+  CHECK_NOTHROW(w = kv.watch_prefix("/x/", 8, Duration(2000)));
+  CHECK(w.changed);
+  // The event carries the key's value: a waiter for it reads nothing more.
+  REQUIRE(w.puts.size() == 1);
+  CHECK(w.puts[0].key == "/x/");
+  CHECK(w.puts[0].value.size() == 450);
   server.join();
+}
+
+TEST_CASE("a watch from a compacted revision ends at once, so the caller reads the current state", "[etcd_http]") {
+  // etcd answers a watch whose start revision it has compacted away with one message, "canceled"
+  // and the compact revision, and then nothing: waiting for "events" waited out the whole timeout.
+  namespace asio = boost::asio;
+  asio::io_context io;
+  asio::ip::tcp::acceptor gateway(io, {asio::ip::make_address("127.0.0.1"), 0});
+  std::thread server([&] {
+    asio::ip::tcp::socket s(io);
+    gateway.accept(s);
+    asio::streambuf req;
+    asio::read_until(s, req, "\r\n\r\n");
+    const std::string msg =
+        "{\"result\":{\"header\":{\"revision\":\"90\"},\"compact_revision\":\"50\",\"canceled\":true}}\n";
+    std::ostringstream c;
+    c << "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+      << std::hex << msg.size() << "\r\n"
+      << msg << "\r\n";
+    asio::write(s, asio::buffer(c.str()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));  // the stream stays open, silent
+  });
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gateway.local_endpoint().port()}};
+  EtcdHttp kv(o);
+  const auto t0 = std::chrono::steady_clock::now();
+  WatchResult w;
+  CHECK_NOTHROW(w = kv.watch_prefix("/x/", 10, Duration(5000)));
+  CHECK(w.changed);
+  CHECK(w.puts.empty());
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(1000));
+  server.join();
+}
+
+TEST_CASE("requests to one member share one kept-open connection", "[etcd_http]") {
+  // A new connection per request cost etcd an accept, a goroutine and (with TLS) a handshake each.
+  namespace asio = boost::asio;
+  namespace http = boost::beast::http;
+  asio::io_context io;
+  asio::ip::tcp::acceptor gateway(io, {asio::ip::make_address("127.0.0.1"), 0});
+  int served = 0;
+  std::thread server([&] {
+    asio::ip::tcp::socket s(io);
+    gateway.accept(s);  // one connection only: a second one would never be answered
+    boost::beast::flat_buffer buf;
+    boost::beast::error_code ec;
+    for (; served < 3; ++served) {
+      http::request<http::string_body> req;
+      http::read(s, buf, req, ec);
+      if (ec) return;  // the client closed this connection
+      http::response<http::string_body> res{http::status::ok, 11};
+      res.set(http::field::content_type, "application/json");
+      res.body() = R"({"header":{"revision":"5"},"kvs":[],"result":{"TTL":"9"}})";
+      res.prepare_payload();
+      http::write(s, res, ec);
+    }
+  });
+  EtcdOptions o;
+  o.endpoints = {Endpoint{"127.0.0.1", gateway.local_endpoint().port()}};
+  o.op_timeout = Duration(1000);
+  EtcdHttp kv(o);
+  CHECK(kv.range_prefix("/x/").revision == 5);
+  CHECK(kv.keep_alive(7));
+  CHECK_FALSE(kv.get("/x/k").has_value());
+  server.join();
+  CHECK(served == 3);
 }
 
 TEST_CASE("an expired auth token is renewed and the request repeated", "[etcd_http]") {

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/rendezvous/etcd_mac.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
 
 using namespace mtrain::rendezvous;
 

@@ -2,12 +2,18 @@
 // against a real three-member cluster: tests/e2e/elastic/test_etcd_cluster.sh.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <future>
+#include <map>
+#include <mutex>
+#include <set>
 #include <thread>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_memory.hpp"
-#include "mtrain/rendezvous/etcd_rendezvous.hpp"
+#include <fmt/format.h>
+
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_rendezvous.hpp"
 
 using namespace mtrain::rendezvous;
 
@@ -254,4 +260,120 @@ TEST_CASE("scale up off, or a full job: the arriving node waits for the next rou
     clock.advance(Duration(400));  // node-c's join timeout
     fc.wait_for(std::chrono::seconds(5));
   }
+}
+
+namespace {
+
+// MemoryKv that counts the requests a real cluster would be sent, by kind.
+struct CountingKv final : EtcdKv {
+  explicit CountingKv(const Clock& clock) : kv(clock) {}
+  MemoryKv kv;
+  std::mutex mu;
+  std::map<std::string, int> calls;
+  void count(const char* what) {
+    std::lock_guard lock(mu);
+    ++calls[what];
+  }
+  int total() {
+    std::lock_guard lock(mu);
+    int n = 0;
+    for (const auto& [what, k] : calls) n += k;
+    return n;
+  }
+  RangeResult range_prefix(const std::string& p) override { return count("range"), kv.range_prefix(p); }
+  RangeResult first_created(const std::string& p, int64_t l) override { return count("range"), kv.first_created(p, l); }
+  void erase(const std::string& k) override { count("delete"), kv.erase(k); }
+  std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override {
+    count("txn");
+    auto out = kv.read_all(ops);
+    // A follower that has not applied the latest member keys yet answers serializable counts short.
+    if (lagging && std::all_of(ops.begin(), ops.end(), [](const RangeOp& op) { return op.serializable; }))
+      for (size_t i = 0; i < ops.size(); ++i)
+        if (ops[i].count_only && out[i].count > 0) --out[i].count;
+    return out;
+  }
+  bool lagging = false;
+  std::optional<KeyValue> get(const std::string& k) override { return count("range"), kv.get(k); }
+  std::optional<KeyValue> create(const std::string& k, const std::string& v, int64_t l) override {
+    return count("txn"), kv.create(k, v, l);
+  }
+  bool compare_and_put(const std::string& k, int64_t m, const std::string& v) override {
+    return count("txn"), kv.compare_and_put(k, m, v);
+  }
+  void put(const std::string& k, const std::string& v, int64_t l) override { count("put"), kv.put(k, v, l); }
+  void delete_prefix(const std::string& p) override { count("delete"), kv.delete_prefix(p); }
+  TxnResult txn(const std::vector<TxnCompare>& c, const std::vector<TxnOp>& s, const std::vector<TxnOp>& f) override {
+    return count("txn"), kv.txn(c, s, f);
+  }
+  int64_t grant_lease(Duration ttl) override { return count("lease grant"), kv.grant_lease(ttl); }
+  bool keep_alive(int64_t l) override { return count("lease keep-alive"), kv.keep_alive(l); }
+  void revoke(int64_t l) override { count("lease revoke"), kv.revoke(l); }
+  WatchResult watch_prefix(const std::string& p, int64_t from, Duration t) override {
+    return count("watch"), kv.watch_prefix(p, from, t);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a join costs three requests: the lease, one transaction and the watch", "[etcd_rendezvous]") {
+  // The etcd cluster's CPU per join is what bounded forming at 512 nodes (35x the mtrain store):
+  // it was seven requests a join (guard, lease, state, member put, reads, host list, watch and
+  // the reads after it). The watch's event carries the agreement, so a woken node reads nothing.
+  constexpr int kNodes = 8;
+  ManualClock clock;
+  auto kv = std::make_shared<CountingKv>(clock);
+  std::vector<std::unique_ptr<EtcdRendezvous>> agents;
+  for (int k = 0; k < kNodes; ++k) {
+    auto o = node(fmt::format("node-{}", k), kNodes, kNodes);
+    o.node_timeout = Duration(60000);  // no watch ends by its real-time bound while the job forms
+    agents.push_back(std::make_unique<EtcdRendezvous>(o, kv, clock));
+  }
+  // The first node lays the job's guard and state (two creates and a second try of its join).
+  auto first = std::async(std::launch::async, [&] { return agents[0]->join(); });
+  while (kv->kv.range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::vector<std::future<JoinResult>> rest;
+  for (int k = 1; k < kNodes; ++k)
+    rest.push_back(std::async(std::launch::async, [&, k] { return agents[static_cast<size_t>(k)]->join(); }));
+  std::set<int> ranks{first.get().node_rank};
+  for (auto& f : rest) ranks.insert(f.get().node_rank);
+  CHECK(ranks.size() == kNodes);
+  INFO("lease grants " << kv->calls["lease grant"] << ", transactions " << kv->calls["txn"] << ", watches "
+                       << kv->calls["watch"] << ", ranges " << kv->calls["range"] << ", puts " << kv->calls["put"]);
+  CHECK(kv->calls["lease grant"] == kNodes);
+  // One join transaction each; the first node's second try and the one that laid the guard and
+  // the state; the agreement's create by the node that completed the round.
+  CHECK(kv->calls["txn"] == kNodes + 3);
+  CHECK(kv->calls["watch"] == kNodes - 1);  // all but the one that formed the round
+  CHECK(kv->calls["range"] == 1);  // its list of the members, once
+  CHECK(kv->total() == 3 * kNodes + 3);
+}
+
+TEST_CASE("a heartbeat on a lagging member reads the counts again before it lists every member", "[etcd_rendezvous]") {
+  // Serializable counts come from the member's own copy; under load a follower lags the leader
+  // and counts short. Listing the members then made every such heartbeat O(N) in etcd.
+  ManualClock clock;
+  auto kv = std::make_shared<CountingKv>(clock);
+  auto o = [](const std::string& host) {
+    auto n = node(host, 2, 2);
+    n.node_timeout = Duration(60000);
+    return n;
+  };
+  EtcdRendezvous a(o("node-a"), kv, clock), b(o("node-b"), kv, clock);
+  auto fa = std::async(std::launch::async, [&] { return a.join(); });
+  while (kv->kv.range_prefix("/mtrain/rdzv/job1/r/0/n/").kvs.empty())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  b.join();
+  fa.get();
+  kv->lagging = true;
+  kv->calls.clear();
+  CHECK(a.heartbeat().phase == Phase::running);
+  CHECK(kv->calls["range"] == 0);  // no member list
+  CHECK(kv->calls["txn"] == 2);  // the serializable counts, then the linearizable ones
+  CHECK(kv->calls["lease keep-alive"] == 1);
+  // Without the lag a beat is the keep-alive and one serializable read.
+  kv->lagging = false;
+  kv->calls.clear();
+  CHECK(a.heartbeat().phase == Phase::running);
+  CHECK(kv->total() == 2);
 }

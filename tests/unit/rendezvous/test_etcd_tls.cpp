@@ -7,8 +7,8 @@
 #include <openssl/ssl.h>
 
 #include "temp_dir.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/etcd_tls.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_tls.hpp"
 
 using namespace mtrain::rendezvous;
 

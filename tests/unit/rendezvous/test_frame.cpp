@@ -4,8 +4,8 @@
 #include <array>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/frame.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/frame.hpp"
 
 using namespace mtrain::rendezvous;
 using Catch::Contains;

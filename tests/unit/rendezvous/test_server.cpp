@@ -12,10 +12,10 @@
 #include <set>
 #include <thread>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/client.hpp"
-#include "mtrain/rendezvous/heartbeat.hpp"
-#include "mtrain/rendezvous/server.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/heartbeat.hpp"
+#include "lib/rendezvous/server.hpp"
 
 using namespace mtrain::rendezvous;
 using Catch::Contains;

@@ -3,8 +3,8 @@
 
 #include <fmt/format.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/store.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/store.hpp"
 
 using namespace mtrain::rendezvous;
 using nlohmann::json;

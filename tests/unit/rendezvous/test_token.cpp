@@ -4,8 +4,8 @@
 #include <set>
 #include <string>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/rendezvous/token.hpp"
+#include "lib/core/error.hpp"
+#include "lib/rendezvous/token.hpp"
 
 using namespace mtrain::rendezvous;
 using Catch::Contains;

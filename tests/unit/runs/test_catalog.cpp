@@ -10,13 +10,14 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include <nlohmann/json.hpp>
 
 #include "temp_dir.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/runs/catalog.hpp"
-#include "mtrain/runs/segments.hpp"
+#include "lib/core/error.hpp"
+#include "lib/runs/catalog.hpp"
+#include "lib/runs/segments.hpp"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -210,6 +211,23 @@ TEST_CASE("runs: a work dir of runs from step 0 lists as before", "[runs]") {
   const std::string table = runs_table(runs);
   CHECK_THAT(table, Catch::Contains("20/50  "));
   CHECK_THAT(table, !Catch::Contains("segment"));
+}
+
+// clang-tidy's bugprone-incorrect-roundings (issue 41 item 7): `(long long)(s + 0.5)` rounded
+// 0.49999999999999994 s up to 1 s, and a span from a hostile run.json past long long's range was an
+// undefined conversion (garbage such as "-9223372036854775808s" in the table).
+TEST_CASE("runs: durations round to the nearest second, and absurd ones are said as such", "[runs]") {
+  Run r;
+  r.name = "x";
+  r.state = "finished";
+  r.duration_s = 0.49999999999999994;
+  CHECK_THAT(runs_table({r}), Catch::Contains(" 0s "));
+  r.duration_s = 59.5;
+  CHECK_THAT(runs_table({r}), Catch::Contains(" 1m00s "));
+  r.duration_s = 1e300;
+  CHECK_THAT(runs_table({r}), Catch::Contains(" >1000000h "));
+  r.duration_s = std::numeric_limits<double>::infinity();
+  CHECK_THAT(runs_table({r}), Catch::Contains(" >1000000h "));
 }
 
 TEST_CASE("runs: the table and the JSON", "[runs]") {

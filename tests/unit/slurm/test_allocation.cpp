@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/allocation.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/allocation.hpp"
 
 using namespace mtrain::slurm;
 

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/client.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/client.hpp"
 
 using namespace mtrain::slurm;
 

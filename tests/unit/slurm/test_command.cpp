@@ -10,7 +10,7 @@
 #include <fstream>
 #include <thread>
 
-#include "mtrain/slurm/command.hpp"
+#include "lib/slurm/command.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::slurm;

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/hostlist.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/hostlist.hpp"
 
 using mtrain::slurm::expand_counts;
 using mtrain::slurm::expand_hostlist;

@@ -10,8 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/job_ops.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/job_ops.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::slurm;

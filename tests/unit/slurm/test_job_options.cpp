@@ -5,11 +5,11 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/config/resolve_job.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/job_options.hpp"
-#include "mtrain/slurm/writer_job.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/config/resolve_job.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/job_options.hpp"
+#include "lib/slurm/writer_job.hpp"
 
 using namespace mtrain::slurm;
 namespace fs = std::filesystem;

@@ -2,7 +2,7 @@
 // output, exit codes, terminal states, the readable line and Slurm's file-name patterns.
 #include <catch2/catch.hpp>
 
-#include "mtrain/slurm/job_status.hpp"
+#include "lib/slurm/job_status.hpp"
 
 using namespace mtrain::slurm;
 

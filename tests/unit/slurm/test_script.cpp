@@ -8,10 +8,10 @@
 #include <fstream>
 #include <sstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/strings.hpp"
-#include "mtrain/slurm/command.hpp"
-#include "mtrain/slurm/script.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/strings.hpp"
+#include "lib/slurm/command.hpp"
+#include "lib/slurm/script.hpp"
 
 using namespace mtrain::slurm;
 namespace fs = std::filesystem;

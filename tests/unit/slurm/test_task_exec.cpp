@@ -13,8 +13,8 @@
 #include <functional>
 #include <map>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/task_exec.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/task_exec.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::slurm;

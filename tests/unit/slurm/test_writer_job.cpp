@@ -3,10 +3,10 @@
 // program, this mtrain by default, and the default script path.
 #include <catch2/catch.hpp>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/slurm/script.hpp"
-#include "mtrain/slurm/writer_job.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/slurm/script.hpp"
+#include "lib/slurm/writer_job.hpp"
 
 using namespace mtrain;
 using namespace mtrain::slurm;
@@ -86,4 +86,37 @@ TEST_CASE("writer_job: an elastic etcd job set in the job file makes the same sc
       Catch::Matchers::Contains("--rdzv-backend etcd needs --rdzv-endpoint"));
   // A job file that leaves them out stays a plain job.
   CHECK_FALSE(elastic_job(writer_job(defaults({{"slurm.nodes", 3}}), w)));
+}
+
+TEST_CASE("writer_job: submit's etcd TLS and auth flags reach every node's mtrain launch in the script",
+          "[slurm][writer][etcd]") {
+  // Not slurm.* options: they pass through as launch words. A node started without them would
+  // speak plain HTTP to https members, or present no client certificate.
+  WriterWords w;
+  w.self_path = "/opt/mtrain/bin/mtrain";
+  w.cwd = "/home/u";
+  w.launch_args = {"--nnodes",
+                   "2:3",
+                   "--rdzv-backend",
+                   "etcd",
+                   "--rdzv-endpoint",
+                   "https://e1:2379,https://e2:2379,https://e3:2379",
+                   "--rdzv-etcd-cacert",
+                   "/etc/etcd/ca dir/ca.crt",
+                   "--rdzv-etcd-cert",
+                   "/etc/etcd/node.crt",
+                   "--rdzv-etcd-key",
+                   "/etc/etcd/node.key",
+                   "--rdzv-etcd-user",
+                   "trainer",
+                   "--rdzv-etcd-password-file",
+                   "/home/u/.etcd-password"};
+  const JobOptions job = writer_job(defaults({{"slurm.nodes", 3}}), w);
+  CHECK(elastic_job(job));
+  const std::string text = render_script(job, {"0.0", "mtrain slurm submit"});
+  for (const char* words : {"--rdzv-endpoint https://e1:2379,https://e2:2379,https://e3:2379",
+                            "--rdzv-etcd-cacert '/etc/etcd/ca dir/ca.crt'", "--rdzv-etcd-cert /etc/etcd/node.crt",
+                            "--rdzv-etcd-key /etc/etcd/node.key", "--rdzv-etcd-user trainer",
+                            "--rdzv-etcd-password-file /home/u/.etcd-password"})
+    CHECK_THAT(text, Catch::Contains(words));
 }

@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/topology/filter.hpp"
+#include "lib/core/error.hpp"
+#include "lib/topology/filter.hpp"
 
 using namespace mtrain::topology;
 

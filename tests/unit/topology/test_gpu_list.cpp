@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/topology/gpu_list.hpp"
+#include "lib/core/error.hpp"
+#include "lib/topology/gpu_list.hpp"
 
 using namespace mtrain::topology;
 

@@ -6,8 +6,8 @@
 
 #include <unistd.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/topology/hostfile.hpp"
+#include "lib/core/error.hpp"
+#include "lib/topology/hostfile.hpp"
 
 using namespace mtrain::topology;
 using Catch::Contains;

@@ -2,7 +2,7 @@
 // every host.
 #include <catch2/catch.hpp>
 
-#include "mtrain/topology/inventory.hpp"
+#include "lib/topology/inventory.hpp"
 
 using namespace mtrain::topology;
 

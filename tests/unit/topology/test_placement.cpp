@@ -1,8 +1,8 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/topology/hostfile.hpp"
-#include "mtrain/topology/placement.hpp"
+#include "lib/core/error.hpp"
+#include "lib/topology/hostfile.hpp"
+#include "lib/topology/placement.hpp"
 
 using namespace mtrain::topology;
 

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "mtrain/tracking/bounded_worker.hpp"
+#include "lib/tracking/bounded_worker.hpp"
 
 using namespace mtrain::tracking;
 using namespace std::chrono_literals;

@@ -7,9 +7,9 @@
 #include <iterator>
 #include <sstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/tracking/event_file.hpp"
-#include "mtrain/tracking/record_framing.hpp"
+#include "lib/core/error.hpp"
+#include "lib/tracking/event_file.hpp"
+#include "lib/tracking/record_framing.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::tracking;

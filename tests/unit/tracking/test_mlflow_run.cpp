@@ -1,9 +1,12 @@
 // An MLflow server that is down or never answers costs the training loop nothing: every call
-// returns at once, there is one warning, and finishing waits a bounded time. (The real server is
-// tests/e2e/tracking/test_mlflow.sh.)
+// returns at once, there is one warning, and finishing waits a bounded time. A backlog of metric
+// points goes out in log-batch requests of up to 1000, and the artifacts and the final status
+// always come after it. (The real server is tests/e2e/tracking/test_mlflow.sh.)
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
+#include <fstream>
 #include <chrono>
 #include <mutex>
 #include <string>
@@ -12,10 +15,15 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 
-#include "mtrain/tracking/http_client.hpp"
-#include "mtrain/tracking/mlflow_run.hpp"
+#include "fakes/fake_mlflow_server.hpp"
+#include "lib/mlflow/http_client.hpp"
+#include "lib/mlflow/run_record.hpp"
+#include "lib/tracking/mlflow_run.hpp"
+#include "temp_dir.hpp"
 
 using namespace mtrain::tracking;
+using mtrain::mlflow::HttpUrl;
+using mtrain::mlflow::parse_http_url;
 using namespace std::chrono_literals;
 namespace asio = boost::asio;
 using Clock = std::chrono::steady_clock;
@@ -97,4 +105,88 @@ TEST_CASE("a server that accepts and never answers: calls time out in the backgr
   CHECK(Clock::now() - t0 < 5s);
   REQUIRE(w.count() == 1);
   CHECK_THAT(w.lines[0], Catch::Contains("creating the run failed") && Catch::Contains("no answer within"));
+}
+
+namespace {
+
+int count_prefix(const std::vector<std::string>& events, const std::string& prefix) {
+  return static_cast<int>(
+      std::count_if(events.begin(), events.end(), [&](const std::string& e) { return e.rfind(prefix, 0) == 0; }));
+}
+
+}  // namespace
+
+TEST_CASE("a backlog of 2000 logging steps goes out in batches, then the artifact and the status",
+          "[tracking][mlflow_run]") {
+  // 20 ms a request: one request per logging step would need 40 s; batches need well under 1 s.
+  mtrain::testing::FakeMlflowServer server(20ms);
+  mtrain::testing::TempDir dir;
+  std::ofstream(dir.path / "summary.json") << "{}\n";
+  HttpUrl url;
+  REQUIRE(parse_http_url(server.uri(), url).empty());
+  TrackingOptions o;
+  o.mlflow_uri = server.uri();
+  Warnings w;
+  MlflowTimeouts t;
+  t.call = 2s;
+  t.finish_grace = 5s;
+  const std::string record = (dir.path / "mlflow_run.json").string();
+  const auto t0 = Clock::now();
+  {
+    MlflowRun run(url, o, "r", {{"train", {{"max_steps", 2000}}}}, w.sink(), t, record);
+    const auto t1 = Clock::now();
+    for (int step = 1; step <= 2000; ++step)
+      run.metrics(step, {{"train/loss", 1.0 / step}, {"train/lr", 1e-3}, {"train/time", 0.1}, {"train/memory", 5}});
+    CHECK(Clock::now() - t1 < 500ms);  // the loop never waits
+    run.finish(RunEnd::Finished, "", {{"summary.json", (dir.path / "summary.json").string()}});
+    CHECK(run.dropped_points() == 0);
+  }
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK(w.count() == 0);
+  const auto events = server.events();
+  CHECK(server.points().size() == 8000);
+  // The parameters' batch, then the points in ≥ 8 requests of ≤ 1000 (the server refuses more).
+  CHECK(count_prefix(events, "log-batch") <= 40);
+  REQUIRE(events.size() >= 2);
+  CHECK(events[events.size() - 2] == "artifact summary.json");
+  CHECK(events.back() == "update FINISHED");
+  // The run's id was left for the launcher as soon as the run existed.
+  const auto rec = mtrain::mlflow::read_run_record(record);
+  REQUIRE(rec.has_value());
+  CHECK(rec->run_id == mtrain::testing::FakeMlflowServer::kRunId);
+  CHECK(rec->uri == server.uri());
+}
+
+TEST_CASE("points that cannot all go out in time are dropped, never the artifact and the status",
+          "[tracking][mlflow_run]") {
+  // 150 ms a request, 0.5 s for the points at the end: most of 20000 points are left behind.
+  mtrain::testing::FakeMlflowServer server(150ms);
+  mtrain::testing::TempDir dir;
+  std::ofstream(dir.path / "summary.json") << "{}\n";
+  HttpUrl url;
+  REQUIRE(parse_http_url(server.uri(), url).empty());
+  TrackingOptions o;
+  o.mlflow_uri = server.uri();
+  Warnings w;
+  MlflowTimeouts t;
+  t.call = 2s;
+  t.finish_grace = 500ms;
+  int64_t dropped = 0;
+  {
+    MlflowRun run(url, o, "r", {{"train", {{"max_steps", 5000}}}}, w.sink(), t);
+    for (int step = 1; step <= 5000; ++step)
+      run.metrics(step, {{"train/loss", 1.0}, {"train/lr", 1e-3}, {"train/time", 0.1}, {"train/memory", 5}});
+    run.finish(RunEnd::Failed, "error: out of memory", {{"summary.json", (dir.path / "summary.json").string()}});
+    dropped = run.dropped_points();
+  }
+  const auto events = server.events();
+  CHECK(dropped > 0);
+  CHECK(static_cast<int64_t>(server.points().size()) + dropped == 20000);
+  REQUIRE(events.size() >= 3);
+  CHECK(events[events.size() - 3] == "artifact summary.json");
+  CHECK(events[events.size() - 2] == "log-batch metrics=0 params=0 tags=1");
+  CHECK(events.back() == "update FAILED");
+  CHECK(server.tags().at("mtrain.failure") == "error: out of memory");
+  REQUIRE(w.count() == 1);
+  CHECK_THAT(w.lines[0], Catch::Contains("metric points were not sent") && Catch::Contains("metrics.jsonl has them"));
 }

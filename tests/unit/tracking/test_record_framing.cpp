@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "mtrain/tracking/record_framing.hpp"
+#include "lib/tracking/record_framing.hpp"
 
 using namespace mtrain::tracking;
 

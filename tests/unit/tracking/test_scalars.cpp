@@ -3,7 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/tracking/scalars.hpp"
+#include "lib/tracking/scalars.hpp"
 
 using namespace mtrain::tracking;
 using nlohmann::json;
@@ -25,7 +25,7 @@ TEST_CASE("a record's numbers become mode/key scalars; the position keys do not"
 TEST_CASE("a job's settings flatten to dotted parameters", "[tracking][scalars]") {
   const json job = {{"strategy", "ddp"}, {"train", {{"max_steps", 200}, {"work_dir", "w"}}},
                     {"fsdp", {{"wrap_module_types", json::array({"Block"})}}}, {"x", {{"long", std::string(7000, 'a')}}}};
-  const KeyValues p = params_of_job(job);
+  const mtrain::mlflow::KeyValues p = params_of_job(job);
   const std::map<std::string, std::string> m(p.begin(), p.end());
   CHECK(m.at("strategy") == "ddp");
   CHECK(m.at("train.max_steps") == "200");

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/tracking/tracker.hpp"
+#include "lib/core/error.hpp"
+#include "lib/tracking/tracker.hpp"
 #include "temp_dir.hpp"
 
 using namespace mtrain::tracking;
@@ -32,7 +32,8 @@ TEST_CASE("a resumed run continues its training's tracked run", "[tracking][trac
 TEST_CASE("an https or malformed MLflow URI is refused when tracking starts", "[tracking][tracker]") {
   TrackingOptions o;
   o.mlflow_uri = "https://mlflow.example";
-  CHECK_THROWS_WITH(Tracker(o, {"r", 0, {}}, [](const std::string&) {}),
-                    Catch::Contains("log.mlflow.uri 'https://mlflow.example'") && Catch::Contains("https is not supported"));
+  CHECK_THROWS_WITH(
+      Tracker(o, {"r", 0, {}, ""}, [](const std::string&) {}),
+      Catch::Contains("log.mlflow.uri 'https://mlflow.example'") && Catch::Contains("https is not supported"));
   CHECK_THAT(check_mlflow_uri("http://127.0.0.1:5000"), Catch::Equals(""));
 }

@@ -1,7 +1,7 @@
 #pragma once
 // Files for the dataset tests: a temporary folder removed afterwards, a file written from bytes,
 // and the paragraph of the mtrain::Error a call throws (the shared fixtures of tests/).
-#include "mtrain/core/error.hpp"
+#include "lib/core/error.hpp"
 #include "error_text.hpp"
 #include "temp_dir.hpp"
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 #include "../trainer/ranks.hpp"
 
 namespace mtrain::trainer::testing {

@@ -14,10 +14,10 @@
 #include <nlohmann/json.hpp>
 #include <unistd.h>
 
-#include "mtrain/trainer/comm/compat.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/loop/trainer.hpp"
+#include "lib/trainer/comm/compat.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/loop/trainer.hpp"
 #include "unit/trainer/ranks.hpp"
 #include "temp_dir.hpp"
 

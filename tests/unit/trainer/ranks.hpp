@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 namespace mtrain::trainer::testing {
 

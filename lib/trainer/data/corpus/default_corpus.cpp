@@ -2,7 +2,7 @@
 // and nature, written for mtrain (no third-party text). The text data set trains on it when
 // data.path is empty. It is held as raw string pieces of under 8 KB each (compilers limit the
 // length of one literal), joined once on first use.
-#include "mtrain/trainer/data/dataset.hpp"
+#include "lib/trainer/data/dataset.hpp"
 
 namespace mtrain::trainer {
 namespace {

@@ -5,10 +5,10 @@
 #include <sys/wait.h>
 
 #include "helpers.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/checkpoint_cli.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/checkpoint_cli.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

@@ -21,17 +21,17 @@
 
 #include "helpers.hpp"
 #include "hostile_files.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/consolidate.hpp"
-#include "mtrain/core/crc32c.hpp"
-#include "mtrain/trainer/checkpoint/manifest.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
-#include "mtrain/trainer/data/datasets.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/consolidate.hpp"
+#include "lib/core/crc32c.hpp"
+#include "lib/trainer/checkpoint/manifest.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
+#include "lib/trainer/data/datasets.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

@@ -4,10 +4,10 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/init_weights.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/init_weights.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

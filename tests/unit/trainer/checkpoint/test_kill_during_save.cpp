@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "helpers.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/verify.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/verify.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;
@@ -108,7 +108,7 @@ TEST_CASE("SIGKILL at random points while checkpointing never leaves an unloadab
     // resume auto chooses the newest complete one and it loads: every tensor reads back whole.
     std::string chosen;
     run_ranks(1, [&](Communicator& comm) {
-      const auto c = choose_resume(comm, "auto", (wd / "checkpoints").string());
+      const auto c = choose_resume(comm, mtrain::config::Resume::automatic(), (wd / "checkpoints").string());
       if (c.dir) chosen = *c.dir;
     });
     REQUIRE(chosen == complete.back().second);

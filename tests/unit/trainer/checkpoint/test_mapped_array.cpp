@@ -3,7 +3,7 @@
 #include <fstream>
 #include <string>
 
-#include "mtrain/trainer/checkpoint/mapped_array.hpp"
+#include "lib/trainer/checkpoint/mapped_array.hpp"
 
 using mtrain::trainer::MappedArray;
 

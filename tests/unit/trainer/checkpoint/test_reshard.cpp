@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

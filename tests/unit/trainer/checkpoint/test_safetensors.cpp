@@ -7,9 +7,9 @@
 #include <nlohmann/json.hpp>
 
 #include "helpers.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/safetensors.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/safetensors.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

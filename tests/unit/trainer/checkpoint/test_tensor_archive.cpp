@@ -10,10 +10,10 @@
 #include <fstream>
 
 #include "helpers.hpp"
-#include "mtrain/trainer/checkpoint/durable_file.hpp"
-#include "mtrain/trainer/checkpoint/state_dict_pickle.hpp"
-#include "mtrain/trainer/checkpoint/tensor_archive.hpp"
-#include "mtrain/trainer/checkpoint/weights_file.hpp"
+#include "lib/trainer/checkpoint/durable_file.hpp"
+#include "lib/trainer/checkpoint/state_dict_pickle.hpp"
+#include "lib/trainer/checkpoint/tensor_archive.hpp"
+#include "lib/trainer/checkpoint/weights_file.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

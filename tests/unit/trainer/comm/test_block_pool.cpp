@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/trainer/comm/block_pool.hpp"
+#include "lib/trainer/comm/block_pool.hpp"
 
 using namespace mtrain::trainer;
 

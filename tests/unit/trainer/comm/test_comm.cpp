@@ -3,8 +3,8 @@
 #include <ATen/ATen.h>
 #include <fmt/format.h>
 
-#include "mtrain/trainer/comm/absent_ranks.hpp"
-#include "mtrain/trainer/comm/exception_text.hpp"
+#include "lib/trainer/comm/absent_ranks.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
 #include "ranks.hpp"
 
 using namespace mtrain::trainer;

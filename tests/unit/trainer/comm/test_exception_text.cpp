@@ -3,7 +3,7 @@
 
 #include <c10/util/Exception.h>
 
-#include "mtrain/trainer/comm/exception_text.hpp"
+#include "lib/trainer/comm/exception_text.hpp"
 
 using namespace mtrain::trainer;
 

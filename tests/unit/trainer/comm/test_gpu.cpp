@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <iostream>
 
-#include "mtrain/trainer/comm/compat.hpp"
+#include "lib/trainer/comm/compat.hpp"
 #include "ranks.hpp"
 
 using namespace mtrain::trainer;

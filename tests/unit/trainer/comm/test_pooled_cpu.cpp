@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
 
 using namespace mtrain::trainer;
 

@@ -19,7 +19,7 @@
 #include <utility>
 #include <vector>
 
-#include "mtrain/trainer/comm/shm_collectives.hpp"
+#include "lib/trainer/comm/shm_collectives.hpp"
 
 using namespace mtrain::trainer;
 

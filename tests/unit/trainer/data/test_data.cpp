@@ -1,7 +1,7 @@
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/data/sampler.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/data/sampler.hpp"
 
 #include <catch2/catch.hpp>
 

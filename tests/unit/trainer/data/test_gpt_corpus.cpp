@@ -3,10 +3,10 @@
 // 2 ranks × 16 samples — the two ranks' micro-batches of each step (from the sampler) are
 // concatenated, which is the gradient DDP averages. Hidden ("[.]"): about a minute of CPU; run
 // with `test_trainer_data "[gpt-corpus]"`.
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
-#include "mtrain/trainer/data/sampler.hpp"
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/train_job.hpp"
+#include "lib/trainer/data/sampler.hpp"
+#include "lib/trainer/model/model.hpp"
 
 #include <catch2/catch.hpp>
 #include <torch/optim/adamw.h>

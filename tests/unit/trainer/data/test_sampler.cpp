@@ -1,5 +1,5 @@
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/sampler.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/sampler.hpp"
 
 #include <catch2/catch.hpp>
 

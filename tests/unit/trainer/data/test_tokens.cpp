@@ -1,10 +1,10 @@
 // The tokens dataset over the layouts of lib/core/token_file.hpp (tested in
 // tests/unit/core/test_token_file.cpp): windows cut like the text dataset's, ids checked against
 // the vocabulary by position, and a mapping whose resident pages do not pile up as it is read.
-#include "mtrain/core/error.hpp"
-#include "mtrain/core/token_file.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
+#include "lib/core/error.hpp"
+#include "lib/core/token_file.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/loop/train_job.hpp"
 
 #include <catch2/catch.hpp>
 

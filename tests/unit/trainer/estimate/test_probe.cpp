@@ -8,9 +8,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/trainer/comm/pooled_cpu.hpp"
-#include "mtrain/trainer/estimate/probe.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/trainer/comm/pooled_cpu.hpp"
+#include "lib/trainer/estimate/probe.hpp"
 #include "temp_dir.hpp"
 
 using mtrain::trainer::EstimateProbeOptions;

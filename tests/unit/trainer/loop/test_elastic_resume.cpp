@@ -7,8 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/loop/elastic_resume.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/loop/elastic_resume.hpp"
 
 using namespace mtrain::trainer;
 using Catch::Contains;
@@ -42,21 +42,21 @@ TEST_CASE("restart info comes from the launcher's variables", "[trainer][elastic
 TEST_CASE("a restarted attempt resumes by itself; a first attempt does not", "[trainer][elastic]") {
   TrainJob first;
   CHECK(apply_restart(first, 4, RestartInfo{}).empty());
-  CHECK(first.resume.empty());
+  CHECK_FALSE(first.resume.given());
 
   TrainJob again;
   RestartInfo info;
   info.restart_count = 1;
   auto notes = apply_restart(again, 4, info);
-  CHECK(again.resume == "auto");
+  CHECK(again.resume == mtrain::config::Resume::automatic());
   REQUIRE(notes.size() == 1);
   CHECK_THAT(notes[0], Contains("resuming from the newest complete checkpoint"));
 
   // A resume the user asked for is kept.
   TrainJob chosen;
-  chosen.resume = "/ckpt/step_10";
+  chosen.resume = mtrain::config::Resume::at("/ckpt/step_10");
   apply_restart(chosen, 4, info);
-  CHECK(chosen.resume == "/ckpt/step_10");
+  CHECK(chosen.resume == mtrain::config::Resume::at("/ckpt/step_10"));
 }
 
 TEST_CASE("the global batch is kept at the new world size, or the world size is refused", "[trainer][elastic]") {

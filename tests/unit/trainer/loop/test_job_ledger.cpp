@@ -3,7 +3,7 @@
 // rank's measured figures.
 #include <catch2/catch.hpp>
 
-#include "mtrain/trainer/loop/job_ledger.hpp"
+#include "lib/trainer/loop/job_ledger.hpp"
 
 using namespace mtrain::trainer;
 using mtrain::config::OffloadDevice;

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "helpers.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/loop/ledger.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/loop/ledger.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

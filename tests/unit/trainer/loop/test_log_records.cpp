@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "mtrain/trainer/loop/log_records.hpp"
+#include "lib/trainer/loop/log_records.hpp"
 
 using namespace mtrain::trainer;
 using nlohmann::json;

@@ -6,11 +6,11 @@
 #include <iterator>
 #include <sstream>
 
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/checkpoint/shard_io.hpp"
-#include "mtrain/trainer/loop/trainer.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/checkpoint/shard_io.hpp"
+#include "lib/trainer/loop/trainer.hpp"
 #include "ranks.hpp"
 #include "temp_dir.hpp"
 

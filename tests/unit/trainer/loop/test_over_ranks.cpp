@@ -2,7 +2,7 @@
 // sums booked under the counter named, and element-wise maxima (the fullest rank's figures).
 #include <catch2/catch.hpp>
 
-#include "mtrain/trainer/loop/over_ranks.hpp"
+#include "lib/trainer/loop/over_ranks.hpp"
 #include "ranks.hpp"
 
 using namespace mtrain::trainer;

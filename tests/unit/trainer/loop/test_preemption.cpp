@@ -6,8 +6,8 @@
 #include <csignal>
 
 #include "helpers.hpp"
-#include "mtrain/trainer/checkpoint/checkpointer.hpp"
-#include "mtrain/trainer/loop/preemption.hpp"
+#include "lib/trainer/checkpoint/checkpointer.hpp"
+#include "lib/trainer/loop/preemption.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

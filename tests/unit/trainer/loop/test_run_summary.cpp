@@ -3,7 +3,7 @@
 // they apply (gathered, tokens_per_s, final_val, stopped_by).
 #include <catch2/catch.hpp>
 
-#include "mtrain/trainer/loop/run_summary.hpp"
+#include "lib/trainer/loop/run_summary.hpp"
 
 using namespace mtrain::trainer;
 using nlohmann::json;

@@ -2,7 +2,7 @@
 // collectives apart from training's, and step-time statistics after the warm-up steps.
 #include <catch2/catch.hpp>
 
-#include "mtrain/trainer/loop/step_figures.hpp"
+#include "lib/trainer/loop/step_figures.hpp"
 
 using namespace mtrain::trainer;
 

@@ -1,6 +1,6 @@
 #include <catch2/catch.hpp>
 
-#include "mtrain/trainer/loop/token_mean.hpp"
+#include "lib/trainer/loop/token_mean.hpp"
 
 using mtrain::trainer::token_mean_scales;
 

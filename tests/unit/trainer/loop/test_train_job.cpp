@@ -7,10 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mtrain/config/names.hpp"
-#include "mtrain/config/registry.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/loop/train_job.hpp"
+#include "lib/config/names.hpp"
+#include "lib/config/registry.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/loop/train_job.hpp"
 
 using namespace mtrain::trainer;
 using mtrain::config::ModelName;
@@ -86,7 +86,7 @@ json fields(const TrainJob& t) {
         t.threads,
         t.checkpoint_interval,
         t.checkpoint_keep,
-        t.resume,
+        mtrain::config::to_string(t.resume),
         t.overwrite,
         t.init,
         t.init_strict,

@@ -4,7 +4,7 @@
 // gradients come back scaled by the incoming gradient. The programs here are stand-ins that count
 // their calls (y = w * x; loss = sum(h * v)); the real ones run in
 // tests/e2e/compiled/test_train_compiled.sh.
-#include "mtrain/trainer/model/compiled_part_function.hpp"
+#include "lib/trainer/model/compiled_part_function.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,8 +3,8 @@
 // gave wrong numbers), so a wrong argument must be refused before the program is called. The
 // program here is a stand-in that counts its calls; the real programs run in
 // tests/e2e/compiled/test_train_compiled.sh.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/loaded_program.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/loaded_program.hpp"
 
 #include <catch2/catch.hpp>
 

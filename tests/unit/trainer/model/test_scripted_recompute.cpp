@@ -7,8 +7,8 @@
 #include "data_files.hpp"
 #include "helpers.hpp"
 #include "model/recompute_pass.hpp"
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/model/torchscript.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/ir/ir.h>

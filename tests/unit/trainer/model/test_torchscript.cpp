@@ -2,10 +2,10 @@
 // (lib/trainer/data/tensors.cpp). The modules are built and saved from C++ (torch::jit::Module +
 // define), so these tests need no Python; the golden comparison against PyTorch is the e2e test
 // tests/e2e/trainer/test_torchscript_golden.sh.
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/data/dataset.hpp"
-#include "mtrain/trainer/model/model.hpp"
-#include "mtrain/trainer/model/torchscript.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/data/dataset.hpp"
+#include "lib/trainer/model/model.hpp"
+#include "lib/trainer/model/torchscript.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>

@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "error_text.hpp"
-#include "mtrain/core/torchscript_trust.hpp"
-#include "mtrain/trainer/model/torchscript_code_check.hpp"
+#include "lib/core/torchscript_trust.hpp"
+#include "lib/trainer/model/torchscript_code_check.hpp"
 
 using namespace mtrain;
 using namespace mtrain::trainer;

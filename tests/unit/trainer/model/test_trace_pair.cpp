@@ -3,9 +3,9 @@
 // and a TorchScript model with model.eval_path validating with the second file on the first's
 // weights. Modules are defined in C++; the trace facts are given (test_traced_module.cpp tests
 // how they are read).
-#include "mtrain/trainer/model/trace_pair.hpp"
+#include "lib/trainer/model/trace_pair.hpp"
 
-#include "mtrain/trainer/model/model.hpp"
+#include "lib/trainer/model/model.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 

@@ -3,7 +3,7 @@
 // ("torch/jit/_trace.py(…)", which torch.jit.save keeps as a traced node's origin) and has been
 // saved and loaded reads as a trace, as a Python trace does (the e2e tests in tests/e2e/models/
 // trace real modules).
-#include "mtrain/trainer/model/traced_module.hpp"
+#include "lib/trainer/model/traced_module.hpp"
 
 #include <torch/csrc/jit/api/module.h>
 #include <torch/csrc/jit/serialization/import.h>

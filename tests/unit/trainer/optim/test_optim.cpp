@@ -2,9 +2,9 @@
 
 #include <ATen/ATen.h>
 
-#include "mtrain/trainer/optim/clip.hpp"
-#include "mtrain/trainer/optim/optimizer.hpp"
-#include "mtrain/trainer/optim/schedule.hpp"
+#include "lib/trainer/optim/clip.hpp"
+#include "lib/trainer/optim/optimizer.hpp"
+#include "lib/trainer/optim/schedule.hpp"
 
 using namespace mtrain::trainer;
 

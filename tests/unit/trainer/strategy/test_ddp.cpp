@@ -8,8 +8,8 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/grad_mode.h>
 
-#include "mtrain/core/error.hpp"
-#include "mtrain/trainer/strategy/strategy.hpp"
+#include "lib/core/error.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 #include "ranks.hpp"
 
 using namespace mtrain::trainer;

@@ -12,7 +12,7 @@
 #include <tuple>
 
 #include "harness.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
+#include "lib/trainer/comm/communicator.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

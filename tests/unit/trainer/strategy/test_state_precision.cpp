@@ -10,9 +10,9 @@
 #include <mutex>
 
 #include "harness.hpp"
-#include "mtrain/trainer/comm/communicator.hpp"
-#include "mtrain/trainer/optim/loss_scale.hpp"
-#include "mtrain/trainer/strategy/wrap_policy.hpp"
+#include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/optim/loss_scale.hpp"
+#include "lib/trainer/strategy/wrap_policy.hpp"
 
 using namespace mtrain::trainer;
 using namespace mtrain::trainer::testing;

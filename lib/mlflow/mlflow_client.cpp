@@ -1,4 +1,4 @@
-#include "mtrain/tracking/mlflow_client.hpp"
+#include "lib/mlflow/mlflow_client.hpp"
 
 #include <cctype>
 #include <stdexcept>
@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-namespace mtrain::tracking {
+namespace mtrain::mlflow {
 
 using nlohmann::json;
 
@@ -90,8 +90,8 @@ std::string MlflowClient::experiment_id(const std::string& name) {
 
 MlflowRunRef MlflowClient::create_run(const std::string& experiment_id, const std::string& run_name, int64_t start_ms,
                                       const KeyValues& tags) {
-  const json body = {{"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_ms},
-                     {"tags", key_values(tags)}};
+  const json body = {
+      {"experiment_id", experiment_id}, {"run_name", run_name}, {"start_time", start_ms}, {"tags", key_values(tags)}};
   const json info = json::parse(call("POST", "/api/2.0/mlflow/runs/create", body.dump())).at("run").at("info");
   return {info.at("run_id").get<std::string>(), info.value("artifact_uri", "")};
 }
@@ -111,13 +111,27 @@ void MlflowClient::update_run(const std::string& run_id, const std::string& stat
        json{{"run_id", run_id}, {"status", status}, {"end_time", end_ms}}.dump());
 }
 
+std::string MlflowClient::run_status(const std::string& run_id) {
+  HttpRequest req;
+  req.target = "/api/2.0/mlflow/runs/get?run_id=" + url_encode(run_id);
+  req.timeout = timeout_;
+  const HttpResponse r = http_request(url_, req);
+  if (r.status != 200) throw std::runtime_error("runs/get: " + error_text(r));
+  const json j = json::parse(r.body, nullptr, false);
+  if (!j.is_object() || !j.contains("run") || !j["run"].contains("info") || !j["run"]["info"].contains("status") ||
+      !j["run"]["info"]["status"].is_string())
+    throw std::runtime_error("runs/get: an answer without run.info.status");
+  return j["run"]["info"]["status"].get<std::string>();
+}
+
 void MlflowClient::upload_artifact(const MlflowRunRef& run, const std::string& file, const std::string& name,
                                    std::chrono::milliseconds upload_timeout) {
   const std::string path = artifact_proxy_path(run.artifact_uri);
   if (path.empty()) {
-    throw std::runtime_error(fmt::format("the run's artifact location {} is not served by the tracking server "
-                                         "(start it with --serve-artifacts)",
-                                         run.artifact_uri));
+    throw std::runtime_error(
+        fmt::format("the run's artifact location {} is not served by the tracking server "
+                    "(start it with --serve-artifacts)",
+                    run.artifact_uri));
   }
   HttpRequest req;
   req.method = "PUT";
@@ -129,4 +143,4 @@ void MlflowClient::upload_artifact(const MlflowRunRef& run, const std::string& f
   if (r.status != 200) throw std::runtime_error(fmt::format("uploading {}: {}", name, error_text(r)));
 }
 
-}  // namespace mtrain::tracking
+}  // namespace mtrain::mlflow

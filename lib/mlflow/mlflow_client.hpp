@@ -3,14 +3,15 @@
 // (/api/2.0/mlflow-artifacts/artifacts/…), one synchronous call each, every call with a timeout.
 // Failures throw std::runtime_error with the server's own error_code and message.
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "mtrain/tracking/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
-namespace mtrain::tracking {
+namespace mtrain::mlflow {
 
 struct MlflowMetric {
   std::string key;
@@ -21,6 +22,16 @@ struct MlflowMetric {
 
 using KeyValues = std::vector<std::pair<std::string, std::string>>;
 
+// MLflow's limits on one runs/log-batch request (its REST API reference, "Request Limits"):
+// 1000 metrics, 100 params, 100 tags, 1000 items in all, 1 MB of JSON.
+inline constexpr size_t kMetricsPerBatch = 1000;
+inline constexpr size_t kParamsPerBatch = 100;
+inline constexpr size_t kTagValueChars = 5000;  // the longest tag value every backend store keeps
+
+// The tag that holds why a run FAILED: rank 0's own error line, replaced by the launcher's
+// failure report's first line when the launcher reports (lib/launch/tracked_run.hpp).
+inline constexpr const char* kFailureTag = "mtrain.failure";
+
 struct MlflowRunRef {
   std::string run_id;
   std::string artifact_uri;  // mlflow-artifacts:/<experiment>/<run>/artifacts when the server proxies artifacts
@@ -30,6 +41,9 @@ class MlflowClient {
  public:
   MlflowClient(HttpUrl url, std::chrono::milliseconds timeout) : url_(std::move(url)), timeout_(timeout) {}
 
+  // Each later call's timeout (a caller with a deadline shortens it as the deadline nears).
+  void set_timeout(std::chrono::milliseconds timeout) { timeout_ = timeout; }
+
   // The experiment's id, created if no experiment has that name.
   std::string experiment_id(const std::string& name);
   MlflowRunRef create_run(const std::string& experiment_id, const std::string& run_name, int64_t start_ms,
@@ -38,6 +52,8 @@ class MlflowClient {
   void log_batch(const std::string& run_id, const std::vector<MlflowMetric>& metrics, const KeyValues& params,
                  const KeyValues& tags);
   void update_run(const std::string& run_id, const std::string& status, int64_t end_ms);
+  // The run's status: "RUNNING", "FINISHED", "FAILED", "KILLED", "SCHEDULED".
+  std::string run_status(const std::string& run_id);
   // PUT through the artifact proxy; `upload_timeout` bounds this call (large files need more).
   void upload_artifact(const MlflowRunRef& run, const std::string& file, const std::string& name,
                        std::chrono::milliseconds upload_timeout);
@@ -54,4 +70,4 @@ class MlflowClient {
 // (the server does not proxy artifacts).
 std::string artifact_proxy_path(const std::string& artifact_uri);
 
-}  // namespace mtrain::tracking
+}  // namespace mtrain::mlflow

@@ -1,11 +1,11 @@
 // The tracking server's URI: http only, host and port, a base path.
 #include <catch2/catch.hpp>
 
-#include "mtrain/tracking/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
-using namespace mtrain::tracking;
+using namespace mtrain::mlflow;
 
-TEST_CASE("an http URI gives host, port and base path", "[tracking][http_client]") {
+TEST_CASE("an http URI gives host, port and base path", "[mlflow][http_client]") {
   HttpUrl u;
   REQUIRE(parse_http_url("http://127.0.0.1:5000", u).empty());
   CHECK(u.host == "127.0.0.1");

@@ -1,4 +1,4 @@
-#include "mtrain/tracking/http_client.hpp"
+#include "lib/mlflow/http_client.hpp"
 
 #include <optional>
 #include <stdexcept>
@@ -10,7 +10,7 @@
 #include <boost/beast/http.hpp>
 #include <fmt/format.h>
 
-namespace mtrain::tracking {
+namespace mtrain::mlflow {
 
 namespace beast = boost::beast;
 namespace http = beast::http;
@@ -124,4 +124,4 @@ HttpResponse http_request(const HttpUrl& url, const HttpRequest& req) {
   return exchange(url, req, r);
 }
 
-}  // namespace mtrain::tracking
+}  // namespace mtrain::mlflow

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace mtrain::tracking {
+namespace mtrain::mlflow {
 
 struct HttpUrl {
   std::string host;
@@ -23,10 +23,10 @@ struct HttpResponse {
 };
 
 struct HttpRequest {
-  std::string method = "GET";     // GET, POST, PUT
-  std::string target;             // path and query, appended to the URL's base path
-  std::string body;               // ignored when body_file is set
-  std::string body_file;          // PUT a file, streamed from disk
+  std::string method = "GET";  // GET, POST, PUT
+  std::string target;  // path and query, appended to the URL's base path
+  std::string body;  // ignored when body_file is set
+  std::string body_file;  // PUT a file, streamed from disk
   std::string content_type = "application/json";
   std::chrono::milliseconds timeout{10000};
   uint64_t max_response = 1 << 20;  // a larger answer is an error, not a larger buffer
@@ -36,4 +36,4 @@ struct HttpRequest {
 // error status is returned, not thrown.
 HttpResponse http_request(const HttpUrl& url, const HttpRequest& req);
 
-}  // namespace mtrain::tracking
+}  // namespace mtrain::mlflow
