@@ -16,7 +16,7 @@ namespace {
 
 using nlohmann::json;
 
-constexpr int kFormatVersion = 1;  // python/mtrain_export/__init__.py FORMAT_VERSION
+constexpr int kFormatVersion = 2;  // python/mtrain_export/__init__.py FORMAT_VERSION
 const char* const kReexport =
     "Export the model again with this mtrain (`python -m mtrain_export MODULE.py:FACTORY --example "
     "... --wrap-module-types ... --out DIR`, docs/your-model.md) and pass that folder as model.path";
@@ -189,6 +189,12 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
     CompiledPart u = part(r, units[i], f, "backward", dir);
     u.name = r.str(units[i], "name", f + ".name");
     u.type = r.str(units[i], "type", f + ".type");
+    const json& saved = r.at(units[i], "saved", f + ".saved");
+    if (!saved.is_array() || saved.size() > 4096) r.bad(f + ".saved", "is not a list of at most 4096 activations");
+    for (size_t j = 0; j < saved.size(); ++j) {
+      const std::string g = fmt::format("{}.saved[{}]", f, j);
+      u.saved.push_back({r.dtype(saved[j], "dtype", g + ".dtype"), r.shape(saved[j], "shape", g + ".shape")});
+    }
     check_names(u, f);
     m.units.push_back(std::move(u));
   }

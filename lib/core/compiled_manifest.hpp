@@ -42,17 +42,26 @@ struct CompiledProgram {
   std::string key;  // the exporter's cache key (graph, shapes, torch, device)
 };
 
+// An activation a unit's forward program returns for its backward program.
+struct CompiledActivation {
+  std::string dtype;
+  std::vector<int64_t> shape;
+};
+
 // Part of the model as programs. args: the names the programs take, in order (tensor-table
 // names, input names, and "hidden" for the hidden state); grads: the tensor-table names whose
-// gradients the backward program returns after its own leading outputs.
+// gradients the backward program returns after its own leading outputs; saved: a unit's
+// activations, which its forward returns after the hidden state and its backward takes.
 //  prologue: forward(args) -> hidden; backward(args, grad_hidden) -> grads
-//  unit:     forward(args, hidden) -> hidden; backward(args, hidden, grad_out) -> (grad_hidden, grads)
+//  unit:     forward(args, hidden) -> (hidden, saved);
+//            backward(args, hidden, saved, grad_out) -> (grad_hidden, grads)
 //  epilogue: forward(args) -> loss; backward = step(args) -> (loss, grad_hidden, grads)
 struct CompiledPart {
   std::string name;  // unit: its dotted module name; else "prologue" / "epilogue"
   std::string type;  // unit: its class name
   std::vector<std::string> args;
   std::vector<std::string> grads;
+  std::vector<CompiledActivation> saved;
   CompiledProgram forward;
   CompiledProgram backward;
 };

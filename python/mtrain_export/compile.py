@@ -1,6 +1,7 @@
 """Export and AOTInductor-compile one program, through a cache: the key is a hash of the exported
-graph (its code and constants), the example shapes, the PyTorch version and the device, so a
-second export of an unchanged model copies the compiled .pt2 instead of compiling again."""
+graph (its code and constants), the example shapes, the PyTorch version, the device and the
+Inductor options below, so a second export of an unchanged model copies the compiled .pt2 instead
+of compiling again."""
 import hashlib
 import os
 import shutil
@@ -13,6 +14,13 @@ from torch.fx.experimental.proxy_tensor import make_fx
 from .trace import check_no_random
 
 
+# Inductor specializes its C++ kernels to the exporting process's thread count unless told not
+# to: exported on one thread (OMP_NUM_THREADS=1) they run serially, on N threads they start N
+# whatever train.threads says. With dynamic threads each kernel runs on the calling thread's
+# OpenMP team, which the worker sets from train.threads.
+OPTIONS = {"cpp.dynamic_threads": True}
+
+
 def cache_dir():
     base = os.environ.get("MTRAIN_EXPORT_CACHE") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "mtrain", "export")
@@ -23,6 +31,7 @@ def _key(ep, args, device):
     h = hashlib.sha256()
     h.update(torch.__version__.encode())
     h.update(device.encode())
+    h.update(repr(sorted(OPTIONS.items())).encode())
     h.update(str(ep.graph_module.code).encode())
     for a in args:
         h.update(f"{tuple(a.shape)}:{a.dtype}:{a.stride()};".encode())
@@ -53,7 +62,8 @@ def compile_program(program, args, dest, device, stats):
         fd, tmp = tempfile.mkstemp(suffix=".pt2", dir=cache_dir())
         os.close(fd)
         try:
-            torch._inductor.aoti_compile_and_package(ep, package_path=tmp)
+            with torch._inductor.config.patch(OPTIONS):
+                torch._inductor.aoti_compile_and_package(ep, package_path=tmp)
             os.replace(tmp, cached)  # atomic: a concurrent export never sees half a package
         except BaseException:
             os.unlink(tmp)

@@ -136,9 +136,8 @@ def export(factory, examples, wrap_types, out, device):
                               f"({', '.join(sorted(outer_set.intersection(full)))}); tie only outside units")
         vals = [state[f"{qual}.{n}"].detach() for n in rel_names] + [value(a) for a in side.args]
         n_params = len(list(unit.named_parameters()))
-        fwd, bwd = unit_programs(unit, rel_names, n_params, side)
-        with torch.no_grad():
-            out_hidden = fwd(*vals, hidden)
+        progs = unit_programs(unit, rel_names, n_params, side, vals + [hidden])
+        out_hidden = progs.output
         if out_hidden.shape != hidden.shape or out_hidden.dtype != hidden.dtype:
             raise ExportError(f"unit {qual} maps a {tuple(hidden.shape)} tensor to {tuple(out_hidden.shape)}; "
                               "a unit must keep its input's shape and dtype")
@@ -147,8 +146,10 @@ def export(factory, examples, wrap_types, out, device):
         stem = f"unit{len(unit_entries)}_{type(unit).__name__}"
         unit_entries.append({"name": qual, "type": type(unit).__name__,
                              "args": full + [canonical.get(a, a) for a in side.args],
-                             "grads": full[:n_params], "forward": run(fwd, vals + [hidden], stem + "_forward"),
-                             "backward": run(bwd, vals + [hidden, torch.ones_like(hidden)], stem + "_backward")})
+                             "grads": full[:n_params], "forward": run(progs.forward, vals + [hidden], stem + "_forward"),
+                             "backward": run(progs.backward, vals + [hidden, *progs.saved, torch.ones_like(hidden)],
+                                             stem + "_backward"),
+                             "saved": [{"shape": list(t.shape), "dtype": dtype_name(t.dtype)} for t in progs.saved]})
         hidden = out_hidden
 
     epi_params = [a for a in epi_args if a not in input_names and a != "hidden"]

@@ -7,7 +7,8 @@ and a model whose units are not one chain is refused here rather than trained wr
 A unit may take more than the hidden state: transformers' blocks also get the causal mask, the
 position ids and (Llama) the rotary cos/sin, computed once before the first block. Those side
 tensors must not depend on a parameter (their gradient would have nowhere to go) nor on a unit;
-each unit's program recomputes them from the model inputs (a few small ops), so the worker still
+each unit's forward program computes them again from the model inputs (a few small ops; its
+backward takes what it needs of them from the forward's saved activations), so the worker still
 passes one hidden state from unit to unit. Non-persistent buffers (Llama's inv_freq) are not
 state: the programs hold them as constants."""
 import torch
@@ -82,14 +83,15 @@ class _Marker(torch.nn.Module):
 
 
 def check_no_random(graph):
-    """A backward program recomputes its forward: a random op (dropout) would draw another mask
-    there than in the forward, and the gradients would belong to no forward at all."""
+    """A backward program recomputes part of its forward (the cheap ops the min-cut partition does
+    not save): a random op (dropout) would draw another mask there than in the forward, and the
+    gradients would belong to no forward at all."""
     random = sorted({str(n.target) for n in graph.nodes if n.op == "call_function"
                      and any(w in str(n.target) for w in ("dropout", "bernoulli", "rand"))})
     if random:
         raise ExportError(
             f"the model draws random numbers in training mode ({', '.join(random)}: dropout); "
-            "the compiled programs recompute each unit's forward in its backward and cannot replay "
+            "the compiled backward programs recompute part of their forward and cannot replay "
             "the same draws yet. Export the model with dropout off (p=0).")
 
 

@@ -232,6 +232,8 @@ class CompiledModel : public TaskModel {
       std::vector<ProgramArg> fwd_args = args;
       if (kind == Kind::Unit) fwd_args.push_back(arg_of("hidden"));
       std::vector<ProgramArg> bwd_args = fwd_args;
+      for (size_t j = 0; j < part->saved.size(); ++j)
+        bwd_args.push_back({fmt::format("saved[{}]", j), dtype_from_name(part->saved[j].dtype), part->saved[j].shape});
       if (kind != Kind::Epilogue) bwd_args.push_back({"grad", dtype_from_name(m_.hidden_dtype), m_.hidden_shape});
       const size_t lead = kind == Kind::Prologue ? 0 : kind == Kind::Unit ? 1 : 2;
       // Each input's gradient: the first input that is a table tensor named in grads (a tensor
@@ -256,8 +258,8 @@ class CompiledModel : public TaskModel {
       const std::string bwd_name = kind == Kind::Epilogue ? "step" : "backward";
       stages_.push_back(std::make_unique<CompiledStage>(CompiledStage{
           kind, label,
-          LoadedProgram(program(part->forward), m_.dir, part->forward.file, "the forward of the " + label, fwd_args, 1,
-                        device_),
+          LoadedProgram(program(part->forward), m_.dir, part->forward.file, "the forward of the " + label, fwd_args,
+                        1 + part->saved.size(), device_),
           LoadedProgram(program(part->backward), m_.dir, part->backward.file,
                         fmt::format("the {} of the {}", bwd_name, label), bwd_args, lead + part->grads.size(), device_),
           grad_of}));

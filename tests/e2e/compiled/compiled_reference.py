@@ -12,8 +12,9 @@
                      its state dict to OUT
   steps PKG MODEL.py N   runs N SGD steps (lr 0.1, rows in order, batch of the package's example)
                      twice: eager PyTorch on the factory's model, and the package's compiled
-                     programs (prologue forward, unit forwards, epilogue step, unit backwards in
-                     reverse, prologue backward, tied gradients summed); prints the max |delta| of
+                     programs (prologue forward, unit forwards with their activations, epilogue
+                     step, unit backwards in reverse on those activations, prologue backward,
+                     tied gradients summed); prints the max |delta| of
                      the loss, of every gradient (each step, before the update) and of every
                      weight after N steps, and exits 1 if any is above TOL (argv[5], default 1e-5)
 """
@@ -71,15 +72,18 @@ class Compiled:
                 grads[n] = grads[n] + g if n in grads else g
         pro = m["prologue"]
         h = [self.prog(pro["forward"])(*[val(a) for a in pro["args"]])]
+        saved = []  # per unit: the activations its forward returns for its backward
         for u in m["units"]:
-            h.append(self.prog(u["forward"])(*[val(a) for a in u["args"]], h[-1]))
+            out = self.prog(u["forward"])(*[val(a) for a in u["args"]], h[-1])
+            h.append(out[0])
+            saved.append(list(out[1:]))
         epi = m["epilogue"]
         out = self.prog(epi["step"])(*[h[-1] if a == "hidden" else val(a) for a in epi["args"]])
         loss, g = out[0], out[1]
         acc(epi["grads"], out[2:])
         for i in reversed(range(len(m["units"]))):
             u = m["units"][i]
-            out = self.prog(u["backward"])(*[val(a) for a in u["args"]], h[i], g)
+            out = self.prog(u["backward"])(*[val(a) for a in u["args"]], h[i], *saved[i], g)
             g = out[0]
             acc(u["grads"], out[1:])
         acc(pro["grads"], self.prog(pro["backward"])(*[val(a) for a in pro["args"]], g))

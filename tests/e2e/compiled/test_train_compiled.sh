@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # model.name compiled (issue 47 step 2): the 2-block SDPA TinyGPT of test_export.sh, exported once,
 # trained by mtrain-worker from its AOTInductor programs — prologue, one autograd node per unit
-# (forward program; backward = the unit's recompute-in-backward program), epilogue — under ddp x1,
+# (forward program with its activations; backward program on them), epilogue — under ddp x1,
 # zero3 x2 and fsdp x2 (units = the package's blocks, gathered on the explicit use call), 4 steps
 # of SGD (lr 0.1) and of AdamW (lr 1e-3), against eager PyTorch training of the same model from the
 # same weights on the same rows: model.pt within 1e-5 (SGD) and 1e-4 (AdamW), measured 1.2e-7 for

@@ -27,7 +27,7 @@ json good() {
   };
   return {
       {"format", "mtrain-compiled"},
-      {"format_version", 1},
+      {"format_version", 2},
       {"torch", "2.15.0+cu132"},
       {"device", "cpu"},
       {"inputs",
@@ -46,7 +46,8 @@ json good() {
          {"args", {"blocks.0.w"}},
          {"grads", {"blocks.0.w"}},
          {"forward", program("unit0_forward")},
-         {"backward", program("unit0_backward")}}}},
+         {"backward", program("unit0_backward")},
+         {"saved", {{{"dtype", "float32"}, {"shape", {6, 8, 64}}}}}}}},
       {"epilogue",
        {{"args", {"head.weight", "target", "hidden"}},
         {"grads", {"head.weight"}},
@@ -84,6 +85,9 @@ TEST_CASE("compiled manifest: a good manifest is read into types", "[compiled_ma
   REQUIRE(m.units.size() == 1);
   CHECK(m.units[0].name == "blocks.0");
   CHECK(m.units[0].backward.file == "programs/unit0_backward.pt2");
+  REQUIRE(m.units[0].saved.size() == 1);
+  CHECK(m.units[0].saved[0].shape == std::vector<int64_t>{6, 8, 64});
+  CHECK(m.units[0].saved[0].dtype == "float32");
   CHECK(m.epilogue.backward.file == "programs/epilogue_step.pt2");
   CHECK(m.epilogue.args == std::vector<std::string>{"head.weight", "target", "hidden"});
 }
@@ -102,8 +106,8 @@ TEST_CASE("compiled manifest: bad or missing fields name the field", "[compiled_
   j.erase("device");
   CHECK_THAT(refusal(j), Catch::Contains("manifest.json' is not usable: device is missing"));
   j = good();
-  j["format_version"] = 2;
-  CHECK_THAT(refusal(j), Catch::Contains("format_version is 2, this mtrain reads version 1"));
+  j["format_version"] = 1;  // a unit's backward recomputed its forward: its programs take other arguments
+  CHECK_THAT(refusal(j), Catch::Contains("format_version is 1, this mtrain reads version 2"));
   j = good();
   j["tensors"][1]["shape"] = {16, -1};
   CHECK_THAT(refusal(j), Catch::Contains("tensors[1].shape holds a dimension that is not an integer"));
@@ -119,6 +123,12 @@ TEST_CASE("compiled manifest: bad or missing fields name the field", "[compiled_
   j = good();
   j["units"][0]["grads"] = json::array();
   CHECK_THAT(refusal(j), Catch::Contains("trainable parameter 'blocks.0.w', which no program returns a gradient"));
+  j = good();
+  j["units"][0].erase("saved");
+  CHECK_THAT(refusal(j), Catch::Contains("units[0].saved is missing"));
+  j = good();
+  j["units"][0]["saved"][0]["dtype"] = "complex64";
+  CHECK_THAT(refusal(j), Catch::Contains("units[0].saved[0].dtype names the dtype 'complex64'"));
 }
 
 TEST_CASE("compiled manifest: a program must be a present file inside programs/", "[compiled_manifest]") {
