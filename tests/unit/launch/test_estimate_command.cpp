@@ -7,6 +7,7 @@
 #include <string>
 
 #include "lib/config/registry.hpp"
+#include "resolved_job.hpp"
 #include "lib/core/error.hpp"
 #include "lib/launch/estimate_command.hpp"
 #include "lib/launch/host_probe.hpp"
@@ -15,13 +16,6 @@
 using namespace mtrain;
 
 namespace {
-
-config::Resolved job_with(const std::map<std::string, std::string>& values) {
-  const auto& reg = config::job_registry();
-  config::Layer cli{config::Source::Cli, "command line", {}};
-  for (const auto& [k, v] : values) cli.values[k] = reg.parse_text(reg.require(k), v);
-  return config::resolve(reg, {cli});
-}
 
 // A safetensors file of one 4 × 4 fp32 tensor: its shape is all --weights gives the estimate.
 std::string weights_file(const testing::TempDir& dir) {
@@ -35,11 +29,11 @@ std::string weights_file(const testing::TempDir& dir) {
 
 TEST_CASE("estimate refuses the data a launch would refuse, before the probe, exit 2", "[launch][estimate_command]") {
   testing::TempDir dir;
-  const auto job = job_with({{"model.name", "gpt"},
-                             {"data.name", "tokens"},
-                             {"data.path", dir.str() + "/missing.bin"},
-                             {"launch.nproc_per_node", "1"},
-                             {"launch.device_memory", "1GiB"}});
+  const auto job = testing::resolved_job({{"model.name", "gpt"},
+                                          {"data.name", "tokens"},
+                                          {"data.path", dir.str() + "/missing.bin"},
+                                          {"launch.nproc_per_node", "1"},
+                                          {"launch.device_memory", "1GiB"}});
   // A worker that is not there: reaching the probe would fail otherwise, with other words.
   const launch::EstimateRequest r{job, launch::probe_host({}), "", dir.str() + "/no-worker"};
   try {
@@ -55,12 +49,12 @@ TEST_CASE("estimate refuses the data a launch would refuse, before the probe, ex
 
 TEST_CASE("with --weights estimate measures nothing, so the data is not judged", "[launch][estimate_command]") {
   testing::TempDir dir;
-  const auto job = job_with({{"model.name", "gpt"},
-                             {"data.name", "tokens"},
-                             {"data.path", dir.str() + "/missing.bin"},
-                             {"launch.nproc_per_node", "2"},
-                             {"launch.device", "cpu"},
-                             {"launch.device_memory", "1GiB"}});
+  const auto job = testing::resolved_job({{"model.name", "gpt"},
+                                          {"data.name", "tokens"},
+                                          {"data.path", dir.str() + "/missing.bin"},
+                                          {"launch.nproc_per_node", "2"},
+                                          {"launch.device", "cpu"},
+                                          {"launch.device_memory", "1GiB"}});
   const auto e = launch::estimate_for_launch({job, launch::probe_host({}), weights_file(dir), ""});
   CHECK(e.measured.model.num_params() == 16);
   CHECK(e.settings.world == 2);

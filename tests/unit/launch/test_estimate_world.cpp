@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "lib/config/registry.hpp"
+#include "resolved_job.hpp"
 #include "lib/launch/estimate_world.hpp"
 #include "lib/launch/host_probe.hpp"
 #include "lib/launch/launch_settings.hpp"
@@ -12,14 +13,6 @@
 using namespace mtrain;
 
 namespace {
-
-// A job resolved from defaults and `values`, as the command line would give them.
-config::Resolved job_with(const std::map<std::string, std::string>& values) {
-  const auto& reg = config::job_registry();
-  config::Layer cli{config::Source::Cli, "command line", {}};
-  for (const auto& [k, v] : values) cli.values[k] = reg.parse_text(reg.require(k), v);
-  return config::resolve(reg, {cli});
-}
 
 // The launch options of that job, as `mtrain launch` and `mtrain estimate` take them.
 launch::LaunchOptions options_of(const config::Resolved& r) {
@@ -44,7 +37,7 @@ plan::HostFacts facts(int cores, const launch::EnvMap& env) {
 }  // namespace
 
 TEST_CASE("estimate --nproc-per-node cpu: one rank per core, the launcher's count", "[launch][estimate_world]") {
-  const auto r = job_with({{"launch.nproc_per_node", "cpu"}});
+  const auto r = testing::resolved_job({{"launch.nproc_per_node", "cpu"}});
   const auto f = facts(6, {{"CUDA_VISIBLE_DEVICES", "0,1"}});
   const auto o = launch::estimate_options(options_of(r), f);
   CHECK(launch_world(r, f) == 6);
@@ -55,7 +48,7 @@ TEST_CASE("estimate --nproc-per-node cpu: one rank per core, the launcher's coun
 
 TEST_CASE("CUDA_VISIBLE_DEVICES is the GPU pool of the estimate as of the launch", "[launch][estimate_world]") {
   for (const char* nproc : {"auto", "gpu"}) {
-    const auto r = job_with({{"launch.nproc_per_node", nproc}});
+    const auto r = testing::resolved_job({{"launch.nproc_per_node", nproc}});
     for (const char* visible : {"3,1", "2", "0,1,2,3,4"}) {
       const auto f = facts(16, {{"CUDA_VISIBLE_DEVICES", visible}});
       const auto o = launch::estimate_options(options_of(r), f);
@@ -66,11 +59,11 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is the GPU pool of the estimate as of the launch
   }
   // Set but empty: no GPU, one CPU rank under auto (both), and gpu refused by both.
   const auto f = facts(16, {{"CUDA_VISIBLE_DEVICES", ""}});
-  const auto none = job_with({{"launch.nproc_per_node", "auto"}});
+  const auto none = testing::resolved_job({{"launch.nproc_per_node", "auto"}});
   CHECK(launch::estimate_options(options_of(none), f).world == 1);
   CHECK(launch_world(none, f) == 1);
   // --gpus narrows the pool for both.
-  const auto two = job_with({{"launch.gpus", "1,3"}});
+  const auto two = testing::resolved_job({{"launch.gpus", "1,3"}});
   const auto four = facts(16, {{"CUDA_VISIBLE_DEVICES", "0,1,2,3"}});
   CHECK(launch_world(two, four) == 2);
   CHECK(launch::estimate_options(options_of(two), four).world == 2);
@@ -78,7 +71,7 @@ TEST_CASE("CUDA_VISIBLE_DEVICES is the GPU pool of the estimate as of the launch
 }
 
 TEST_CASE("estimate with --device cpu counts no GPU, as the launch assigns none", "[launch][estimate_world]") {
-  const auto r = job_with({{"launch.device", "cpu"}, {"launch.nproc_per_node", "3"}});
+  const auto r = testing::resolved_job({{"launch.device", "cpu"}, {"launch.nproc_per_node", "3"}});
   const auto f = facts(8, {{"CUDA_VISIBLE_DEVICES", "0,1"}});
   const auto o = launch::estimate_options(options_of(r), f);
   CHECK(o.gpus == 0);
