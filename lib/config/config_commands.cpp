@@ -1,5 +1,6 @@
 #include "lib/config/config_commands.hpp"
 
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/unique_fd.hpp"
 
 #include <fcntl.h>
@@ -35,20 +36,6 @@ namespace {
               kExitFailure);
 }
 
-// Every byte of `text` to `fd`, or the errno of the write that failed (ENOSPC for a short write
-// that made no progress).
-int write_all(int fd, const std::string& text) {
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return errno;
-    if (n == 0) return ENOSPC;
-    done += static_cast<size_t>(n);
-  }
-  return 0;
-}
-
 }  // namespace
 
 void write_file(const std::string& path, const std::string& text, bool force) {
@@ -61,25 +48,15 @@ void write_file(const std::string& path, const std::string& text, bool force) {
     // A device or a FIFO (-o /dev/stdout): written in place; a rename would replace the node.
     UniqueFd fd(::open(path.c_str(), O_WRONLY | O_NOCTTY | O_CLOEXEC));
     if (!fd) cannot_write(path, errno);
-    const int err = write_all(fd.get(), text);
+    const int err = write_fully(fd.get(), text);
     const int closed = fd.close();
     if (err != 0 || closed != 0) cannot_write(path, err != 0 ? err : closed);
     return;
   }
-  // A temporary file of a name nobody can guess, created O_EXCL (mkstemp) beside the target, so
-  // that the rename is atomic and a link planted at a fixed "<path>.tmp" is never followed.
-  std::string tmp = path + ".XXXXXX";
-  UniqueFd fd(::mkstemp(tmp.data()));
-  if (!fd) cannot_write(path, errno);
-  ::fchmod(fd.get(), 0644);
-  int err = write_all(fd.get(), text);
-  if (err == 0 && ::fsync(fd.get()) != 0) err = errno;
-  if (const int closed = fd.close(); closed != 0 && err == 0) err = closed;
-  if (err == 0 && std::rename(tmp.c_str(), path.c_str()) != 0) err = errno;
-  if (err != 0) {
-    ::unlink(tmp.c_str());
-    cannot_write(path, err);
-  }
+  // Synced before the rename: a config written by the wizard must survive the machine's crash.
+  AtomicWrite how;
+  how.sync = true;
+  if (const int err = replace_file_atomically(path, text, how); err != 0) cannot_write(path, err);
 }
 
 void write_stdout(std::ostream& out, const std::string& text) {

@@ -1,16 +1,12 @@
 #include "lib/core/error_file.hpp"
 
-#include "lib/core/unique_fd.hpp"
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <atomic>
 #include <cerrno>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "lib/core/atomic_file.hpp"
 
 namespace mtrain {
 
@@ -57,30 +53,12 @@ std::optional<Clock::time_point> own_failure_time() {
 
 bool write_error_file(const std::string& path, const ErrorRecord& r) noexcept {
   try {
-    const std::string text = error_file_text(r);
-    const std::string part = fmt::format("{}.{}.part", path, ::getpid());
-    ::unlink(part.c_str());  // our own leftover only: the name carries our pid
-    UniqueFd fd(::open(part.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0640));
-    if (!fd) return false;
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) break;
-      done += static_cast<size_t>(w);
-    }
-    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(r.when.time_since_epoch()).count();
-    const struct timespec times[2] = {{static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)},
-                                      {static_cast<time_t>(ns / 1000000000), static_cast<long>(ns % 1000000000)}};
-    // close() is checked: a written file's last error may only be reported there.
-    const bool ok = done == text.size() && ::futimens(fd.get(), times) == 0 && fd.close() == 0;
-    if (!ok || ::rename(part.c_str(), path.c_str()) != 0) {
-      const int e = errno;
-      ::unlink(part.c_str());
-      errno = e;
-      return false;
-    }
-    return true;
+    AtomicWrite how;
+    how.mode = 0640;
+    how.mtime = r.when;
+    const int err = replace_file_atomically(path, error_file_text(r), how);
+    errno = err;
+    return err == 0;
   } catch (...) {
     return false;
   }

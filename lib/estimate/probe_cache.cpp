@@ -12,6 +12,8 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/atomic_file.hpp"
+
 namespace mtrain::estimate {
 
 namespace {
@@ -59,18 +61,8 @@ void probe_cache_put(const std::string& key, const nlohmann::json& answer) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return;
-  // Written under a private name and renamed, so a reader never sees half a file.
-  const std::string path = dir + "/" + key + ".json", tmp = fmt::format("{}.{}.tmp", path, ::getpid());
-  {
-    std::ofstream out(tmp);
-    out << answer.dump();
-    if (!out) {
-      std::remove(tmp.c_str());
-      return;
-    }
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) std::remove(tmp.c_str());
+  // Replaced whole: a reader never sees half a file. A cache that cannot be written is only slower.
+  (void)replace_file_atomically(dir + "/" + key + ".json", answer.dump());
 }
 
 }  // namespace mtrain::estimate

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/error.hpp"
 
 namespace mtrain::launch {
@@ -69,35 +70,11 @@ RunFolderLock::RunFolderLock(const std::string& folder, const std::string& job_i
 RunFolderLock::~RunFolderLock() = default;
 
 void write_file_atomically(const std::string& path, const std::string& text, unsigned mode) {
-  const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-  for (int tries = 0;; ++tries) {
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode));
-    if (!fd && errno == EEXIST && tries == 0) {
-      ::unlink(tmp.c_str());  // left by a dead launcher that had our pid; unlink never follows a link
-      continue;
-    }
-    if (!fd)
-      throw UsageError(fmt::format("cannot write {}: {}", tmp, std::strerror(errno)),
-                       "Check --log-dir (free space, permissions).");
-    bool ok = fchmod(fd.get(), mode) == 0;
-    size_t done = 0;
-    while (ok && done < text.size()) {
-      ssize_t w = ::write(fd.get(), text.data() + done, text.size() - done);
-      if (w < 0 && errno == EINTR) continue;
-      if (w <= 0) ok = false;
-      else done += static_cast<size_t>(w);
-    }
-    int err = errno;
-    if (const int closed = fd.close(); closed != 0 && ok) {
-      ok = false;
-      err = closed;
-    }
-    if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return;
-    if (ok) err = errno;
-    ::unlink(tmp.c_str());
+  AtomicWrite how;
+  how.mode = mode;
+  if (const int err = replace_file_atomically(path, text, how); err != 0)
     throw UsageError(fmt::format("cannot write {}: {}", path, std::strerror(err)),
                      "Check --log-dir (free space, permissions).");
-  }
 }
 
 }  // namespace mtrain::launch

@@ -1,8 +1,5 @@
 #include "lib/mlflow/run_record.hpp"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <exception>
@@ -12,8 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/input_limits.hpp"
-#include "lib/core/unique_fd.hpp"
 #include "lib/core/untrusted_file.hpp"
 #include "lib/mlflow/http_client.hpp"
 #include "lib/mlflow/mlflow_client.hpp"
@@ -48,16 +45,7 @@ std::string run_record_path(const std::string& error_file) {
 
 bool write_run_record(const std::string& path, const RunRecord& r) noexcept {
   try {
-    const std::string text = json{{"uri", r.uri}, {"run_id", r.run_id}}.dump() + "\n";
-    const std::string tmp = fmt::format("{}.tmp.{}", path, getpid());
-    ::unlink(tmp.c_str());  // left by a dead rank that had our pid; unlink never follows a link
-    UniqueFd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0640));
-    if (!fd) return false;
-    bool ok = ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    ok = fd.close() == 0 && ok;
-    if (ok && ::rename(tmp.c_str(), path.c_str()) == 0) return true;
-    ::unlink(tmp.c_str());
-    return false;
+    return replace_file_atomically(path, json{{"uri", r.uri}, {"run_id", r.run_id}}.dump() + "\n", {0640}) == 0;
   } catch (const std::exception&) {
     return false;
   }

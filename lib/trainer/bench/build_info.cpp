@@ -11,12 +11,16 @@
 #include <torch/csrc/jit/runtime/operator.h>
 
 #include <cstdio>
+#include <cstring>
 #include <set>
 
 #include <fstream>
 #include <ostream>
 #include <string>
 
+#include <fmt/format.h>
+
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/worker_facts.hpp"
 #include "lib/trainer/bench/build_info.hpp"
@@ -48,13 +52,8 @@ std::string loaded_blas() {
 
 // Replaced whole: a reader (`mtrain --version`) sees the old file or the new one.
 void replace_file(const std::string& path, const std::string& text) {
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f.flush()) throw RuntimeFailure("cannot write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw RuntimeFailure("cannot rename " + tmp + " to " + path);
+  if (const int err = replace_file_atomically(path, text); err != 0)
+    throw RuntimeFailure(fmt::format("cannot write {}: {}", path, std::strerror(err)));
 }
 
 }  // namespace

@@ -5,11 +5,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
 
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/strings.hpp"
 #include "lib/trainer/comm/communicator.hpp"
@@ -242,11 +244,8 @@ json run_comm_bench(const CommBenchArgs& a, const std::map<std::string, std::str
               {"dtype", "float32"},
               {"results", results}};
   if (rank == 0 && !a.out.empty()) {
-    const std::string tmp = a.out + ".tmp";
-    std::ofstream(tmp) << doc.dump(2) << "\n";
-    std::error_code ec;
-    std::filesystem::rename(tmp, a.out, ec);
-    if (ec) throw RuntimeFailure(fmt::format("bench-comm: cannot write {}: {}", a.out, ec.message()), "");
+    if (const int err = replace_file_atomically(a.out, doc.dump(2) + "\n"); err != 0)
+      throw RuntimeFailure(fmt::format("bench-comm: cannot write {}: {}", a.out, std::strerror(err)), "");
   }
   return doc;
 }

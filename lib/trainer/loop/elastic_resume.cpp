@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "lib/config/elastic_batch.hpp"
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/strings.hpp"
 
@@ -66,15 +67,7 @@ std::string reached_step_path(const std::string& work_dir) {
 
 void record_reached_step(const std::string& work_dir, int64_t step) {
   // Every step: a small write and a rename, no fsync (it only feeds the "steps redone" figure).
-  const std::string path = reached_step_path(work_dir);
-  const std::string tmp = path + fmt::format(".{}", ::getpid());
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    if (!f) return;
-    f << step << "\n";
-    if (!f) return;
-  }
-  std::rename(tmp.c_str(), path.c_str());
+  (void)replace_file_atomically(reached_step_path(work_dir), std::to_string(step) + "\n");
 }
 
 std::optional<int64_t> read_reached_step(const std::string& work_dir) {
