@@ -148,6 +148,17 @@ std::vector<std::string> torchscript_module_classes(const std::string& model_pat
 void check_compiled_model(const config::JobView& job, const std::string& worker_path) {
   const std::string& dir = job.model.path;
   const CompiledManifest m = read_compiled_manifest(dir);
+  // The programs take the dtypes they were exported with: mixed precision would hand them bf16 or
+  // fp16 copies of the parameters, which the rank would refuse at its first step.
+  if (config::is_mixed(job.precision))
+    throw UsageError(
+        fmt::format("train.precision is {}, but the compiled package '{}' was exported in fp32: its programs take "
+                    "each parameter in the dtype it was compiled with, and mixed precision would give them {} "
+                    "copies",
+                    config::to_string(job.precision), visible_text(dir), config::to_string(job.precision)),
+        "Set train.precision fp32 (--precision fp32) for a compiled package, or train the model's TorchScript "
+        "file with mixed precision")
+        .at("train.precision");
   // The programs take exactly the example's rows (AOTInductor checks no shape; the rank would
   // refuse the first batch): said here, before any rank starts.
   const int64_t rows = job.batch_size;

@@ -24,7 +24,7 @@ LoadedProgram::LoadedProgram(compat::CompiledCall call, std::string package, std
 
 void LoadedProgram::refuse(const ProgramArg& a, const std::string& given) const {
   throw UsageError(
-      fmt::format("model.path: the compiled program {} of the package '{}' ({}) takes '{}' as {}, contiguous; "
+      fmt::format("the compiled program {} of the package '{}' ({}) takes '{}' as {}, contiguous; "
                   "it was given {}",
                   file_, package_, role_, a.name, describe_arg(a), given),
       "a package runs only the shapes it was exported with: export it again with --example NAME=DTYPE:SHAPE "

@@ -95,4 +95,9 @@ refused "does not match the model: 0 missing from the file, 0 unexpected, 1 with
   --model-path "$WORK/pkg" --init "$WORK/init.safetensors" "${wd[@]}"
 refused "train.batch_size: 3 rows per rank, but the compiled package" "${common[@]}" --model-path "$WORK/pkg" \
   --work-dir "$WORK/wd-refused" --nproc-per-node 1 --batch-size 3
+# Mixed precision would hand the fp32 programs bf16 parameters: said before any rank starts (a rank
+# refused it at its first step, under a doubled "model.path: model.path:" prefix).
+refused "train.precision: train.precision is bf16, but the compiled package" "${common[@]}" \
+  --model-path "$WORK/pkg" "${wd[@]}" --precision bf16
+expect_not_in "$WORK/refused.out" "rank 0"
 finish
