@@ -3,12 +3,12 @@
 // environment and --set, then bound to mtrain::slurm::JobOptions; everything else is in lib/slurm.
 #include <cstdio>
 #include <filesystem>
-#include <iostream>
 #include <optional>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "console.hpp"
 #include "lib/config/cli_flags.hpp"
 #include "lib/config/output_format.hpp"
 #include "lib/config/resolve_job.hpp"
@@ -66,7 +66,7 @@ std::optional<WriterArgs> parse_writer_args(const std::string& name, bool submit
   try {
     in.parse(before);
   } catch (const CLI::CallForHelp&) {
-    std::cout << in.help();
+    print_stdout(in.help());
     return std::nullopt;
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what(), "See `mtrain slurm " + name + " --help`.");
@@ -100,10 +100,13 @@ sl::Submitted submit_script(const sl::JobOptions& job, const sl::ScriptContext& 
 
 void print_submitted(const sl::Submitted& s, config::OutputFormat format) {
   if (format == config::OutputFormat::Json) {
-    std::cout << nlohmann::json{{"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path},
-                                {"output", s.output_pattern}}.dump() << "\n";
+    print_stdout(
+        nlohmann::json{
+            {"job_id", s.job_id}, {"cluster", s.cluster}, {"script", s.script_path}, {"output", s.output_pattern}}
+            .dump() +
+        "\n");
   } else {
-    std::cout << s.job_id << "\n";
+    print_stdout(s.job_id + "\n");
     std::fprintf(stderr, "mtrain: submitted %s as job %s; output: %s\n", s.script_path.c_str(),
                  s.job_id.c_str(), s.output_pattern.c_str());
   }
@@ -130,7 +133,7 @@ void add_writer(CLI::App* slurm, const std::string& name, bool submit, Exit& exi
     if (submit) return print_submitted(submit_script(job, ctx, *args, cwd), args->format);
     const std::string text = sl::render_script(job, ctx);
     sl::make_output_folders(job, cwd);  // the script is for sbatch, which will not create them
-    std::cout << text;
+    print_stdout(text);
   });
 }
 
@@ -152,8 +155,9 @@ void build_slurm(CLI::App* slurm, Exit& exit) {
       sl::SystemRunner runner;
       sl::SlurmClient client(runner);
       auto st = client.status(*id);
-      if (as == config::OutputFormat::Json) std::cout << st.to_json().dump() << "\n";
-      else std::cout << "job " << st.job_id << " (" << st.name << "): " << st.readable() << "\n";
+      print_stdout(as == config::OutputFormat::Json
+                       ? st.to_json().dump() + "\n"
+                       : "job " + st.job_id + " (" + st.name + "): " + st.readable() + "\n");
       exit.code = 0;
     });
   }
@@ -169,9 +173,8 @@ void build_slurm(CLI::App* slurm, Exit& exit) {
     sub->callback([id, opt, &exit] {
       sl::SystemRunner runner;
       sl::SlurmClient client(runner);
-      sl::show_logs(client, *id, *opt, sl::default_state_dir(), [](const std::string& line) {
-        std::cout << line << '\n' << std::flush;
-      });
+      sl::show_logs(client, *id, *opt, sl::default_state_dir(),
+                    [](const std::string& line) { print_stdout(line + "\n"); });
       exit.code = 0;
     });
   }

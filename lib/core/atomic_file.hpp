@@ -16,7 +16,7 @@ namespace mtrain {
 
 struct AtomicWrite {
   unsigned mode = 0644;  // the new file's permission bits (exactly these: no umask)
-  bool sync = false;     // fsync before the rename: the content survives the machine's crash
+  bool sync = false;  // fsync before the rename: the content survives the machine's crash
   // Stamped as the file's modification time (error files carry the failure's time there).
   std::optional<std::chrono::system_clock::time_point> mtime{};
 };

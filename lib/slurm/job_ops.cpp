@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "lib/core/atomic_file.hpp"
 #include "lib/core/error.hpp"
 #include "lib/core/strings.hpp"
 
@@ -59,12 +61,11 @@ Submitted submit_job(const JobOptions& job, const ScriptContext& ctx, const std:
   make_dirs(script.parent_path(), "script");
   std::error_code ec;
   make_output_folders(job, fs::current_path(ec).string());
-  {
-    std::ofstream out(script, std::ios::binary | std::ios::trunc);
-    out << text;
-    if (!out) throw Error(fmt::format("cannot write the script {}", script.string()), "Choose another --script-file.");
-  }
-  fs::permissions(script, fs::perms::owner_exec | fs::perms::group_exec, fs::perm_options::add);
+  AtomicWrite executable;
+  executable.mode = 0754;  // sbatch reads it; a user may run it by hand
+  if (const int err = replace_file_atomically(script.string(), text, executable); err != 0)
+    throw Error(fmt::format("cannot write the script {}: {}", script.string(), std::strerror(err)),
+                "Choose another --script-file.");
   SubmitResult r = client.submit(script.string());
   Submitted s{r.job_id, r.cluster, script.string(), job.output};
   // Best effort: a record lets `logs` find the output after the controller forgot the job.
@@ -73,7 +74,7 @@ Submitted submit_job(const JobOptions& job, const ScriptContext& ctx, const std:
     nlohmann::json rec{{"job_id", s.job_id}, {"job_name", job.job_name}, {"script", s.script_path},
                        {"output", expand_file_pattern(job.output, s.job_id, job.job_name, user_name())},
                        {"error", job.error.empty() ? "" : expand_file_pattern(job.error, s.job_id, job.job_name, user_name())}};
-    std::ofstream(fs::path(state_dir) / (s.job_id + ".json")) << rec.dump(2) << "\n";
+    (void)replace_file_atomically((fs::path(state_dir) / (s.job_id + ".json")).string(), rec.dump(2) + "\n");
   }
   return s;
 }

@@ -46,6 +46,10 @@ expect_in "$WORK/est.out" "cannot write to standard output"
 stdout_full "$WORK/env.out" env
 expect_rc 1 "env > /dev/full"
 expect_in "$WORK/env.out" "cannot write to standard output"
+# `mtrain slurm script` printed the sbatch script unchecked: exit 0 with the script lost.
+stdout_full "$WORK/slurm.out" slurm script --nodes 1 --gpus-per-node 1 --job-name wfull -- "$WORK/train.py"
+expect_rc 1 "slurm script > /dev/full"
+expect_in "$WORK/slurm.out" "cannot write to standard output"
 
 # The checkpoint tools run in mtrain-worker (a LibTorch build).
 [ -x "$WORKER" ] || { echo "note: no mtrain-worker in $MTRAIN_BIN_DIR: the checkpoint writers are not checked"; finish; exit; }

@@ -29,7 +29,8 @@ size_t entries(const fs::path& dir) {
 }
 }  // namespace
 
-TEST_CASE("atomic_file: the text and mode exactly, replaced whole, a planted link not followed", "[core][atomic_file]") {
+TEST_CASE("atomic_file: the text and mode exactly, replaced whole, a planted link not followed",
+          "[core][atomic_file]") {
   TempDir d("mtrain_atomic");
   const std::string path = (d.path / "job.json").string();
   REQUIRE(replace_file_atomically(path, "{\"a\": 1}\n", {0600}) == 0);
@@ -58,8 +59,8 @@ TEST_CASE("atomic_file: the text and mode exactly, replaced whole, a planted lin
 TEST_CASE("atomic_file: the modification time is the one given", "[core][atomic_file]") {
   TempDir d("mtrain_atomic");
   const std::string path = (d.path / "error.json").string();
-  const auto when = std::chrono::system_clock::time_point(std::chrono::seconds(1700000000) +
-                                                          std::chrono::nanoseconds(123456789));
+  const auto when =
+      std::chrono::system_clock::time_point(std::chrono::seconds(1700000000) + std::chrono::nanoseconds(123456789));
   AtomicWrite how;
   how.mtime = when;
   REQUIRE(replace_file_atomically(path, "x", how) == 0);
