@@ -5,7 +5,7 @@
 
 _mtrain_subs() {
   case "$1" in
-    mtrain) _mtrain_r=(launch checkpoint slurm config env estimate bench runs completion) ;;
+    mtrain) _mtrain_r=(launch checkpoint slurm config env estimate export bench runs completion) ;;
     'mtrain checkpoint') _mtrain_r=(consolidate inspect verify) ;;
     'mtrain slurm') _mtrain_r=(script submit status logs cancel task) ;;
     'mtrain config') _mtrain_r=(init validate show import export docs) ;;
@@ -38,6 +38,7 @@ _mtrain_opts() {
     'mtrain config docs') _mtrain_r=(--help -h --output -o) ;;
     'mtrain env') _mtrain_r=(--help -h --format --rdzv-backend --rdzv-endpoint) ;;
     'mtrain estimate') _mtrain_r=(--help -h --launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --rdzv-etcd-cacert --rdzv-etcd-cert --rdzv-etcd-key --rdzv-etcd-user --rdzv-etcd-password-file --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --tee --prefix --no-prefix --ranks-filter --python --module -m --no-python --local-rank-arg --no-local-rank --scale-up --max-restarts --pass-config --log-dir --raw-output --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --overwrite --tensorboard --mlflow-uri --config --set --weights --format) ;;
+    'mtrain export') _mtrain_r=(--python) ;;
     'mtrain bench') _mtrain_r=(--help -h) ;;
     'mtrain bench comm') _mtrain_r=(--help -h --nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--help -h --nproc --nproc-per-node --reps --no-worker --compare --python --format --output --plot --plotter) ;;
@@ -68,6 +69,7 @@ _mtrain_valopts() {
     'mtrain config docs') _mtrain_r=(--output -o) ;;
     'mtrain env') _mtrain_r=(--format --rdzv-backend --rdzv-endpoint) ;;
     'mtrain estimate') _mtrain_r=(--launcher --nproc-per-node --nproc --nnodes --device --gpus --include --exclude --hostfile --master-addr --master-port --rdzv-backend --rdzv-port --rdzv-endpoint --rdzv-id --rdzv-etcd-cacert --rdzv-etcd-cert --rdzv-etcd-key --rdzv-etcd-user --rdzv-etcd-password-file --job-id --role --rdzv-timeout --rdzv-last-call --node-timeout --heartbeat-timeout --grace-period --num-nodes --num-gpus --remote-mtrain --ssh-identity --ssh-option --ssh-port --export --export-env-file --prefix --ranks-filter --python --scale-up --max-restarts --pass-config --log-dir --device-memory --strategy --model --model-path --model-loss --init --data --data-path --data-val-path --max-steps --max-epochs --batch-size --grad-accum --global-batch-size --precision --seed --work-dir --optim --lr --grad-clip --sched --checkpoint-interval --resume --tensorboard --mlflow-uri --config --set --weights --format) ;;
+    'mtrain export') _mtrain_r=(--python) ;;
     'mtrain bench comm') _mtrain_r=(--nproc --nproc-per-node --ops --min-bytes --max-bytes --iters --warmup --max-seconds --gpus --format --output --plot --plotter) ;;
     'mtrain bench launch') _mtrain_r=(--nproc --nproc-per-node --reps --compare --python --format --output --plot --plotter) ;;
     'mtrain bench train') _mtrain_r=(--strategies --nproc --nproc-per-node --model --steps --warmup --rounds --set --config --work-dir --format --output --plot --plotter) ;;
@@ -432,6 +434,7 @@ _mtrain_values() {
     'mtrain estimate|--set') _mtrain_kind=settings ;;
     'mtrain estimate|--weights') _mtrain_kind=none ;;
     'mtrain estimate|--format') _mtrain_kind=list; _mtrain_r=(text json) ;;
+    'mtrain export|--python') _mtrain_kind=none ;;
     'mtrain bench comm|--nproc'|'mtrain bench comm|--nproc-per-node') _mtrain_kind=none ;;
     'mtrain bench comm|--ops') _mtrain_kind=none ;;
     'mtrain bench comm|--min-bytes') _mtrain_kind=none ;;

@@ -47,6 +47,7 @@ void build_slurm(CLI::App* sub, Exit& exit);
 void build_config(CLI::App* sub, Exit& exit);
 void build_env(CLI::App* sub, Exit& exit);
 void build_estimate(CLI::App* sub, Exit& exit);
+void build_export(CLI::App* sub, Exit& exit);
 void build_bench(CLI::App* sub, Exit& exit);
 void build_barrier(CLI::App* sub, Exit& exit);
 void build_runs(CLI::App* sub, Exit& exit);

@@ -38,7 +38,7 @@ int effective_zero_stage(const json& job) {
 std::vector<Problem> compiled_package_problems(const json& job, const std::string& path, const std::string& eval_path) {
   std::vector<Problem> out;
   const char* fix =
-      "Set model.path (--model-path) to the folder `python -m mtrain_export MODULE.py:FACTORY --example "
+      "Set model.path (--model-path) to the folder `mtrain export MODULE.py:FACTORY --example "
       "... --wrap-module-types ... --out DIR` wrote (docs/your-model.md).";
   std::error_code ec;
   if (path.empty()) {
@@ -59,7 +59,7 @@ std::vector<Problem> compiled_package_problems(const json& job, const std::strin
                                "loaded), which mtrain runs only when you trust whoever compiled it",
                                path),
                    "Set model.trust_code true (--set model.trust_code=true) for a package you or someone you trust "
-                   "exported, or export the model yourself with python -m mtrain_export."});
+                   "exported, or export the model yourself with mtrain export."});
   if (!eval_path.empty())
     out.push_back(
         {true,

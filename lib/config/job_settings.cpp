@@ -15,13 +15,13 @@ using namespace detail;
 void add_model_settings(Registry& r) {
   r.add(choice("model.name", to_string(ModelName::Gpt), choice_names<ModelName>(),
                "Model architecture; torchscript trains your own module from model.path, compiled your "
-               "own module exported and compiled ahead of time (python -m mtrain_export) from the "
+               "own module exported and compiled ahead of time (mtrain export) from the "
                "package folder model.path.",
                "model"));
   r.add(text("model.path", "",
              "torchscript: the file written by torch.jit.save(torch.jit.script(module), PATH); "
-             "its weights are the initial weights. compiled: the package folder python -m "
-             "mtrain_export wrote (manifest.json, model.safetensors, programs/).",
+             "its weights are the initial weights. compiled: the package folder mtrain export "
+             "wrote (manifest.json, model.safetensors, programs/).",
              "model-path"));
   r.add(text("model.eval_path", "",
              "torchscript: the eval-mode trace of the module in model.path, for a model traced with "

@@ -18,7 +18,7 @@ using nlohmann::json;
 
 constexpr int kFormatVersion = 2;  // python/mtrain_export/__init__.py FORMAT_VERSION
 const char* const kReexport =
-    "Export the model again with this mtrain (`python -m mtrain_export MODULE.py:FACTORY --example "
+    "Export the model again with this mtrain (`mtrain export MODULE.py:FACTORY --example "
     "... --wrap-module-types ... --out DIR`, docs/your-model.md) and pass that folder as model.path";
 
 class Reader {

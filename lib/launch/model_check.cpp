@@ -169,7 +169,7 @@ void check_compiled_model(const config::JobView& job, const std::string& worker_
                       "programs run only the shapes they were compiled for",
                       rows, visible_text(dir), visible_text(in.name), in.shape[0]),
           fmt::format("Set train.batch_size (--batch-size) to {}, or export the package again with --example "
-                      "{}=…:{}x… (python -m mtrain_export)",
+                      "{}=…:{}x… (mtrain export)",
                       in.shape[0], visible_text(in.name), rows))
           .at("train.batch_size");
   if (worker_path.empty()) return;

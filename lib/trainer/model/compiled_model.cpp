@@ -24,7 +24,7 @@ namespace {
 
 const char* const kCompiledTrust =
     "set model.trust_code true (--set model.trust_code=true) if you trust whoever compiled the package, or "
-    "export the model yourself (python -m mtrain_export MODULE.py:FACTORY --example ... --wrap-module-types "
+    "export the model yourself (mtrain export MODULE.py:FACTORY --example ... --wrap-module-types "
     "... --out DIR, docs/your-model.md)";
 
 void require_compiled_support() {
@@ -50,7 +50,7 @@ class CompiledModel : public TaskModel {
     require_compiled_support();
     if (s.path.empty())
       throw UsageError("model.name is compiled but model.path is empty",
-                       "set model.path (--model-path) to the folder python -m mtrain_export wrote")
+                       "set model.path (--model-path) to the folder mtrain export wrote")
           .at("model.path");
     if (!s.trust_code)
       throw UsageError(

@@ -31,9 +31,11 @@ mkdir -p "$WORK/cache"
 STEPS=4
 "$TORCH_PY" "$REF" model "$WORK" && "$TORCH_PY" "$REF" data "$WORK" $((STEPS * 12)) || { fail "the model and data"; finish; }
 SECONDS=0
-"$TORCH_PY" -W ignore -m mtrain_export "$WORK/model.py:make" --example input=int64:6x8 --example target=int64:6x8 \
-  --wrap-module-types Block -o "$WORK/pkg" >"$WORK/out" 2>&1; rc=$?
-expect_rc 0 "export of the 2-block model (${SECONDS} s, $(grep -o '[0-9]* programs ([0-9]* from the cache' "$WORK/out")))"
+# Through `mtrain export` (the bundled exporter run by the given Python; test_export.sh runs
+# `python -m mtrain_export` itself).
+PYTHONWARNINGS=ignore "$MTRAIN" export --python "$TORCH_PY" "$WORK/model.py:make" --example input=int64:6x8 \
+  --example target=int64:6x8 --wrap-module-types Block -o "$WORK/pkg" >"$WORK/out" 2>&1; rc=$?
+expect_rc 0 "mtrain export of the 2-block model (${SECONDS} s, $(grep -o '[0-9]* programs ([0-9]* from the cache' "$WORK/out")))"
 [ "$rc" -eq 0 ] || { sed 's/^/    | /' "$WORK/out" | tail -20; finish; }
 
 common=(--master-port 0 --model compiled --set model.trust_code=true --data tensors
@@ -80,6 +82,14 @@ fi
 ok "8 trainings in ${SECONDS} s"
 
 # Refusals.
+# An interpreter without PyTorch 2.x (Debian's python3-torch is 1.13), or none at all: one paragraph, exit 2.
+for py in /usr/bin/python3 "$WORK/no-such-python"; do
+  "$MTRAIN" export --python "$py" "$WORK/model.py:make" --example input=int64:6x8 --example target=int64:6x8 \
+    --wrap-module-types Block -o "$WORK/pkg-refused" >"$WORK/refused.out" 2>&1; rc=$?
+  expect_rc 2 "mtrain export --python $py"
+  expect_in "$WORK/refused.out" "--python PATH"
+  [ ! -e "$WORK/pkg-refused" ] && ok "no package written with $py" || fail "a package was written with $py"
+done
 wd=(--work-dir "$WORK/wd-refused" --nproc-per-node 1 --batch-size 6)
 refused "model.trust_code is false" --model compiled --model-path "$WORK/pkg" --data tensors --data-path "$WORK/data.pt" "${wd[@]}"
 cp -r "$WORK/pkg" "$WORK/pkg-missing" && rm "$WORK/pkg-missing/programs/epilogue_step.pt2"

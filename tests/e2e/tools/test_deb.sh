@@ -38,10 +38,16 @@ dpkg -x "$deb" "$root"
 for f in usr/bin/mtrain usr/libexec/mtrain/mtrain-worker usr/libexec/mtrain/mtrain-worker.facts.json \
          usr/libexec/mtrain/mtrain-worker.operators usr/share/man/man1/mtrain.1 \
          usr/share/bash-completion/completions/mtrain usr/share/mtrain/examples/zero3.yaml \
-         usr/share/mtrain/templates/slurm/task-per-gpu.sbatch usr/share/doc/mtrain/README.md; do
+         usr/share/mtrain/templates/slurm/task-per-gpu.sbatch usr/share/doc/mtrain/README.md \
+         usr/share/mtrain/python/mtrain_export/__main__.py usr/share/mtrain/python/mtrain_export/package.py; do
   [ -e "$root/$f" ] && ok "package has /$f" || fail "package lacks /$f"
 done
 timeout -k 5 60 "$root/usr/bin/mtrain" --version >"$WORK/version" 2>&1
 expect_in "$WORK/version" "LibTorch 1."
 expect_in "$WORK/version" "mtrain-worker $root/usr/libexec/mtrain/mtrain-worker)"
+# The installed mtrain finds its exporter in /usr/share/mtrain/python (the exporter's own help).
+if command -v python3 >/dev/null; then
+  timeout -k 5 60 "$root/usr/bin/mtrain" export --python python3 --help >"$WORK/export-help" 2>&1
+  expect_in "$WORK/export-help" "usage: mtrain export"
+fi
 finish

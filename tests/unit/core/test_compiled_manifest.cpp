@@ -96,7 +96,7 @@ TEST_CASE("compiled manifest: a missing or damaged manifest is one paragraph", "
   TempDir d("mtrain_compiled_manifest");
   CHECK_THAT(error_text([&] { read_compiled_manifest(d.str()); }),
              Catch::Contains("is not a compiled package: its manifest.json does not exist") &&
-                 Catch::Contains("python -m mtrain_export"));
+                 Catch::Contains("mtrain export MODULE.py:FACTORY"));
   std::ofstream(d.path / "manifest.json") << "{not json";
   CHECK_THAT(error_text([&] { read_compiled_manifest(d.str()); }), Catch::Contains("is not JSON"));
 }
