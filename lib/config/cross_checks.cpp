@@ -69,13 +69,9 @@ std::vector<Problem> compiled_package_problems(const json& job, const std::strin
   return out;
 }
 
-// Files of the model, not the data: pretrained weights (model.init) and a TorchScript model.
-// `model_given`: model.name was set (not its default), for the message.
-std::vector<Problem> model_file_problems(const json& job, bool model_given) {
-  std::vector<Problem> out;
-  const ModelName model = model_from_text(as_text(job, "model.name"));
-  // Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
-  // files than this machine, so only local and Slurm launches are checked here).
+// Pretrained weights: the file must be there before any rank starts (ssh hosts may see other
+// files than this machine, so only local and Slurm launches are checked here).
+void init_weights_problems(const json& job, std::vector<Problem>& out) {
   const std::string init = as_text(job, "model.init");
   std::error_code ec;
   // Not only "exists": a FIFO or a link to a device exists too, and is named as what it is.
@@ -83,38 +79,42 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
       init.empty() || choice_at<LauncherKind>(job, "launch.launcher") == LauncherKind::Ssh || std::filesystem::is_directory(init, ec)
           ? std::string()
           : not_regular_file(init);
-  if (!init_problem.empty()) {
-    out.push_back({true,
-                   {"model.init"},
-                   fmt::format("model.init '{}' {}", init, init_problem),
-                   "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
-                   "checkpoint folder (a relative path in a job file is from the job file's folder, else from the "
-                   "current folder)."});
-  }
+  if (init_problem.empty()) return;
+  out.push_back({true,
+                 {"model.init"},
+                 fmt::format("model.init '{}' {}", init, init_problem),
+                 "Give a .safetensors file, a torch.save'd state dict, an mtrain model.pt or a "
+                 "checkpoint folder (a relative path in a job file is from the job file's folder, else from the "
+                 "current folder)."});
+}
+
+// A built-in model with model.path or model.eval_path: `--model-path net.pt` alone would train the
+// built-in gpt, and every rank fail on the data.
+void unread_model_file_problems(const json& job, bool model_given, std::vector<Problem>& out) {
   const std::string path = as_text(job, "model.path");
   const std::string eval_path = as_text(job, "model.eval_path");
-  if (model == ModelName::Compiled) {
-    for (Problem& p : compiled_package_problems(job, path, eval_path)) out.push_back(std::move(p));
-    return out;
-  }
-  // `--model-path net.pt` alone would train the built-in gpt, and every rank fail on the data.
-  if (model != ModelName::Torchscript) {
-    if (!path.empty())
-      out.push_back({true, {"model.path", "model.name"},
-                     fmt::format("model.path '{}' is set but model.name is {}{}, which does not read it", path,
-                                 as_text(job, "model.name"), model_given ? "" : " (the default)"),
-                     "Add --model torchscript (model.name: torchscript in a job file) to train the TorchScript "
-                     "module in model.path, or drop model.path."});
-    if (!eval_path.empty())
-      out.push_back({true,
-                     {"model.eval_path", "model.name"},
-                     fmt::format("model.eval_path '{}' is set but model.name is {}{}, which does not read it",
-                                 eval_path, as_text(job, "model.name"), model_given ? "" : " (the default)"),
-                     "model.eval_path is the eval-mode trace of a TorchScript model.path: add --model torchscript, "
-                     "or drop model.eval_path."});
-    return out;
-  }
-  // The TorchScript file: checked here so a typo fails before any rank starts.
+  const std::string model = as_text(job, "model.name");
+  if (!path.empty())
+    out.push_back({true,
+                   {"model.path", "model.name"},
+                   fmt::format("model.path '{}' is set but model.name is {}{}, which does not read it", path, model,
+                               model_given ? "" : " (the default)"),
+                   "Add --model torchscript (model.name: torchscript in a job file) to train the TorchScript "
+                   "module in model.path, or drop model.path."});
+  if (!eval_path.empty())
+    out.push_back({true,
+                   {"model.eval_path", "model.name"},
+                   fmt::format("model.eval_path '{}' is set but model.name is {}{}, which does not read it", eval_path,
+                               model, model_given ? "" : " (the default)"),
+                   "model.eval_path is the eval-mode trace of a TorchScript model.path: add --model torchscript, "
+                   "or drop model.eval_path."});
+}
+
+// The TorchScript files: checked here so a typo fails before any rank starts.
+void torchscript_file_problems(const json& job, std::vector<Problem>& out) {
+  const std::string path = as_text(job, "model.path");
+  const std::string eval_path = as_text(job, "model.eval_path");
+  std::error_code ec;
   const char* fix = "Set model.path (--model-path) to the file written by torch.jit.save(torch.jit.script(module), PATH).";
   if (path.empty()) {
     out.push_back({true, {"model.path"}, "model.path is empty but model.name is torchscript", fix});
@@ -130,15 +130,19 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
                    "Set model.eval_path to the eval-mode trace of model.path's module "
                    "(torch.jit.save(torch.jit.trace(model.eval(), example), PATH)), or leave it empty."});
   }
+}
+
+// Settings of a TorchScript model that need something of it.
+void torchscript_setting_problems(const json& job, std::vector<Problem>& out) {
   // The trainer counts the targets itself; a loss it does not compute has no targets it can count.
-  const std::string loss = as_text(job, "model.loss");
-  if (get(job, "train.average_tokens_across_ranks").get<bool>() && loss != "cross_entropy" &&
-      loss != "lm_cross_entropy") {
+  const LossName loss = choice_at<LossName>(job, "model.loss");
+  if (get(job, "train.average_tokens_across_ranks").get<bool>() && loss != LossName::CrossEntropy &&
+      loss != LossName::LmCrossEntropy) {
     out.push_back({true,
                    {"train.average_tokens_across_ranks", "model.loss"},
                    fmt::format("train.average_tokens_across_ranks is true but model.loss is {}, whose targets the "
                                "trainer does not count",
-                               loss),
+                               to_string(loss)),
                    "Set model.loss to lm_cross_entropy (logits [B, T, V]) or cross_entropy (logits [B, C]), whose "
                    "targets of -100 are ignored, or leave train.average_tokens_across_ranks false."});
   }
@@ -150,6 +154,24 @@ std::vector<Problem> model_file_problems(const json& job, bool model_given) {
                    "recompute: fsdp.wrap_module_types is empty",
                    "Name the block submodules in fsdp.wrap_module_types (class names such as Block, "
                    "or dotted names such as blocks.0), or set fsdp.wrap_policy size."});
+  }
+}
+
+// Files of the model, not the data: pretrained weights (model.init) and the user's model.
+// `model_given`: model.name was set (not its default), for the message.
+std::vector<Problem> model_file_problems(const json& job, bool model_given) {
+  std::vector<Problem> out;
+  init_weights_problems(job, out);
+  switch (model_from_text(as_text(job, "model.name"))) {
+    case ModelName::Compiled:
+      for (Problem& p : compiled_package_problems(job, as_text(job, "model.path"), as_text(job, "model.eval_path")))
+        out.push_back(std::move(p));
+      break;
+    case ModelName::Torchscript:
+      torchscript_file_problems(job, out);
+      torchscript_setting_problems(job, out);
+      break;
+    default: unread_model_file_problems(job, model_given, out);
   }
   return out;
 }

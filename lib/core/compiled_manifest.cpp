@@ -104,34 +104,27 @@ CompiledPart part(const Reader& r, const json& j, const std::string& field, cons
 
 }  // namespace
 
-CompiledManifest read_compiled_manifest(const std::string& dir) {
-  const std::string path = dir + "/manifest.json";
+namespace {
+
+// The manifest's JSON, read bounded: a missing, unreadable or malformed file is one paragraph.
+json manifest_json(const std::string& dir, const std::string& path) {
   const std::string why = not_regular_file(path);
   if (!why.empty())
     throw Error(fmt::format("model.path: '{}' is not a compiled package: its manifest.json {}", visible_text(dir), why),
                 kReexport);
   std::optional<std::string> text = read_input_file(path);
   if (!text) throw Error(fmt::format("model.path: cannot read '{}'", visible_text(path)), kReexport);
-  json doc;
   try {
-    doc = parse_json_limited(*text, path);
+    return parse_json_limited(*text, path);
   } catch (const json::exception& e) {
     throw Error(fmt::format("model.path: the compiled package manifest '{}' is not JSON ({})", visible_text(path),
                             visible_text(e.what())),
                 kReexport);
   }
-  Reader r(path);
-  CompiledManifest m;
-  m.dir = dir;
-  if (r.str(doc, "format", "format") != "mtrain-compiled") r.bad("format", "is not 'mtrain-compiled'");
-  const json& v = r.at(doc, "format_version", "format_version");
-  if (!v.is_number_integer() || v.get<int>() != kFormatVersion)
-    r.bad("format_version", fmt::format("is {}, this mtrain reads version {}", visible_text(v.dump()), kFormatVersion));
-  m.format_version = kFormatVersion;
-  m.torch_version = r.str(doc, "torch", "torch");
-  m.device = r.str(doc, "device", "device");
+}
 
-  std::set<std::string> known;  // every name a program may take
+// The loss inputs and the hidden state between units; their names join `known`.
+void read_inputs(const Reader& r, const json& doc, CompiledManifest& m, std::set<std::string>& known) {
   const json& inputs = r.at(doc, "inputs", "inputs");
   if (!inputs.is_array() || inputs.empty()) r.bad("inputs", "is not a non-empty list");
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -145,8 +138,13 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
   m.hidden_shape = r.shape(hidden, "shape", "hidden.shape");
   m.hidden_dtype = r.dtype(hidden, "dtype", "hidden.dtype");
   known.insert("hidden");
+}
 
-  std::set<std::string> tensor_names, trainable;
+// The tensor table: each name (tied ones too) once, never an input's. Returns the names of the
+// trainable parameters.
+std::set<std::string> read_tensor_table(const Reader& r, const json& doc, CompiledManifest& m,
+                                        std::set<std::string>& tensor_names, const std::set<std::string>& inputs) {
+  std::set<std::string> trainable;
   const json& tensors = r.at(doc, "tensors", "tensors");
   if (!tensors.is_array() || tensors.empty()) r.bad("tensors", "is not a non-empty list");
   for (size_t i = 0; i < tensors.size(); ++i) {
@@ -165,13 +163,61 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
     std::vector<std::string> all = ct.tied;
     all.push_back(ct.name);
     for (const std::string& n : all)
-      if (!tensor_names.insert(n).second || known.count(n))
+      if (!tensor_names.insert(n).second || inputs.count(n))
         r.bad(f, fmt::format("names '{}' twice (in the table or as an input)", visible_text(n)));
     if (ct.parameter && ct.requires_grad) trainable.insert(ct.name);
     m.tensors.push_back(std::move(ct));
   }
-  known.insert(tensor_names.begin(), tensor_names.end());
+  return trainable;
+}
 
+// One unit: its programs (part()), name, block type and the activations its forward saves.
+CompiledPart read_unit(const Reader& r, const json& unit, const std::string& f, const std::string& dir) {
+  CompiledPart u = part(r, unit, f, "backward", dir);
+  u.name = r.str(unit, "name", f + ".name");
+  u.type = r.str(unit, "type", f + ".type");
+  const json& saved = r.at(unit, "saved", f + ".saved");
+  if (!saved.is_array() || saved.size() > 4096) r.bad(f + ".saved", "is not a list of at most 4096 activations");
+  for (size_t j = 0; j < saved.size(); ++j) {
+    const std::string g = fmt::format("{}.saved[{}]", f, j);
+    u.saved.push_back({r.dtype(saved[j], "dtype", g + ".dtype"), r.shape(saved[j], "shape", g + ".shape")});
+  }
+  return u;
+}
+
+// Every trainable parameter gets its gradient from some program: one left out would silently
+// never train.
+void check_every_gradient(const Reader& r, const CompiledManifest& m, const std::set<std::string>& trainable) {
+  std::set<std::string> with_grad;
+  for (const CompiledPart* p : {&m.prologue, &m.epilogue}) with_grad.insert(p->grads.begin(), p->grads.end());
+  for (const CompiledPart& u : m.units) with_grad.insert(u.grads.begin(), u.grads.end());
+  for (const std::string& t : trainable)
+    if (!with_grad.count(t))
+      r.bad("tensors",
+            fmt::format("has the trainable parameter '{}', which no program returns a gradient for", visible_text(t)));
+}
+
+}  // namespace
+
+CompiledManifest read_compiled_manifest(const std::string& dir) {
+  const std::string path = dir + "/manifest.json";
+  const json doc = manifest_json(dir, path);
+  const Reader r(path);
+  CompiledManifest m;
+  m.dir = dir;
+  if (r.str(doc, "format", "format") != "mtrain-compiled") r.bad("format", "is not 'mtrain-compiled'");
+  const json& v = r.at(doc, "format_version", "format_version");
+  if (!v.is_number_integer() || v.get<int>() != kFormatVersion)
+    r.bad("format_version", fmt::format("is {}, this mtrain reads version {}", visible_text(v.dump()), kFormatVersion));
+  m.format_version = kFormatVersion;
+  m.torch_version = r.str(doc, "torch", "torch");
+  m.device = r.str(doc, "device", "device");
+
+  std::set<std::string> known;  // every name a program may take
+  read_inputs(r, doc, m, known);
+  std::set<std::string> tensor_names;
+  const std::set<std::string> trainable = read_tensor_table(r, doc, m, tensor_names, known);
+  known.insert(tensor_names.begin(), tensor_names.end());
   auto check_names = [&](const CompiledPart& p, const std::string& f) {
     for (const std::string& a : p.args)
       if (!known.count(a)) r.bad(f + ".args", fmt::format("names '{}', which is no tensor or input", visible_text(a)));
@@ -185,31 +231,13 @@ CompiledManifest read_compiled_manifest(const std::string& dir) {
   const json& units = r.at(doc, "units", "units");
   if (!units.is_array() || units.empty()) r.bad("units", "is not a non-empty list");
   for (size_t i = 0; i < units.size(); ++i) {
-    const std::string f = fmt::format("units[{}]", i);
-    CompiledPart u = part(r, units[i], f, "backward", dir);
-    u.name = r.str(units[i], "name", f + ".name");
-    u.type = r.str(units[i], "type", f + ".type");
-    const json& saved = r.at(units[i], "saved", f + ".saved");
-    if (!saved.is_array() || saved.size() > 4096) r.bad(f + ".saved", "is not a list of at most 4096 activations");
-    for (size_t j = 0; j < saved.size(); ++j) {
-      const std::string g = fmt::format("{}.saved[{}]", f, j);
-      u.saved.push_back({r.dtype(saved[j], "dtype", g + ".dtype"), r.shape(saved[j], "shape", g + ".shape")});
-    }
-    check_names(u, f);
-    m.units.push_back(std::move(u));
+    m.units.push_back(read_unit(r, units[i], fmt::format("units[{}]", i), dir));
+    check_names(m.units.back(), fmt::format("units[{}]", i));
   }
   m.epilogue = part(r, r.at(doc, "epilogue", "epilogue"), "epilogue", "step", dir);
   m.epilogue.name = "epilogue";
   check_names(m.epilogue, "epilogue");
-  // Every trainable parameter gets its gradient from some program: one left out would silently
-  // never train.
-  std::set<std::string> with_grad;
-  for (const CompiledPart* p : {&m.prologue, &m.epilogue}) with_grad.insert(p->grads.begin(), p->grads.end());
-  for (const CompiledPart& u : m.units) with_grad.insert(u.grads.begin(), u.grads.end());
-  for (const std::string& t : trainable)
-    if (!with_grad.count(t))
-      r.bad("tensors",
-            fmt::format("has the trainable parameter '{}', which no program returns a gradient for", visible_text(t)));
+  check_every_gradient(r, m, trainable);
   return m;
 }
 
