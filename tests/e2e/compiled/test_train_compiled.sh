@@ -79,7 +79,22 @@ if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd_12.pt" "$wd/mode
 else
   fail "sgd resumed across strategies: $msg"
 fi
-ok "8 trainings in ${SECONDS} s"
+# And across world sizes: the same 2 steps under fsdp x2, then ddp x1 resumes with 2 micro-batches
+# per step (the same global batch of 12 rows) to step 4.
+wd="$WORK/wd-resumed-world"
+retry_port_clash "$WORK/out" launch --nproc-per-node 2 --strategy fsdp --work-dir "$wd" "${common[@]}" \
+  --model-path "$WORK/pkg" --batch-size 6 --set optim.name=sgd --set optim.lr=0.1 --max-steps 2
+expect_rc 0 "sgd fsdp x2, steps 1-2"
+retry_port_clash "$WORK/out" launch --nproc-per-node 1 --strategy ddp --work-dir "$wd" "${common[@]}" \
+  --model-path "$WORK/pkg" --batch-size 6 --grad-accum 2 --set optim.name=sgd --set optim.lr=0.1 \
+  --max-steps $STEPS --resume auto
+expect_rc 0 "sgd ddp x1 (2 micro-batches) resumed, steps 3-4"
+if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd_12.pt" "$wd/model.pt" 1e-5 2>&1); then
+  ok "sgd resumed from world 2 at world 1: $msg"
+else
+  fail "sgd resumed from world 2 at world 1: $msg"
+fi
+ok "10 trainings in ${SECONDS} s"
 
 # Refusals.
 # An interpreter without PyTorch 2.x (Debian's python3-torch is 1.13), or none at all: one paragraph, exit 2.
