@@ -79,6 +79,15 @@ if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd_12.pt" "$wd/mode
 else
   fail "sgd resumed across strategies: $msg"
 fi
+# Consolidation of the sharded (zero3 x2) checkpoint of step 4: one state dict, equal to PyTorch's.
+ck=$(ls -d "$WORK/wd-resumed/checkpoints/step_"* 2>/dev/null | sort -V | tail -1)
+run_mtrain "$WORK/cons.out" checkpoint consolidate "$ck" -o "$WORK/consolidated.pt"
+expect_rc 0 "checkpoint consolidate ${ck##*/}"
+if msg=$("$TORCH_PY" -W ignore "$GOLDEN" compare "$WORK/ref_sgd_12.pt" "$WORK/consolidated.pt" 1e-5 2>&1); then
+  ok "the consolidated ${ck##*/} against eager PyTorch: $msg"
+else
+  fail "the consolidated ${ck##*/} against eager PyTorch: $msg"
+fi
 # And across world sizes: the same 2 steps under fsdp x2, then ddp x1 resumes with 2 micro-batches
 # per step (the same global batch of 12 rows) to step 4.
 wd="$WORK/wd-resumed-world"
