@@ -46,13 +46,14 @@ ExportExec export_exec(const std::string& python, const std::string& exporter_di
 }
 
 void run_export(const ExportRequest& r) {
-  const std::string worker = own_worker();
+  const std::string self = own_executable();
+  const std::string worker = find_worker(self);
   const std::optional<WorkerFacts> facts = worker.empty() ? std::nullopt : read_worker_facts(worker);
-  const std::string dir = find_exporter_dir(own_executable(), facts);
+  const std::string dir = find_exporter_dir(self, facts);
   if (dir.empty())
     throw UsageError(fmt::format("no exporter (mtrain_export) beside this mtrain ({}): neither "
                                  "<prefix>/share/mtrain/python nor the checkout its worker was built from holds it",
-                                 visible_text(own_executable())),
+                                 visible_text(self)),
                      "Install mtrain whole (the .deb), or run the exporter from a checkout: PYTHONPATH=python "
                      "python -m mtrain_export …");
   const char* env_python = std::getenv("MTRAIN_PYTHON");
