@@ -69,3 +69,35 @@ mtrain_static_archive(static::crypto libcrypto.a OpenSSL::Crypto libssl-dev)
 set_property(TARGET static::crypto PROPERTY INTERFACE_LINK_LIBRARIES ${CMAKE_DL_LIBS} Threads::Threads)
 mtrain_static_archive(static::ssl libssl.a OpenSSL::SSL libssl-dev)
 set_property(TARGET static::ssl PROPERTY INTERFACE_LINK_LIBRARIES static::crypto)
+
+# gRPC for etcd's native API (lib/rendezvous/etcd_grpc.cpp), launcher side only and static for
+# the reasons above: Debian's libgrpc++-dev ships the archives, and gRPC's own dependencies
+# (abseil, re2, c-ares, upb, protobuf) are archives too. One link group, since those archives
+# call each other in both directions and their order would otherwise matter; the linker takes
+# only the objects mtrain calls.
+find_program(MTRAIN_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+find_program(MTRAIN_PROTOC protoc)
+if(NOT MTRAIN_GRPC_CPP_PLUGIN OR NOT MTRAIN_PROTOC)
+  message(FATAL_ERROR "protoc and grpc_cpp_plugin not found: etcd's gRPC API is compiled from "
+    "lib/rendezvous/etcd_api.proto. Install protobuf-compiler and protobuf-compiler-grpc (scripts/bootstrap).")
+endif()
+set(grpc_archives)
+foreach(archive libgrpc++.a libgrpc.a libupb.a libgpr.a libaddress_sorting.a libre2.a libcares.a libprotobuf.a)
+  string(MAKE_C_IDENTIFIER "MTRAIN_ARCHIVE_${archive}" var)
+  find_library(${var} NAMES ${archive})
+  if(NOT ${var})
+    message(FATAL_ERROR "${archive} not found: mtrain links gRPC statically (cmake/static_deps.cmake). "
+      "Install libgrpc++-dev, libre2-dev, libc-ares-dev and libprotobuf-dev (scripts/bootstrap).")
+  endif()
+  list(APPEND grpc_archives ${${var}})
+endforeach()
+get_filename_component(grpc_archive_dir ${MTRAIN_ARCHIVE_libgrpc_a} DIRECTORY)
+file(GLOB absl_archives ${grpc_archive_dir}/libabsl_*.a)
+if(NOT absl_archives)
+  message(FATAL_ERROR "no libabsl_*.a beside ${MTRAIN_ARCHIVE_libgrpc_a}: install libabsl-dev")
+endif()
+add_library(static_grpcpp INTERFACE)
+target_link_libraries(static_grpcpp INTERFACE
+  "-Wl,--start-group" ${grpc_archives} ${absl_archives} ${MTRAIN_ARCHIVE_libssl_a} ${MTRAIN_ARCHIVE_libcrypto_a}
+  ${MTRAIN_ARCHIVE_libz_a} "-Wl,--end-group" ${CMAKE_DL_LIBS} Threads::Threads rt)
+add_library(static::grpcpp ALIAS static_grpcpp)

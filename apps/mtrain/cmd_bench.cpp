@@ -152,7 +152,9 @@ void add_bench_rendezvous(CLI::App* bench, Exit& exit) {
   rb->add_option("--heartbeat-seconds", rf->heartbeat_s, "How long to measure the store's heartbeat CPU")
       ->check(CLI::Range(1.0, 3600.0))
       ->default_str("6");
-  rb->add_option("--backend", rf->backends, "Rendezvous backends to measure, comma-separated: mtrain (the store), etcd")
+  rb->add_option("--backend", rf->backends,
+                 "Rendezvous backends to measure, comma-separated: mtrain (the store), etcd (its gRPC API), "
+                 "etcd-gateway (its JSON gateway)")
       ->default_str("mtrain");
   rb->add_option(
       "--etcd-endpoint", rf->o.etcd_endpoints,

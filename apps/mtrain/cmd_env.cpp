@@ -41,6 +41,7 @@ void rendezvous_of(envreport::ReportOptions& o, const std::string& backend, cons
     o.rdzv_etcd_cacert = m.rdzv_etcd_cacert;
     o.rdzv_etcd_cert = m.rdzv_etcd_cert;
     o.rdzv_etcd_key = m.rdzv_etcd_key;
+    o.rdzv_etcd_api = m.rdzv_etcd_api;
   } catch (const Error&) {
     o.rdzv_backend = backend;
     o.rdzv_endpoint = endpoint;

@@ -63,6 +63,7 @@ double process_cpu_seconds(const std::vector<pid_t>& pids) {
   double total = 0;
   const double tick = static_cast<double>(::sysconf(_SC_CLK_TCK));
   for (pid_t p : pids) {
+    if (p <= 0) continue;
     std::ifstream in(fmt::format("/proc/{}/stat", p));
     std::string stat((std::istreambuf_iterator<char>(in)), {});
     const size_t close = stat.rfind(')');
@@ -129,9 +130,12 @@ LocalEtcd::LocalEtcd(int timeout_ms) {
 LocalEtcd::~LocalEtcd() { stop(); }
 
 void LocalEtcd::stop() {
-  for (pid_t p : pids_) ::kill(p, SIGTERM);
+  // A member kill_member() ended is -1 here: kill(-1) would signal every process we may.
+  for (pid_t p : pids_)
+    if (p > 0) ::kill(p, SIGTERM);
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   for (pid_t p : pids_) {
+    if (p <= 0) continue;
     while (::waitpid(p, nullptr, WNOHANG) == 0) {
       if (std::chrono::steady_clock::now() > end) {
         ::kill(p, SIGKILL);
@@ -157,5 +161,12 @@ std::string LocalEtcd::endpoint_list() const {
 namespace mtrain::bench {
 
 double LocalEtcd::cpu_seconds() const { return process_cpu_seconds(pids_); }
+
+void LocalEtcd::kill_member(size_t k) {
+  if (k >= pids_.size() || pids_[k] <= 0) return;
+  ::kill(pids_[k], SIGKILL);
+  ::waitpid(pids_[k], nullptr, 0);
+  pids_[k] = -1;
+}
 
 }  // namespace mtrain::bench

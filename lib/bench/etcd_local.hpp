@@ -24,6 +24,8 @@ class LocalEtcd {
   std::string endpoint_list() const;
   double cpu_seconds() const;
   std::string version() const { return version_; }
+  // SIGKILL member k (as a host that dies would): the other two keep a quorum.
+  void kill_member(size_t k);
 
  private:
   void stop();

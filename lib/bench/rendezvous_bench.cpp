@@ -128,10 +128,14 @@ BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const Rend
                                 std::chrono::duration<double>(o.heartbeat_interval).count()));
   r.notes.push_back("# store RSS = resident memory growth while the store started and the job formed (not creating "
                     "the simulated nodes; their request buffers are included)");
-  if (std::find(o.backends.begin(), o.backends.end(), "etcd") != o.backends.end())
+  const auto asked = [&](const char* b) {
+    return std::find(o.backends.begin(), o.backends.end(), b) != o.backends.end();
+  };
+  if (asked("etcd") || asked("etcd-gateway"))
     r.notes.push_back(
         o.etcd_endpoints.empty()
-            ? "# etcd: N real etcd-rendezvous agents (a thread and HTTP client each) against a local 3-member "
+            ? "# etcd: N real etcd-rendezvous agents (a thread and an etcd client each: gRPC; etcd-gateway: HTTP/1.1 "
+              "to etcd's JSON gateway) against a local 3-member "
               "cluster on 127.0.0.1; its CPU is the three members' (/proc/PID/stat), summed; the agents' "
               "per-request deadline is 30 s here (3 s in mtrain launch)"
             : "# etcd: N real etcd-rendezvous agents against " + o.etcd_endpoints + " (its CPU is not visible here)");
@@ -157,7 +161,7 @@ BenchReport run_rendezvous_bench(const RendezvousBenchOptions& o) {
   for (const auto& backend : o.backends) {
     if (backend == "mtrain") {
       for (int n : o.nodes) runs.push_back(run_rendezvous_once(n, o));
-    } else if (backend == "etcd") {
+    } else if (backend == "etcd" || backend == "etcd-gateway") {
       std::unique_ptr<LocalEtcd> local;
       std::vector<rendezvous::Endpoint> members;
       std::function<double()> cpu;
@@ -168,10 +172,11 @@ BenchReport run_rendezvous_bench(const RendezvousBenchOptions& o) {
       } else {
         members = rendezvous::parse_etcd_endpoints(o.etcd_endpoints, "--etcd-endpoint");
       }
-      for (int n : o.nodes) runs.push_back(run_etcd_rendezvous_once(n, o, members, cpu));
+      const auto api = backend == "etcd" ? config::EtcdApi::Grpc : config::EtcdApi::Gateway;
+      for (int n : o.nodes) runs.push_back(run_etcd_rendezvous_once(n, o, members, cpu, api));
     } else {
       throw Error(fmt::format("--backend '{}' is not a rendezvous backend", backend),
-                  "Give mtrain, etcd or mtrain,etcd.");
+                  "Give mtrain, etcd (its gRPC API), etcd-gateway (its JSON gateway), or several: mtrain,etcd.");
     }
   }
   return rendezvous_report(runs, o);

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "lib/bench/report.hpp"
+#include "lib/config/launch_choices.hpp"
 #include "lib/rendezvous/clock.hpp"
 #include "lib/rendezvous/endpoint.hpp"
 
@@ -24,7 +25,7 @@ struct RendezvousBenchOptions {
   rendezvous::Duration heartbeat_interval{2000};     // the node agent's cadence at --node-timeout 30
   rendezvous::Duration heartbeat_span{6000};         // how long heartbeat CPU is measured
   rendezvous::Duration form_timeout{60000};
-  std::vector<std::string> backends = {"mtrain"};  // mtrain, etcd
+  std::vector<std::string> backends = {"mtrain"};  // mtrain, etcd (gRPC), etcd-gateway (its JSON gateway)
   std::string etcd_endpoints;  // a running cluster's members; empty: a local 3-member cluster is started
 };
 
@@ -44,12 +45,12 @@ struct RendezvousRun {
 // One N: store + simulated nodes; mtrain::Error (exit 1) if the job does not form.
 RendezvousRun run_rendezvous_once(int nodes, const RendezvousBenchOptions& o);
 
-// One N on etcd (rendezvous_etcd_bench.cpp): N real EtcdRendezvous agents, a thread and an HTTP
-// client each, join the cluster at once, then heartbeat. `etcd_cpu` gives the members' CPU
-// seconds so far (none: a cluster the bench did not start, whose CPU it cannot see).
+// One N on etcd (rendezvous_etcd_bench.cpp): N real EtcdRendezvous agents, a thread and an etcd
+// client (speaking `api`) each, join the cluster at once, then heartbeat. `etcd_cpu` gives the
+// members' CPU seconds so far (none: a cluster the bench did not start, whose CPU it cannot see).
 RendezvousRun run_etcd_rendezvous_once(int nodes, const RendezvousBenchOptions& o,
                                        const std::vector<rendezvous::Endpoint>& members,
-                                       const std::function<double()>& etcd_cpu);
+                                       const std::function<double()>& etcd_cpu, config::EtcdApi api);
 
 BenchReport rendezvous_report(const std::vector<RendezvousRun>& runs, const RendezvousBenchOptions& o);
 

@@ -40,6 +40,16 @@ struct ChoiceTable<RdzvBackend> {
       {RdzvBackend::Static, "static"}, {RdzvBackend::Mtrain, "mtrain"}, {RdzvBackend::C10d, "c10d"}, {RdzvBackend::Etcd, "etcd"}};
 };
 
+// launch.rdzv_etcd_api: how the etcd backend speaks to the cluster. grpc: etcd's native API
+// (lib/rendezvous/etcd_grpc.hpp), what etcdctl speaks; gateway: its JSON gateway over HTTP/1.1
+// (etcd_http.hpp), for a cluster reached through a proxy that passes only HTTP/1.1.
+enum class EtcdApi { Grpc, Gateway };
+template <>
+struct ChoiceTable<EtcdApi> {
+  static constexpr const char* what = "etcd API";
+  static constexpr ChoiceRow<EtcdApi> rows[] = {{EtcdApi::Grpc, "grpc"}, {EtcdApi::Gateway, "gateway"}};
+};
+
 // launch.scale_up: how a node's ranks leave their round for an arriving node
 // (lib/launch/scale_up.hpp says what each does).
 enum class ScaleUp { checkpoint, now, off };

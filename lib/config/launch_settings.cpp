@@ -168,6 +168,11 @@ void add_rendezvous_settings(Registry& r) {
   // TLS and auth to etcd as etcdctl takes them (--cacert, --cert, --key, --user). The password is
   // no setting: a flag's value is in every process listing and shell history, and a setting's in
   // job files and `config show`; it comes from MTRAIN_ETCD_PASSWORD or a file only.
+  r.add(choice("launch.rdzv_etcd_api", to_string(EtcdApi::Grpc), choice_names<EtcdApi>(),
+               "With --rdzv-backend etcd: grpc (etcd's native API, as etcdctl speaks it) or gateway (its JSON "
+               "gateway over HTTP/1.1, for members reached through a proxy that passes only HTTP/1.1; it costs "
+               "etcd about twice the CPU per request).",
+               "rdzv-etcd-api"));
   r.add(text("launch.rdzv_etcd_cacert", "",
              "With --rdzv-backend etcd: PEM file of the CA that signed etcd's server certificate (its --cert-file); "
              "TLS (https) to every member, the certificate checked against it and the member's name or address. "

@@ -145,13 +145,15 @@ void render_slurm(Section& sec, const json& sl) {
 }
 
 void render_rendezvous(Section& sec, const json& r) {
-  sec.line("backend", s(r.at("backend")) + (r.at("endpoint").is_null() ? "" : " at " + s(r.at("endpoint"))));
+  sec.line("backend", s(r.at("backend")) + (r.at("endpoint").is_null() ? "" : " at " + s(r.at("endpoint"))) +
+                          (r.contains("api") ? " (" + s(r.at("api")) + " API)" : ""));
   if (r.contains("error")) sec.line("problem", s(r.at("error")));
   if (!r.contains("members")) return;
   for (const auto& m : r.at("members"))
     sec.line(s(m.at("endpoint")),
              m.at("answered").get<bool>()
-                 ? fmt::format("answers: etcd {} (cluster {})", s(m.at("etcdserver")), s(m.at("etcdcluster")))
+                 ? fmt::format("answers: etcd {}{}", s(m.at("etcdserver")),
+                               m.contains("etcdcluster") ? " (cluster " + s(m.at("etcdcluster")) + ")" : "")
                  : "no answer: " + s(m.at("error")));
 }
 

@@ -7,14 +7,16 @@
 
 #include "lib/core/error.hpp"
 #include "lib/envreport/report.hpp"
+#include "lib/rendezvous/etcd_grpc.hpp"
 #include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::envreport {
 
 json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms,
-                      const rendezvous::EtcdTlsFiles& tls) {
+                      const rendezvous::EtcdTlsFiles& tls, config::EtcdApi api) {
   json r = {{"backend", backend}, {"endpoint", endpoint.empty() ? json(nullptr) : json(endpoint)}};
   if (backend != "etcd") return r;
+  r["api"] = config::to_string(api);
   if (endpoint.empty()) {
     r["error"] = "no --rdzv-endpoint (launch.rdzv_endpoint) lists the etcd members";
     return r;
@@ -39,13 +41,17 @@ json probe_rendezvous(const std::string& backend, const std::string& endpoint, i
       o.tls = https;
       o.tls_files = tls;
       o.op_timeout = rendezvous::Duration(std::clamp(timeout_ms, 100, 3000));
-      const json v = rendezvous::EtcdHttp(o).version();
+      if (api == config::EtcdApi::Gateway) {
+        const json v = rendezvous::EtcdHttp(o).version();
+        m["etcdserver"] = v.value("etcdserver", "");
+        m["etcdcluster"] = v.value("etcdcluster", "");
+      } else {
+        m["etcdserver"] = rendezvous::EtcdGrpc(o).version();
+      }
       m["answered"] = true;
-      m["etcdserver"] = v.value("etcdserver", "");
-      m["etcdcluster"] = v.value("etcdcluster", "");
       ++answered;
     } catch (const Error& e) {
-      // EtcdHttp's message lists every member it tried: here only this one, after its name.
+      // The client's message lists every member it tried: here only this one, after its name.
       const std::string& msg = e.message();
       const std::string own = ep.str() + ": ";
       const size_t at = msg.find(own);

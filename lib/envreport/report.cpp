@@ -80,8 +80,9 @@ json collect_report(const SystemProbe& probe, const ReportOptions& opt) {
   r["limits"] = {{"open_files_soft", limit_value(l.open_files_soft)},
                  {"open_files_hard", limit_value(l.open_files_hard)}};
   if (!opt.rdzv_backend.empty())
-    r["rendezvous"] = probe_rendezvous(opt.rdzv_backend, opt.rdzv_endpoint, opt.command_timeout_ms,
-                                       {opt.rdzv_etcd_cacert, opt.rdzv_etcd_cert, opt.rdzv_etcd_key});
+    r["rendezvous"] =
+        probe_rendezvous(opt.rdzv_backend, opt.rdzv_endpoint, opt.command_timeout_ms,
+                         {opt.rdzv_etcd_cacert, opt.rdzv_etcd_cert, opt.rdzv_etcd_key}, opt.rdzv_etcd_api);
   r["warnings"] = compute_warnings(r, env);
   return r;
 }

@@ -13,6 +13,7 @@
 #include "lib/core/bytes_text.hpp"
 #include "lib/core/worker_facts.hpp"
 #include "lib/envreport/system_probe.hpp"
+#include "lib/config/launch_choices.hpp"
 #include "lib/rendezvous/etcd_tls.hpp"
 
 namespace mtrain::envreport {
@@ -27,6 +28,7 @@ struct ReportOptions {
   // The rendezvous the job is set for (flags, else MTRAIN_* and the user file); empty: not asked.
   std::string rdzv_backend, rdzv_endpoint;
   std::string rdzv_etcd_cacert, rdzv_etcd_cert, rdzv_etcd_key;  // TLS to etcd, as the launch would
+  config::EtcdApi rdzv_etcd_api = config::EtcdApi::Grpc;  // and the API it would speak
 };
 
 json collect_report(const SystemProbe& probe, const ReportOptions& opt);
@@ -44,11 +46,12 @@ std::string version_text(const std::string& version, const std::string& revision
 // The worker as probe_worker describes it, from its build facts file instead of starting it.
 json worker_from_facts(const std::string& worker_path, const WorkerFacts& facts);
 json probe_slurm(const SystemProbe& probe, int timeout_ms);
-// {backend, endpoint, members[{endpoint, answered, etcdserver, etcdcluster | error}], answered}:
-// etcd's /version of each member (rendezvous.cpp); other backends: backend and endpoint only.
+// {backend, endpoint, api, members[{endpoint, answered, etcdserver, etcdcluster | error}], answered}:
+// each member's version in the API the launch speaks (rendezvous.cpp: gRPC's Status has no cluster
+// version, the gateway's /version has); other backends: backend and endpoint only.
 // https members or certificate files: TLS, as `mtrain launch` speaks it (etcd_tls.hpp).
 json probe_rendezvous(const std::string& backend, const std::string& endpoint, int timeout_ms,
-                      const rendezvous::EtcdTlsFiles& tls = {});
+                      const rendezvous::EtcdTlsFiles& tls = {}, config::EtcdApi api = config::EtcdApi::Grpc);
 json probe_environment(const std::map<std::string, std::string>& env);
 json probe_user_config(const SystemProbe& probe, const std::map<std::string, std::string>& env);
 

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
+#include "lib/rendezvous/etcd_grpc.hpp"
+#include "lib/rendezvous/etcd_http.hpp"
 
 namespace mtrain::launch {
 
@@ -74,6 +76,14 @@ rendezvous::EtcdOptions etcd_client_options(const MultiNodeOptions& m, const Env
                                  "--rdzv-etcd-password-file (not on the command line, where `ps` shows it)",
                                  kEtcdPasswordEnv));
   return o;
+}
+
+std::shared_ptr<rendezvous::EtcdKv> connect_etcd(const rendezvous::EtcdOptions& o, config::EtcdApi api) {
+  switch (api) {
+    case config::EtcdApi::Gateway: return std::make_shared<rendezvous::EtcdHttp>(o);
+    case config::EtcdApi::Grpc: break;
+  }
+  return std::make_shared<rendezvous::EtcdGrpc>(o);
 }
 
 }  // namespace mtrain::launch

@@ -6,7 +6,8 @@
 // histories, job files and `mtrain config show`.
 #include "lib/launch/host_probe.hpp"
 #include "lib/launch/launch.hpp"
-#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/rendezvous/etcd_kv.hpp"
+#include "lib/rendezvous/etcd_options.hpp"
 
 namespace mtrain::launch {
 
@@ -15,5 +16,8 @@ inline constexpr const char* kEtcdPasswordEnv = "MTRAIN_ETCD_PASSWORD";
 // mtrain::Error (exit 2) for what cannot work: a user without a password or the reverse, two
 // passwords, an unreadable password file, http:// members with certificate files.
 rendezvous::EtcdOptions etcd_client_options(const MultiNodeOptions& m, const EnvMap& env);
+
+// The client --rdzv-etcd-api names (launch.rdzv_etcd_api): etcd's gRPC API or its JSON gateway.
+std::shared_ptr<rendezvous::EtcdKv> connect_etcd(const rendezvous::EtcdOptions& o, config::EtcdApi api);
 
 }  // namespace mtrain::launch

@@ -20,6 +20,7 @@ struct MultiNodeOptions {
   bool node_rank_given = false;
   config::RdzvBackend rdzv_backend = config::RdzvBackend::Static;  // c10d is taken as mtrain
   std::string rdzv_endpoint;        // HOST[:PORT] of the node-level store
+  config::EtcdApi rdzv_etcd_api = config::EtcdApi::Grpc;  // how the etcd backend speaks (etcd_client.hpp)
   std::string rdzv_etcd_cacert, rdzv_etcd_cert, rdzv_etcd_key;  // TLS to etcd (etcd_client.hpp)
   std::string rdzv_etcd_user, rdzv_etcd_password_file;  // etcd auth; the password never a flag
   int rdzv_port = 29400;            // its port when rdzv_endpoint has none / the ssh launcher's store

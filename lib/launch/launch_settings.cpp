@@ -89,6 +89,8 @@ std::vector<LaunchBinding> rendezvous_bindings() {
       {"launch.rdzv_port", value<int>([](O& o) -> int& { return o.multi.rdzv_port; })},
       {"launch.rdzv_endpoint", text([](O& o) -> std::string& { return o.multi.rdzv_endpoint; })},
       {"launch.rdzv_id", text([](O& o) -> std::string& { return o.plan.rdzv_id; })},
+      {"launch.rdzv_etcd_api", choice<config::EtcdApi>(
+                                   "launch.rdzv_etcd_api", [](O & o) -> auto& { return o.multi.rdzv_etcd_api; })},
       {"launch.rdzv_etcd_cacert", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_cacert; })},
       {"launch.rdzv_etcd_cert", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_cert; })},
       {"launch.rdzv_etcd_key", text([](O& o) -> std::string& { return o.multi.rdzv_etcd_key; })},

@@ -259,6 +259,7 @@ AgentOptions agent_options(const LaunchOptions& opt, const std::optional<topolog
   if (etcd) {
     a.etcd = true;
     a.etcd_client = etcd_client_options(m, env);
+    a.etcd_api = m.rdzv_etcd_api;
     a.endpoint = a.etcd_client.endpoints.front();
   } else {
     a.endpoint = endpoint_of(m);

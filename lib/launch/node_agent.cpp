@@ -19,7 +19,7 @@
 #include "lib/core/strings.hpp"
 #include "lib/launch/net_address.hpp"
 #include "lib/rendezvous/client.hpp"
-#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/launch/etcd_client.hpp"
 #include "lib/rendezvous/etcd_rendezvous.hpp"
 #include "lib/rendezvous/heartbeat.hpp"
 #include "lib/rendezvous/server.hpp"
@@ -430,8 +430,8 @@ int run_node_agent(plan::PlanOptions p, const plan::HostFacts& facts, const Agen
   std::unique_ptr<rendezvous::Membership> membership;
   SecondMembership second;
   if (a.etcd) {
-    membership = std::make_unique<rendezvous::EtcdRendezvous>(etcd_options(a, p, co),
-                                                                std::make_shared<rendezvous::EtcdHttp>(a.etcd_client));
+    membership =
+        std::make_unique<rendezvous::EtcdRendezvous>(etcd_options(a, p, co), connect_etcd(a.etcd_client, a.etcd_api));
     second = [m = membership.get()] { return std::make_unique<SameMembership>(*m); };
   } else {
     membership = std::make_unique<rendezvous::Client>(co);

@@ -21,7 +21,8 @@
 #include "lib/launch/scale_up.hpp"
 #include "lib/launch/supervisor.hpp"
 #include "lib/plan/plan.hpp"
-#include "lib/rendezvous/etcd_http.hpp"
+#include "lib/config/launch_choices.hpp"
+#include "lib/rendezvous/etcd_options.hpp"
 #include "lib/rendezvous/clock.hpp"
 #include "lib/rendezvous/endpoint.hpp"
 
@@ -45,6 +46,7 @@ struct AgentOptions {
   ScaleUp scale_up = ScaleUp::checkpoint;   // --scale-up: arrivals while running (scale_up.hpp)
   bool etcd = false;                        // --rdzv-backend etcd: the rendezvous is kept there
   rendezvous::EtcdOptions etcd_client;      // its members (endpoint above: the first, for routes)
+  config::EtcdApi etcd_api = config::EtcdApi::Grpc;  // and how to speak to them
 };
 
 // Runs the node; `p` is this node's plan options (program, GPUs, run dir…), `facts` this host.

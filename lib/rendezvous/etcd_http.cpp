@@ -34,8 +34,6 @@ struct EtcdStreamIdle {};
 // etcd said our auth token is no longer valid (it expires; the member restarted).
 struct EtcdAuthExpired {};
 
-constexpr size_t kEtcdMaxReplyBytes = 64u << 20;  // a range over 4096 nodes' keys is a few MB
-
 std::string etcd_b64(const std::string& s) {
   std::string out(beast::detail::base64::encoded_size(s.size()), '\0');
   out.resize(beast::detail::base64::encode(out.data(), s.data(), s.size()));
@@ -46,14 +44,6 @@ std::string etcd_unb64(const std::string& s) {
   std::string out(beast::detail::base64::decoded_size(s.size()), '\0');
   out.resize(beast::detail::base64::decode(out.data(), s.data(), s.size()).first);
   return out;
-}
-
-// The end of the key range holding every key that starts with `prefix`.
-std::string etcd_prefix_end(std::string prefix) {
-  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xff) prefix.pop_back();
-  if (prefix.empty()) return std::string(1, '\0');
-  prefix.back() = static_cast<char>(prefix.back() + 1);
-  return prefix;
 }
 
 // The gateway writes int64 fields as strings and omits zero values.
@@ -106,40 +96,6 @@ json etcd_first_message(const std::string& body, const std::vector<std::string>&
 }
 
 }  // namespace
-
-EtcdMembers parse_etcd_members(const std::string& text, const std::string& what) {
-  EtcdMembers out;
-  size_t https = 0;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string part = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    for (const std::string scheme : {"http://", "https://"})
-      if (part.rfind(scheme, 0) == 0) {
-        part = part.substr(scheme.size());
-        if (scheme == "https://") ++https;
-      }
-    if (part.empty())
-      throw Error(fmt::format("{} '{}': an empty member in the list", what, text),
-                  "give the etcd members as host1:2379,host2:2379,host3:2379");
-    Endpoint ep = parse_endpoint(part, what);
-    const bool has_port = part.back() != ']' && part.find(':', part.rfind(']') == std::string::npos ? 0 : part.rfind(']')) != std::string::npos;
-    if (!has_port) ep.port = kDefaultEtcdPort;
-    out.endpoints.push_back(ep);
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  if (https > 0 && https != out.endpoints.size())
-    throw Error(
-        fmt::format("{} '{}': some members are https:// and some not", what, text),
-        "one job speaks to every member of the cluster the same way: write https:// before each, or before none");
-  out.https = https > 0;
-  return out;
-}
-
-std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what) {
-  return parse_etcd_members(text, what).endpoints;
-}
 
 EtcdHttp::EtcdHttp(EtcdOptions options) : opt_(std::move(options)) {
   if (opt_.endpoints.empty()) throw Error("etcd: no endpoint given", "--rdzv-endpoint host1:2379,host2:2379,host3:2379");
@@ -271,6 +227,9 @@ std::string EtcdHttp::exchange(size_t member, const std::string& method, const s
   auto& [status, out] = reply;
   if (status == 200) return std::move(out);
   json err = json::parse(out, nullptr, false);
+  // Revoking a lease that already expired (gRPC's NotFound, 5) is what revoking it was for: a node
+  // leaving after its lease ran out must not fail the job's end.
+  if (path == "/v3/lease/revoke" && err.is_object() && err.value("code", 0) == 5) return "{}";
   const std::string msg = err.is_object() ? err.value("message", err.value("error", out)) : out;
   refuse_configuration(ep, path, msg);
   if (msg.find("auth token") != std::string::npos || (err.is_object() && err.value("code", 0) == 16)) throw EtcdAuthExpired{};

@@ -17,31 +17,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "lib/rendezvous/endpoint.hpp"
 #include "lib/rendezvous/etcd_kv.hpp"
-#include "lib/rendezvous/etcd_tls.hpp"
+#include "lib/rendezvous/etcd_options.hpp"
 
 namespace mtrain::rendezvous {
-
-inline constexpr uint16_t kDefaultEtcdPort = 2379;
-
-struct EtcdOptions {
-  std::vector<Endpoint> endpoints;  // the cluster's client URLs, in the order to try them
-  bool tls = false;  // https: every member, its certificate checked (tls_files)
-  EtcdTlsFiles tls_files;
-  std::string username, password;   // empty username: no auth
-  std::string password_source;  // where the password came from, for the error that refuses it
-  Duration op_timeout{3000};        // one request and its reply, per endpoint
-};
-
-// "host1:2379,host2:2379,[::1]:2379" (port defaults to 2379; http:// or https:// before a member,
-// the same scheme for all); an mtrain::Error naming `what`.
-struct EtcdMembers {
-  std::vector<Endpoint> endpoints;
-  bool https = false;  // every member was written https://
-};
-EtcdMembers parse_etcd_members(const std::string& text, const std::string& what = "--rdzv-endpoint");
-std::vector<Endpoint> parse_etcd_endpoints(const std::string& text, const std::string& what = "--rdzv-endpoint");
 
 struct EtcdConnection;  // etcd_http.cpp: an open connection to one member
 

@@ -93,30 +93,47 @@ JobState EtcdRendezvous::job_state(const State& s) const {
 
 // The round's agreement, its signature checked against the job token (an agreement another
 // writer made is refused, not followed).
-json EtcdRendezvous::signed_agreement(const std::string& value, const std::string& rp) const {
-  json wrapped = json::parse(value, nullptr, false);
-  const std::string body = wrapped.is_object() ? wrapped.value("body", "") : "";
-  if (!tokens_equal(wrapped.is_object() ? wrapped.value("mac", "") : "", hmac_sha256_hex(opt_.token, body)))
+EtcdRendezvous::Agreed EtcdRendezvous::signed_agreement(const std::string& value, const std::string& rp) const {
+  const size_t nl = value.find('\n');
+  const std::string body = nl == std::string::npos ? std::string() : value.substr(nl + 1);
+  if (nl == std::string::npos || !tokens_equal(value.substr(0, nl), hmac_sha256_hex(opt_.token, body)))
     throw Error(fmt::format("etcd: {}agreed is not signed with this job's token", rp),
                 "another writer changed the job's keys; remove the prefix and start again", kExitFailure);
-  return json::parse(body);
+  const json j = json::parse(body);
+  Agreed a;
+  a.ids = j.at("ids").get<std::vector<std::string>>();
+  const auto hosts = j.at("hosts").get<std::vector<std::string>>();
+  const auto addrs = j.at("addrs").get<std::vector<std::string>>();
+  const auto slots = j.at("slots").get<std::vector<int>>();
+  if (hosts.size() != a.ids.size() || addrs.size() != a.ids.size() || slots.size() != a.ids.size())
+    throw Error(fmt::format("etcd: {}agreed lists {} ids but {} hosts, {} addresses and {} slot counts", rp,
+                            a.ids.size(), hosts.size(), addrs.size(), slots.size()),
+                "remove the prefix and start again", kExitFailure);
+  a.nodes.resize(a.ids.size());
+  for (size_t i = 0; i < a.ids.size(); ++i) {
+    a.nodes[i].host = hosts[i];
+    a.nodes[i].addr = addrs[i];
+    a.nodes[i].local_world_size = slots[i];
+  }
+  a.master_port = j.at("master_port").get<int>();
+  return a;
 }
 
-// The agreement the first `n` members (in join order) make: ranks assigned, node ids listed.
-std::string EtcdRendezvous::agreement_body(const std::vector<const KeyValue*>& members, int n,
-                                           const std::string& rp) const {
-  std::vector<AssignedNode> nodes;
-  json ids = json::array();
-  for (int i = 0; i < n; ++i) {
-    json m = json::parse(members[i]->value);
-    AssignedNode node;
-    node.host = m.value("host", "");
-    node.addr = m.value("addr", node.host);
-    node.local_world_size = m.value("slots", 1);
-    nodes.push_back(node);
-    ids.push_back(members[i]->key.substr(rp.size() + 2));
+// The agreement `members` (in node-rank order) make, signed: what "agreed" holds.
+std::string EtcdRendezvous::agreement_value(const std::vector<const KeyValue*>& members, const std::string& rp) const {
+  json ids = json::array(), hosts = json::array(), addrs = json::array(), slots = json::array();
+  for (const KeyValue* kv : members) {
+    const json m = json::parse(kv->value);
+    const std::string host = m.value("host", "");
+    ids.push_back(kv->key.substr(rp.size() + 2));
+    hosts.push_back(host);
+    addrs.push_back(m.value("addr", host));
+    slots.push_back(m.value("slots", 1));
   }
-  return json{{"assignment", to_json(assign_ranks(nodes, opt_.master_port, opt_.run_id))}, {"ids", ids}}.dump();
+  const std::string body =
+      json{{"ids", ids}, {"hosts", hosts}, {"addrs", addrs}, {"slots", slots}, {"master_port", opt_.master_port}}
+          .dump();
+  return hmac_sha256_hex(opt_.token, body) + "\n" + body;
 }
 
 // Puts this node's member key into the round the state names, in one transaction that also
@@ -199,9 +216,8 @@ JoinResult EtcdRendezvous::join() {
       }
       fresh = false;
       if (!ctl.kvs.empty()) {
-        const json j = signed_agreement(ctl.kvs.front().value, rp);
-        Assignment a = assignment_from_json(j.at("assignment"));
-        const auto ids = j.at("ids").get<std::vector<std::string>>();
+        Agreed agreed = signed_agreement(ctl.kvs.front().value, rp);
+        const auto& ids = agreed.ids;
         auto it = std::find(ids.begin(), ids.end(), opt_.node_id);
         if (it == ids.end()) {
           // The round formed without this node (it came late, or the job is full): out of the
@@ -222,7 +238,8 @@ JoinResult EtcdRendezvous::join() {
         nnodes_ = static_cast<int>(ids.size());
         ids_ = ids;
         hosts_.clear();
-        for (const auto& n : a.nodes) hosts_.push_back(n.host);
+        for (const auto& n : agreed.nodes) hosts_.push_back(n.host);
+        const Assignment a = assign_ranks(std::move(agreed.nodes), agreed.master_port, opt_.run_id);
         JoinResult out;
         out.node_rank = static_cast<int>(it - ids.begin());
         out.assignment = for_node(a, out.node_rank);
@@ -240,8 +257,7 @@ JoinResult EtcdRendezvous::join() {
         for (const auto& kv : first.kvs) members.push_back(&kv);
         if (r > 0) order_survivors_first(members, r);
         if (!members.empty()) {
-          const std::string body = agreement_body(members, static_cast<int>(members.size()), rp);
-          KeyValue agreed{rp + "agreed", json{{"body", body}, {"mac", hmac_sha256_hex(opt_.token, body)}}.dump()};
+          KeyValue agreed{rp + "agreed", agreement_value(members, rp)};
           if (auto theirs = kv_->create(agreed.key, agreed.value, 0)) {
             agreed = *theirs;  // another agent formed the round first: its agreement holds
           } else if (r > 0) {
@@ -325,7 +341,7 @@ void EtcdRendezvous::order_survivors_first(std::vector<const KeyValue*>& members
   const std::string before = round_prefix(r - 1), rp = round_prefix(r);
   auto prev = kv_->get(before + "agreed");
   if (!prev) return;
-  const auto ids = signed_agreement(prev->value, before).at("ids").get<std::vector<std::string>>();
+  const auto ids = signed_agreement(prev->value, before).ids;
   auto rank_before = [&](const KeyValue* kv) {
     return std::find(ids.begin(), ids.end(), kv->key.substr(rp.size() + 2)) - ids.begin();
   };

@@ -7,7 +7,10 @@
 //   P state                       {"round","restarts","reason","membership_change","failed"}
 //   P r/<round>/n/<node id>       {host, addr, slots}; bound to the node's lease, so a node
 //                                 that stops keeping its lease alive (heartbeats) disappears
-//   P r/<round>/agreed            the round's assignment, with an HMAC under the token
+//   P r/<round>/agreed            the round's nodes in node-rank order (ids, hosts, addresses,
+//                                 slots: flat lists, so that N agents each reading it cost O(N)
+//                                 small strings, not N nested objects), after an HMAC under the
+//                                 token: "<64 hex>\n<JSON>"; each agent lays out the ranks itself
 //   P r/<round>/done/<node id>    the node's ranks finished
 //
 // A node joins with one transaction that checks the guard and the state, writes its member key
@@ -92,8 +95,14 @@ class EtcdRendezvous final : public Membership {
   static std::string new_state();
   State read_state();
   State state_of(const KeyValue& kv) const;
-  nlohmann::json signed_agreement(const std::string& value, const std::string& rp) const;
-  std::string agreement_body(const std::vector<const KeyValue*>& members, int n, const std::string& rp) const;
+  // A round's agreement: who is in it, in node-rank order.
+  struct Agreed {
+    std::vector<std::string> ids;
+    std::vector<AssignedNode> nodes;  // host, addr, slots
+    int master_port = 0;
+  };
+  Agreed signed_agreement(const std::string& value, const std::string& rp) const;
+  std::string agreement_value(const std::vector<const KeyValue*>& members, const std::string& rp) const;
   void keep_lease();
   JobState job_state(const State& s) const;
   // Open the next round or fail the job (one writer wins); returns the state after.

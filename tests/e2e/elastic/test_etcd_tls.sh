@@ -9,8 +9,10 @@
 #   3. auth enabled (etcdctl user add root / auth enable; --auth-token-ttl 1, so that the token
 #      expires between two heartbeats and every one re-authenticates): two launchers as user mt,
 #      one with the password from a file and one from MTRAIN_ETCD_PASSWORD, form and train;
-#   4. a wrong password, and a client certificate with a Common Name (etcd's gateway refuses those
-#      once auth is on), are refused: exit 2, one paragraph each, no rank.
+#   4. a wrong password, and (over --rdzv-etcd-api gateway) a client certificate with a Common
+#      Name (etcd's JSON gateway refuses those once auth is on), are refused: exit 2, one paragraph
+#      each, no rank;
+#   5. over gRPC (the default) that certificate alone is the user: two launchers form and train.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/elastic_lib.sh"
 . "$(dirname "$0")/etcd_lib.sh"
@@ -127,10 +129,20 @@ echo "    (the auth job took $(echo "$(now) - $t0" | bc) s; etcd refused $(grep 
 # 4. a wrong password.
 MTRAIN_ETCD_PASSWORD=not-the-password refused_launch "refused user 'mt' with the password from MTRAIN_ETCD_PASSWORD" \
   "${tls[@]}" --rdzv-etcd-user mt
-# A client certificate with a Common Name, which etcd's gateway refuses once auth is on.
+# A client certificate with a Common Name, which etcd's JSON gateway refuses once auth is on
+# (--rdzv-etcd-api gateway: it cannot pass the name on as the user).
 MTRAIN_ETCD_PASSWORD=mt-pw refused_launch "refuses the client certificate --rdzv-etcd-cert '$PKI/cn-client.crt' because it has a Common Name" \
-  --rdzv-endpoint "https://$CLIENT" --rdzv-etcd-cacert "$PKI/ca.crt" --rdzv-etcd-cert "$PKI/cn-client.crt" \
-  --rdzv-etcd-key "$PKI/cn-client.key" --rdzv-etcd-user mt
+  --rdzv-etcd-api gateway --rdzv-endpoint "https://$CLIENT" --rdzv-etcd-cacert "$PKI/ca.crt" \
+  --rdzv-etcd-cert "$PKI/cn-client.crt" --rdzv-etcd-key "$PKI/cn-client.key" --rdzv-etcd-user mt
+
+# 5. etcd's gRPC API (the default) takes that certificate's Common Name as the user, as etcdctl
+# does: no user, no password, the certificate alone.
+cn=(--rdzv-endpoint "https://$CLIENT" --rdzv-etcd-cacert "$PKI/ca.crt" --rdzv-etcd-cert "$PKI/cn-client.crt"
+    --rdzv-etcd-key "$PKI/cn-client.key")
+start_node cn 0 "${cn[@]}"
+wait_for "$WORK/cn.node0" "nodes joined" 20 || fail "n0 did not join with the certificate's name as the user"
+start_node cn 1 "${cn[@]}"
+trained cn "the client certificate's Common Name (mt) as the etcd user, over gRPC"
 [ "$(ctl --user root:root-pw get --prefix --keys-only /mtrain/ | grep -c .)" = 0 ] && ok "no key of the jobs is left in etcd" \
   || fail "keys left: $(ctl --user root:root-pw get --prefix --keys-only /mtrain/)"
 finish

@@ -121,6 +121,7 @@ json observe(const launch::LaunchOptions& o) {
           {"rdzv_endpoint", o.multi.rdzv_endpoint},
           {"rdzv_id", o.plan.rdzv_id},
           {"job_id", o.plan.job_id},
+          {"rdzv_etcd_api", to_string(o.multi.rdzv_etcd_api)},
           {"rdzv_etcd_cacert", o.multi.rdzv_etcd_cacert},
           {"rdzv_etcd_cert", o.multi.rdzv_etcd_cert},
           {"rdzv_etcd_key", o.multi.rdzv_etcd_key},

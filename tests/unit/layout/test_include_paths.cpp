@@ -22,6 +22,7 @@ const std::map<std::string, std::string>& generated_headers() {
       {"generated/git_revision.hpp", "cmake/git_revision.cmake"},
       {"generated/slurm/embedded_templates.hpp", "lib/slurm/embedded_templates.hpp.in"},
       {"tensorboard_event.pb.h", "lib/tracking/tensorboard_event.proto"},
+      {"etcd_api.grpc.pb.h", "lib/rendezvous/etcd_api.proto"},
   };
   return m;
 }

@@ -13,6 +13,7 @@
 
 #include "lib/core/error.hpp"
 #include "lib/rendezvous/etcd_memory.hpp"
+#include "lib/rendezvous/etcd_mac.hpp"
 #include "lib/rendezvous/etcd_rendezvous.hpp"
 
 using namespace mtrain::rendezvous;
@@ -142,9 +143,13 @@ TEST_CASE("a finished job's keys are all removed", "[etcd_rendezvous]") {
 TEST_CASE("an agreement not signed with the job's token is refused", "[etcd_rendezvous]") {
   ManualClock clock;
   auto kv = std::make_shared<MemoryKv>(clock);
-  kv->put("/mtrain/rdzv/job1/r/0/agreed", R"({"body":"{}","mac":"00"})", 0);
-  EtcdRendezvous a(node("node-a", 1, 1), kv, clock);
-  CHECK_THROWS_WITH(a.join(), Catch::Contains("not signed with this job's token"));
+  const std::string body = R"({"ids":["x"],"hosts":["evil"],"addrs":["evil"],"slots":[1],"master_port":1})";
+  for (const std::string& value : {std::string("00\n") + body, hmac_sha256_hex("another token", body) + "\n" + body,
+                                   std::string(R"({"body":"{}","mac":"00"})")}) {
+    kv->put("/mtrain/rdzv/job1/r/0/agreed", value, 0);
+    EtcdRendezvous a(node("node-a", 1, 1), kv, clock);
+    CHECK_THROWS_WITH(a.join(), Catch::Contains("not signed with this job's token"));
+  }
 }
 
 TEST_CASE("too few nodes by the join timeout: an error naming who came", "[etcd_rendezvous]") {
@@ -335,9 +340,24 @@ TEST_CASE("a join costs three requests: the lease, one transaction and the watch
   std::vector<std::future<JoinResult>> rest;
   for (int k = 1; k < kNodes; ++k)
     rest.push_back(std::async(std::launch::async, [&, k] { return agents[static_cast<size_t>(k)]->join(); }));
-  std::set<int> ranks{first.get().node_rank};
-  for (auto& f : rest) ranks.insert(f.get().node_rank);
+  std::vector<JoinResult> joined{first.get()};
+  for (auto& f : rest) joined.push_back(f.get());
+  std::set<int> ranks;
+  std::string master;
+  for (const auto& j : joined) {
+    ranks.insert(j.node_rank);
+    // Each agent lays out the ranks from the agreement's node list itself.
+    CHECK(j.self().first_rank == 2 * j.node_rank);
+    CHECK(j.assignment.world_size == 2 * kNodes);
+    if (j.node_rank == 0) master = j.self().host;
+  }
   CHECK(ranks.size() == kNodes);
+  for (const auto& j : joined) CHECK(j.assignment.master_addr == master);
+  // The agreement every agent reads is flat lists (id, host, address, slots a node) after its MAC,
+  // no per-rank objects: N agents reading it cost O(N) short strings each.
+  const auto agreed = kv->kv.get("/mtrain/rdzv/job1/r/0/agreed");
+  REQUIRE(agreed);
+  CHECK(agreed->value.size() < 120 + kNodes * (16 + 2 * 6 + 16));
   INFO("lease grants " << kv->calls["lease grant"] << ", transactions " << kv->calls["txn"] << ", watches "
                        << kv->calls["watch"] << ", ranges " << kv->calls["range"] << ", puts " << kv->calls["put"]);
   CHECK(kv->calls["lease grant"] == kNodes);
