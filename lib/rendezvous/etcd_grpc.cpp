@@ -358,7 +358,7 @@ std::string EtcdGrpc::version() {
   impl_->call("status", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::StatusResponse r;
     const pb::StatusRequest req;
-    const grpc::Status s = unary([&](auto cb) { m.maintenance->async()->Status(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.maintenance->async()->Status(&ctx, &req, &r, cb); });
     out = r.version();
     return s;
   });
@@ -372,7 +372,7 @@ RangeResult EtcdGrpc::range_prefix(const std::string& prefix) {
   RangeResult out;
   impl_->call("range", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::RangeResponse r;
-    const grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
     out = range_of(r, r.header().revision());
     return s;
   });
@@ -389,7 +389,7 @@ RangeResult EtcdGrpc::first_created(const std::string& prefix, int64_t limit) {
   RangeResult out;
   impl_->call("range", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::RangeResponse r;
-    const grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
     out = range_of(r, r.header().revision());
     return s;
   });
@@ -402,7 +402,7 @@ std::optional<KeyValue> EtcdGrpc::get(const std::string& key) {
   std::optional<KeyValue> out;
   impl_->call("range", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::RangeResponse r;
-    const grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.kv->async()->Range(&ctx, &req, &r, cb); });
     out.reset();
     if (r.kvs_size() > 0) out = kv_of(r.kvs(0));
     return s;
@@ -451,7 +451,7 @@ TxnResult EtcdGrpc::txn(const std::vector<TxnCompare>& compare, const std::vecto
   TxnResult out;
   impl_->call("txn", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::TxnResponse r;
-    const grpc::Status s = unary([&](auto cb) { m.kv->async()->Txn(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.kv->async()->Txn(&ctx, &req, &r, cb); });
     out = TxnResult{};
     out.succeeded = r.succeeded();
     out.revision = r.header().revision();
@@ -526,7 +526,7 @@ void EtcdGrpc::revoke(int64_t lease) {
   req.set_id(lease);
   impl_->call("lease revoke", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::LeaseRevokeResponse r;
-    const grpc::Status s = unary([&](auto cb) { m.lease->async()->LeaseRevoke(&ctx, &req, &r, cb); });
+    grpc::Status s = unary([&](auto cb) { m.lease->async()->LeaseRevoke(&ctx, &req, &r, cb); });
     // Already expired (its keys are gone): what revoking it was for.
     return s.error_code() == grpc::StatusCode::NOT_FOUND ? grpc::Status::OK : s;
   });
@@ -672,7 +672,7 @@ WatchResult EtcdGrpc::watch_prefix(const std::string& prefix, int64_t from_revis
       }
       default: {
         // The stream ended without an event (the member stopped it): read the state again.
-        const grpc::Status s = watch.status();
+        grpc::Status s = watch.status();
         out.changed = s.ok();
         return s;
       }

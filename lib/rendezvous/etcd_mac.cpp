@@ -17,7 +17,7 @@ namespace {
 std::string digest_hex(const unsigned char* d, unsigned int n) {
   static const char* digits = "0123456789abcdef";
   std::string s;
-  s.reserve(2 * n);
+  s.reserve(size_t{2} * n);
   for (unsigned int i = 0; i < n; ++i) s += {digits[d[i] >> 4], digits[d[i] & 15]};
   return s;
 }

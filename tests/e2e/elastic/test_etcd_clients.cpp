@@ -180,10 +180,11 @@ TEST_CASE("etcd clients: a member killed mid-run is skipped, the others answer",
   bench::LocalEtcd cluster;
   const Api api = GENERATE(Api::Grpc, Api::Gateway);
   INFO("api " << api_name(api));
-  // The first member first: the client starts at a random one, so each is killed in turn below
-  // while every client keeps working.
+  // Clients start at a random member; member 0 is killed under them and every client keeps working.
   std::vector<std::shared_ptr<EtcdKv>> clients;
-  for (int k = 0; k < 6; ++k) clients.push_back(client(cluster.endpoints(), api, 1000));
+  // The launcher's op timeout (3 s): when the killed member was the leader, the other two elect
+  // a new one first (etcd's election timeout, 1-2 s), and writes wait for it.
+  for (int k = 0; k < 6; ++k) clients.push_back(client(cluster.endpoints(), api));
   for (size_t k = 0; k < clients.size(); ++k) clients[k]->put(fmt::format("/mtrain-test/m/{}", k), "before", 0);
   cluster.kill_member(0);
   const auto t0 = SteadyClock::now();
@@ -197,8 +198,8 @@ TEST_CASE("etcd clients: a member killed mid-run is skipped, the others answer",
             ->watch_prefix("/mtrain-test/m/", clients[k]->range_prefix("/mtrain-test/m/").revision + 1, Duration(100))
             .changed);
   }
-  // A client that tried the dead member first paid at most its op timeout once per call.
-  CHECK(seconds_since(t0) < 30);
+  // A client that tried the dead member first paid at most an op timeout per call.
+  CHECK(seconds_since(t0) < 60);
 }
 
 TEST_CASE("etcd clients: no member answering is one error naming each member and why", "[e2e][etcd]") {
