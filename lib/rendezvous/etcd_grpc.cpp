@@ -410,13 +410,6 @@ std::optional<KeyValue> EtcdGrpc::get(const std::string& key) {
   return out;
 }
 
-std::vector<RangeResult> EtcdGrpc::read_all(const std::vector<RangeOp>& ops) {
-  std::vector<TxnOp> reads;
-  reads.reserve(ops.size());
-  for (const auto& op : ops) reads.push_back(TxnOp::read(op));
-  return txn({}, reads, {}).reads;
-}
-
 TxnResult EtcdGrpc::txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
                         const std::vector<TxnOp>& failure) {
   pb::TxnRequest req;
@@ -491,24 +484,20 @@ void EtcdGrpc::put(const std::string& key, const std::string& value, int64_t lea
   });
 }
 
-void EtcdGrpc::erase(const std::string& key) {
+// Deletes [key, range_end) (only key when range_end is empty).
+void EtcdGrpc::delete_range(const std::string& key, const std::string& range_end) {
   pb::DeleteRangeRequest req;
   req.set_key(key);
+  req.set_range_end(range_end);
   impl_->call("delete", [&](GrpcMember& m, grpc::ClientContext& ctx) {
     pb::DeleteRangeResponse r;
     return unary([&](auto cb) { m.kv->async()->DeleteRange(&ctx, &req, &r, cb); });
   });
 }
 
-void EtcdGrpc::delete_prefix(const std::string& prefix) {
-  pb::DeleteRangeRequest req;
-  req.set_key(prefix);
-  req.set_range_end(etcd_prefix_end(prefix));
-  impl_->call("delete", [&](GrpcMember& m, grpc::ClientContext& ctx) {
-    pb::DeleteRangeResponse r;
-    return unary([&](auto cb) { m.kv->async()->DeleteRange(&ctx, &req, &r, cb); });
-  });
-}
+void EtcdGrpc::erase(const std::string& key) { delete_range(key, {}); }
+
+void EtcdGrpc::delete_prefix(const std::string& prefix) { delete_range(prefix, etcd_prefix_end(prefix)); }
 
 int64_t EtcdGrpc::grant_lease(Duration ttl) {
   pb::LeaseGrantRequest req;

@@ -355,13 +355,6 @@ RangeResult EtcdHttp::first_created(const std::string& prefix, int64_t limit) {
   return out;
 }
 
-std::vector<RangeResult> EtcdHttp::read_all(const std::vector<RangeOp>& ops) {
-  std::vector<TxnOp> reads;
-  reads.reserve(ops.size());
-  for (const auto& op : ops) reads.push_back(TxnOp::read(op));
-  return txn({}, reads, {}).reads;
-}
-
 TxnResult EtcdHttp::txn(const std::vector<TxnCompare>& compare, const std::vector<TxnOp>& success,
                         const std::vector<TxnOp>& failure) {
   const auto ops = [](const std::vector<TxnOp>& branch) {

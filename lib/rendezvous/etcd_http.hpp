@@ -33,7 +33,6 @@ class EtcdHttp final : public EtcdKv {
   RangeResult range_prefix(const std::string& prefix) override;
   RangeResult first_created(const std::string& prefix, int64_t limit) override;
   void erase(const std::string& key) override;
-  std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) override;
   std::optional<KeyValue> get(const std::string& key) override;
   std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease) override;
   bool compare_and_put(const std::string& key, int64_t mod_revision, const std::string& value) override;

@@ -79,8 +79,9 @@ class EtcdKv {
   // The first `limit` keys under `prefix` in creation order (join order), with the revision.
   virtual RangeResult first_created(const std::string& prefix, int64_t limit) = 0;
   virtual void erase(const std::string& key) = 0;
-  // Several reads in one request, of one revision (a read-only transaction).
-  virtual std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops) = 0;
+  // Several reads in one request, of one revision: a read-only transaction (etcd_kv.cpp), unless
+  // the store has a cheaper way.
+  virtual std::vector<RangeResult> read_all(const std::vector<RangeOp>& ops);
   virtual std::optional<KeyValue> get(const std::string& key) = 0;
   // Create `key` unless it exists; returns the existing value when it does (nothing written).
   virtual std::optional<KeyValue> create(const std::string& key, const std::string& value, int64_t lease = 0) = 0;
