@@ -17,7 +17,7 @@ std::string first_error_line(const std::string& out) {
 }
 }  // namespace
 
-TEST_CASE("launch reads launch.launcher and launch.rdzv_port from the job file; --rdzv-port exists",
+TEST_CASE("launch reads launch.launcher and launch.rdzv_port from the job file, --rdzv-port exists",
           "[e2e][config][settings]") {
   TempDir d("drift_a");
   const std::string env = "XDG_CONFIG_HOME=" + d.path + "/none ";

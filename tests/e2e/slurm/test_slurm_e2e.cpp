@@ -446,7 +446,7 @@ TEST_CASE("e2e slurm multi-node: a 3-node elastic job (--nnodes 2:3) that loses 
   CHECK(fs::exists(wd / "model.pt"));
 }
 
-TEST_CASE("e2e slurm multi-node: --rdzv-backend etcd from submit's flags; a lost node, and the other finishes alone",
+TEST_CASE("e2e slurm multi-node: --rdzv-backend etcd from submit's flags, a lost node, and the other finishes alone",
           "[e2e][slurm][multinode][etcd]") {
   // The rendezvous in etcd (one member here, on this machine's loopback, outside the cluster):
   // no agent holds a store. node2 is lost, not node1: the first node also runs the batch script

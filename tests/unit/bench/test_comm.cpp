@@ -39,7 +39,7 @@ TEST_CASE("a wrong result is flagged per row and counted", "[bench][comm]") {
   CHECK_THAT(render_text(r), Contains("WRONG"));
 }
 
-TEST_CASE("the worker's arguments carry the sweep; bad ops are refused first", "[bench][comm]") {
+TEST_CASE("the worker's arguments carry the sweep, bad ops are refused first", "[bench][comm]") {
   CommBenchOptions o;
   o.ops = {"all_reduce", "broadcast"};
   o.min_bytes = 1024;

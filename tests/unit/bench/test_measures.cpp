@@ -18,7 +18,7 @@ TEST_CASE("bus bandwidth factors are nccl-tests' (docs/architecture.md §6)", "[
   CHECK(bus_factor("barrier", 4) == 0.0);
 }
 
-TEST_CASE("algbw is bytes per second; busbw scales it by the factor", "[bench][busbw]") {
+TEST_CASE("algbw is bytes per second, busbw scales it by the factor", "[bench][busbw]") {
   // 64 MiB in 0.1 s: 0.671 GB/s algorithm bandwidth.
   const double bytes = 64.0 * (1 << 20);
   CHECK(algbw_gbps(bytes, 0.1) == Approx(0.67108864));

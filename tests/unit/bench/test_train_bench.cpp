@@ -41,7 +41,7 @@ TEST_CASE("bench train runs one mtrain launch per cell", "[bench][train]") {
                                                   "train.work_dir=/w/zero3-n2-r1", "--set", "train.batch_size=4"});
 }
 
-TEST_CASE("bench train reads summary.json; a failing cell is a row with the worker's error", "[bench][train]") {
+TEST_CASE("bench train reads summary.json, a failing cell is a row with the worker's error", "[bench][train]") {
   TempDir d;
   TrainBenchOptions o;
   o.strategies = {"ddp", "zero1"};

@@ -40,7 +40,7 @@ std::string error_of(const Words& w) {
 
 }  // namespace
 
-TEST_CASE("torchrun spellings become mtrain's; the program starts at the first non-flag", "[config][compat]") {
+TEST_CASE("torchrun spellings become mtrain's, the program starts at the first non-flag", "[config][compat]") {
   CHECK(rewrite({"--nproc_per_node=2", "--master_port=0", "peer.py", "--lr", "1"}) ==
         Words{"--nproc-per-node=2", "--master-port=0", "peer.py", "--lr", "1"});
   CHECK(rewrite({"--nproc-per-node", "2", "train.py"}) == Words{"--nproc-per-node=2", "train.py"});

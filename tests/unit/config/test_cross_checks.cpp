@@ -48,7 +48,7 @@ TEST_CASE("offloading needs the right ZeRO stage", "[config]") {
   CHECK(errors(check({{"strategy", "zero2"}, {"zero.stage", 3}})) == 1);
 }
 
-TEST_CASE("gpt width must divide by heads; unused knobs warn", "[config]") {
+TEST_CASE("gpt width must divide by heads, unused knobs warn", "[config]") {
   CHECK(errors(check({{"model.n_head", 6}, {"model.n_embd", 128}})) == 1);
   CHECK(errors(check({{"model.name", "mlp"}, {"model.n_head", 6}})) == 0);
   auto w = check({{"fsdp.cpu_offload", true}, {"precision.loss_scale", 128.0}});
@@ -144,7 +144,7 @@ TEST_CASE("a model or data path the chosen model or dataset does not read is ref
   CHECK(errors(check({{"model.name", "mlp"}})) == 0);
 }
 
-TEST_CASE("strategy auto: the strategy checks wait for the launcher's choice; the rest still run", "[config]") {
+TEST_CASE("strategy auto: the strategy checks wait for the launcher's choice, the rest still run", "[config]") {
   CHECK(check({{"strategy", "auto"}}).empty());
   CHECK(errors(check({{"strategy", "auto"}, {"zero.offload_optimizer_device", "cpu"}})) == 0);
   CHECK(errors(check({{"strategy", "auto"}, {"model.n_embd", 100}, {"model.n_head", 3}})) == 1);

@@ -212,7 +212,7 @@ TEST_CASE("DeepSpeed's tensorboard block imports as log.tensorboard, with no war
   CHECK(warned(no_path, "tensorboard.output_path"));
 }
 
-TEST_CASE("accelerate's log_with imports its TensorBoard folder; mlflow says what to set", "[config][import]") {
+TEST_CASE("accelerate's log_with imports its TensorBoard folder, mlflow says what to set", "[config][import]") {
   const auto& reg = job_registry();
   ImportResult r = import_text(reg, "distributed_type: MULTI_GPU\nnum_processes: 2\nlog_with: tensorboard\n"
                                     "project_dir: out\nlogging_dir: out/logs\n", "acc.yaml");

@@ -139,7 +139,8 @@ TEST_CASE("resume PATH needs a complete checkpoint", "[config][launch_checks]") 
 }
 
 // Issue 45: a fresh run into a work dir that held a finished run's checkpoints mixed with them.
-TEST_CASE("a fresh run beside another run's checkpoints is refused; resume and overwrite pass", "[config][launch_checks]") {
+TEST_CASE("a fresh run beside another run's checkpoints is refused, resume and overwrite pass",
+          "[config][launch_checks]") {
   TempDir d;
   const std::string wd = (d.path / "wd").string();
   CHECK(earlier_run_problems(job({{"train.work_dir", wd}})).empty());  // no work dir yet

@@ -53,7 +53,7 @@ TEST_CASE("layers apply in the documented order", "[config][resolve]") {
   CHECK(js["job"]["train"]["threads"] == 5);
 }
 
-TEST_CASE("a job file's relative input paths are from its own folder; flags' from the current folder (issue 45)",
+TEST_CASE("a job file's relative input paths are from its own folder, flags' from the current folder (issue 45)",
           "[config][resolve]") {
   TempDir d;
   const std::string net = d.write("exp/net.pt", "zip");

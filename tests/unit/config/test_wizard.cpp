@@ -55,7 +55,8 @@ TEST_CASE("the last question: a TensorBoard folder (issue 42)", "[config][wizard
   CHECK(validate_text(job_registry(), wizard_yaml(job_registry(), a, "j.yaml"), "j.yaml").ok());
 }
 
-TEST_CASE("strategy zero3 asks offload questions; fp16 asks loss scaling; Slurm asks the allocation", "[config][wizard]") {
+TEST_CASE("strategy zero3 asks offload questions, fp16 asks loss scaling, Slurm asks the allocation",
+          "[config][wizard]") {
   // launcher: 4 = slurm; nproc: gpu; slurm nodes 2, gpus 4, partition gpu, time 2:00:00, account (Enter)
   // model: Enter (gpt), n_layer 6, n_head 8, n_embd 256; precision 3 = fp16; batch 8 (model, world and
   // precision are known before the strategy: config init shows the estimate there); strategy 4 = zero3;
@@ -103,7 +104,7 @@ TEST_CASE("an elastic Slurm job is offered the etcd rendezvous, whose members mu
   CHECK_THAT(t2, Catch::Contains("launch.nnodes [4]:"));  // the allocation's count is the default
 }
 
-TEST_CASE("fsdp asks sharding; ssh asks hostfile; invalid answers are re-asked with the reason", "[config][wizard]") {
+TEST_CASE("fsdp asks sharding, ssh asks hostfile, invalid answers are re-asked with the reason", "[config][wizard]") {
   std::string t;
   // launcher ssh; nproc 'lots' (bad) then 2; hostfile Enter (refused: ssh needs one) then hosts.txt;
   // nnodes 0 (bad) then 2; model Enter; n_layer; n_head 6; n_embd 128 (not divisible) then 96;
@@ -230,7 +231,7 @@ TEST_CASE("the strategy question shows the estimate and offers its recommendatio
 }
 
 TEST_CASE(
-    "fsdp over your own model asks for its units, offering the classes found; a checkpoint interval is asked (issue "
+    "fsdp over your own model asks for its units, offering the classes found, a checkpoint interval is asked (issue "
     "45)",
     "[config][wizard]") {
   const std::string net = temp_path("units_net.pt"), data = temp_path("units_data.pt");

@@ -23,7 +23,7 @@ long peak_rss_kib() {
 
 }  // namespace
 
-TEST_CASE("a child's stdout, stderr and exit code come back; nothing goes through a shell", "[child_process]") {
+TEST_CASE("a child's stdout, stderr and exit code come back, nothing goes through a shell", "[child_process]") {
   const ChildResult r = run_child({"sh", "-c", "printf out; printf err >&2; exit 3"});
   CHECK(r.started);
   CHECK(r.out == "out");

@@ -34,7 +34,7 @@ TEST_CASE("UniqueFd closes what it owns when it goes", "[core][unique_fd]") {
   CHECK(empty.close() == 0);  // holding nothing is not an error
 }
 
-TEST_CASE("UniqueFd moves ownership; the moved-from object closes nothing", "[core][unique_fd]") {
+TEST_CASE("UniqueFd moves ownership, the moved-from object closes nothing", "[core][unique_fd]") {
   UniqueFd a(open_null());
   const int raw = a.get();
   UniqueFd b(std::move(a));
@@ -52,7 +52,7 @@ TEST_CASE("UniqueFd moves ownership; the moved-from object closes nothing", "[co
   CHECK(is_open(raw));
 }
 
-TEST_CASE("UniqueFd release gives the descriptor away; reset closes the old one", "[core][unique_fd]") {
+TEST_CASE("UniqueFd release gives the descriptor away, reset closes the old one", "[core][unique_fd]") {
   UniqueFd fd(open_null());
   const int raw = fd.release();
   CHECK_FALSE(fd.valid());

@@ -45,7 +45,7 @@ std::string refusal(F&& f) {
 
 }  // namespace
 
-TEST_CASE("decide_lock: a held flock refuses; dead or silent holders are taken over", "[core][work_dir_lock]") {
+TEST_CASE("decide_lock: a held flock refuses, dead or silent holders are taken over", "[core][work_dir_lock]") {
   const mtrain::LockHolder here{"J", "h1", "T", 42};
   const mtrain::LockHolder there{"J", "h2", "T", 42};
   CHECK_FALSE(mtrain::decide_lock(mtrain::FlockState::Held, here, "h1", true, 0s, 30s).take);

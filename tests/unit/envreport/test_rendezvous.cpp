@@ -22,7 +22,7 @@ std::string refusing_endpoint() {
 
 }  // namespace
 
-TEST_CASE("env: no rendezvous asked, no section; mtrain's store is named, not probed", "[envreport][rendezvous]") {
+TEST_CASE("env: no rendezvous asked, no section, mtrain's store is named, not probed", "[envreport][rendezvous]") {
   auto p = healthy();
   CHECK_FALSE(collect_report(p, opts()).contains("rendezvous"));
   auto o = opts();

@@ -108,7 +108,7 @@ TEST_CASE("the transient terms are what each engine holds at once", "[estimate]"
   CHECK(estimate_row(cand(StrategyName::Zero2), s, m, t).buckets == Approx(4 * (psi / 2)));
 }
 
-TEST_CASE("a model of one unit has one unit's gradients in flight; DDP one bucket", "[estimate]") {
+TEST_CASE("a model of one unit has one unit's gradients in flight, DDP one bucket", "[estimate]") {
   Measured m;
   m.model.params = {{"layers.0.weight", 1000000, ""}, {"layers.1.weight", 500000, ""}};
   Settings s;
@@ -262,7 +262,7 @@ TEST_CASE("sizes parse with binary and decimal units", "[estimate]") {
   CHECK(mtrain::human_bytes(80.0 * 1073741824) == "80.0 GiB");
 }
 
-TEST_CASE("the table's sizes are in a unit that shows them; parameters as K/M/B", "[estimate]") {
+TEST_CASE("the table's sizes are in a unit that shows them, parameters as K/M/B", "[estimate]") {
   Settings s;
   s.world = 2;
   s.ranks_per_node = 2;

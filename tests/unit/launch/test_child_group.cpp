@@ -155,7 +155,7 @@ TEST_CASE("child group: output relayed, each exit reported once, then done", "[l
   CHECK(runner.signals.empty());
 }
 
-TEST_CASE("child group: a stop is asked once; the grace period escalates; the reaped are never signalled",
+TEST_CASE("child group: a stop is asked once, the grace period escalates, the reaped are never signalled",
           "[launch][child_group]") {
   asio::io_context io;
   asio::signal_set signals(io, SIGCHLD);
@@ -203,7 +203,7 @@ TEST_CASE("child group: a stop is asked once; the grace period escalates; the re
   CHECK(!group.signal(stubborn, SIGKILL));
 }
 
-TEST_CASE("child group: other signals go to the owner; a wind-down deadline, replaced by a stop",
+TEST_CASE("child group: other signals go to the owner, a wind-down deadline, replaced by a stop",
           "[launch][child_group]") {
   asio::io_context io;
   asio::signal_set signals(io, SIGCHLD, SIGUSR2);

@@ -28,7 +28,7 @@ std::string refusal(const MultiNodeOptions& m, const EnvMap& env = {}) {
 
 }  // namespace
 
-TEST_CASE("etcd TLS: https members or certificate files; http:// members with certificates are refused",
+TEST_CASE("etcd TLS: https members or certificate files, http:// members with certificates are refused",
           "[etcd_client]") {
   CHECK_FALSE(etcd_client_options(members("e1:2379,e2"), {}).tls);
   CHECK(etcd_client_options(members("https://e1:2379,https://e2"), {}).tls);

@@ -461,8 +461,9 @@ TEST_CASE("a setting of one node or run in a job file, the user file or --set is
   CHECK(o.multi.ssh_options == std::vector<std::string>{"A=1", "B=2"});
 }
 
-TEST_CASE("launch settings: --node-rank from its flag or MTRAIN_NODE_RANK makes this a static node; its default does not",
-          "[launch][settings]") {
+TEST_CASE(
+    "launch settings: --node-rank from its flag or MTRAIN_NODE_RANK makes this a static node, its default does not",
+    "[launch][settings]") {
   TempDir d;
   config::JobInputs in = nothing_given(d);
   auto o = launch_options(in);
@@ -510,7 +511,8 @@ TEST_CASE("launch settings: -m/--module with --no-python is refused whichever so
                               Catch::Contains("launch.no_python from MTRAIN_NO_PYTHON"));
 }
 
-TEST_CASE("launch settings: -m is launch.module's short flag; --ranks-filter takes ranks, empty is every rank", "[launch][settings]") {
+TEST_CASE("launch settings: -m is launch.module's short flag, --ranks-filter takes ranks, empty is every rank",
+          "[launch][settings]") {
   CLI::App app;
   config::JobInputs in;
   in.user_file = "/nonexistent/none.yaml";

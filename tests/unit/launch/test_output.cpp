@@ -192,8 +192,7 @@ TEST_CASE("console: a C++ backtrace the log file keeps is one line on the consol
   CHECK(text.str() == expected);  // the file keeps every line
 }
 
-TEST_CASE("console: a backtrace at the end of the output is folded at EOF; a lone header is kept",
-          "[launch][output]") {
+TEST_CASE("console: a backtrace at the end of the output is folded at EOF, a lone header is kept", "[launch][output]") {
   TempDir t;
   const OutputOptions opt = teed_logs(t);
   const std::string console = console_stderr([&] {

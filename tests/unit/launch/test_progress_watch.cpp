@@ -29,7 +29,7 @@ TEST_CASE("progress watch: output or a touched heartbeat file keeps a rank alive
   CHECK(s->describe().find("rank 3 (pid 103) on worker-1 made no progress for 60") != std::string::npos);
 }
 
-TEST_CASE("progress watch: finished ranks are not watched; the longest-silent rank is named", "[launch][progress]") {
+TEST_CASE("progress watch: finished ranks are not watched, the longest-silent rank is named", "[launch][progress]") {
   ManualClock clock;
   ProgressWatch w(Duration(1000), clock);
   w.add(0, 10, "a");

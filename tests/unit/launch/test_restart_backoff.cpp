@@ -6,7 +6,7 @@
 using namespace mtrain::launch;
 using std::chrono::milliseconds;
 
-TEST_CASE("restart backoff: doubling from base, capped; a long healthy attempt resets it", "[launch][backoff]") {
+TEST_CASE("restart backoff: doubling from base, capped, a long healthy attempt resets it", "[launch][backoff]") {
   RestartBackoff b;  // 1 s, cap 30 s, healthy after 5 min
   std::vector<long> want = {0, 1000, 2000, 4000, 8000, 16000, 30000, 30000};
   for (int s = 0; s < static_cast<int>(want.size()); ++s) CHECK(restart_delay(s, b).count() == want[s]);

@@ -99,8 +99,7 @@ TEST_CASE("ssh runner: an agent failing stops the other by its announced process
   std::fclose(out);
 }
 
-TEST_CASE("ssh runner: a failed store stops every agent; without an announcement the record is used",
-          "[launch][ssh]") {
+TEST_CASE("ssh runner: a failed store stops every agent, without an announcement the record is used", "[launch][ssh]") {
   std::FILE* out = std::tmpfile();
   auto opt = two_nodes(out);
   opt.poll = std::chrono::milliseconds(20);
@@ -202,7 +201,7 @@ struct ElasticJob {
 };
 }  // namespace
 
-TEST_CASE("ssh runner: with restarts a lost host does not stop the others; the store is told and a new agent starts",
+TEST_CASE("ssh runner: with restarts a lost host does not stop the others, the store is told and a new agent starts",
           "[launch][ssh][elastic]") {
   ElasticJob j;
   size_t agents_when_lost = 0, signals_when_respawned = 0;

@@ -126,7 +126,7 @@ struct StopAtStart : launch::AttemptWatcher {
 };
 }  // namespace
 
-TEST_CASE("a watcher stops every rank from outside; its code is the exit code, no restart", "[launch][supervisor]") {
+TEST_CASE("a watcher stops every rank from outside, its code is the exit code, no restart", "[launch][supervisor]") {
   FakeProcessRunner r;
   r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };
   StopAtStart w;
@@ -187,7 +187,7 @@ struct StoppedRank1 : FakeProcessRunner {
 };
 }  // namespace
 
-TEST_CASE("a rank stopped for stopped_timeout is the root cause, named; it gets SIGCONT", "[launch][supervisor]") {
+TEST_CASE("a rank stopped for stopped_timeout is the root cause, named, it gets SIGCONT", "[launch][supervisor]") {
   StoppedRank1 r;
   r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };
   auto opt = quiet();
@@ -209,7 +209,7 @@ struct NoticeAtStart : launch::AttemptWatcher {
 };
 }  // namespace
 
-TEST_CASE("a watcher's notice reaches every rank first; teardown only after the notice grace",
+TEST_CASE("a watcher's notice reaches every rank first, teardown only after the notice grace",
           "[launch][supervisor][scale_up]") {
   FakeProcessRunner r;
   r.script = [](const launch::SpawnRequest&) { return FakeScript{"", "", false, 0}; };  // ignores SIGUSR1

@@ -6,7 +6,7 @@
 
 using namespace mtrain::rendezvous;
 
-TEST_CASE("a transaction's compares pick its branch; a value compare on a missing key fails", "[etcd_memory]") {
+TEST_CASE("a transaction's compares pick its branch, a value compare on a missing key fails", "[etcd_memory]") {
   ManualClock clock;
   MemoryKv kv(clock);
   const TxnCompare guard{"/j/guard", TxnCompare::Target::value, "mac"};

@@ -122,7 +122,7 @@ TEST_CASE("a lost node with no restart left fails the job, naming it", "[etcd_re
   CHECK(p.kv->range_prefix("/mtrain/rdzv/job1/").kvs.empty());
 }
 
-TEST_CASE("a reported failure opens the next round once; both nodes see it", "[etcd_rendezvous]") {
+TEST_CASE("a reported failure opens the next round once, both nodes see it", "[etcd_rendezvous]") {
   Pair p;
   p.form(1);
   JobState s = p.b->report_failure("rank 3 exited 1");

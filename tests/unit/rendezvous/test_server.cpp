@@ -169,7 +169,7 @@ TEST_CASE("loopback: three nodes join and agree", "[rendezvous][server]") {
   CHECK(lines.back() == "job formed: 3 nodes, 7 ranks, master worker-0:29500");
 }
 
-TEST_CASE("loopback: MIN:MAX forms after the last call; a late node is refused", "[rendezvous][server]") {
+TEST_CASE("loopback: MIN:MAX forms after the last call, a late node is refused", "[rendezvous][server]") {
   Server server(server_options(2, 4));
   server.start();
   auto a = std::async(std::launch::async, [&] { return Client(client_options(server, "n0", 1)).join(); });
@@ -218,7 +218,7 @@ TEST_CASE("loopback: a peer without the job token is refused and disconnected", 
   CHECK(Client(client_options(server, "n0", 1)).join().assignment.world_size == 1);
 }
 
-TEST_CASE("loopback: garbage, oversized and malformed frames are refused; the server goes on", "[rendezvous][server]") {
+TEST_CASE("loopback: garbage, oversized and malformed frames are refused, the server goes on", "[rendezvous][server]") {
   Server server(server_options(1, 1));
   server.start();
   const std::vector<std::pair<std::string, std::string>> attacks{
@@ -306,7 +306,7 @@ TEST_CASE("loopback: a node that stops heart-beating is reported to the others",
   CHECK(server.status().failed_nodes == std::vector<std::string>{"worker-1"});
 }
 
-TEST_CASE("loopback: a node reporting failure stops everyone; leaving finishes", "[rendezvous][server]") {
+TEST_CASE("loopback: a node reporting failure stops everyone, leaving finishes", "[rendezvous][server]") {
   Server server(server_options(2, 2));
   server.start();
   Client c0(client_options(server, "n0", 1));

@@ -590,7 +590,7 @@ TEST_CASE("store: lose_host — a running node the launcher knows is gone re-for
   CHECK_FALSE(f.store->lose_host("n9", "?"));
 }
 
-TEST_CASE("store: lose_host — while a round forms the lost node is not waited for; without restarts the job fails",
+TEST_CASE("store: lose_host — while a round forms the lost node is not waited for, without restarts the job fails",
           "[rendezvous][store][restart][lose_host]") {
   SECTION("a survivor that has not re-joined") {
     Fixture f(elastic(2, 3, 2));

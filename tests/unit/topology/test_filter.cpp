@@ -97,7 +97,7 @@ TEST_CASE("select_hosts: the selections exclude each other and impossible counts
   CHECK_THROWS_WITH(select_hosts(inv, n), Catch::Contains("more hosts than the 2 listed"));
 }
 
-TEST_CASE("DeepSpeed behaviours: excluding every slot of a host drops it; duplicates collapse", "[topology]") {
+TEST_CASE("DeepSpeed behaviours: excluding every slot of a host drops it, duplicates collapse", "[topology]") {
   auto inv = apply_exclude(two_hosts(), "worker-0:0,1,2,3");
   REQUIRE(inv.size() == 1);
   CHECK(inv[0].host == "worker-1");

@@ -46,7 +46,7 @@ TEST_CASE("hostfile: DeepSpeed lines, comments, blank lines, users and gpus=", "
   CHECK(total_slots(inv) == 10);
 }
 
-TEST_CASE("hostfile: the last line may lack a newline; order is file order", "[topology][hostfile]") {
+TEST_CASE("hostfile: the last line may lack a newline, order is file order", "[topology][hostfile]") {
   auto inv = parse_hostfile("b slots=1\na slots=2", "hosts");
   REQUIRE(inv.size() == 2);
   CHECK(inv[0].host == "b");

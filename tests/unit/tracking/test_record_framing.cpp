@@ -24,7 +24,7 @@ TEST_CASE("a record is length, its CRC, data, the data's CRC", "[tracking][recor
   CHECK(r.substr(18, 4) == std::string("\xbe\x7c\x54\xd2", 4));
 }
 
-TEST_CASE("records read back; a flipped bit or a cut end is refused", "[tracking][record_framing]") {
+TEST_CASE("records read back, a flipped bit or a cut end is refused", "[tracking][record_framing]") {
   const std::string file = frame_record("first") + frame_record("") + frame_record(std::string(1000, 'x'));
   const auto back = read_records(file);
   REQUIRE(back);

@@ -8,7 +8,7 @@
 using namespace mtrain::tracking;
 using nlohmann::json;
 
-TEST_CASE("a record's numbers become mode/key scalars; the position keys do not", "[tracking][scalars]") {
+TEST_CASE("a record's numbers become mode/key scalars, the position keys do not", "[tracking][scalars]") {
   const json train = {{"mode", "train"}, {"step", 10}, {"epoch", 1}, {"iter", 10}, {"lr", 0.001},
                       {"loss", 2.5},     {"time", 0.2}, {"memory", 120}, {"loss_scale", 65536.0}};
   const auto s = scalars_of_record(train);

@@ -110,7 +110,7 @@ TEST_CASE("model.init loads the weights bit for bit under another strategy and w
   }
 }
 
-TEST_CASE("model.init: a mismatch is one table; init_strict false loads what matches", "[checkpoint][init]") {
+TEST_CASE("model.init: a mismatch is one table, init_strict false loads what matches", "[checkpoint][init]") {
   at::set_num_threads(1);
   const auto d = fresh_dir("init_mismatch");
   auto j = small_job(d / "src", "mlp");

@@ -92,8 +92,7 @@ TEST_CASE("keep-K pruning keeps the newest K and never the only valid one", "[ch
   }
 }
 
-TEST_CASE("rotation: keep counts verified checkpoints; a damaged one never pushes out a good one",
-          "[checkpoint]") {
+TEST_CASE("rotation: keep counts verified checkpoints, a damaged one never pushes out a good one", "[checkpoint]") {
   auto steps = [](const std::vector<RotationEntry>& v) {
     std::vector<int64_t> out;
     for (const auto& e : v) out.push_back(e.step);

@@ -114,7 +114,7 @@ TEST_CASE("tokens: the three layouts of the same ids give the same batches", "[t
   CHECK(got[0].input[3][0].item<int64_t>() == ids[130 * 32]);
 }
 
-TEST_CASE("tokens: data.val_path is the validation file; data.path is all training", "[tokens]") {
+TEST_CASE("tokens: data.val_path is the validation file, data.path is all training", "[tokens]") {
   TempDir dir;
   const auto train_ids = ramp(2000, 1000);
   std::vector<uint32_t> val_ids(300, 0);

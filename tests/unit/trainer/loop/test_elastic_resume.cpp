@@ -39,7 +39,7 @@ TEST_CASE("restart info comes from the launcher's variables", "[trainer][elastic
   CHECK(restart_info_from_env({{"TORCHELASTIC_RESTART_COUNT", "-1"}}).restart_count == 0);
 }
 
-TEST_CASE("a restarted attempt resumes by itself; a first attempt does not", "[trainer][elastic]") {
+TEST_CASE("a restarted attempt resumes by itself, a first attempt does not", "[trainer][elastic]") {
   TrainJob first;
   CHECK(apply_restart(first, 4, RestartInfo{}).empty());
   CHECK_FALSE(first.resume.given());
@@ -85,7 +85,7 @@ TEST_CASE("the global batch is kept at the new world size, or the world size is 
   CHECK(free.grad_accum == 2);
 }
 
-TEST_CASE("the reached step is recorded and read back; the report counts the steps redone", "[trainer][elastic]") {
+TEST_CASE("the reached step is recorded and read back, the report counts the steps redone", "[trainer][elastic]") {
   const fs::path dir = fs::temp_directory_path() / ("mtrain_test_elastic_" + std::to_string(::getpid()));
   fs::create_directories(dir);
   CHECK_FALSE(read_reached_step(dir.string()));

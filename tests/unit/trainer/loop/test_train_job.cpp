@@ -199,8 +199,7 @@ TEST_CASE("TrainJob: every job setting reaches a field", "[trainer][loop][train_
   CHECK(checked > 80);
 }
 
-TEST_CASE("TrainJob: the strategy carries the ZeRO stage; zero.stage only has to agree",
-          "[trainer][loop][train_job]") {
+TEST_CASE("TrainJob: the strategy carries the ZeRO stage, zero.stage only has to agree", "[trainer][loop][train_job]") {
   for (const auto& name : mtrain::config::choice_names<mtrain::config::StrategyName>()) {
     json job = {{"strategy", name}};
     const TrainJob t = train_job_from_json(job);

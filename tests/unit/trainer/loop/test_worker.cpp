@@ -172,7 +172,7 @@ TEST_CASE("the worker passes LOCAL_WORLD_SIZE to HYBRID_SHARD and the ledger: tw
   CHECK(s["comm_per_step"].count("all_gather") == 0);
 }
 
-TEST_CASE("build-info --facts writes the build facts and the operator list; bad arguments exit 2",
+TEST_CASE("build-info --facts writes the build facts and the operator list, bad arguments exit 2",
           "[trainer][worker]") {
   const auto d = fresh_dir("build_info");
   const std::string facts = (d / "w.facts.json").string();

@@ -64,7 +64,7 @@ bool same_weights(TaskModel& a, TaskModel& b) {
 
 }  // namespace
 
-TEST_CASE("models: every name of the table is built; inconsistent specs fail", "[model]") {
+TEST_CASE("models: every name of the table is built, inconsistent specs fail", "[model]") {
   for (const auto& name : mtrain::config::choice_names<mtrain::config::ModelName>()) {
     const auto id = mtrain::config::parse_choice<mtrain::config::ModelName>(name);
     REQUIRE(id.has_value());

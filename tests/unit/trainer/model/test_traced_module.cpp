@@ -30,7 +30,7 @@ const char* const kTracerMark = "    # torch/jit/_trace.py(1000): trace_module\n
 
 }  // namespace
 
-TEST_CASE("traced module: the modes a trace froze, by mode; p = 0 dropout and scripts are free", "[traced]") {
+TEST_CASE("traced module: the modes a trace froze, by mode, p = 0 dropout and scripts are free", "[traced]") {
   mtrain::testing::TempDir dir;
   const std::string p = (dir.path / "m.pt").string();
   const std::string head = "def forward(self, x):\n";

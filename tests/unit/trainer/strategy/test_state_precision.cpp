@@ -229,7 +229,8 @@ TEST_CASE("bf16 compute with fp32 masters: gpt loss falls under ddp, zero3 and f
   }
 }
 
-TEST_CASE("dynamic loss scale: hysteresis, window, floor; a fixed scale never moves", "[trainer][strategy][precision]") {
+TEST_CASE("dynamic loss scale: hysteresis, window, floor, a fixed scale never moves",
+          "[trainer][strategy][precision]") {
   LossScaleOptions o;
   o.initial_scale_power = 4;
   o.loss_scale_window = 3;
