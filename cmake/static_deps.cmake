@@ -96,7 +96,11 @@ file(GLOB absl_archives ${grpc_archive_dir}/libabsl_*.a)
 if(NOT absl_archives)
   message(FATAL_ERROR "no libabsl_*.a beside ${MTRAIN_ARCHIVE_libgrpc_a}: install libabsl-dev")
 endif()
+# The headers beside the archives (gRPC's, abseil's, protobuf's: one include folder on Debian, or
+# the unpacked packages of scripts/gpu-deps on a machine without a registry).
+find_path(MTRAIN_GRPC_INCLUDE grpcpp/grpcpp.h REQUIRED)
 add_library(static_grpcpp INTERFACE)
+target_include_directories(static_grpcpp SYSTEM INTERFACE ${MTRAIN_GRPC_INCLUDE})
 target_link_libraries(static_grpcpp INTERFACE
   "-Wl,--start-group" ${grpc_archives} ${absl_archives} ${MTRAIN_ARCHIVE_libssl_a} ${MTRAIN_ARCHIVE_libcrypto_a}
   ${MTRAIN_ARCHIVE_libz_a} "-Wl,--end-group" ${CMAKE_DL_LIBS} Threads::Threads rt)
