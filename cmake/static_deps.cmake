@@ -35,16 +35,23 @@ add_library(static::fmt ALIAS fmt_static)
 # the worker's own copy (the linker exports the fmt symbols a linked library asks for), built from
 # the same fmt 9 headers, so one fmt serves the process.
 
-# mtrain_static_archive(<target> <archive file name> <headers from> <what to install>)
-# An imported target for a system library's static archive, with the include folders of the
-# package's own (shared) target.
-function(mtrain_static_archive target archive headers_from package)
+# mtrain_find_archive(<archive file name> <what to install>): the archive's path in the cache
+# variable MTRAIN_ARCHIVE_<name as a C identifier>, or a configure error naming the package.
+function(mtrain_find_archive archive package)
   string(MAKE_C_IDENTIFIER "MTRAIN_ARCHIVE_${archive}" var)
   find_library(${var} NAMES ${archive})
   if(NOT ${var})
     message(FATAL_ERROR "${archive} not found: mtrain links it statically (cmake/static_deps.cmake). "
-      "Install ${package}, which ships the archive.")
+      "Install ${package}, which ships the archive (scripts/bootstrap does).")
   endif()
+endfunction()
+
+# mtrain_static_archive(<target> <archive file name> <headers from> <what to install>)
+# An imported target for a system library's static archive, with the include folders of the
+# package's own (shared) target.
+function(mtrain_static_archive target archive headers_from package)
+  mtrain_find_archive(${archive} ${package})
+  string(MAKE_C_IDENTIFIER "MTRAIN_ARCHIVE_${archive}" var)
   add_library(${target} STATIC IMPORTED)
   set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${${var}})
   get_target_property(includes ${headers_from} INTERFACE_INCLUDE_DIRECTORIES)
@@ -83,12 +90,8 @@ if(NOT MTRAIN_GRPC_CPP_PLUGIN OR NOT MTRAIN_PROTOC)
 endif()
 set(grpc_archives)
 foreach(archive libgrpc++.a libgrpc.a libupb.a libgpr.a libaddress_sorting.a libre2.a libcares.a libprotobuf-lite.a)
+  mtrain_find_archive(${archive} "libgrpc++-dev, libre2-dev, libc-ares-dev and libprotobuf-dev")
   string(MAKE_C_IDENTIFIER "MTRAIN_ARCHIVE_${archive}" var)
-  find_library(${var} NAMES ${archive})
-  if(NOT ${var})
-    message(FATAL_ERROR "${archive} not found: mtrain links gRPC statically (cmake/static_deps.cmake). "
-      "Install libgrpc++-dev, libre2-dev, libc-ares-dev and libprotobuf-dev (scripts/bootstrap).")
-  endif()
   list(APPEND grpc_archives ${${var}})
 endforeach()
 get_filename_component(grpc_archive_dir ${MTRAIN_ARCHIVE_libgrpc_a} DIRECTORY)

@@ -32,7 +32,8 @@ EtcdRendezvous::EtcdRendezvous(EtcdRendezvousOptions options, std::shared_ptr<Et
   if (opt_.addr.empty()) opt_.addr = opt_.host;
   if (opt_.token.empty()) throw Error("the etcd rendezvous needs the job token", fmt::format("set {}", kTokenEnv));
   if (opt_.run_id.empty() || opt_.run_id.find('/') != std::string::npos)
-    throw Error(fmt::format("the etcd rendezvous needs a run id without '/' (got '{}')", opt_.run_id), "give --rdzv-id ID");
+    throw Error(fmt::format("the etcd rendezvous needs a run id without '/' (got '{}')", opt_.run_id),
+                "give --rdzv-id ID");
   job_ = opt_.prefix + opt_.run_id + "/";
 }
 
@@ -46,7 +47,9 @@ EtcdRendezvous::State EtcdRendezvous::read_state() {
   if (!kv) {
     kv_->create(key, new_state(), 0);
     kv = kv_->get(key);
-    if (!kv) throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {}, kExitFailure);
+    if (!kv)
+      throw Error(fmt::format("etcd: {} vanished as it was created (the job's keys were removed)", key), {},
+                  kExitFailure);
   }
   return state_of(*kv);
 }
@@ -184,6 +187,84 @@ EtcdRendezvous::Joined EtcdRendezvous::join_round(std::optional<KeyValue> known)
 
 std::string EtcdRendezvous::new_state() { return json{{"round", 0}, {"restarts", 0}}.dump(); }
 
+// This node is in the round's agreement at `node_rank`: the round it runs in, and its ranks.
+JoinResult EtcdRendezvous::take_place(Agreed agreed, size_t node_rank, const State& s) {
+  round_ = s.round;
+  nnodes_ = static_cast<int>(agreed.ids.size());
+  ids_ = std::move(agreed.ids);
+  hosts_.clear();
+  for (const auto& n : agreed.nodes) hosts_.push_back(n.host);
+  const Assignment a = assign_ranks(std::move(agreed.nodes), agreed.master_port, opt_.run_id);
+  JoinResult out;
+  out.node_rank = static_cast<int>(node_rank);
+  out.assignment = for_node(a, out.node_rank);
+  out.round = s.round;
+  out.restarts = s.restarts;
+  out.restart_reason = s.reason;
+  return out;
+}
+
+// Round `r` formed without this node (it came late, or the job is full): wait for the state to
+// move (the next round), at most until the lease's next keep-alive or the deadline.
+void EtcdRendezvous::wait_for_next_round(int r, int64_t after_revision, TimePoint deadline) {
+  if (opt_.on_progress) opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
+  kv_->watch_prefix(
+      job_ + "state", after_revision + 1,
+      std::max(Duration(1), std::chrono::duration_cast<Duration>(
+                                std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
+  if (clock_.now() >= deadline)
+    throw Error(fmt::format("no round of the job under etcd prefix {} took node '{}' in within {}", job_, opt_.host,
+                            format_duration(opt_.join_timeout)),
+                "", kExitFailure);
+  keep_lease();
+}
+
+// This agent completes round `r`: only it reads the members (the first MAX in join order) and
+// creates the agreement. Returns the round's agreement — its own, or another agent's that was
+// first — or none when no member is left to agree.
+std::optional<KeyValue> EtcdRendezvous::form_round(int r, const std::string& rp) {
+  const RangeResult first = kv_->first_created(rp + "n/", opt_.max_nodes);
+  std::vector<const KeyValue*> members;
+  for (const auto& kv : first.kvs) members.push_back(&kv);
+  if (r > 0) order_survivors_first(members, r);
+  if (members.empty()) return std::nullopt;
+  KeyValue agreed{rp + "agreed", agreement_value(members, rp)};
+  if (auto theirs = kv_->create(agreed.key, agreed.value, 0)) {
+    agreed = *theirs;  // another agent formed the round first: its agreement holds
+  } else if (r > 0) {
+    kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
+  }
+  return agreed;
+}
+
+// The progress line when the count changed, and the error once the deadline has come. The first
+// joined hosts are read only then (every agent listing them on every wake was a request per
+// wake that a job of N nodes paid N times).
+void EtcdRendezvous::report_waiting(int64_t count, int64_t last_count, const std::string& rp, TimePoint now,
+                                    TimePoint deadline) {
+  const bool progress = count != last_count && opt_.on_progress;
+  if (!progress && now < deadline) return;
+  std::vector<std::string> hosts;
+  for (const auto& kv : kv_->first_created(rp + "n/", static_cast<int64_t>(kListedHosts)).kvs)
+    hosts.push_back(json::parse(kv.value).value("host", ""));
+  if (progress) {
+    const std::string listed =
+        etcd_hosts_line(hosts) + (count > static_cast<int64_t>(hosts.size()) && hosts.size() == kListedHosts
+                                      ? fmt::format(" and {} more", count - static_cast<int64_t>(hosts.size()))
+                                      : "");
+    opt_.on_progress(opt_.min_nodes == opt_.max_nodes
+                         ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, listed)
+                         : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes,
+                                       opt_.max_nodes, job_, listed));
+  }
+  if (now >= deadline)
+    throw Error(
+        fmt::format("the rendezvous under etcd prefix {} did not form within {}: {} of at least {} nodes joined ({})",
+                    job_, format_duration(opt_.join_timeout), count, opt_.min_nodes,
+                    hosts.empty() ? "none" : etcd_hosts_line(hosts)),
+        "start the missing nodes with the same --rdzv-endpoint and --rdzv-id, or lower --nnodes", kExitFailure);
+}
+
 JoinResult EtcdRendezvous::join() {
   keep_lease();
   const TimePoint deadline = clock_.now() + opt_.join_timeout;
@@ -217,80 +298,29 @@ JoinResult EtcdRendezvous::join() {
       fresh = false;
       if (!ctl.kvs.empty()) {
         Agreed agreed = signed_agreement(ctl.kvs.front().value, rp);
-        const auto& ids = agreed.ids;
-        auto it = std::find(ids.begin(), ids.end(), opt_.node_id);
-        if (it == ids.end()) {
-          // The round formed without this node (it came late, or the job is full): out of the
-          // round's members (whose count tells the running nodes nobody is lost), wait for the next.
-          kv_->erase(rp + "n/" + opt_.node_id);
-          if (scale_up_for(now_state, ids.size())) continue;  // the next round is open: join it
-          if (opt_.on_progress)
-            opt_.on_progress(fmt::format("round {} runs without this node; waiting for the next", r));
-          kv_->watch_prefix(
-              job_ + "state", ctl.revision + 1,
-              std::max(Duration(1), std::chrono::duration_cast<Duration>(
-                                        std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3) - clock_.now())));
-          if (clock_.now() >= deadline) throw Error(fmt::format("no round of the job under etcd prefix {} took node '{}' in within {}", job_, opt_.host, format_duration(opt_.join_timeout)), "", kExitFailure);
-          keep_lease();
-          continue;
+        const auto it = std::find(agreed.ids.begin(), agreed.ids.end(), opt_.node_id);
+        if (it != agreed.ids.end()) {
+          const auto node_rank = static_cast<size_t>(it - agreed.ids.begin());  // before agreed moves
+          return take_place(std::move(agreed), node_rank, s);
         }
-        round_ = r;
-        nnodes_ = static_cast<int>(ids.size());
-        ids_ = ids;
-        hosts_.clear();
-        for (const auto& n : agreed.nodes) hosts_.push_back(n.host);
-        const Assignment a = assign_ranks(std::move(agreed.nodes), agreed.master_port, opt_.run_id);
-        JoinResult out;
-        out.node_rank = static_cast<int>(it - ids.begin());
-        out.assignment = for_node(a, out.node_rank);
-        out.round = r;
-        out.restarts = s.restarts;
-        out.restart_reason = s.reason;
-        return out;
+        // Out of the round's members (whose count tells the running nodes nobody is lost).
+        kv_->erase(rp + "n/" + opt_.node_id);
+        if (!scale_up_for(now_state, agreed.ids.size()))  // else the next round is open: join it
+          wait_for_next_round(r, ctl.revision, deadline);
+        continue;
       }
       const TimePoint now = clock_.now();
       if (count >= opt_.min_nodes && !last_call_at) last_call_at = now + opt_.last_call;
       if (count >= opt_.max_nodes || (last_call_at && now >= *last_call_at)) {
-        // Only the agent that forms the round reads the members: the first MAX in join order.
-        const RangeResult first = kv_->first_created(rp + "n/", opt_.max_nodes);
-        std::vector<const KeyValue*> members;
-        for (const auto& kv : first.kvs) members.push_back(&kv);
-        if (r > 0) order_survivors_first(members, r);
-        if (!members.empty()) {
-          KeyValue agreed{rp + "agreed", agreement_value(members, rp)};
-          if (auto theirs = kv_->create(agreed.key, agreed.value, 0)) {
-            agreed = *theirs;  // another agent formed the round first: its agreement holds
-          } else if (r > 0) {
-            kv_->delete_prefix(round_prefix(r - 1));  // the round before is over for everyone
-          }
+        if (auto agreed = form_round(r, rp)) {
           // The agreement is known (written or read back by the create): no read for it.
-          ctl.kvs = {agreed};
+          ctl.kvs = {*agreed};
           fresh = true;
           continue;
         }
       }
-      // The first joined hosts, for the progress line and the error at the deadline: read only
-      // when someone listens or the deadline has come (every agent listing them on every wake
-      // was a request per wake that a job of N nodes paid N times).
-      std::vector<std::string> hosts;
-      if ((count != last_count && opt_.on_progress) || now >= deadline)
-        for (const auto& kv : kv_->first_created(rp + "n/", static_cast<int64_t>(kListedHosts)).kvs)
-          hosts.push_back(json::parse(kv.value).value("host", ""));
-      if (count != last_count && opt_.on_progress) {
-        const std::string listed =
-            etcd_hosts_line(hosts) + (count > static_cast<int64_t>(hosts.size()) && hosts.size() == kListedHosts
-                                          ? fmt::format(" and {} more", count - static_cast<int64_t>(hosts.size()))
-                                          : "");
-        opt_.on_progress(opt_.min_nodes == opt_.max_nodes
-                             ? fmt::format("{}/{} nodes joined (etcd {}): {}", count, opt_.max_nodes, job_, listed)
-                             : fmt::format("{} nodes joined, {}..{} wanted (etcd {}): {}", count, opt_.min_nodes,
-                                           opt_.max_nodes, job_, listed));
-      }
+      report_waiting(count, last_count, rp, now, deadline);
       last_count = count;
-      if (now >= deadline)
-        throw Error(fmt::format("the rendezvous under etcd prefix {} did not form within {}: {} of at least {} nodes joined ({})", job_,
-                                format_duration(opt_.join_timeout), count, opt_.min_nodes, hosts.empty() ? "none" : etcd_hosts_line(hosts)),
-                    "start the missing nodes with the same --rdzv-endpoint and --rdzv-id, or lower --nnodes", kExitFailure);
       // Woken by the agreement (whoever completes the round writes it), else by the last call,
       // the lease's next keep-alive or the deadline. The event carries the agreement: no read.
       TimePoint until = std::min(deadline, lease_refreshed_ + opt_.node_timeout / 3);
@@ -399,8 +429,9 @@ JobState EtcdRendezvous::heartbeat() {
   for (size_t i = 0; i < ids_.size(); ++i)
     if (!present.count(ids_[i])) lost.push_back(hosts_[i]);
   if (lost.empty()) return job_state(s);
-  return job_state(fail_or_restart(fmt::format("node{} {} lost: no lease keep-alive in etcd for {}", lost.size() > 1 ? "s" : "",
-                                               etcd_hosts_line(lost), format_duration(opt_.node_timeout))));
+  return job_state(
+      fail_or_restart(fmt::format("node{} {} lost: no lease keep-alive in etcd for {}", lost.size() > 1 ? "s" : "",
+                                  etcd_hosts_line(lost), format_duration(opt_.node_timeout))));
 }
 
 JobState EtcdRendezvous::report_failure(const std::string& reason) {

@@ -50,7 +50,7 @@ inline constexpr const char* kDefaultEtcdPrefix = "/mtrain/rdzv/";
 
 struct EtcdRendezvousOptions {
   std::string prefix = kDefaultEtcdPrefix;
-  std::string run_id;   // the job's keys live under prefix + run_id + "/"
+  std::string run_id;  // the job's keys live under prefix + run_id + "/"
   std::string token;
   std::string node_id;  // empty: a random id
   std::string host, addr;
@@ -104,6 +104,11 @@ class EtcdRendezvous final : public Membership {
   Agreed signed_agreement(const std::string& value, const std::string& rp) const;
   std::string agreement_value(const std::vector<const KeyValue*>& members, const std::string& rp) const;
   void keep_lease();
+  // The steps of join(), each a part of the wait for one round.
+  JoinResult take_place(Agreed agreed, size_t node_rank, const State& s);
+  void wait_for_next_round(int r, int64_t after_revision, TimePoint deadline);
+  std::optional<KeyValue> form_round(int r, const std::string& rp);
+  void report_waiting(int64_t count, int64_t last_count, const std::string& rp, TimePoint now, TimePoint deadline);
   JobState job_state(const State& s) const;
   // Open the next round or fail the job (one writer wins); returns the state after.
   State fail_or_restart(const std::string& reason);
