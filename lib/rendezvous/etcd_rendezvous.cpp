@@ -35,7 +35,15 @@ EtcdRendezvous::EtcdRendezvous(EtcdRendezvousOptions options, std::shared_ptr<Et
     throw Error(fmt::format("the etcd rendezvous needs a run id without '/' (got '{}')", opt_.run_id),
                 "give --rdzv-id ID");
   job_ = opt_.prefix + opt_.run_id + "/";
+  // Each is a field of the round's agreement (etcd_agreement.hpp): refused here, before the node
+  // joins, rather than by whichever agent completes the round.
+  for (const auto& [what, field] : {std::pair{"node id", &opt_.node_id}, {"host", &opt_.host}, {"address", &opt_.addr}})
+    if (const std::string why = agreement_field_problem(*field); !why.empty())
+      throw Error(fmt::format("the etcd rendezvous cannot take the node's {} '{}': {}", what, *field, why),
+                  "give the node a host name and address without whitespace");
 }
+
+int EtcdRendezvous::round_nodes() const { return agreed_ ? agreed_->nnodes() : 0; }
 
 EtcdRendezvous::~EtcdRendezvous() = default;
 
@@ -94,49 +102,24 @@ JobState EtcdRendezvous::job_state(const State& s) const {
   return out;
 }
 
-// The round's agreement, its signature checked against the job token (an agreement another
-// writer made is refused, not followed).
-EtcdRendezvous::Agreed EtcdRendezvous::signed_agreement(const std::string& value, const std::string& rp) const {
-  const size_t nl = value.find('\n');
-  const std::string body = nl == std::string::npos ? std::string() : value.substr(nl + 1);
-  if (nl == std::string::npos || !tokens_equal(value.substr(0, nl), hmac_sha256_hex(opt_.token, body)))
-    throw Error(fmt::format("etcd: {}agreed is not signed with this job's token", rp),
-                "another writer changed the job's keys; remove the prefix and start again", kExitFailure);
-  const json j = json::parse(body);
-  Agreed a;
-  a.ids = j.at("ids").get<std::vector<std::string>>();
-  const auto hosts = j.at("hosts").get<std::vector<std::string>>();
-  const auto addrs = j.at("addrs").get<std::vector<std::string>>();
-  const auto slots = j.at("slots").get<std::vector<int>>();
-  if (hosts.size() != a.ids.size() || addrs.size() != a.ids.size() || slots.size() != a.ids.size())
-    throw Error(fmt::format("etcd: {}agreed lists {} ids but {} hosts, {} addresses and {} slot counts", rp,
-                            a.ids.size(), hosts.size(), addrs.size(), slots.size()),
-                "remove the prefix and start again", kExitFailure);
-  a.nodes.resize(a.ids.size());
-  for (size_t i = 0; i < a.ids.size(); ++i) {
-    a.nodes[i].host = hosts[i];
-    a.nodes[i].addr = addrs[i];
-    a.nodes[i].local_world_size = slots[i];
-  }
-  a.master_port = j.at("master_port").get<int>();
-  return a;
-}
-
-// The agreement `members` (in node-rank order) make, signed: what "agreed" holds.
+// The agreement `members` (in node-rank order) make, signed: what "agreed" holds. The ranks are
+// laid out here, once, for every agent of the round (etcd_agreement.hpp).
 std::string EtcdRendezvous::agreement_value(const std::vector<const KeyValue*>& members, const std::string& rp) const {
-  json ids = json::array(), hosts = json::array(), addrs = json::array(), slots = json::array();
+  std::vector<std::string> ids;
+  std::vector<AssignedNode> nodes;
   for (const KeyValue* kv : members) {
-    const json m = json::parse(kv->value);
-    const std::string host = m.value("host", "");
+    const json m = json::parse(kv->value, nullptr, false);
+    if (!m.is_object())
+      throw Error(fmt::format("etcd: {} holds no rendezvous member", kv->key),
+                  "remove the prefix with etcdctl del --prefix", kExitFailure);
+    AssignedNode n;
+    n.host = m.value("host", "");
+    n.addr = m.value("addr", n.host);
+    n.local_world_size = m.value("slots", 1);
+    nodes.push_back(std::move(n));
     ids.push_back(kv->key.substr(rp.size() + 2));
-    hosts.push_back(host);
-    addrs.push_back(m.value("addr", host));
-    slots.push_back(m.value("slots", 1));
   }
-  const std::string body =
-      json{{"ids", ids}, {"hosts", hosts}, {"addrs", addrs}, {"slots", slots}, {"master_port", opt_.master_port}}
-          .dump();
-  return hmac_sha256_hex(opt_.token, body) + "\n" + body;
+  return sign_agreement(opt_.token, assign_ranks(std::move(nodes), opt_.master_port, opt_.run_id), ids);
 }
 
 // Puts this node's member key into the round the state names, in one transaction that also
@@ -187,17 +170,13 @@ EtcdRendezvous::Joined EtcdRendezvous::join_round(std::optional<KeyValue> known)
 
 std::string EtcdRendezvous::new_state() { return json{{"round", 0}, {"restarts", 0}}.dump(); }
 
-// This node is in the round's agreement at `node_rank`: the round it runs in, and its ranks.
-JoinResult EtcdRendezvous::take_place(Agreed agreed, size_t node_rank, const State& s) {
+// This node is in the round's agreement, at `place`: the round it runs in, and its ranks.
+JoinResult EtcdRendezvous::take_place(Agreement agreed, NodeAssignment place, const State& s) {
   round_ = s.round;
-  nnodes_ = static_cast<int>(agreed.ids.size());
-  ids_ = std::move(agreed.ids);
-  hosts_.clear();
-  for (const auto& n : agreed.nodes) hosts_.push_back(n.host);
-  const Assignment a = assign_ranks(std::move(agreed.nodes), agreed.master_port, opt_.run_id);
+  agreed_ = std::move(agreed);
   JoinResult out;
-  out.node_rank = static_cast<int>(node_rank);
-  out.assignment = for_node(a, out.node_rank);
+  out.node_rank = place.self.node_rank;
+  out.assignment = std::move(place);
   out.round = s.round;
   out.restarts = s.restarts;
   out.restart_reason = s.reason;
@@ -297,15 +276,12 @@ JoinResult EtcdRendezvous::join() {
       }
       fresh = false;
       if (!ctl.kvs.empty()) {
-        Agreed agreed = signed_agreement(ctl.kvs.front().value, rp);
-        const auto it = std::find(agreed.ids.begin(), agreed.ids.end(), opt_.node_id);
-        if (it != agreed.ids.end()) {
-          const auto node_rank = static_cast<size_t>(it - agreed.ids.begin());  // before agreed moves
-          return take_place(std::move(agreed), node_rank, s);
-        }
+        Agreement agreed = Agreement::verify(ctl.kvs.front().value, opt_.token, rp + "agreed");
+        if (auto place = agreed.place_of(opt_.node_id, opt_.run_id))
+          return take_place(std::move(agreed), std::move(*place), s);
         // Out of the round's members (whose count tells the running nodes nobody is lost).
         kv_->erase(rp + "n/" + opt_.node_id);
-        if (!scale_up_for(now_state, agreed.ids.size()))  // else the next round is open: join it
+        if (!scale_up_for(now_state, static_cast<size_t>(agreed.nnodes())))  // else the next round is open: join it
           wait_for_next_round(r, ctl.revision, deadline);
         continue;
       }
@@ -371,9 +347,11 @@ void EtcdRendezvous::order_survivors_first(std::vector<const KeyValue*>& members
   const std::string before = round_prefix(r - 1), rp = round_prefix(r);
   auto prev = kv_->get(before + "agreed");
   if (!prev) return;
-  const auto ids = signed_agreement(prev->value, before).ids;
+  const Agreement agreed = Agreement::verify(prev->value, opt_.token, before + "agreed");
+  const std::vector<AgreementRow> rows = agreed.rows();
   auto rank_before = [&](const KeyValue* kv) {
-    return std::find(ids.begin(), ids.end(), kv->key.substr(rp.size() + 2)) - ids.begin();
+    const std::string_view id = std::string_view(kv->key).substr(rp.size() + 2);
+    return std::find_if(rows.begin(), rows.end(), [&](const AgreementRow& row) { return row.id == id; }) - rows.begin();
   };
   std::stable_sort(members.begin(), members.end(),
                    [&](const KeyValue* a, const KeyValue* b) { return rank_before(a) < rank_before(b); });
@@ -412,22 +390,22 @@ JobState EtcdRendezvous::heartbeat() {
   // The job's state when these reads settle the beat (the round moved, or nobody is missing).
   const auto settled = [&](const std::vector<RangeResult>& reads) -> std::optional<State> {
     State st = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
-    if (st.failed || st.round != round_ || reads[1].count + reads[2].count == nnodes_) return st;
+    if (st.failed || st.round != round_ || reads[1].count + reads[2].count == round_nodes()) return st;
     return std::nullopt;
   };
   if (auto st = settled(counts(true))) return job_state(*st);
   const auto reads = counts(false);
   if (auto st = settled(reads)) return job_state(*st);
   const State s = reads[0].kvs.empty() ? read_state() : state_of(reads[0].kvs.front());
-  std::set<std::string> present;
+  std::set<std::string, std::less<>> present;
   for (const auto& kv : kv_->range_prefix(rp).kvs) {
     const std::string rest = kv.key.substr(rp.size());
     if (etcd_starts_with(rest, "n/")) present.insert(rest.substr(2));
     if (etcd_starts_with(rest, "done/")) present.insert(rest.substr(5));
   }
   std::vector<std::string> lost;
-  for (size_t i = 0; i < ids_.size(); ++i)
-    if (!present.count(ids_[i])) lost.push_back(hosts_[i]);
+  for (const AgreementRow& row : agreed_ ? agreed_->rows() : std::vector<AgreementRow>{})
+    if (present.find(row.id) == present.end()) lost.emplace_back(row.host);
   if (lost.empty()) return job_state(s);
   return job_state(
       fail_or_restart(fmt::format("node{} {} lost: no lease keep-alive in etcd for {}", lost.size() > 1 ? "s" : "",
@@ -441,7 +419,7 @@ JobState EtcdRendezvous::report_failure(const std::string& reason) {
 JobState EtcdRendezvous::leave() {
   const std::string rp = round_prefix(round_);
   kv_->put(rp + "done/" + opt_.node_id, opt_.host, 0);
-  if (static_cast<int>(kv_->range_prefix(rp + "done/").kvs.size()) >= nnodes_) kv_->delete_prefix(job_);
+  if (static_cast<int>(kv_->range_prefix(rp + "done/").kvs.size()) >= round_nodes()) kv_->delete_prefix(job_);
   if (lease_ != 0) kv_->revoke(lease_);
   lease_ = 0;
   JobState out;

@@ -7,10 +7,9 @@
 //   P state                       {"round","restarts","reason","membership_change","failed"}
 //   P r/<round>/n/<node id>       {host, addr, slots}; bound to the node's lease, so a node
 //                                 that stops keeping its lease alive (heartbeats) disappears
-//   P r/<round>/agreed            the round's nodes in node-rank order (ids, hosts, addresses,
-//                                 slots: flat lists, so that N agents each reading it cost O(N)
-//                                 small strings, not N nested objects), after an HMAC under the
-//                                 token: "<64 hex>\n<JSON>"; each agent lays out the ranks itself
+//   P r/<round>/agreed            the round's nodes in node-rank order with their ranks, after
+//                                 an HMAC under the token (etcd_agreement.hpp): each agent reads
+//                                 its own line, allocating nothing per node
 //   P r/<round>/done/<node id>    the node's ranks finished
 //
 // A node joins with one transaction that checks the guard and the state, writes its member key
@@ -42,6 +41,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lib/rendezvous/client.hpp"
+#include "lib/rendezvous/etcd_agreement.hpp"
 #include "lib/rendezvous/etcd_kv.hpp"
 
 namespace mtrain::rendezvous {
@@ -95,17 +95,10 @@ class EtcdRendezvous final : public Membership {
   static std::string new_state();
   State read_state();
   State state_of(const KeyValue& kv) const;
-  // A round's agreement: who is in it, in node-rank order.
-  struct Agreed {
-    std::vector<std::string> ids;
-    std::vector<AssignedNode> nodes;  // host, addr, slots
-    int master_port = 0;
-  };
-  Agreed signed_agreement(const std::string& value, const std::string& rp) const;
   std::string agreement_value(const std::vector<const KeyValue*>& members, const std::string& rp) const;
   void keep_lease();
   // The steps of join(), each a part of the wait for one round.
-  JoinResult take_place(Agreed agreed, size_t node_rank, const State& s);
+  JoinResult take_place(Agreement agreed, NodeAssignment place, const State& s);
   void wait_for_next_round(int r, int64_t after_revision, TimePoint deadline);
   std::optional<KeyValue> form_round(int r, const std::string& rp);
   void report_waiting(int64_t count, int64_t last_count, const std::string& rp, TimePoint now, TimePoint deadline);
@@ -128,8 +121,8 @@ class EtcdRendezvous final : public Membership {
   int64_t lease_ = 0;
   TimePoint lease_refreshed_{};
   int round_ = -1;  // the round this node last formed in
-  int nnodes_ = 0;  // its size
-  std::vector<std::string> ids_, hosts_;  // that round's nodes, in node-rank order
+  std::optional<Agreement> agreed_;  // that round's agreement: its nodes, in node-rank order
+  int round_nodes() const;  // how many (0 before the first round)
 };
 
 }  // namespace mtrain::rendezvous

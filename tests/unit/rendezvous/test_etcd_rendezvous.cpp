@@ -143,13 +143,26 @@ TEST_CASE("a finished job's keys are all removed", "[etcd_rendezvous]") {
 TEST_CASE("an agreement not signed with the job's token is refused", "[etcd_rendezvous]") {
   ManualClock clock;
   auto kv = std::make_shared<MemoryKv>(clock);
-  const std::string body = R"({"ids":["x"],"hosts":["evil"],"addrs":["evil"],"slots":[1],"master_port":1})";
+  const std::string body = "mtrain-agreement 1 1 1 1 evil\nx 0 1 evil evil\n";
+  const std::string json_body = R"({"ids":["x"],"hosts":["evil"],"addrs":["evil"],"slots":[1],"master_port":1})";
   for (const std::string& value : {std::string("00\n") + body, hmac_sha256_hex("another token", body) + "\n" + body,
                                    std::string(R"({"body":"{}","mac":"00"})")}) {
     kv->put("/mtrain/rdzv/job1/r/0/agreed", value, 0);
     EtcdRendezvous a(node("node-a", 1, 1), kv, clock);
     CHECK_THROWS_WITH(a.join(), Catch::Contains("not signed with this job's token"));
   }
+  // Signed, in the format of an older mtrain: refused as such, not misread.
+  kv->put("/mtrain/rdzv/job1/r/0/agreed", hmac_sha256_hex(kToken, json_body) + "\n" + json_body, 0);
+  EtcdRendezvous a(node("node-a", 1, 1), kv, clock);
+  CHECK_THROWS_WITH(a.join(), Catch::Contains("is not a rendezvous agreement of this mtrain"));
+}
+
+TEST_CASE("a host name with whitespace is refused before the node joins", "[etcd_rendezvous]") {
+  ManualClock clock;
+  auto kv = std::make_shared<MemoryKv>(clock);
+  CHECK_THROWS_WITH(EtcdRendezvous(node("my host", 1, 1), kv, clock),
+                    Catch::Contains("cannot take the node's host 'my host'"));
+  CHECK(kv->size() == 0);
 }
 
 TEST_CASE("too few nodes by the join timeout: an error naming who came", "[etcd_rendezvous]") {
@@ -353,8 +366,7 @@ TEST_CASE("a join costs three requests: the lease, one transaction and the watch
   }
   CHECK(ranks.size() == kNodes);
   for (const auto& j : joined) CHECK(j.assignment.master_addr == master);
-  // The agreement every agent reads is flat lists (id, host, address, slots a node) after its MAC,
-  // no per-rank objects: N agents reading it cost O(N) short strings each.
+  // The agreement every agent reads is a line a node after its MAC (etcd_agreement.hpp).
   const auto agreed = kv->kv.get("/mtrain/rdzv/job1/r/0/agreed");
   REQUIRE(agreed);
   CHECK(agreed->value.size() < 120 + kNodes * (16 + 2 * 6 + 16));
