@@ -3,10 +3,12 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -41,6 +43,9 @@ struct GrpcAuthExpired {};
 // A member that restarts is connected again within this (gRPC's default backs off to 2 minutes).
 constexpr int kReconnectBackoffMaxMs = 1000;
 constexpr off_t kPemMaxBytes = 1 << 20;
+// The system's CA certificates read for gRPC (a distribution's whole bundle is ~0.2 MB, its hashed
+// directory as much again).
+constexpr size_t kCaBundleMaxBytes = size_t{8} << 20;
 
 KeyValue kv_of(const pb::KeyValue& k) {
   return KeyValue{k.key(), k.value(), k.create_revision(), k.mod_revision(), k.lease()};
@@ -82,11 +87,49 @@ std::string read_pem(const std::string& path) {
 }
 
 // The CA certificates a member's certificate is checked against without --rdzv-etcd-cacert:
-// the system's, as OpenSSL (and so the JSON gateway's client) finds them.
+// the system's, where OpenSSL finds them for the JSON gateway's client
+// (SSL_CTX_set_default_verify_paths): its default file (SSL_CERT_FILE) and, in its default
+// directories (SSL_CERT_DIR, ':'-separated), the certificates named by subject hash —
+// "<8 hex>.<n>", as `openssl rehash` links them; OpenSSL reads no other name there. gRPC takes
+// the roots as one PEM text, so both are read here. A file OpenSSL could not read either is
+// skipped, as OpenSSL skips it; none at all is an error.
 std::string system_ca_certificates() {
-  const char* env = std::getenv(X509_get_default_cert_file_env());
-  const std::string file = env && *env ? env : X509_get_default_cert_file();
-  return read_pem(file);
+  const auto from_env = [](const char* name, const char* fallback) {
+    const char* v = std::getenv(name);
+    return std::string(v && *v ? v : fallback);
+  };
+  const std::string file = from_env(X509_get_default_cert_file_env(), X509_get_default_cert_file());
+  const std::string dirs = from_env(X509_get_default_cert_dir_env(), X509_get_default_cert_dir());
+  std::string pem;
+  const auto add = [&pem](const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > kPemMaxBytes) return;
+    std::ifstream in(path, std::ios::binary);
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    if (in || in.eof()) pem += text + "\n";
+  };
+  const auto hashed_name = [](const std::string& name) {
+    const auto hex = [](char c) { return std::isxdigit(static_cast<unsigned char>(c)) != 0; };
+    const auto digit = [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; };
+    return name.size() > 9 && name[8] == '.' && std::all_of(name.begin(), name.begin() + 8, hex) &&
+           std::all_of(name.begin() + 9, name.end(), digit);
+  };
+  add(file);
+  for (size_t from = 0;;) {
+    const size_t colon = dirs.find(':', from);
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dirs.substr(from, colon - from), ec), end;
+         !ec && it != end && pem.size() < kCaBundleMaxBytes; it.increment(ec))
+      if (hashed_name(it->path().filename().string())) add(it->path().string());
+    if (colon == std::string::npos) break;
+    from = colon + 1;
+  }
+  if (pem.empty())
+    throw Error(fmt::format("no CA certificates to check the etcd members' TLS certificates against: OpenSSL's "
+                            "default file '{}' and directories '{}' hold none",
+                            file, dirs),
+                "give --rdzv-etcd-cacert with the CA that signed the members' certificates", kExitUsage);
+  return pem;
 }
 
 // What a member's failure says, in a line. gRPC words a refused connection as "failed to connect

@@ -12,7 +12,9 @@
 #   4. a wrong password, and (over --rdzv-etcd-api gateway) a client certificate with a Common
 #      Name (etcd's JSON gateway refuses those once auth is on), are refused: exit 2, one paragraph
 #      each, no rank;
-#   5. over gRPC (the default) that certificate alone is the user: two launchers form and train.
+#   5. over gRPC (the default) that certificate alone is the user: two launchers form and train;
+#   and, after 1, without --rdzv-etcd-cacert a CA found only in OpenSSL's hashed directory
+#   (SSL_CERT_DIR) is trusted over both APIs.
 . "$(dirname "$0")/../lib.sh"
 . "$(dirname "$0")/elastic_lib.sh"
 . "$(dirname "$0")/etcd_lib.sh"
@@ -101,6 +103,20 @@ envj=$(MTRAIN_RDZV_ETCD_CACERT="$PKI/ca.crt" MTRAIN_RDZV_ETCD_CERT="$PKI/client.
   "$MTRAIN" env --rdzv-backend etcd --rdzv-endpoint "https://$CLIENT" --format json)
 got=$(echo "$envj" | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["rendezvous"]; print(r["answered"], r["members"][0].get("etcdserver") or r["members"][0].get("error"))')
 [ "$got" = "1 $(etcd --version | sed -n 's/^etcd Version: //p')" ] && ok "mtrain env: the TLS member answers ($got)" || fail "mtrain env over TLS: $got"
+
+# Without --rdzv-etcd-cacert the member's certificate is checked against the system's CAs where
+# OpenSSL finds them: here the CA is only in a hashed directory (SSL_CERT_DIR, as `openssl
+# rehash` links it) and SSL_CERT_FILE is a file without it. Both APIs find it (gRPC read only
+# the file before: "not trusted").
+mkdir -p "$PKI/hashed" && cp "$PKI/ca.crt" "$PKI/hashed/" && openssl rehash "$PKI/hashed" 2>/dev/null
+for api in grpc gateway; do
+  got=$(SSL_CERT_FILE="$PKI/other-ca.crt" SSL_CERT_DIR="$PKI/hashed" MTRAIN_RDZV_ETCD_API=$api \
+    MTRAIN_RDZV_ETCD_CERT="$PKI/client.crt" MTRAIN_RDZV_ETCD_KEY="$PKI/client.key" \
+    "$MTRAIN" env --rdzv-backend etcd --rdzv-endpoint "https://$CLIENT" --format json \
+    | "$PY" -c 'import json,sys; r=json.load(sys.stdin)["rendezvous"]; print(r["answered"], r["members"][0].get("etcdserver") or r["members"][0].get("error"))')
+  [ "${got%% *}" = 1 ] && ok "the CA in SSL_CERT_DIR only, over $api: the member answers ($got)" \
+    || fail "the CA in SSL_CERT_DIR only, over $api: $got"
+done
 
 # 2. a wrong CA; no client certificate.
 refused_launch "is not trusted: its server certificate failed the check against --rdzv-etcd-cacert '$PKI/other-ca.crt'" \
