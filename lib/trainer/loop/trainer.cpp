@@ -36,6 +36,7 @@
 #include "lib/trainer/loop/metrics.hpp"
 #include "lib/trainer/loop/over_ranks.hpp"
 #include "lib/trainer/loop/preemption.hpp"
+#include "lib/trainer/loop/run_settings.hpp"
 #include "lib/trainer/loop/run_summary.hpp"
 #include "lib/trainer/loop/step_figures.hpp"
 #include "lib/trainer/loop/token_mean.hpp"
@@ -50,11 +51,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-// Settings that define what a run trains, kept in its checkpoints (trainer_state "settings").
-// Not the strategy, the world or the batch split: a resume may change those (resharding).
-constexpr const char* kRunSettings[] = {"model.name", "model.path", "data.name", "data.path", "train.max_steps",
-                                        "train.max_epochs", "train.seed", "optim.lr"};
 
 double seconds_since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
@@ -485,45 +481,19 @@ class Loop {
   json trainer_state() const {
     return {{"step", step_},
             {"total_steps", total_},
-            {"sampler", {{"epoch", step_ / steps_per_epoch_},
-                         {"step_in_epoch", step_ % steps_per_epoch_},
-                         {"steps_per_epoch", steps_per_epoch_},
-                         {"batch_size", job_.batch_size},
-                         {"grad_accum", job_.grad_accum},
-                         {"seed", job_.seed},
-                         {"shuffle", job_.data.shuffle},
-                         {"drop_last", job_.data.drop_last}}},
+            {"sampler",
+             {{"epoch", step_ / steps_per_epoch_},
+              {"step_in_epoch", step_ % steps_per_epoch_},
+              {"steps_per_epoch", steps_per_epoch_},
+              {"batch_size", job_.batch_size},
+              {"grad_accum", job_.grad_accum},
+              {"seed", job_.seed},
+              {"shuffle", job_.data.shuffle},
+              {"drop_last", job_.data.drop_last}}},
             {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
             {"last_loss", last_loss_},
             {"optimizer", config::to_string(job_.strat.optim.name)},
-            {"settings", run_settings()}};
-  }
-
-  // What a run trains, whatever the strategy and world (those may change on resume, resharding):
-  // kept in the checkpoint so that a resume under other values says so (issue 45).
-  json run_settings() const {
-    json s = json::object();
-    for (const char* key : kRunSettings) {
-      const json* v = &job_.settings;  // nested, every key present (a job made in code may have none)
-      for (const auto& part : str::split(key, '.')) v = v && v->is_object() && v->contains(part) ? &v->at(part) : nullptr;
-      if (v) s[key] = *v;
-    }
-    return s;
-  }
-
-  // The settings in kRunSettings that differ between the checkpoint and this run, as
-  // "train.max_steps 50 (now 10)"; none for a checkpoint written before they were kept.
-  std::vector<std::string> changed_settings(const json& state) const {
-    std::vector<std::string> out;
-    const auto saved = state.find("settings");
-    if (saved == state.end() || !saved->is_object()) return out;
-    const json now = run_settings();
-    for (const char* key : kRunSettings) {
-      const auto was = saved->find(key);
-      if (was == saved->end() || !now.contains(key) || *was == now.at(key)) continue;
-      out.push_back(fmt::format("{} {} (now {})", key, visible_text(was->dump()), visible_text(now.at(key).dump())));
-    }
-    return out;
+            {"settings", run_settings(job_.settings)}};
   }
 
   void save() {
@@ -569,7 +539,7 @@ class Loop {
     }
     console_.line(fmt::format("Resumed from {} at step {} (written by world size {})", dir, step_,
                               reader.manifest().world_size));
-    if (const auto changed = changed_settings(reader.manifest().state); !changed.empty())
+    if (const auto changed = changed_settings(reader.manifest().state, job_.settings); !changed.empty())
       console_.line(fmt::format("note: {} was saved by a run with other settings: {}; training goes on with this "
                                 "run's (a fresh run: --overwrite or a new --work-dir)",
                                 dir, str::join(changed, ", ")));
