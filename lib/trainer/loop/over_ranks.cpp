@@ -29,4 +29,14 @@ std::vector<double> max_over_ranks(Communicator& comm, const at::Device& device,
   return {mx.data_ptr<double>(), mx.data_ptr<double>() + k};
 }
 
+std::pair<MemoryLedger, int64_t> fullest_over_ranks(Communicator& comm, const at::Device& device, const MemoryLedger& m,
+                                                    int64_t peak) {
+  const std::vector<int64_t> mine = {
+      m.params, m.grads, m.optimizer, m.gathered, m.gathered_peak, m.unsharded_grads_peak, m.transient_peak, peak};
+  std::vector<double> v(mine.begin(), mine.end());
+  v = max_over_ranks(comm, device, v);
+  const auto at = [&v](size_t i) { return static_cast<int64_t>(v[i]); };
+  return {MemoryLedger{at(0), at(1), at(2), at(3), at(4), at(5), at(6)}, at(7)};
+}
+
 }  // namespace mtrain::trainer

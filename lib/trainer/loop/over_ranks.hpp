@@ -2,12 +2,15 @@
 // Plain figures (losses, counts, byte counts) combined over ranks, for the loop's logs, ledger
 // and summary. Collective: every rank calls with a vector of the same length. The tensors live on
 // `device`, the communicator's (NCCL reduces only device tensors).
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <ATen/ATen.h>
 
 #include "lib/trainer/comm/communicator.hpp"
+#include "lib/trainer/strategy/strategy.hpp"
 
 namespace mtrain::trainer {
 
@@ -17,5 +20,9 @@ std::vector<double> sum_over_ranks(Communicator& comm, const at::Device& device,
 
 // Element-wise maximum (the fullest rank's figures).
 std::vector<double> max_over_ranks(Communicator& comm, const at::Device& device, const std::vector<double>& v);
+
+// The fullest rank's ledger, each field's maximum over ranks, and the largest `peak` (bytes).
+std::pair<MemoryLedger, int64_t> fullest_over_ranks(Communicator& comm, const at::Device& device, const MemoryLedger& m,
+                                                    int64_t peak);
 
 }  // namespace mtrain::trainer

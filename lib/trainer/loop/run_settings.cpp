@@ -37,4 +37,22 @@ std::vector<std::string> changed_settings(const nlohmann::json& saved_state, con
   return out;
 }
 
+nlohmann::json trainer_state(const TrainJob& job, const TrainerPosition& at) {
+  return {{"step", at.step},
+          {"total_steps", at.total},
+          {"sampler",
+           {{"epoch", at.step / at.steps_per_epoch},
+            {"step_in_epoch", at.step % at.steps_per_epoch},
+            {"steps_per_epoch", at.steps_per_epoch},
+            {"batch_size", job.batch_size},
+            {"grad_accum", job.grad_accum},
+            {"seed", job.seed},
+            {"shuffle", job.data.shuffle},
+            {"drop_last", job.data.drop_last}}},
+          {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
+          {"last_loss", at.last_loss},
+          {"optimizer", config::to_string(job.strat.optim.name)},
+          {"settings", run_settings(job.settings)}};
+}
+
 }  // namespace mtrain::trainer

@@ -11,13 +11,13 @@
 #include <future>
 #include <map>
 #include <optional>
+#include <tuple>
 
 #include <fmt/format.h>
 
 #include "lib/core/error.hpp"
 #include "lib/core/run_folder.hpp"
 #include "lib/core/strings.hpp"
-#include "lib/core/visible_text.hpp"
 #include "lib/trainer/checkpoint/checkpointer.hpp"
 #include "lib/trainer/checkpoint/durable_file.hpp"
 #include "lib/trainer/checkpoint/hf_weights.hpp"
@@ -30,6 +30,8 @@
 #include "lib/tracking/tracker.hpp"
 #include "lib/trainer/loop/console.hpp"
 #include "lib/trainer/loop/failure_record.hpp"
+#include "lib/trainer/loop/finished_run.hpp"
+#include "lib/trainer/loop/fsdp_unit_note.hpp"
 #include "lib/trainer/loop/job_ledger.hpp"
 #include "lib/trainer/loop/ledger.hpp"
 #include "lib/trainer/loop/log_records.hpp"
@@ -38,11 +40,10 @@
 #include "lib/trainer/loop/preemption.hpp"
 #include "lib/trainer/loop/run_settings.hpp"
 #include "lib/trainer/loop/run_summary.hpp"
+#include "lib/trainer/loop/step_count.hpp"
 #include "lib/trainer/loop/step_figures.hpp"
 #include "lib/trainer/loop/token_mean.hpp"
 #include "lib/trainer/loop/weights_export.hpp"
-#include "lib/trainer/model/torchscript.hpp"
-#include "lib/trainer/strategy/wrap_policy.hpp"
 
 namespace mtrain::trainer {
 
@@ -154,7 +155,7 @@ class Loop {
       hf_names(names, {}, hf_->prefix, hf_->config);  // a prefix the names lack: refused now
     }
     fs::create_directories(job_.work_dir);
-    note_single_fsdp_unit();
+    if (auto note = single_fsdp_unit_note(job_, *parts_.model)) console_.line(*note);
     strategy_ = make_strategy(job_.strategy, job_.strat, comm_);
     expected_state_ = expected_state(*parts_.model, optimizer_state_names(job_.strat.optim));
     strategy_->setup(parts_.model);
@@ -165,23 +166,10 @@ class Loop {
     // whole unit into (fsdp: 164 MB held above the high-water mark, docs/architecture.md §6).
     if (job_.cpu_memory_pool) install_pooled_cpu_allocator();
 
-    sampler_.dataset_size = parts_.train->size();
-    sampler_.rank = comm_.rank();
-    sampler_.world = comm_.world();
-    sampler_.seed = job_.seed;
-    sampler_.shuffle = job_.data.shuffle;
-    sampler_.drop_last = job_.data.drop_last;
-    const int64_t per_rank = samples_per_rank(sampler_);
-    const int64_t per_step = job_.batch_size * job_.grad_accum;
-    if (per_rank < per_step) {
-      throw UsageError(fmt::format("the training split has {} samples per rank, fewer than one step "
-                                   "needs (batch_size {} x grad_accum {})",
-                                   per_rank, job_.batch_size, job_.grad_accum),
-                       "lower train.batch_size or train.grad_accum, or use more data");
-    }
-    steps_per_epoch_ = per_rank / per_step;
-    by_epochs_ = job_.max_epochs > 0;
-    total_ = by_epochs_ ? job_.max_epochs * steps_per_epoch_ : job_.max_steps;
+    StepCount count = count_steps(job_, parts_.train->size(), comm_.rank(), comm_.world());
+    sampler_ = count.sampler;
+    steps_per_epoch_ = count.steps_per_epoch;
+    total_ = count.total;
     return init;
   }
 
@@ -300,7 +288,8 @@ class Loop {
   // val_interval counts epochs when training by epochs (at an epoch's end), else steps.
   bool validation_due() const {
     if (!parts_.val || job_.val_interval <= 0) return false;
-    if (by_epochs_) return step_ % steps_per_epoch_ == 0 && (step_ / steps_per_epoch_) % job_.val_interval == 0;
+    if (job_.max_epochs > 0)
+      return step_ % steps_per_epoch_ == 0 && (step_ / steps_per_epoch_) % job_.val_interval == 0;
     return step_ % job_.val_interval == 0;
   }
 
@@ -328,8 +317,8 @@ class Loop {
 
   Position position() const {
     Position p;
-    p.by_epochs = by_epochs_;
-    if (by_epochs_) {
+    p.by_epochs = job_.max_epochs > 0;
+    if (p.by_epochs) {
       p.epoch = (step_ - 1) / steps_per_epoch_ + 1;
       p.iter = (step_ - 1) % steps_per_epoch_ + 1;
       p.total = steps_per_epoch_;
@@ -373,12 +362,9 @@ class Loop {
     return b;
   }
 
-  // Figures summed / maximised over ranks (over_ranks.hpp), on the communicator's device.
+  // Figures summed over ranks (over_ranks.hpp), on the communicator's device.
   std::vector<double> sum_over_ranks(const std::vector<double>& v, const std::string& counter) {
     return trainer::sum_over_ranks(comm_, parts_.device, v, counter);
-  }
-  std::vector<double> max_over_ranks(const std::vector<double>& v) {
-    return trainer::max_over_ranks(comm_, parts_.device, v);
   }
 
   // Every rank's pending stop signal, agreed: all ranks return the same (0 = keep training).
@@ -412,11 +398,9 @@ class Loop {
 
   // Rank 0 prints measured model-state bytes (fullest rank) beside docs/architecture.md §6.
   void print_ledger() {
-    const MemoryLedger m = strategy_->memory();
-    const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
-                                    static_cast<double>(m.optimizer), static_cast<double>(m.gathered)});
-    const MemoryLedger fullest{static_cast<int64_t>(mx[0]), static_cast<int64_t>(mx[1]),
-                               static_cast<int64_t>(mx[2]), static_cast<int64_t>(mx[3])};
+    // Only the resident figures: the peaks are the run's, reported at its end.
+    const MemoryLedger all = fullest_over_ranks(comm_, parts_.device, strategy_->memory(), 0).first;
+    const MemoryLedger fullest{all.params, all.grads, all.optimizer, all.gathered};
     ledger_expected_ = job_ledger_formula(job_, strategy_->name(), strategy_->num_parameters(), comm_.world());
     std::string table = format_ledger_table(
         job_ledger_report(job_, strategy_->num_parameters(), comm_.world(), fullest, buffer_bytes(),
@@ -478,30 +462,12 @@ class Loop {
     if (tracker_) tracker_->log(rec.record);
   }
 
-  json trainer_state() const {
-    return {{"step", step_},
-            {"total_steps", total_},
-            {"sampler",
-             {{"epoch", step_ / steps_per_epoch_},
-              {"step_in_epoch", step_ % steps_per_epoch_},
-              {"steps_per_epoch", steps_per_epoch_},
-              {"batch_size", job_.batch_size},
-              {"grad_accum", job_.grad_accum},
-              {"seed", job_.seed},
-              {"shuffle", job_.data.shuffle},
-              {"drop_last", job_.data.drop_last}}},
-            {"rng", {{"kind", "cpu_generator"}, {"tensor", "rng/cpu"}, {"per_rank", true}}},
-            {"last_loss", last_loss_},
-            {"optimizer", config::to_string(job_.strat.optim.name)},
-            {"settings", run_settings(job_.settings)}};
-  }
-
   void save() {
     SaveRequest r;
     r.root = job_.work_dir + "/checkpoints";
     r.step = step_;
     r.strategy = strategy_->name();
-    r.state = trainer_state();
+    r.state = trainer_state(job_, {step_, total_, steps_per_epoch_, last_loss_});
     r.pieces = strategy_->state_pieces();
     r.extra = {{"rng/cpu", at::detail::getDefaultCPUGenerator().get_state()}};
     r.keep = static_cast<int>(job_.checkpoint_keep);
@@ -543,66 +509,11 @@ class Loop {
       console_.line(fmt::format("note: {} was saved by a run with other settings: {}; training goes on with this "
                                 "run's (a fresh run: --overwrite or a new --work-dir)",
                                 dir, str::join(changed, ", ")));
-    refuse_finished(dir);
+    if (auto note = finished_run_note(step_, total_, job_.max_epochs, dir, job_.resume)) console_.line(*note);
     if (!job_.init.empty()) {
       console_.line(fmt::format("model.init {} not loaded: the resumed checkpoint takes precedence", job_.init));
     }
     return true;
-  }
-
-  // FSDP over the user's TorchScript model without blocks named in fsdp.wrap_module_types cuts it
-  // into one unit: every parameter is gathered at once, so sharding saves nothing while the model
-  // computes. Said once (rank 0's console), with the module classes there are to name (issue 45).
-  void note_single_fsdp_unit() {
-    if (job_.strategy != config::StrategyName::Fsdp || job_.model.name != config::ModelName::Torchscript) return;
-    ParamList p;
-    for (const auto& np : parts_.model->named_parameters()) {
-      p.names.push_back(np.key());
-      p.numels.push_back(np.value().numel());
-    }
-    const auto& f = job_.strat.fsdp;
-    if (fsdp_units(p, f.wrap_policy, parts_.model->block_prefixes(), f.min_num_params).size() > 1) return;
-    std::vector<std::string> names;
-    for (const auto& [name, n] : submodule_classes(*parts_.model)) {
-      if (names.size() == 12) {
-        names.push_back("…");
-        break;
-      }
-      names.push_back(n > 1 ? fmt::format("{} (x{})", visible_text(name), n) : visible_text(name));
-    }
-    int64_t numel = 0;
-    for (int64_t n : p.numels) numel += n;
-    const std::string why = f.wrap_policy == config::WrapPolicy::Size
-                                ? fmt::format("fsdp.wrap_policy size found no subtree of fsdp.min_num_params {}", f.min_num_params)
-                                : std::string("fsdp.wrap_module_types names no block of it");
-    console_.line(fmt::format(
-        "note: fsdp: the model is one unit ({}): all {} parameters are gathered at once, so FSDP saves no memory "
-        "over ddp while the model computes. Name its blocks in fsdp.wrap_module_types (--set "
-        "fsdp.wrap_module_types=CLASS); the module classes in {}: {}",
-        why, numel, job_.model.path, names.empty() ? std::string("none (the model has no submodules)") : str::join(names, ", ")));
-  }
-
-  // A resumed checkpoint at or past this run's last step: nothing is trained. At the last step (the
-  // same command run again) the model is exported again and that is said; past it (another run's
-  // checkpoint, or max_steps lowered) the run is refused: exporting would pass off a model trained
-  // for more steps than asked (issue 45: "Iter(val) [50/10]", exit 0).
-  void refuse_finished(const std::string& dir) {
-    if (step_ < total_) return;
-    const std::string goal = by_epochs_ ? fmt::format("{} steps (max_epochs {})", total_, job_.max_epochs)
-                                        : fmt::format("max_steps {}", total_);
-    if (step_ == total_) {
-      console_.line(fmt::format("already trained: step {} of {} ({}); nothing left to train, so its model is only "
-                                "exported again (raise --max-steps to train further)",
-                                step_, goal, dir));
-      return;
-    }
-    throw UsageError(
-        fmt::format("already trained: step {} of {} — the checkpoint {} is past this run's end, so there is "
-                    "nothing to train (--resume {} picked it)",
-                    step_, goal, dir, config::to_string(job_.resume)),
-        fmt::format("Raise --max-steps above {} to train on from it, or start afresh: a fresh --work-dir, or "
-                    "--overwrite without --resume to remove the work dir's checkpoints.",
-                    step_));
   }
 
   // Pretrained weights before step 0; every rank reads its own part of the file.
@@ -618,16 +529,8 @@ class Loop {
     RunFigures f;
     f.comm = comm_per_step(all, phase_comm_, static_cast<double>(std::max<int64_t>(1, step_ - start_step)));
     // The fullest rank's ledger and peak memory.
-    const MemoryLedger m = strategy_->memory();
-    const auto mx = max_over_ranks({static_cast<double>(m.params), static_cast<double>(m.grads),
-                                    static_cast<double>(m.optimizer), static_cast<double>(peak_memory()),
-                                    static_cast<double>(m.gathered), static_cast<double>(m.gathered_peak),
-                                    static_cast<double>(m.unsharded_grads_peak),
-                                    static_cast<double>(m.transient_peak)});
-    f.fullest = {static_cast<int64_t>(mx[0]), static_cast<int64_t>(mx[1]), static_cast<int64_t>(mx[2]),
-                 static_cast<int64_t>(mx[4]), static_cast<int64_t>(mx[5]), static_cast<int64_t>(mx[6]),
-                 static_cast<int64_t>(mx[7])};
-    f.peak_memory_bytes = static_cast<int64_t>(mx[3]);
+    std::tie(f.fullest, f.peak_memory_bytes) =
+        fullest_over_ranks(comm_, parts_.device, strategy_->memory(), peak_memory());
     f.strategy = strategy_->name();
     f.model = config::to_string(job_.model.name);
     f.precision = config::to_string(job_.precision());
@@ -682,7 +585,6 @@ class Loop {
   std::future<Batch> prefetch_;
   int64_t prefetch_key_ = -1;
   int64_t steps_per_epoch_ = 1;
-  bool by_epochs_ = false;
   int64_t total_ = 0;
   int64_t step_ = 0;
   double last_loss_ = 0;
